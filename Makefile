@@ -1,0 +1,34 @@
+# `make render` and `make test` work on a fresh machine with only Python and make.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip --disable-pip-version-check -q
+
+.PHONY: render test lint bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(PIP) install -e '.[test]'
+	touch $@
+
+render: $(VENV)/.installed
+	$(BIN)/gpuconf render clusters -o rendered
+
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check gpuconf tests bench
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+test: lint
+	$(BIN)/python -m pytest
+
+bench: $(VENV)/.installed
+	$(BIN)/python bench/render.py
+	$(BIN)/python bench/node.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,48 @@
+"""Shared model settings and the constrained string types every model uses."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, StringConstraints
+from pydantic.alias_generators import to_camel
+
+# Each pattern is named in validate.py's messages; keep the two in step.
+DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+LABEL_KEY = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
+EXTENDED_RESOURCE = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[a-z0-9]([-a-z0-9_.]{0,61}[a-z0-9])?$"
+IMAGE = r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$"
+KUBE_VERSION = r"^1\.[0-9]{2}$"
+DRIVER_VERSION = r"^[0-9]{3}\.[0-9]{2,3}(\.[0-9]{2,3})?$"
+GPU_UUID = r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+QUANTITY = r"^[0-9]+(Ki|Mi|Gi|Ti)?$"
+MIG_PROFILE = r"^[0-9]g\.[0-9]+gb$"
+ABSOLUTE_PATH = r"^/[A-Za-z0-9._/-]*$"
+
+DnsLabel = Annotated[str, StringConstraints(pattern=DNS_LABEL)]
+DnsSubdomain = Annotated[str, StringConstraints(pattern=DNS_SUBDOMAIN, max_length=253)]
+LabelKey = Annotated[str, StringConstraints(pattern=LABEL_KEY, max_length=317)]
+LabelValue = Annotated[str, StringConstraints(pattern=LABEL_VALUE)]
+ExtendedResourceName = Annotated[str, StringConstraints(pattern=EXTENDED_RESOURCE, max_length=317)]
+ImageReference = Annotated[str, StringConstraints(pattern=IMAGE, max_length=512)]
+KubernetesVersion = Annotated[str, StringConstraints(pattern=KUBE_VERSION)]
+DriverVersion = Annotated[str, StringConstraints(pattern=DRIVER_VERSION)]
+GpuUuid = Annotated[str, StringConstraints(pattern=GPU_UUID)]
+MemoryQuantity = Annotated[str, StringConstraints(pattern=QUANTITY)]
+MigProfileName = Annotated[str, StringConstraints(pattern=MIG_PROFILE)]
+AbsolutePath = Annotated[str, StringConstraints(pattern=ABSOLUTE_PATH, max_length=4096)]
+
+
+class Model(BaseModel):
+    """Frozen, strict, camelCase keys, unknown keys rejected, field docstrings kept for the schema."""
+
+    model_config = ConfigDict(
+        frozen=True,
+        extra="forbid",
+        strict=True,
+        alias_generator=to_camel,
+        use_attribute_docstrings=True,
+        validate_default=False,
+    )

@@ -1,0 +1,1 @@
+"""NVML behind an interface: a pynvml implementation and a fake driven by a YAML file."""

@@ -1,0 +1,60 @@
+"""What the node runtime needs from NVML, and nothing more."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class MigDevice:
+    uuid: str
+    """MIG-<uuid>, as NVML reports it."""
+    profile: str
+    """e.g. "1g.10gb"."""
+    gpu_instance_id: int
+    compute_instance_id: int
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    index: int
+    uuid: str
+    name: str
+    """nvmlDeviceGetName, e.g. "NVIDIA H100 80GB HBM3"."""
+    memory_mib: int
+    pci_bus_id: str
+    """Domain:bus:device.function, e.g. "0000:18:00.0"."""
+    numa_node: int | None = None
+    nvlinks: Mapping[int, int] = field(default_factory=dict)
+    """Peer GPU index -> number of NVLinks between the two."""
+    mig_enabled: bool = False
+    mig_devices: Sequence[MigDevice] = ()
+
+
+@dataclass(frozen=True)
+class XidEvent:
+    uuid: str
+    """The GPU's (or MIG device's) UUID."""
+    xid: int
+    gpu_instance_id: int | None = None
+    """Set when the event concerns one GPU instance of a MIG-enabled GPU."""
+
+
+class NvmlError(Exception):
+    """NVML could not answer; the caller treats the devices it asked about as unhealthy."""
+
+
+class Nvml(Protocol):
+    def driver_version(self) -> str: ...
+
+    def devices(self) -> Sequence[GpuInfo]:
+        """Every GPU NVML sees now (a GPU that fell off the bus is missing)."""
+        ...
+
+    def wait_for_events(self, timeout_seconds: float) -> Sequence[XidEvent]:
+        """Critical-error (XID) events that arrived within the timeout; empty on timeout."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,106 @@
+"""The node config: what the compiler writes into each pool's ConfigMap and `gpuconf node` reads.
+
+This is the contract between the two halves of gpuconf. The compiler resolves everything a
+node needs (which GPU indices belong to which resource, how they are shared, what inventory
+is expected), so the node runtime decides nothing from cluster-wide knowledge.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+NODE_CONFIG_API_VERSION = "gpuconf.dev/v1alpha1"
+NODE_CONFIG_FILE = "node-config.yaml"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", strict=True, alias_generator=to_camel, use_attribute_docstrings=True
+    )
+
+
+class RuntimeSettings(_Model):
+    engine: Literal["docker", "containerd", "k3s"]
+    set_as_default: bool
+    binary_path: str
+    containerd_config_version: Literal[2, 3] = 2
+
+
+class HealthSettings(_Model):
+    ignored_xids: list[int]
+    """XIDs that never make a GPU unhealthy."""
+    recover_after_seconds: int = Field(ge=0)
+    """Quiet period after the last critical XID before the GPU is healthy again; 0 never."""
+
+
+class ExpectedGpu(_Model):
+    index: int = Field(ge=0)
+    model: str
+    """Catalog model name."""
+    nvml_name: str
+    """What NVML's device name must be."""
+    memory_mi_b: int = Field(alias="memoryMiB", ge=1)
+    uuid: str | None = None
+    mig: dict[str, int] | None = None
+    """Declared MIG layout {profile: count}; None when MIG is disabled."""
+
+
+class ExpectedInventory(_Model):
+    default: list[ExpectedGpu]
+    """The inventory of every node of the pool that is not listed in `nodes`."""
+    nodes: dict[str, list[ExpectedGpu]] = Field(default_factory=dict)
+    """Declared inventories by node name."""
+
+    def for_node(self, node_name: str) -> list[ExpectedGpu]:
+        return self.nodes.get(node_name, self.default)
+
+
+class GpuIndices(_Model):
+    default: list[int]
+    """GPU indices of the resource on nodes not listed in `nodes`."""
+    nodes: dict[str, list[int]] = Field(default_factory=dict)
+
+    def for_node(self, node_name: str) -> list[int]:
+        return self.nodes.get(node_name, self.default)
+
+
+class SharingSettings(_Model):
+    strategy: Literal["none", "time-slicing", "mps"]
+    replicas: int = Field(default=1, ge=1)
+    fail_requests_greater_than_one: bool = False
+    mps_pipe_directory: str | None = None
+    """MPS only: the control daemon's pipe directory on the host, mounted into containers."""
+    mps_memory_limit_mi_b: int | None = Field(default=None, alias="mpsMemoryLimitMiB")
+    mps_active_thread_percentage: int | None = None
+
+
+class ResourceSettings(_Model):
+    name: str
+    """The extended resource name, e.g. gpuconf.dev/t4-shared."""
+    class_name: str = Field(alias="class")
+    gpus: GpuIndices
+    mig_profile: str | None = None
+    """When set, the resource offers this node's MIG devices of this profile on those GPUs."""
+    sharing: SharingSettings
+    allocation_policy: Literal["spread", "pack"] = "spread"
+
+    def socket_name(self) -> str:
+        """The unix socket file name in the kubelet's plugin directory."""
+        return "gpuconf-" + self.name.replace("/", "_") + ".sock"
+
+
+class NodeConfig(_Model):
+    api_version: Literal["gpuconf.dev/v1alpha1"]
+    kind: Literal["NodeConfig"]
+    cluster: str
+    pool: str
+    runtime: RuntimeSettings
+    device_list_strategy: Literal["envvar", "volume-mounts"] = "envvar"
+    drift_policy: Literal["warn", "strict"] = "warn"
+    health: HealthSettings
+    metrics_port: int = 9400
+    inventory: ExpectedInventory
+    resources: Annotated[list[ResourceSettings], Field(default_factory=list)]
