@@ -80,7 +80,9 @@ class _Converter:
 
     def _container(self, node: CommentedMap | CommentedSeq, path: KeyPath) -> Any:
         if id(node) in self.active:
-            raise self.fail(path, "an alias refers to a value that contains it", "remove the recursive alias")
+            raise self.fail(
+                path, "an alias refers to a value that contains it", "remove the recursive alias"
+            )
         repeated = id(node) in self.seen
         self.seen.add(id(node))
         self.active.add(id(node))
@@ -101,7 +103,9 @@ class _Converter:
             line, column = node.lc.key(key)
             self.positions.setdefault(here, (line + 1, column + 1))
             if name in out:
-                raise self.fail(here, f"duplicate key {name!r}", "each key may appear once in a mapping")
+                raise self.fail(
+                    here, f"duplicate key {name!r}", "each key may appear once in a mapping"
+                )
             out[name] = self.convert(value, here)
         return out
 
@@ -149,16 +153,36 @@ def parse_text(text: str, file: str) -> Located:
         line, column = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
         problem = " ".join(str(error.problem or error.context or "invalid YAML").split())
         raise LoadFailed(
-            Diagnostic(file, line, column, (), f"YAML syntax error: {problem}", _syntax_hint(problem))
+            Diagnostic(
+                file, line, column, (), f"YAML syntax error: {problem}", _syntax_hint(problem)
+            )
         ) from None
     except YAMLError as error:
         raise LoadFailed(Diagnostic(file, 1, 1, (), f"YAML error: {error}")) from None
     except RecursionError:
         raise LoadFailed(Diagnostic(file, 1, 1, (), "YAML nesting is too deep")) from None
     if not documents or all(d is None for d in documents):
-        raise LoadFailed(Diagnostic(file, 1, 1, (), "the file is empty", "a cluster file holds one mapping with apiVersion, kind, metadata and spec"))
+        raise LoadFailed(
+            Diagnostic(
+                file,
+                1,
+                1,
+                (),
+                "the file is empty",
+                "a cluster file holds one mapping with apiVersion, kind, metadata and spec",
+            )
+        )
     if len(documents) > 1:
-        raise LoadFailed(Diagnostic(file, 1, 1, (), f"the file holds {len(documents)} YAML documents", "put one Cluster in each file"))
+        raise LoadFailed(
+            Diagnostic(
+                file,
+                1,
+                1,
+                (),
+                f"the file holds {len(documents)} YAML documents",
+                "put one Cluster in each file",
+            )
+        )
     converter = _Converter(file)
     try:
         data = converter.convert(documents[0], ())
@@ -166,7 +190,16 @@ def parse_text(text: str, file: str) -> Located:
         raise LoadFailed(Diagnostic(file, 1, 1, (), "YAML nesting is too deep")) from None
     if not isinstance(data, dict):
         kind = "a list" if isinstance(data, list) else f"a {type(data).__name__}"
-        raise LoadFailed(Diagnostic(file, 1, 1, (), f"the document is {kind}, not a mapping", "a cluster file holds one mapping with apiVersion, kind, metadata and spec"))
+        raise LoadFailed(
+            Diagnostic(
+                file,
+                1,
+                1,
+                (),
+                f"the document is {kind}, not a mapping",
+                "a cluster file holds one mapping with apiVersion, kind, metadata and spec",
+            )
+        )
     return Located(file, data, converter.positions)
 
 
@@ -185,5 +218,7 @@ def load_file(path: Path, display: str | None = None) -> Located:
     except UnicodeDecodeError:
         raise LoadFailed(Diagnostic(name, 1, 1, (), "the file is not UTF-8 text")) from None
     except OSError as error:
-        raise LoadFailed(Diagnostic(name, 1, 1, (), f"cannot read the file: {error.strerror}")) from None
+        raise LoadFailed(
+            Diagnostic(name, 1, 1, (), f"cannot read the file: {error.strerror}")
+        ) from None
     return parse_text(text, name)

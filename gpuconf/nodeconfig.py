@@ -18,7 +18,14 @@ NODE_CONFIG_FILE = "node-config.yaml"
 
 class _Model(BaseModel):
     model_config = ConfigDict(
-        frozen=True, extra="forbid", strict=True, alias_generator=to_camel, use_attribute_docstrings=True
+        frozen=True,
+        extra="forbid",
+        strict=True,
+        alias_generator=to_camel,
+        validate_by_alias=True,
+        validate_by_name=True,
+        serialize_by_alias=True,
+        use_attribute_docstrings=True,
     )
 
 

@@ -1,0 +1,250 @@
+"""The `gpuconf` command line: validate, render, diff, schema, explain, and `node` for the node runtime."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from gpuconf import __version__
+from gpuconf.errors import ExitCode, GpuconfError, UsageError
+
+DEFAULT_CLUSTERS = Path("clusters")
+DEFAULT_OUTPUT = Path("rendered")
+DEFAULT_SCHEMAS = Path("schemas")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="gpuconf", description="Compile typed GPU cluster descriptions into GitOps manifests."
+    )
+    parser.add_argument("--version", action="version", version=f"gpuconf {__version__}")
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
+    )
+
+    def with_paths(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument(
+            "paths",
+            nargs="*",
+            type=Path,
+            metavar="PATH",
+            help="cluster files or folders (default: clusters/)",
+        )
+        sub.add_argument(
+            "--format", choices=("text", "json"), default="text", help="diagnostics format"
+        )
+
+    validate = commands.add_parser("validate", help="check cluster files and report every problem")
+    with_paths(validate)
+
+    render = commands.add_parser("render", help="render clusters into the output folder")
+    with_paths(render)
+    render.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=DEFAULT_OUTPUT,
+        help="output folder (default: rendered/)",
+    )
+    render.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 with a diff when the output is stale",
+    )
+
+    diff = commands.add_parser("diff", help="show what render would change in the output folder")
+    with_paths(diff)
+    diff.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=DEFAULT_OUTPUT,
+        help="output folder (default: rendered/)",
+    )
+    diff.add_argument("--exit-code", action="store_true", help="exit 1 when there are changes")
+
+    schema = commands.add_parser(
+        "schema", help="write the JSON Schemas for cluster and node-config files"
+    )
+    schema.add_argument(
+        "-o", "--output", type=Path, default=DEFAULT_SCHEMAS, help="folder (default: schemas/)"
+    )
+    schema.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 when the schemas are stale"
+    )
+
+    explain = commands.add_parser(
+        "explain", help="show each class's GPUs, replicas, capacity, quota and headroom"
+    )
+    explain.add_argument("cluster", help="a cluster file, or the name of a cluster in clusters/")
+    explain.add_argument(
+        "--format", choices=("text", "json"), default="text", help="diagnostics format"
+    )
+
+    commands.add_parser("node", help="the node runtime: gpuconf node --help", add_help=False)
+    return parser
+
+
+def _report(
+    compiled_diagnostics: Sequence[object], output_format: str, out: TextIO, err: TextIO
+) -> None:
+    from gpuconf.diagnostics import Diagnostic, report_json, report_text
+
+    diagnostics = [d for d in compiled_diagnostics if isinstance(d, Diagnostic)]
+    if output_format == "json":
+        out.write(report_json(diagnostics))
+        return
+    err.write(report_text(diagnostics))
+    errors = sum(d.is_error for d in diagnostics)
+    warnings = len(diagnostics) - errors
+    if errors or warnings:
+        err.write(
+            f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}\n"
+        )
+
+
+def _compile(options: argparse.Namespace, render_output: bool = True):  # type: ignore[no-untyped-def]
+    from gpuconf.compiler import compile_paths
+
+    compiled = compile_paths(options.paths or [DEFAULT_CLUSTERS], render_output)
+    _report(compiled.diagnostics, options.format, sys.stdout, sys.stderr)
+    return compiled
+
+
+def _validate(options: argparse.Namespace) -> int:
+    compiled = _compile(options, render_output=False)
+    if compiled.ok and options.format == "text":
+        print(
+            f"{len(compiled.validated)} cluster(s) valid: {', '.join(sorted(compiled.validated))}"
+        )
+    return ExitCode.OK if compiled.ok else ExitCode.INVALID_INPUT
+
+
+def _render(options: argparse.Namespace) -> int:
+    from gpuconf import emit
+
+    compiled = _compile(options)
+    if not compiled.ok:
+        return ExitCode.INVALID_INPUT
+    if options.check:
+        changes = list(emit.diff(options.output, compiled.rendered, compiled.whole_directories))
+        if changes:
+            sys.stdout.writelines(changes)
+            print(f"{options.output} is stale: run gpuconf render", file=sys.stderr)
+            return ExitCode.INVALID_INPUT
+        print(f"{options.output} is up to date")
+        return ExitCode.OK
+    emit.write(options.output, compiled.rendered, compiled.whole_directories)
+    files = sum(len(tree) for tree in compiled.rendered.values())
+    print(f"rendered {len(compiled.rendered)} cluster(s), {files} files, into {options.output}")
+    return ExitCode.OK
+
+
+def _diff(options: argparse.Namespace) -> int:
+    from gpuconf import emit
+
+    compiled = _compile(options)
+    if not compiled.ok:
+        return ExitCode.INVALID_INPUT
+    changes = list(emit.diff(options.output, compiled.rendered, compiled.whole_directories))
+    sys.stdout.writelines(changes)
+    return ExitCode.INVALID_INPUT if changes and options.exit_code else ExitCode.OK
+
+
+def _schema(options: argparse.Namespace) -> int:
+    from gpuconf.schema import schema_texts
+
+    texts = schema_texts()
+    stale = [
+        n
+        for n, t in texts.items()
+        if not (options.output / n).is_file()
+        or (options.output / n).read_text(encoding="utf-8") != t
+    ]
+    if options.check:
+        for name in stale:
+            print(f"{options.output / name} is stale: run gpuconf schema", file=sys.stderr)
+        return ExitCode.INVALID_INPUT if stale else ExitCode.OK
+    options.output.mkdir(parents=True, exist_ok=True)
+    for name in stale:
+        (options.output / name).write_text(texts[name], encoding="utf-8")
+    print(
+        f"wrote {len(stale)} schema(s) to {options.output}"
+        if stale
+        else f"{options.output} is up to date"
+    )
+    return ExitCode.OK
+
+
+def _explain(options: argparse.Namespace) -> int:
+    from gpuconf.explain import explain_text
+
+    target = Path(options.cluster)
+    options.paths = [target] if target.exists() else [DEFAULT_CLUSTERS]
+    compiled = _compile(options, render_output=False)
+    if not compiled.ok:
+        return ExitCode.INVALID_INPUT
+    found = (
+        list(compiled.validated.values())
+        if target.exists()
+        else [v for n, v in compiled.validated.items() if n == options.cluster]
+    )
+    if not found:
+        raise UsageError(
+            f"no cluster named {options.cluster!r} in {DEFAULT_CLUSTERS}/ (known: {', '.join(sorted(compiled.validated))})"
+        )
+    for validated in found:
+        print(f"cluster {validated.cluster.metadata.name}")
+        sys.stdout.write(explain_text(validated))
+    return ExitCode.OK
+
+
+_COMMANDS = {
+    "validate": _validate,
+    "render": _render,
+    "diff": _diff,
+    "schema": _schema,
+    "explain": _explain,
+}
+
+
+def _run(argv: list[str]) -> int:
+    if argv[:1] == ["node"]:
+        from gpuconf.node.cli import main as node_main
+
+        return node_main(argv[1:])
+    options = build_parser().parse_args(argv)
+    return _COMMANDS[options.command](options)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _run(args)
+    except GpuconfError as error:
+        print(f"gpuconf: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print("gpuconf: interrupted", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    except BrokenPipeError:
+        return ExitCode.OK
+    except Exception as error:
+        if os.environ.get("GPUCONF_DEBUG"):
+            traceback.print_exc()
+        summary = str(error).splitlines()[0] if str(error) else ""
+        print(
+            f"gpuconf: internal error: {type(error).__name__}: {summary} (a bug; GPUCONF_DEBUG=1 shows details)",
+            file=sys.stderr,
+        )
+        return ExitCode.INTERNAL

@@ -1,0 +1,152 @@
+"""plugin: nvidia — NVIDIA's device plugin per pool, with its `version: v1` config mounted directly.
+
+Only keys NVIDIA's parser reads are written: never `resources`, `rename` or `devices`, which it
+ignores at run time (validation has already refused what they would have meant)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuconf.classes import NVIDIA_SHARED_GPU, ResolvedClass
+from gpuconf.model import Cluster, NodePool
+from gpuconf.plan.artifact import Artifact, manifest
+from gpuconf.plan.meta import WAVE_CONFIG, WAVE_PLUGIN, metadata
+from gpuconf.plan.node_config import MPS_ROOT
+from gpuconf.plan.node_daemonset import PLUGIN_DIR
+from gpuconf.plan.pod import POOL_LABEL, daemonset, hardened, host_path, node_selector, tolerations
+from gpuconf.yaml_out import dump
+
+CONFIG_DIR = "/etc/nvidia-device-plugin"
+CONFIG_FILE = "config.yaml"
+
+
+def _base_resource(resolved: ResolvedClass) -> str:
+    """NVIDIA's config names the unrenamed resource; renameByDefault adds `.shared`."""
+    return resolved.resource_name.removesuffix(".shared")
+
+
+def mig_strategy(classes: list[ResolvedClass]) -> str:
+    """`single` when every MIG GPU of the pool has one profile, `mixed` otherwise, `none` without MIG."""
+    layouts = {tuple(sorted(m.gpu.mig)) for c in classes for m in c.members if m.gpu.mig}
+    if not layouts:
+        return "none"
+    has_whole_gpus = any(c.spec.select.mig_profile is None for c in classes)
+    return (
+        "single"
+        if len(layouts) == 1 and len(next(iter(layouts))) == 1 and not has_whole_gpus
+        else "mixed"
+    )
+
+
+def nvidia_config(cluster: Cluster, classes: list[ResolvedClass]) -> dict[str, Any]:
+    strategy = mig_strategy(classes)
+    shared = [c for c in classes if c.spec.sharing.strategy != "none"]
+    uses_mps = any(c.spec.sharing.strategy == "mps" for c in shared)
+    flags: dict[str, Any] = {
+        "migStrategy": strategy,
+        "failOnInitError": True,
+        "nvidiaDriverRoot": "/",
+        "plugin": {
+            "passDeviceSpecs": False,
+            "deviceListStrategy": [cluster.spec.node.device_list_strategy],
+            "deviceIDStrategy": "uuid",
+        },
+    }
+    if uses_mps:
+        flags["mpsRoot"] = MPS_ROOT
+    config: dict[str, Any] = {"version": "v1", "flags": flags}
+    if shared:
+        section = "mps" if uses_mps else "timeSlicing"
+        resources = {
+            ("nvidia.com/gpu" if strategy == "single" else _base_resource(c)): c.replicas
+            for c in shared
+        }
+        config["sharing"] = {
+            section: {
+                "renameByDefault": any(c.resource_name == NVIDIA_SHARED_GPU for c in shared),
+                "failRequestsGreaterThanOne": uses_mps
+                or any(
+                    getattr(c.spec.sharing, "fail_requests_greater_than_one", False) for c in shared
+                ),
+                "resources": [
+                    {"name": name, "replicas": replicas}
+                    for name, replicas in sorted(resources.items())
+                ],
+            }
+        }
+    return config
+
+
+def nvidia_plugin(cluster: Cluster, pool: NodePool, classes: list[ResolvedClass]) -> list[Artifact]:
+    namespace = cluster.spec.namespace
+    config_name = f"nvidia-device-plugin-{pool.name}"
+    config = nvidia_config(cluster, classes)
+    uses_mps = "mpsRoot" in config["flags"]
+    config_map = manifest(
+        f"pools/{pool.name}/configmap-nvidia-device-plugin.yaml",
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": metadata(
+                cluster,
+                config_name,
+                "device-plugin",
+                namespace=namespace,
+                wave=WAVE_CONFIG,
+                **{POOL_LABEL: pool.name},
+            ),
+            "data": {CONFIG_FILE: dump(config)},
+        },
+    )
+    mounts = [
+        {"name": "device-plugins", "mountPath": PLUGIN_DIR},
+        {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+    ]
+    volumes = [
+        host_path("device-plugins", PLUGIN_DIR, "Directory"),
+        {"name": "config", "configMap": {"name": config_name}},
+    ]
+    if uses_mps:
+        mounts.append({"name": "mps-root", "mountPath": MPS_ROOT})
+        volumes.append(host_path("mps-root", MPS_ROOT, "DirectoryOrCreate"))
+    pod: dict[str, Any] = {
+        "priorityClassName": "system-node-critical",
+        "nodeSelector": node_selector(pool),
+        "tolerations": tolerations(pool),
+        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [
+            {
+                "name": "nvidia-device-plugin",
+                "image": cluster.spec.images.nvidia_device_plugin,
+                "command": ["nvidia-device-plugin"],
+                "args": [f"--config-file={CONFIG_DIR}/{CONFIG_FILE}"],
+                "env": [
+                    {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
+                    {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute,utility"},
+                ],
+                "securityContext": hardened(),
+                "resources": {
+                    "requests": {"cpu": "20m", "memory": "64Mi"},
+                    "limits": {"cpu": "200m", "memory": "256Mi"},
+                },
+                "volumeMounts": mounts,
+            }
+        ],
+        "volumes": volumes,
+    }
+    name = f"nvidia-device-plugin-{pool.name}"
+    meta = metadata(
+        cluster,
+        name,
+        "device-plugin",
+        namespace=namespace,
+        wave=WAVE_PLUGIN,
+        **{POOL_LABEL: pool.name},
+    )
+    match = {"app.kubernetes.io/name": "nvidia-device-plugin", POOL_LABEL: pool.name}
+    return [
+        config_map,
+        manifest(
+            f"pools/{pool.name}/daemonset-nvidia-device-plugin.yaml", daemonset(meta, match, pod)
+        ),
+    ]

@@ -1,0 +1,70 @@
+"""What NVIDIA's device plugin cannot do, said up front (its parser would silently ignore it)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpuconf.classes import NVIDIA_GPU, NVIDIA_SHARED_GPU
+from gpuconf.diagnostics import Diagnostic
+from gpuconf.rules.context import RuleContext, class_path, pool_path
+
+_USE_GPUCONF = "plugin: gpuconf gives each class its own resource and sharing"
+
+
+def check(ctx: RuleContext) -> Iterator[Diagnostic]:
+    spec = ctx.cluster.spec
+    if spec.plugin != "nvidia" or spec.allocation != "device-plugin":
+        return
+    for resolved in ctx.classes:
+        name = resolved.spec.resource_name
+        profile = resolved.spec.select.mig_profile
+        allowed = (
+            {f"nvidia.com/mig-{profile}", NVIDIA_GPU}
+            if profile
+            else {NVIDIA_GPU, NVIDIA_SHARED_GPU}
+        )
+        if name is not None and name not in allowed:
+            yield ctx.error(
+                class_path(resolved.index, "resourceName"),
+                f"NVIDIA's device plugin cannot advertise {name!r}",
+                f"it advertises {' or '.join(sorted(allowed))} (its rename option is ignored at run time); {_USE_GPUCONF}",
+            )
+    for i, pool in enumerate(spec.node_pools):
+        covering = [c for c in ctx.classes if pool.name in c.pools]
+        for resolved in covering:
+            profile = resolved.spec.select.mig_profile
+            wanted = {
+                (id(grp), gpu.index)
+                for grp in ctx.inventory.by_pool(pool.name)
+                for gpu in grp.gpus
+                if (gpu.mig is None) == (profile is None)
+                and (profile is None or profile in (gpu.mig or {}))
+            }
+            taken = {
+                (id(m.group), m.gpu.index) for m in resolved.members if m.group.pool == pool.name
+            }
+            if taken != wanted:
+                yield ctx.error(
+                    class_path(resolved.index, "select"),
+                    f"NVIDIA's device plugin cannot give class {resolved.name!r} only some of pool {pool.name!r}'s "
+                    + ("MIG devices" if profile else "GPUs"),
+                    f"with plugin: nvidia a class takes all of a pool's GPUs; {_USE_GPUCONF}",
+                )
+        strategies = {c.spec.sharing.strategy for c in covering} - {"none"}
+        if len(strategies) > 1:
+            yield ctx.error(
+                pool_path(i),
+                f"pool {pool.name!r} mixes {' and '.join(sorted(strategies))} sharing",
+                f"NVIDIA's device plugin applies one sharing strategy per node; {_USE_GPUCONF}",
+            )
+        fail_flags = {
+            getattr(c.spec.sharing, "fail_requests_greater_than_one", False)
+            for c in covering
+            if c.spec.sharing.strategy != "none"
+        }
+        if len(fail_flags) > 1:
+            yield ctx.error(
+                pool_path(i),
+                f"classes on pool {pool.name!r} disagree on failRequestsGreaterThanOne",
+                f"NVIDIA's device plugin has one such setting per node; {_USE_GPUCONF}",
+            )
