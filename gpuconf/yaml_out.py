@@ -12,7 +12,13 @@ from typing import Any
 
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*$")
 _RESERVED = re.compile(r"^(y|n|yes|no|on|off|true|false|null|nan|inf)$", re.IGNORECASE)
-_SAFE_LINE = re.compile(r"^[^\x00-\x08\x0b-\x1f\x7f\u2028\u2029\ufeff]*$")
+# Characters YAML does not allow raw in a stream (or that parsers treat as line breaks).
+_UNPRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]|[\u2028\u2029\ufeff]")
+
+
+def _quoted(value: str) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _scalar(value: Any) -> str:
@@ -27,7 +33,7 @@ def _scalar(value: Any) -> str:
     if isinstance(value, str):
         if _PLAIN.match(value) and not _RESERVED.match(value):
             return value
-        return json.dumps(value, ensure_ascii=False)
+        return _quoted(value)
     raise TypeError(f"cannot write {type(value).__name__} as YAML")
 
 
@@ -38,7 +44,7 @@ def _literal_block(value: str, indent: str) -> str | None:
     body = value.rstrip("\n")
     trailing = len(value) - len(body)
     lines = body.split("\n")
-    if any(line != line.rstrip() or not _SAFE_LINE.match(line) for line in lines):
+    if any(line != line.rstrip() or _UNPRINTABLE.search(line) for line in lines):
         return None
     chomp = {0: "-", 1: ""}.get(trailing, "+")
     text = "".join(f"\n{indent}{line}" if line else "\n" for line in lines)

@@ -1,0 +1,241 @@
+"""NVML played from a YAML file, so the node runtime runs and is tested with no GPU.
+
+The file is read again whenever it changes: deleting a GPU from it is a GPU falling off
+the bus. XID events are the lines appended to a JSONL file the YAML file names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
+from pydantic.alias_generators import to_camel
+
+from gpuconf.diagnostics import Diagnostic
+from gpuconf.load import LoadFailed, Located, parse_text
+from gpuconf.node.nvml.api import GpuInfo, MigDevice, NvmlError, XidEvent
+
+EVENT_POLL_SECONDS = 0.05
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, alias_generator=to_camel)
+
+
+class _FakeMigDevice(_Strict):
+    uuid: str
+    profile: str
+    gpu_instance_id: int = Field(ge=0)
+    compute_instance_id: int = Field(ge=0)
+
+
+class _FakeGpu(_Strict):
+    index: int = Field(ge=0)
+    uuid: str
+    name: str
+    memory_mi_b: int = Field(alias="memoryMiB", ge=1)
+    pci_bus_id: str
+    numa_node: int | None = None
+    # YAML mapping keys reach us as text; "1" must still mean GPU 1.
+    nvlinks: dict[Annotated[int, Strict(False)], Annotated[int, Field(ge=1)]] = Field(
+        default_factory=dict
+    )
+    mig_enabled: bool = False
+    mig_devices: list[_FakeMigDevice] = Field(default_factory=list)
+
+
+class _FakeFile(_Strict):
+    driver_version: str = "fake"
+    gpus: list[_FakeGpu]
+    events: str | None = None
+
+    @model_validator(mode="after")
+    def _indices_and_uuids_are_unique(self) -> _FakeFile:
+        for attribute in ("index", "uuid"):
+            values = [getattr(gpu, attribute) for gpu in self.gpus]
+            repeated = sorted({str(v) for v in values if values.count(v) > 1})
+            if repeated:
+                raise ValueError(f"GPU {attribute} repeated: {', '.join(repeated)}")
+        return self
+
+
+@dataclass(frozen=True)
+class _Inventory:
+    driver_version: str
+    gpus: tuple[GpuInfo, ...]
+    events_path: Path | None
+
+
+def _stat_key(path: Path) -> tuple[int, int, int]:
+    stat = path.stat()
+    return (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+def _gpu_info(gpu: _FakeGpu) -> GpuInfo:
+    return GpuInfo(
+        index=gpu.index,
+        uuid=gpu.uuid,
+        name=gpu.name,
+        memory_mib=gpu.memory_mi_b,
+        pci_bus_id=gpu.pci_bus_id,
+        numa_node=gpu.numa_node,
+        nvlinks=dict(sorted(gpu.nvlinks.items())),
+        mig_enabled=gpu.mig_enabled,
+        mig_devices=tuple(
+            MigDevice(m.uuid, m.profile, m.gpu_instance_id, m.compute_instance_id)
+            for m in gpu.mig_devices
+        ),
+    )
+
+
+def _validation_message(located: Located, error: ValidationError) -> str:
+    diagnostics: list[Diagnostic] = []
+    for problem in error.errors(include_url=False):
+        path = tuple(part for part in problem["loc"] if part != "[key]")
+        message = str(problem["msg"]).removeprefix("Value error, ")
+        diagnostics.append(located.diagnostic(path, message))
+    return "\n".join(d.as_text() for d in sorted(diagnostics))
+
+
+def read_inventory(path: Path) -> _Inventory:
+    """Parse and check the fake file; any problem is an NvmlError naming file:line:col."""
+    display = path.as_posix()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise NvmlError(f"{display}: cannot read the fake NVML file: {error}") from None
+    try:
+        located = parse_text(text, display)
+    except LoadFailed as failed:
+        raise NvmlError(f"invalid fake NVML file: {failed.diagnostic.as_text()}") from None
+    try:
+        parsed = _FakeFile.model_validate(located.data)
+    except ValidationError as error:
+        raise NvmlError(f"invalid fake NVML file:\n{_validation_message(located, error)}") from None
+    events = None if parsed.events is None else path.parent / parsed.events
+    gpus = tuple(sorted((_gpu_info(g) for g in parsed.gpus), key=lambda g: g.index))
+    return _Inventory(parsed.driver_version, gpus, events)
+
+
+class _EventTail:
+    """Complete JSONL lines appended to a file since the last read."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = _size_or_zero(path)
+        self.pending = b""
+        self.line_number = 0
+
+    def read_new(self) -> list[XidEvent]:
+        try:
+            with self.path.open("rb") as stream:
+                if os.fstat(stream.fileno()).st_size < self.offset:
+                    self.offset, self.pending = 0, b""  # truncated: start over
+                stream.seek(self.offset)
+                chunk = stream.read()
+        except FileNotFoundError:
+            return []
+        except OSError as error:
+            raise NvmlError(f"{self.path}: cannot read fake XID events: {error}") from None
+        self.offset += len(chunk)
+        *lines, self.pending = (self.pending + chunk).split(b"\n")
+        events = []
+        for line in lines:
+            self.line_number += 1
+            if line.strip():
+                events.append(self._event(line))
+        return events
+
+    def _event(self, line: bytes) -> XidEvent:
+        where = f"{self.path}:{self.line_number}"
+        try:
+            data: Any = json.loads(line)
+        except ValueError as error:
+            raise NvmlError(f"{where}: not a JSON event line: {error}") from None
+        uuid, xid, instance = (
+            (data.get("uuid"), data.get("xid"), data.get("gpuInstanceId"))
+            if isinstance(data, dict)
+            else (None, None, None)
+        )
+        if not isinstance(uuid, str) or type(xid) is not int or not _optional_int(instance):
+            raise NvmlError(
+                f'{where}: an event is {{"uuid": "GPU-…", "xid": 79}} with an optional integer '
+                f"gpuInstanceId, got {line.decode('utf-8', 'replace')}"
+            )
+        return XidEvent(uuid=uuid, xid=xid, gpu_instance_id=instance)
+
+
+def _optional_int(value: object) -> bool:
+    return value is None or type(value) is int
+
+
+def _size_or_zero(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+class FakeNvml:
+    """The Nvml protocol over a YAML inventory file and a JSONL XID event file.
+
+    Events already in the event file when it is first seen are history, not news: like
+    NVML, only events that arrive after opening are reported.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._stat: tuple[int, int, int] | None = None
+        self._inventory = self._reload()
+        self._events: _EventTail | None = None
+        self._follow_events()
+
+    def driver_version(self) -> str:
+        return self._current().driver_version
+
+    def devices(self) -> Sequence[GpuInfo]:
+        return self._current().gpus
+
+    def wait_for_events(self, timeout_seconds: float) -> Sequence[XidEvent]:
+        deadline = time.monotonic() + max(timeout_seconds, 0.0)
+        while True:
+            self._current()
+            events = self._events.read_new() if self._events is not None else []
+            remaining = deadline - time.monotonic()
+            if events or remaining <= 0:
+                return events
+            time.sleep(min(EVENT_POLL_SECONDS, remaining))
+
+    def close(self) -> None:
+        self._events = None
+
+    def _current(self) -> _Inventory:
+        try:
+            changed = _stat_key(self.path) != self._stat
+        except OSError as error:
+            raise NvmlError(f"{self.path}: cannot read the fake NVML file: {error}") from None
+        if changed:
+            self._inventory = self._reload()
+            self._follow_events()
+        return self._inventory
+
+    def _reload(self) -> _Inventory:
+        try:
+            stat = _stat_key(self.path)
+        except OSError as error:
+            raise NvmlError(f"{self.path}: cannot read the fake NVML file: {error}") from None
+        inventory = read_inventory(self.path)
+        self._stat = stat
+        return inventory
+
+    def _follow_events(self) -> None:
+        wanted = self._inventory.events_path
+        current = self._events.path if self._events is not None else None
+        if wanted != current:
+            self._events = _EventTail(wanted) if wanted is not None else None

@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from ruamel.yaml import YAML
+
+from gpuconf.yaml_out import dump
+
+
+def _load(text: str) -> Any:
+    return YAML(typ="safe", pure=True).load(text)
+
+
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**53), max_value=2**53),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=40),
+)
+documents = st.recursive(
+    scalars,
+    lambda children: st.one_of(
+        st.lists(children, max_size=4),
+        st.dictionaries(st.text(min_size=1, max_size=12), children, max_size=4),
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(documents)
+def test_any_plain_data_round_trips_through_a_yaml_parser(document: Any) -> None:
+    assert _load(dump(document)) == document
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    ["a: b\n  evil: 1", "x\n- evil", "{{ evil }}", "'quoted'", '"double"', "yes", "1.34", "~", "- item", "#c", "&anchor", "*alias"],
+)
+def test_a_hostile_string_stays_one_string_value(hostile: str) -> None:
+    document = {"metadata": {"name": hostile}, "kind": "ConfigMap"}
+    assert _load(dump(document)) == document
+
+
+def test_keys_are_sorted_and_the_text_ends_with_one_newline() -> None:
+    text = dump({"b": 1, "a": {"d": 2, "c": 3}})
+    assert text == "a:\n  c: 3\n  d: 2\nb: 1\n"
+
+
+def test_multi_line_text_is_written_as_a_literal_block() -> None:
+    text = dump({"data": {"config.yaml": "version: v1\nflags: {}\n"}})
+    assert "config.yaml: |\n    version: v1\n    flags: {}\n" in text
