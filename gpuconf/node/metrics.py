@@ -1,0 +1,72 @@
+"""The runtime's Prometheus metrics, in a registry of their own (never the global one)."""
+
+from __future__ import annotations
+
+import contextlib
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.devices = Gauge(
+            "gpuconf_node_devices",
+            "Devices advertised to the kubelet.",
+            ["resource", "health"],
+            registry=r,
+        )
+        self.allocations = Counter(
+            "gpuconf_node_allocations",
+            "Containers given devices by Allocate.",
+            ["resource"],
+            registry=r,
+        )
+        self.allocate_errors = Counter(
+            "gpuconf_node_allocate_errors", "Allocate calls refused.", ["resource"], registry=r
+        )
+        self.registrations = Counter(
+            "gpuconf_node_registrations",
+            "Registrations with the kubelet, by result.",
+            ["resource", "result"],
+            registry=r,
+        )
+        self.config_reloads = Counter(
+            "gpuconf_node_config_reloads",
+            "Changed node configs applied without a restart.",
+            registry=r,
+        )
+        self.config_reload_failures = Counter(
+            "gpuconf_node_config_reload_failures",
+            "Changed node configs refused as invalid (the last good one stays).",
+            registry=r,
+        )
+        self.drift = Gauge(
+            "gpuconf_node_inventory_drift",
+            "1 when the GPUs found differ from those declared.",
+            registry=r,
+        )
+        self.drift_problems = Gauge(
+            "gpuconf_node_inventory_drift_problems",
+            "Differences between declared and found GPUs.",
+            registry=r,
+        )
+        self.xid_events = Counter(
+            "gpuconf_node_xid_events",
+            "XID events seen, by whether they are critical.",
+            ["critical"],
+            registry=r,
+        )
+        self.nvml_errors = Counter(
+            "gpuconf_node_nvml_errors", "NVML calls that failed.", ["call"], registry=r
+        )
+
+    def set_devices(self, resource: str, healthy: int, unhealthy: int) -> None:
+        self.devices.labels(resource, "Healthy").set(healthy)
+        self.devices.labels(resource, "Unhealthy").set(unhealthy)
+
+    def forget_resource(self, resource: str) -> None:
+        for health in ("Healthy", "Unhealthy"):
+            with contextlib.suppress(KeyError):
+                self.devices.remove(resource, health)

@@ -1,0 +1,231 @@
+"""Run the real `gpuconf node run` process against a fake inventory in a short temp dir."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from gpuconf.node.proto import api_pb2, api_pb2_grpc
+
+NODE = "node-a"
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def gpu_uuid(index: int) -> str:
+    return f"GPU-{index:08x}-0000-4000-8000-{index:012x}"
+
+
+def mig_uuid(gpu: int, instance: int) -> str:
+    return f"MIG-{gpu:08x}-{instance:04x}-4000-8000-{instance:012x}"
+
+
+def write_atomically(path: Path, text: str) -> None:
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
+
+
+def node_config(resources: list[dict[str, Any]], gpus: int = 8, **overrides: Any) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "apiVersion": "gpuconf.dev/v1alpha1",
+        "kind": "NodeConfig",
+        "cluster": "lab",
+        "pool": "h100",
+        "runtime": {
+            "engine": "containerd",
+            "setAsDefault": True,
+            "binaryPath": "/usr/bin/nvidia-container-runtime",
+        },
+        "health": {"ignoredXids": [13, 31, 43, 45, 68, 109], "recoverAfterSeconds": 0},
+        "metricsPort": 0,
+        "inventory": {
+            "default": [
+                {"index": i, "model": "H100-80GB", "nvmlName": H100, "memoryMiB": 81559}
+                for i in range(gpus)
+            ]
+        },
+        "resources": resources,
+    }
+    config.update(overrides)
+    return config
+
+
+def resource(name: str, indices: list[int], **extra: Any) -> dict[str, Any]:
+    settings: dict[str, Any] = {
+        "name": f"gpuconf.dev/{name}",
+        "class": name,
+        "gpus": {"default": indices},
+        "sharing": {"strategy": "none"},
+    }
+    settings.update(extra)
+    return settings
+
+
+def nvlink_box(gpus: int = 8) -> list[dict[str, Any]]:
+    """Two NUMA nodes of four GPUs. NVLinks: quads all-to-all (0-1 and 2-3 doubled),
+    plus one link i <-> i+4 (0-4 doubled)."""
+    links: dict[tuple[int, int], int] = {}
+    for quad in (range(4), range(4, 8)):
+        for a in quad:
+            for b in quad:
+                if a < b:
+                    links[(a, b)] = 1
+    links.update({(0, 1): 2, (2, 3): 2, (0, 4): 2, (1, 5): 1, (2, 6): 1, (3, 7): 1})
+    out = []
+    for i in range(gpus):
+        peers = {str(b if a == i else a): n for (a, b), n in links.items() if i in (a, b)}
+        out.append(
+            {
+                "index": i,
+                "uuid": gpu_uuid(i),
+                "name": H100,
+                "memoryMiB": 81559,
+                "pciBusId": f"0000:{0x18 + i:02x}:00.0",
+                "numaNode": 0 if i < 4 else 1,
+                "nvlinks": peers,
+            }
+        )
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class NodeProcess:
+    def __init__(self, files: Path, config: Mapping[str, Any], gpus: list[dict[str, Any]]) -> None:
+        self.files = files
+        self.plugin_dir = Path(tempfile.mkdtemp(prefix="gc-", dir="/tmp"))
+        self.config_path = files / "node-config.yaml"
+        self.fake_path = files / "fake-nvml.yaml"
+        self.events_path = files / "xid.jsonl"
+        self.log_path = files / "node.log"
+        self.metrics_port = free_port()
+        self.write_config(config)
+        self.write_gpus(gpus)
+        self.events_path.touch()
+        self.process: subprocess.Popen[bytes] | None = None
+        self.started_at = 0.0
+
+    def write_config(self, config: Mapping[str, Any] | str) -> None:
+        text = config if isinstance(config, str) else json.dumps(config, indent=1)
+        write_atomically(self.config_path, text)
+
+    def write_gpus(self, gpus: list[dict[str, Any]]) -> None:
+        fake = {"driverVersion": "550.54.15", "gpus": gpus, "events": self.events_path.name}
+        write_atomically(self.fake_path, json.dumps(fake, indent=1))
+
+    def send_xid(self, uuid: str, xid: int, gpu_instance_id: int | None = None) -> None:
+        event: dict[str, Any] = {"uuid": uuid, "xid": xid}
+        if gpu_instance_id is not None:
+            event["gpuInstanceId"] = gpu_instance_id
+        with self.events_path.open("a", encoding="utf-8") as stream:
+            stream.write(json.dumps(event) + "\n")
+
+    def command(self) -> list[str]:
+        return [
+            sys.executable, "-m", "gpuconf", "node", "run",
+            "--config", str(self.config_path),
+            "--node-name", NODE,
+            "--plugin-dir", str(self.plugin_dir),
+            "--nvml", f"fake:{self.fake_path}",
+            "--metrics-port", str(self.metrics_port),
+        ]  # fmt: skip
+
+    def start(self) -> NodeProcess:
+        with self.log_path.open("wb") as log:
+            self.started_at = time.monotonic()
+            self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT)
+        return self
+
+    def stop(self, timeout: float = 10.0) -> int:
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(5)
+            raise AssertionError(f"the node runtime ignored SIGTERM; log:\n{self.log()}") from None
+
+    def cleanup(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(5)
+        shutil.rmtree(self.plugin_dir, ignore_errors=True)
+
+    def log(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def socket(self, resource_name: str) -> Path:
+        return self.plugin_dir / ("gpuconf-" + resource_name.replace("/", "_") + ".sock")
+
+    @contextmanager
+    def plugin(self, resource_name: str) -> Iterator[Any]:
+        """A DevicePlugin client on the resource's socket."""
+        with grpc.insecure_channel(f"unix://{self.socket(resource_name)}") as channel:
+            yield api_pb2_grpc.DevicePluginStub(channel)  # type: ignore[no-untyped-call]
+
+    def metrics(self) -> str:
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return str(response.read().decode())
+
+    def metric(self, name: str, **labels: str) -> float:
+        wanted = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+        pattern = (
+            re.escape(name) + (r"\{" + re.escape(wanted) + r"\}" if labels else "") + r" (\S+)"
+        )
+        found = re.search("^" + pattern + "$", self.metrics(), re.MULTILINE)
+        return float(found.group(1)) if found else 0.0
+
+
+def allocate(stub: Any, *containers: list[str]) -> api_pb2.AllocateResponse:
+    request = api_pb2.AllocateRequest(
+        container_requests=[api_pb2.ContainerAllocateRequest(devices_ids=ids) for ids in containers]
+    )
+    response: api_pb2.AllocateResponse = stub.Allocate(request, timeout=5)
+    return response
+
+
+def wait_until(check: Any, timeout: float = 5.0, what: str = "") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what or check}")
+        time.sleep(0.05)
+
+
+def plain_gpu(index: int, numa_node: int = 0) -> dict[str, Any]:
+    return {
+        "index": index,
+        "uuid": gpu_uuid(index),
+        "name": H100,
+        "memoryMiB": 81559,
+        "pciBusId": f"0000:{0x18 + index:02x}:00.0",
+        "numaNode": numa_node,
+    }

@@ -1,0 +1,72 @@
+"""The health state machine: critical XIDs, quiet-period recovery, vanished GPUs, NVML errors."""
+
+from __future__ import annotations
+
+from gpuconf.node.health import HealthPolicy, HealthTracker
+from gpuconf.node.nvml.api import GpuInfo, MigDevice, XidEvent
+
+GPU0 = GpuInfo(0, "GPU-0", "x", 1, "0000:01:00.0")
+GPU1 = GpuInfo(
+    1, "GPU-1", "x", 1, "0000:02:00.0", mig_enabled=True,
+    mig_devices=(MigDevice("MIG-a", "1g.5gb", 1, 0), MigDevice("MIG-b", "1g.5gb", 2, 0)),
+)  # fmt: skip
+
+
+def tracker(recover_after: float = 10.0) -> HealthTracker:
+    health = HealthTracker(HealthPolicy(frozenset({13, 43}), recover_after))
+    health.observe_inventory([GPU0, GPU1])
+    return health
+
+
+def test_ignored_xids_change_nothing() -> None:
+    health = tracker()
+    assert health.record(XidEvent("GPU-0", 13), now=0) is None
+    assert health.is_healthy("GPU-0", None, now=1)
+
+
+def test_a_critical_xid_quarantines_the_gpu_until_a_quiet_period_passes() -> None:
+    health = tracker(recover_after=10)
+    assert health.record(XidEvent("GPU-0", 79), now=100) == "GPU-0"
+    assert not health.is_healthy("GPU-0", None, now=105)
+    health.record(XidEvent("GPU-0", 79), now=108)  # a new XID restarts the quiet period
+    assert not health.is_healthy("GPU-0", None, now=115)
+    assert health.is_healthy("GPU-0", None, now=118)
+
+
+def test_recover_after_zero_means_never() -> None:
+    health = tracker(recover_after=0)
+    health.record(XidEvent("GPU-0", 48), now=0)
+    assert not health.is_healthy("GPU-0", None, now=1e9)
+
+
+def test_a_gpu_level_xid_takes_down_its_mig_devices_too() -> None:
+    health = tracker()
+    health.record(XidEvent("GPU-1", 79), now=0)
+    assert not health.is_healthy("GPU-1", "MIG-a", now=1)
+    assert not health.is_healthy("GPU-1", "MIG-b", now=1)
+
+
+def test_an_xid_for_one_gpu_instance_marks_only_that_mig_device() -> None:
+    health = tracker()
+    assert health.record(XidEvent("GPU-1", 79, gpu_instance_id=2), now=0) == "MIG-b"
+    assert health.is_healthy("GPU-1", "MIG-a", now=1)
+    assert not health.is_healthy("GPU-1", "MIG-b", now=1)
+    health.record(XidEvent("MIG-a", 79), now=2)
+    assert not health.is_healthy("GPU-1", "MIG-a", now=3)
+
+
+def test_a_vanished_gpu_is_unhealthy_until_seen_again_and_comes_back_clean() -> None:
+    health = tracker(recover_after=0)
+    health.record(XidEvent("GPU-0", 79), now=0)
+    health.observe_inventory([GPU1])
+    assert not health.is_healthy("GPU-0", None, now=1)
+    health.observe_inventory([GPU0, GPU1])
+    assert health.is_healthy("GPU-0", None, now=2)
+
+
+def test_nvml_failures_make_everything_unhealthy_while_they_last() -> None:
+    health = tracker()
+    health.set_source_failing("events", True)
+    assert not health.is_healthy("GPU-0", None, now=0)
+    health.set_source_failing("events", False)
+    assert health.is_healthy("GPU-0", None, now=0)

@@ -1,0 +1,78 @@
+"""Device health over the ListAndWatch stream: XIDs, recovery, GPUs falling off the bus."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from kubelet_stub import KubeletStub
+from plugin_process import NodeProcess, gpu_uuid, node_config, nvlink_box, resource
+
+WHOLE = "gpuconf.dev/h100"
+RECOVER_AFTER_SECONDS = 1
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[NodeProcess, KubeletStub]]:
+    config = node_config(
+        [
+            resource("h100", [0, 1, 2, 3, 4, 5]),
+            resource("h100-shared", [6, 7], sharing={"strategy": "time-slicing", "replicas": 2}),
+        ],
+        health={"ignoredXids": [13, 43], "recoverAfterSeconds": RECOVER_AFTER_SECONDS},
+    )
+    process = NodeProcess(tmp_path_factory.mktemp("health"), config, nvlink_box())
+    kubelet = KubeletStub(process.plugin_dir).start()
+    process.start()
+    try:
+        kubelet.wait_devices(WHOLE, timeout=10)
+        yield process, kubelet
+    finally:
+        process.cleanup()
+        kubelet.stop()
+
+
+def health(devices: dict[str, tuple[str, tuple[int, ...]]], device_id: str) -> str:
+    return devices[device_id][0]
+
+
+def test_a_critical_xid_makes_a_gpu_unhealthy_until_a_quiet_period_passes(
+    node: tuple[NodeProcess, KubeletStub],
+) -> None:
+    process, kubelet = node
+    process.send_xid(gpu_uuid(3), 13)  # ignored
+    process.send_xid(gpu_uuid(2), 79)
+    marked = time.monotonic()
+    sick = kubelet.wait_devices(WHOLE, lambda d: health(d, gpu_uuid(2)) == "Unhealthy", timeout=5)
+    assert health(sick, gpu_uuid(3)) == "Healthy"
+    kubelet.wait_devices(WHOLE, lambda d: health(d, gpu_uuid(2)) == "Healthy", timeout=5)
+    assert time.monotonic() - marked >= RECOVER_AFTER_SECONDS - 0.1
+
+
+def test_an_xid_makes_every_replica_of_the_gpu_unhealthy(
+    node: tuple[NodeProcess, KubeletStub],
+) -> None:
+    process, kubelet = node
+    process.send_xid(gpu_uuid(7), 48)
+    devices = kubelet.wait_devices(
+        "gpuconf.dev/h100-shared",
+        lambda d: health(d, f"{gpu_uuid(7)}::0") == "Unhealthy",
+        timeout=5,
+    )
+    assert health(devices, f"{gpu_uuid(7)}::1") == "Unhealthy"
+    assert health(devices, f"{gpu_uuid(6)}::0") == "Healthy"
+
+
+def test_a_gpu_that_falls_off_the_bus_is_unhealthy_and_returns_when_seen_again(
+    node: tuple[NodeProcess, KubeletStub],
+) -> None:
+    process, kubelet = node
+    box = nvlink_box()
+    process.write_gpus([g for g in box if g["index"] != 5])
+    gone = kubelet.wait_devices(WHOLE, lambda d: health(d, gpu_uuid(5)) == "Unhealthy", timeout=5)
+    assert sorted(gone) == sorted(gpu_uuid(i) for i in range(6)), "still listed, as unhealthy"
+    assert process.metric("gpuconf_node_inventory_drift") == 1
+    process.write_gpus(box)
+    kubelet.wait_devices(WHOLE, lambda d: health(d, gpu_uuid(5)) == "Healthy", timeout=5)
+    assert process.metric("gpuconf_node_inventory_drift") == 0

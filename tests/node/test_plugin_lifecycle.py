@@ -1,0 +1,153 @@
+"""Kubelet restarts, config reloads, SIGTERM and start-up errors, on the real process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubelet_stub import KubeletStub
+from plugin_process import (
+    NODE,
+    NodeProcess,
+    allocate,
+    gpu_uuid,
+    node_config,
+    nvlink_box,
+    resource,
+    wait_until,
+)
+
+WHOLE = "gpuconf.dev/h100"
+EXTRA = "gpuconf.dev/h100-extra"
+CONFIG = node_config([resource("h100", [0, 1, 2, 3])])
+
+
+@pytest.fixture
+def running(tmp_path: Path) -> Iterator[tuple[NodeProcess, KubeletStub]]:
+    process = NodeProcess(tmp_path, CONFIG, nvlink_box())
+    kubelet = KubeletStub(process.plugin_dir).start()
+    process.start()
+    try:
+        kubelet.wait_devices(WHOLE, timeout=10)
+        yield process, kubelet
+    finally:
+        process.cleanup()
+        kubelet.stop()
+
+
+def test_a_kubelet_restart_is_followed_by_a_new_registration_within_a_second(
+    running: tuple[NodeProcess, KubeletStub],
+) -> None:
+    process, old = running
+    old.stop()
+    process.socket(WHOLE).unlink()  # the kubelet wipes the plugin sockets when it starts
+    new = KubeletStub(process.plugin_dir).start()
+    restarted = time.monotonic()
+    try:
+        new.wait_registered(WHOLE, timeout=3)
+        registered_at = new.registrations[0][0]
+        assert registered_at - restarted < 1.5  # ~1 s, with slack for a busy test machine
+        assert len(new.wait_devices(WHOLE)) == 4
+    finally:
+        new.stop()
+
+
+def test_a_valid_config_change_is_applied_without_a_restart(
+    running: tuple[NodeProcess, KubeletStub],
+) -> None:
+    process, kubelet = running
+    assert process.process is not None
+    pid = process.process.pid
+    changed = node_config(
+        [resource("h100", [0, 1, 2]), resource("h100-extra", [4, 5], sharing={"strategy": "time-slicing", "replicas": 2})],
+        deviceListStrategy="volume-mounts",
+    )  # fmt: skip
+    process.write_config(changed)
+    kubelet.wait_registered(EXTRA, timeout=5)
+    assert sorted(kubelet.wait_devices(EXTRA)) == [
+        f"{gpu_uuid(i)}::{n}" for i in (4, 5) for n in (0, 1)
+    ]
+    assert sorted(kubelet.wait_devices(WHOLE, lambda d: len(d) == 3)) == [
+        gpu_uuid(i) for i in range(3)
+    ]
+    with process.plugin(WHOLE) as plugin:
+        response = allocate(plugin, [gpu_uuid(1)]).container_responses[0]
+    assert response.envs["NVIDIA_VISIBLE_DEVICES"] == "/var/run/nvidia-container-devices"
+    assert [m.container_path for m in response.mounts] == [
+        f"/var/run/nvidia-container-devices/{gpu_uuid(1)}"
+    ]
+    assert process.process.pid == pid
+    assert process.alive()
+
+
+def test_an_invalid_config_is_refused_and_the_last_good_one_keeps_serving(
+    running: tuple[NodeProcess, KubeletStub],
+) -> None:
+    process, _ = running
+    process.write_config("apiVersion: gpuconf.dev/v1alpha1\nkind: NodeConfig\nresources: [\n")
+    wait_until(
+        lambda: process.metric("gpuconf_node_config_reload_failures_total") == 1, what="a failure"
+    )
+    broken = dict(
+        CONFIG, resources=[{"name": "gpuconf.dev/x", "sharing": {"strategy": "sometimes"}}]
+    )
+    process.write_config(json.dumps(broken))
+    wait_until(
+        lambda: process.metric("gpuconf_node_config_reload_failures_total") == 2, what="another"
+    )
+    assert process.alive()
+    with process.plugin(WHOLE) as plugin:
+        assert allocate(plugin, [gpu_uuid(3)]).container_responses[0].envs
+    log = process.log()
+    assert "refused the changed node config" in log
+    assert "Traceback" not in log
+
+
+def test_strict_drift_policy_advertises_only_gpus_that_match_the_declaration(
+    running: tuple[NodeProcess, KubeletStub],
+) -> None:
+    process, kubelet = running
+    strict: dict[str, Any] = node_config([resource("h100", [0, 1, 2, 3])], driftPolicy="strict")
+    strict["inventory"]["default"][1]["nvmlName"] = "NVIDIA A100-SXM4-80GB"
+    process.write_config(strict)
+    devices = kubelet.wait_devices(WHOLE, lambda d: len(d) == 3, timeout=5)
+    assert sorted(devices) == [gpu_uuid(i) for i in (0, 2, 3)]
+    assert process.metric("gpuconf_node_inventory_drift") == 1
+
+
+def test_sigterm_stops_serving_removes_the_sockets_and_exits_zero(
+    running: tuple[NodeProcess, KubeletStub],
+) -> None:
+    process, _ = running
+    assert process.socket(WHOLE).is_socket()
+    assert process.stop() == 0
+    assert sorted(p.name for p in process.plugin_dir.iterdir()) == ["kubelet.sock"]
+
+
+def test_sighup_reloads_the_config(running: tuple[NodeProcess, KubeletStub]) -> None:
+    process, _ = running
+    assert process.process is not None
+    process.process.send_signal(signal.SIGHUP)
+    wait_until(lambda: "SIGHUP" in process.log(), what="the reload log line")
+    assert process.alive()
+
+
+def test_a_bad_config_at_start_is_a_message_and_exit_1(tmp_path: Path) -> None:
+    config = tmp_path / "node-config.yaml"
+    config.write_text("kind: NodeConfig\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "gpuconf", "node", "run", "--config", str(config),
+         "--node-name", NODE, "--plugin-dir", str(tmp_path), "--nvml", "fake:/nonexistent"],
+        capture_output=True, text=True, timeout=30, env=dict(os.environ),
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert "node-config.yaml" in result.stderr
+    assert "Traceback" not in result.stderr

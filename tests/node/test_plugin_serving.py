@@ -1,0 +1,88 @@
+"""The real process registers every resource and streams complete device lists."""
+
+from __future__ import annotations
+
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+from kubelet_stub import KubeletStub
+from plugin_process import NodeProcess, gpu_uuid, node_config, nvlink_box, resource
+
+from gpuconf.node.proto import api_pb2
+
+WHOLE = "gpuconf.dev/h100"
+SHARED = "gpuconf.dev/h100-shared"
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[NodeProcess, KubeletStub]]:
+    config = node_config(
+        [
+            resource("h100", [0, 1, 2, 3, 4, 5, 6]),
+            resource("h100-shared", [7], sharing={"strategy": "time-slicing", "replicas": 4}),
+        ]
+    )
+    process = NodeProcess(tmp_path_factory.mktemp("serving"), config, nvlink_box())
+    kubelet = KubeletStub(process.plugin_dir).start()
+    process.start()
+    try:
+        yield process, kubelet
+    finally:
+        process.cleanup()
+        kubelet.stop()
+
+
+def test_every_resource_registers_with_its_socket_and_preferred_allocation(
+    node: tuple[NodeProcess, KubeletStub],
+) -> None:
+    process, kubelet = node
+    for name in (WHOLE, SHARED):
+        request = kubelet.wait_registered(name, timeout=10)
+        assert request.version == "v1beta1"
+        assert request.endpoint == "gpuconf-" + name.replace("/", "_") + ".sock"
+        assert request.options.get_preferred_allocation_available
+        assert not request.options.pre_start_required
+        assert (process.plugin_dir / request.endpoint).is_socket()
+
+
+def test_whole_gpus_are_listed_by_uuid_with_their_numa_node(
+    node: tuple[NodeProcess, KubeletStub],
+) -> None:
+    _, kubelet = node
+    devices = kubelet.wait_devices(WHOLE, timeout=10)
+    assert devices == {gpu_uuid(i): ("Healthy", (0 if i < 4 else 1,)) for i in range(7)}
+
+
+def test_time_sliced_gpus_are_listed_as_replicas(node: tuple[NodeProcess, KubeletStub]) -> None:
+    _, kubelet = node
+    devices = kubelet.wait_devices(SHARED, timeout=10)
+    assert sorted(devices) == [f"{gpu_uuid(7)}::{n}" for n in range(4)]
+    assert all(len(device_id) <= 63 for device_id in devices)
+
+
+def test_options_say_preferred_allocation_is_available(
+    node: tuple[NodeProcess, KubeletStub],
+) -> None:
+    process, kubelet = node
+    kubelet.wait_registered(WHOLE, timeout=10)
+    with process.plugin(WHOLE) as plugin:
+        options = plugin.GetDevicePluginOptions(api_pb2.Empty(), timeout=5)
+    assert options.get_preferred_allocation_available
+
+
+def test_metrics_count_registrations_and_advertised_devices(
+    node: tuple[NodeProcess, KubeletStub],
+) -> None:
+    process, kubelet = node
+    kubelet.wait_devices(SHARED, timeout=10)
+    assert process.metric("gpuconf_node_registrations_total", resource=WHOLE, result="ok") >= 1
+    assert process.metric("gpuconf_node_devices", resource=SHARED, health="Healthy") == 4
+    assert process.metric("gpuconf_node_inventory_drift") == 0
+
+
+def test_healthz_answers_ok_while_the_loop_runs(node: tuple[NodeProcess, KubeletStub]) -> None:
+    process, _ = node
+    url = f"http://127.0.0.1:{process.metrics_port}/healthz"
+    with urllib.request.urlopen(url, timeout=5) as response:
+        assert (response.status, response.read()) == (200, b"ok\n")
