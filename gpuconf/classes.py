@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gpuconf.inventory import Gpu, Inventory, NodeGroup
+from gpuconf.mig import mig_strategy
 from gpuconf.model import ClusterSpec, ResourceClass, Selector
 from gpuconf.quantity import to_mib
 
@@ -28,6 +30,8 @@ class ResolvedClass:
     spec: ResourceClass
     resource_name: str
     members: tuple[Member, ...]
+    claims_take_whole_devices: bool = False
+    """DRA: each ResourceClaim gets whole devices, so sharing adds no capacity."""
 
     @property
     def name(self) -> str:
@@ -44,8 +48,8 @@ class ResolvedClass:
 
     @property
     def capacity(self) -> int:
-        """What the scheduler can hand out: devices × replicas."""
-        return self.devices * self.replicas
+        """What the scheduler can hand out: devices × replicas (devices alone under DRA)."""
+        return self.devices if self.claims_take_whole_devices else self.devices * self.replicas
 
     @property
     def pools(self) -> list[str]:
@@ -82,18 +86,34 @@ def units_selected(selector: Selector, group: NodeGroup, gpu: Gpu) -> int:
     return 1 if profile is None or gpu.mig is None else gpu.mig[profile]
 
 
-def default_resource_name(resource_class: ResourceClass, spec: ClusterSpec) -> str:
+def default_resource_name(
+    resource_class: ResourceClass, spec: ClusterSpec, single_mig: bool = False
+) -> str:
+    """`single_mig`: every pool of the class runs NVIDIA's migStrategy single, under which
+    NVIDIA's plugin advertises MIG devices as nvidia.com/gpu."""
     if resource_class.resource_name is not None:
         return resource_class.resource_name
     if spec.plugin == "nvidia" and spec.allocation == "device-plugin":
-        if resource_class.select.mig_profile is not None:
-            return f"nvidia.com/mig-{resource_class.select.mig_profile}"
-        return NVIDIA_GPU if resource_class.sharing.strategy == "none" else NVIDIA_SHARED_GPU
+        shared = resource_class.sharing.strategy != "none"
+        profile = resource_class.select.mig_profile
+        if profile is not None and not single_mig:
+            # renameByDefault appends .shared to every shared resource, MIG ones included.
+            return f"nvidia.com/mig-{profile}" + (".shared" if shared else "")
+        return NVIDIA_SHARED_GPU if shared else NVIDIA_GPU
     return f"{spec.resource_domain}/{resource_class.name}"
+
+
+def pool_mig_strategies(inventory: Inventory) -> dict[str, str]:
+    """NVIDIA's migStrategy (none, single, mixed) for each pool, from its GPUs' layouts."""
+    layouts: dict[str, list[Mapping[str, int] | None]] = {}
+    for group in inventory.groups:
+        layouts.setdefault(group.pool, []).extend(g.mig for g in group.gpus)
+    return {pool: mig_strategy(found) for pool, found in layouts.items()}
 
 
 def resolve_classes(spec: ClusterSpec, inventory: Inventory) -> tuple[ResolvedClass, ...]:
     resolved = []
+    strategies = pool_mig_strategies(inventory)
     for index, resource_class in enumerate(spec.resource_classes):
         members = tuple(
             Member(group, gpu, units)
@@ -101,9 +121,14 @@ def resolve_classes(spec: ClusterSpec, inventory: Inventory) -> tuple[ResolvedCl
             for gpu in group.gpus
             if (units := units_selected(resource_class.select, group, gpu))
         )
+        single = bool(members) and all(strategies[m.group.pool] == "single" for m in members)
         resolved.append(
             ResolvedClass(
-                index, resource_class, default_resource_name(resource_class, spec), members
+                index,
+                resource_class,
+                default_resource_name(resource_class, spec, single),
+                members,
+                claims_take_whole_devices=spec.allocation == "dra",
             )
         )
     return tuple(resolved)

@@ -25,6 +25,8 @@ class Validated:
     inventory: Inventory
     classes: tuple[ResolvedClass, ...]
     warnings: tuple[Diagnostic, ...]
+    catalog: Catalog
+    """The catalog it was checked against (DRA selectors name models by their NVML name)."""
 
 
 def validate(located: Located, catalog: Catalog) -> Validated | list[Diagnostic]:
@@ -41,4 +43,4 @@ def validate(located: Located, catalog: Catalog) -> Validated | list[Diagnostic]
         diagnostics += [d for rule in INVENTORY_RULES for d in rule(context)]
     if has_errors(diagnostics):
         return diagnostics
-    return Validated(located, cluster, inventory, classes, tuple(diagnostics))
+    return Validated(located, cluster, inventory, classes, tuple(diagnostics), catalog)

@@ -6,9 +6,11 @@ from gpuconf.classes import ResolvedClass
 from gpuconf.model import NodePool
 from gpuconf.plan import cluster_objects
 from gpuconf.plan.artifact import Artifact
+from gpuconf.plan.dra import dra_objects, dra_quota_key
 from gpuconf.plan.driver import driver_daemonset
 from gpuconf.plan.host_runtime import host_runtime_files
 from gpuconf.plan.kustomization import kustomization
+from gpuconf.plan.mig_parted import mig_parted, mig_rows
 from gpuconf.plan.node_config import build_node_config, node_config_map
 from gpuconf.plan.node_daemonset import node_daemonset
 from gpuconf.plan.nvidia_plugin import nvidia_plugin
@@ -29,10 +31,13 @@ def _pool_artifacts(validated: Validated, pool: NodePool) -> list[Artifact]:
     artifacts = host_runtime_files(pool, config)
     if (driver := driver_daemonset(cluster, pool)) is not None:
         artifacts.append(driver)
+    artifacts += mig_parted(cluster, pool, validated.inventory)
     if cluster.spec.allocation == "dra":
         return artifacts
     if cluster.spec.plugin == "nvidia":
-        return artifacts + nvidia_plugin(cluster, pool, _pool_classes(pool, classes))
+        return artifacts + nvidia_plugin(
+            cluster, pool, _pool_classes(pool, classes), validated.inventory
+        )
     uses_mps = any(r.sharing.strategy == "mps" for r in config.resources)
     return [
         *artifacts,
@@ -50,7 +55,11 @@ def plan(validated: Validated, source: str) -> list[Artifact]:
         artifacts += cluster_objects.node_rbac(cluster)
     for pool in spec.node_pools:
         artifacts += _pool_artifacts(validated, pool)
-    artifacts += quotas(cluster, validated.classes)
-    artifacts.append(readme(validated, source, []))
+    if spec.allocation == "dra":
+        artifacts += dra_objects(cluster, validated.classes, validated.catalog)
+        artifacts += quotas(cluster, validated.classes, quota_key=dra_quota_key)
+    else:
+        artifacts += quotas(cluster, validated.classes)
+    artifacts.append(readme(validated, source, mig_rows(cluster, validated.inventory)))
     artifacts.append(kustomization(artifacts))
     return sorted(artifacts, key=lambda a: a.path)

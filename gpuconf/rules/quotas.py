@@ -30,7 +30,11 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
             continue
         message = (
             f"quotas for class {name!r} add up to {total}, more than its capacity of {resolved.capacity} "
-            f"({resolved.devices} devices × {resolved.replicas} replicas)"
+            + (
+                f"({resolved.devices} devices; under DRA each claim takes whole devices, replicas add none)"
+                if resolved.claims_take_whole_devices
+                else f"({resolved.devices} devices × {resolved.replicas} replicas)"
+            )
         )
         if resolved.spec.overcommit:
             yield ctx.warning(

@@ -1,0 +1,54 @@
+"""Kubernetes resource quantities ("40Gi", "1.5k", "2e3") as exact values, for CEL's quantity()."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+
+_SUFFIXES = {
+    "Ki": Fraction(2**10),
+    "Mi": Fraction(2**20),
+    "Gi": Fraction(2**30),
+    "Ti": Fraction(2**40),
+    "Pi": Fraction(2**50),
+    "Ei": Fraction(2**60),
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 10**3),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+_QUANTITY = re.compile(
+    r"^(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+    r"(?:[eE](?P<exponent>[+-]?[0-9]+)|(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?)$"
+)
+
+
+@dataclass(frozen=True, order=True)
+class Quantity:
+    """A quantity compares by value: Quantity.parse("1Gi") == Quantity.parse("1024Mi")."""
+
+    value: Fraction
+
+    @classmethod
+    def parse(cls, text: str) -> Quantity:
+        match = _QUANTITY.match(text)
+        if match is None:
+            raise ValueError(f"{text!r} is not a Kubernetes quantity")
+        number = Fraction(match["number"])
+        if match["exponent"] is not None:
+            return cls(number * Fraction(10) ** int(match["exponent"]))
+        return cls(number * _SUFFIXES[match["suffix"] or ""])
+
+    @classmethod
+    def of_bytes(cls, count: int) -> Quantity:
+        return cls(Fraction(count))
+
+    def compare(self, other: Quantity) -> int:
+        return (self.value > other.value) - (self.value < other.value)

@@ -1,0 +1,97 @@
+"""Generated DeviceClass selectors select, on a heterogeneous inventory, exactly the class's GPUs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from dra_support import CATALOG, heterogeneous, validated
+
+from gpuconf.cel_check import selected_devices
+from gpuconf.dra_devices import DeviceKey, expected_devices, published_devices
+from gpuconf.dra_selector import cel_selector
+
+H100_WHOLE = [f"gpu-{i}" for i in range(6)]
+
+
+def _selection(select: dict[str, Any], **extra: Any) -> set[DeviceKey]:
+    result = validated(heterogeneous([{"name": "only", "select": select, **extra}]))
+    resolved = result.classes[0]
+    expression = cel_selector(resolved, CATALOG)
+    assert isinstance(expression, str)
+    devices = published_devices(result.inventory)
+    chosen = selected_devices(expression, devices)
+    assert isinstance(chosen, frozenset), chosen
+    assert chosen == expected_devices(resolved, devices)
+    return set(chosen)
+
+
+def test_minimum_memory_selects_whole_gpus_with_enough_memory() -> None:
+    chosen = _selection({"memoryAtLeast": "40Gi"})
+    h100 = {(p, n, d) for p, n, d in chosen if p == "h100"}
+    assert {d for _, _, d in h100} == set(H100_WHOLE)
+    assert {n for _, n, _ in h100} == {"h100-a", None}
+    assert {(p, d) for p, _, d in chosen if p == "l40s"} == {("l40s", f"gpu-{i}") for i in range(4)}
+    assert not any(p == "l4" for p, _, _ in chosen)
+
+
+def test_minimum_memory_in_mib_excludes_smaller_gpus() -> None:
+    # L40S has 46068 MiB: 46069 leaves only the H100s.
+    chosen = _selection({"memoryAtLeast": "46069"})
+    assert {p for p, _, _ in chosen} == {"h100"}
+
+
+def test_model_selects_by_product_name() -> None:
+    chosen = _selection({"model": "L4"})
+    assert chosen == {("l4", None, "gpu-0")}
+
+
+def test_mig_profile_selects_the_mig_devices_of_partitioned_gpus() -> None:
+    chosen = _selection({"migProfile": "1g.10gb"})
+    names = {d for _, n, d in chosen if n == "h100-a"}
+    assert names == {f"gpu-{g}-mig-1g.10gb-{k}" for g in (6, 7) for k in range(7)}
+
+
+def test_mig_profile_with_indices_uses_the_parent_index() -> None:
+    chosen = _selection({"migProfile": "1g.10gb", "indices": [7]})
+    assert {d.split("-mig-")[0] for _, _, d in chosen} == {"gpu-7"}
+
+
+def test_indices_select_by_gpu_index() -> None:
+    chosen = _selection({"model": "H100-SXM5-80GB", "indices": [0, 3]})
+    assert {d for _, _, d in chosen} == {"gpu-0", "gpu-3"}
+
+
+def test_nodes_whose_gpus_have_uuids_are_selected_by_uuid() -> None:
+    result = validated(
+        heterogeneous([{"name": "mine", "select": {"nodes": ["h100-a"], "indices": [1, 2]}}])
+    )
+    expression = cel_selector(result.classes[0], CATALOG)
+    assert isinstance(expression, str)
+    assert "uuid in ['GPU-00000000-0000-4000-8000-000000000001'" in expression
+    chosen = selected_devices(expression, published_devices(result.inventory))
+    assert chosen == {("h100", "h100-a", "gpu-1"), ("h100", "h100-a", "gpu-2")}
+
+
+@pytest.mark.parametrize(
+    ("select", "clause"),
+    [
+        ({"model": "L4"}, "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA L4'"),
+        (
+            {"memoryAtLeast": "40Gi"},
+            "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0",
+        ),
+        ({"memoryAtLeast": "40960"}, "quantity('40960Mi')"),
+        ({"migProfile": "1g.10gb"}, "device.attributes['gpu.nvidia.com'].type == 'mig'"),
+        ({"migProfile": "1g.10gb"}, "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"),
+    ],
+    ids=["model", "memory-quantity", "memory-mib", "mig-type", "mig-profile"],
+)
+def test_selector_clause_is_written_with_the_drivers_attribute_names(
+    select: dict[str, Any], clause: str
+) -> None:
+    result = validated(heterogeneous([{"name": "only", "select": select}]))
+    expression = cel_selector(result.classes[0], CATALOG)
+    assert isinstance(expression, str)
+    assert expression.startswith("device.driver == 'gpu.nvidia.com' &&\n")
+    assert clause in expression

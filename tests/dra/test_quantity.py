@@ -1,0 +1,49 @@
+"""Kubernetes quantities compare by value, in Python and in the CEL the checker evaluates."""
+
+from __future__ import annotations
+
+import pytest
+from dra_support import heterogeneous, validated
+
+from gpuconf.cel_check import selected_devices
+from gpuconf.dra_devices import published_devices
+from gpuconf.k8s_quantity import Quantity
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "order"),
+    [
+        ("1Gi", "1024Mi", 0),
+        ("40Gi", "40G", 1),
+        ("1k", "1000", 0),
+        ("1.5Ki", "1536", 0),
+        ("500m", "0.5", 0),
+        ("2e3", "2k", 0),
+        ("1E", "1e18", 0),
+        ("1Mi", "1M", 1),
+    ],
+)
+def test_quantities_compare_by_value(left: str, right: str, order: int) -> None:
+    assert Quantity.parse(left).compare(Quantity.parse(right)) == order
+
+
+@pytest.mark.parametrize("text", ["", "Gi", "1GB", "1 Gi", "--1"])
+def test_malformed_quantity_is_rejected(text: str) -> None:
+    with pytest.raises(ValueError, match="not a Kubernetes quantity"):
+        Quantity.parse(text)
+
+
+@pytest.mark.parametrize(
+    ("expression", "selected"),
+    [
+        ("device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('23034Mi')) == 0", True),
+        ("device.capacity['gpu.nvidia.com'].memory.isGreaterThan(quantity('22Gi'))", True),
+        ("device.capacity['gpu.nvidia.com'].memory.isLessThan(quantity('22Gi'))", False),
+        ("device.capacity['gpu.nvidia.com'].memory.asInteger() == 23034 * 1024 * 1024", True),
+        ("isQuantity('40Gi') && !isQuantity('40GB')", True),
+    ],
+)
+def test_cel_quantity_library(expression: str, selected: bool) -> None:
+    inventory = validated(heterogeneous([{"name": "l4", "select": {"model": "L4"}}])).inventory
+    l4 = [d for d in published_devices(inventory) if d.group.pool == "l4"]
+    assert selected_devices(expression, l4) == (frozenset({l4[0].key}) if selected else frozenset())

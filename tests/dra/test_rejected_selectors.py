@@ -1,0 +1,88 @@
+"""Selectors DRA cannot express, and CEL that would select other GPUs, stop compilation with a located error."""
+
+from __future__ import annotations
+
+import pytest
+from dra_support import errors, heterogeneous, validated
+
+from gpuconf.cel_check import CelError, selected_devices
+from gpuconf.diagnostics import format_path
+from gpuconf.dra_devices import published_devices
+from gpuconf.rules import dra
+
+
+def test_pool_with_undeclared_nodes_is_reported_on_select_pools() -> None:
+    found = errors(heterogeneous([{"name": "l40s", "select": {"pools": ["l40s"]}}]))
+    assert [format_path(d.path) for d in found] == ["spec.resourceClasses[0].select.pools"]
+    assert "DRA cannot express select.pools" in found[0].message
+    assert "no node or pool attribute" in found[0].message
+    assert "pool 'l40s'" in found[0].message
+    assert "uuid" in found[0].hint
+    assert found[0].line > 1
+
+
+def test_nodes_without_uuids_are_reported_on_select_nodes() -> None:
+    cluster = heterogeneous([{"name": "h", "select": {"pools": ["h100"], "nodes": ["h100-a"]}}])
+    del cluster["spec"]["nodePools"][0]["nodes"][0]["gpus"][3]["uuid"]
+    found = errors(cluster)
+    assert sorted(format_path(d.path) for d in found) == [
+        "spec.resourceClasses[0].select.nodes",
+        "spec.resourceClasses[0].select.pools",
+    ]
+    assert all("node 'h100-a'" in d.message for d in found)
+
+
+def test_same_selectors_compile_in_device_plugin_mode() -> None:
+    cluster = heterogeneous([{"name": "l40s", "select": {"pools": ["l40s"]}}])
+    cluster["spec"]["allocation"] = "device-plugin"
+    validated(cluster)
+
+
+def test_checker_reports_a_class_whose_cel_disagrees(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A deliberately wrong translation: > instead of >= misses GPUs with exactly 46068 MiB.
+    def wrong(resolved: object, catalog: object) -> str:
+        return (
+            "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"
+            " && device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('46068Mi')) > 0"
+        )
+
+    monkeypatch.setattr(dra, "cel_selector", wrong)
+    found = errors(heterogeneous([{"name": "roomy", "select": {"memoryAtLeast": "46068"}}]))
+    assert len(found) == 1
+    assert format_path(found[0].path) == "spec.resourceClasses[0].select"
+    assert "class 'roomy' would not select the class's GPUs" in found[0].message
+    assert "misses pool 'l40s' GPU 0 (L40S)" in found[0].message
+
+
+def test_checker_reports_gpus_a_wrong_cel_adds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        dra, "cel_selector", lambda resolved, catalog: "device.driver == 'gpu.nvidia.com'"
+    )
+    found = errors(heterogeneous([{"name": "l4", "select": {"model": "L4"}}]))
+    assert "also selects node 'h100-a' GPU 0 (H100-SXM5-80GB)" in found[0].message
+    assert found[0].message.endswith(" more")
+
+
+def test_syntax_error_never_reaches_the_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(dra, "cel_selector", lambda resolved, catalog: "device.driver == ")
+    found = errors(heterogeneous([{"name": "l4", "select": {"model": "L4"}}]))
+    assert "class 'l4': the CEL selector does not parse" in found[0].message
+
+
+def test_runtime_error_on_any_device_is_a_failure() -> None:
+    # profile exists only on MIG devices: unguarded, the scheduler would fail the claim.
+    devices = published_devices(
+        validated(heterogeneous([{"name": "l4", "select": {"model": "L4"}}])).inventory
+    )
+    outcome = selected_devices("device.attributes['gpu.nvidia.com'].profile == '1g.10gb'", devices)
+    assert isinstance(outcome, CelError)
+    assert "fails on" in outcome.message
+
+
+def test_non_bool_result_is_a_failure() -> None:
+    devices = published_devices(
+        validated(heterogeneous([{"name": "l4", "select": {"model": "L4"}}])).inventory
+    )
+    outcome = selected_devices("device.attributes['gpu.nvidia.com'].index", devices)
+    assert isinstance(outcome, CelError)
+    assert "not a bool" in outcome.message
