@@ -83,7 +83,8 @@ def _gpu(
     if model is None:
         return None
     mig: Mapping[str, int] | None = None
-    sharing = pool.sharing
-    if sharing is not None and (sharing.indices is None or index in sharing.indices):
-        mig = resolve_layout(sharing.layout, model)
+    for sharing in pool.mig_layouts():
+        if sharing.indices is None or index in sharing.indices:
+            mig = resolve_layout(sharing.layout, model)
+            break
     return Gpu(index, model, uuid, mig)

@@ -38,7 +38,7 @@ class Quantity:
 
     @classmethod
     def parse(cls, text: str) -> Quantity:
-        match = _QUANTITY.match(text)
+        match = _QUANTITY.fullmatch(text)
         if match is None:
             raise ValueError(f"{text!r} is not a Kubernetes quantity")
         number = Fraction(match["number"])

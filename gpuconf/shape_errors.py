@@ -220,8 +220,10 @@ def _message(error: ErrorDetails, value: Any, root: type[BaseModel]) -> tuple[st
         )
     if kind in _TYPE_NOUNS:
         hint = ""
-        if kind == "string_type" and isinstance(value, int | float) and not isinstance(value, bool):
+        if kind == "string_type" and isinstance(value, int) and not isinstance(value, bool):
             hint = f'quote it: "{value}" (YAML reads it as a number)'
+        elif kind == "string_type" and isinstance(value, float):
+            hint = f'quote it as written, e.g. "1.30" (YAML reads it as the number {value}, dropping trailing zeros)'
         return f"should be {_TYPE_NOUNS[kind]}, not {_show(value)}", hint
     bounds = {
         "greater_than_equal": ("must be at least", "ge"),
@@ -260,7 +262,9 @@ def diagnostics_from(
                 continue
         seen: set[str] = set()
         for detail, _ in details:
-            message, hint = _message(detail, value, root)
+            # A mapping key that failed its pattern: show the key, not the value under it.
+            shown = detail["input"] if detail["loc"][-1:] == ("[key]",) else value
+            message, hint = _message(detail, shown, root)
             if message not in seen:
                 seen.add(message)
                 diagnostics.append(located.diagnostic(path, message, hint))

@@ -31,7 +31,7 @@ def _scalar(value: Any) -> str:
     if isinstance(value, float):
         return json.dumps(value)
     if isinstance(value, str):
-        if _PLAIN.match(value) and not _RESERVED.match(value):
+        if _PLAIN.fullmatch(value) and not _RESERVED.fullmatch(value):
             return value
         return _quoted(value)
     raise TypeError(f"cannot write {type(value).__name__} as YAML")

@@ -99,5 +99,11 @@ class NodePool(Model):
     """How many nodes the pool has; defaults to the number of declared nodes."""
     nodes: list[DeclaredNode] = Field(default_factory=list)
     """Nodes whose GPU inventory is declared one by one (UUIDs optional)."""
-    sharing: MigLayout | None = None
-    """MIG partitioning of the pool's GPUs."""
+    sharing: MigLayout | list[MigLayout] | None = None
+    """MIG partitioning of the pool's GPUs: one layout, or a list of layouts for disjoint `indices`."""
+
+    def mig_layouts(self) -> list[MigLayout]:
+        """The pool's MIG layouts as a list (empty when the pool declares none)."""
+        if self.sharing is None:
+            return []
+        return self.sharing if isinstance(self.sharing, list) else [self.sharing]

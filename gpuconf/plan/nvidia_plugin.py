@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuconf.classes import NVIDIA_SHARED_GPU, ResolvedClass
+from gpuconf.classes import ResolvedClass
+from gpuconf.inventory import Inventory
+from gpuconf.mig import mig_strategy
 from gpuconf.model import Cluster, NodePool
 from gpuconf.plan.artifact import Artifact, manifest
 from gpuconf.plan.meta import WAVE_CONFIG, WAVE_PLUGIN, metadata
@@ -25,21 +27,8 @@ def _base_resource(resolved: ResolvedClass) -> str:
     return resolved.resource_name.removesuffix(".shared")
 
 
-def mig_strategy(classes: list[ResolvedClass]) -> str:
-    """`single` when every MIG GPU of the pool has one profile, `mixed` otherwise, `none` without MIG."""
-    layouts = {tuple(sorted(m.gpu.mig)) for c in classes for m in c.members if m.gpu.mig}
-    if not layouts:
-        return "none"
-    has_whole_gpus = any(c.spec.select.mig_profile is None for c in classes)
-    return (
-        "single"
-        if len(layouts) == 1 and len(next(iter(layouts))) == 1 and not has_whole_gpus
-        else "mixed"
-    )
-
-
-def nvidia_config(cluster: Cluster, classes: list[ResolvedClass]) -> dict[str, Any]:
-    strategy = mig_strategy(classes)
+def nvidia_config(cluster: Cluster, classes: list[ResolvedClass], strategy: str) -> dict[str, Any]:
+    """`strategy`: the pool's migStrategy (gpuconf.mig.mig_strategy over all its GPUs)."""
     shared = [c for c in classes if c.spec.sharing.strategy != "none"]
     uses_mps = any(c.spec.sharing.strategy == "mps" for c in shared)
     flags: dict[str, Any] = {
@@ -63,7 +52,7 @@ def nvidia_config(cluster: Cluster, classes: list[ResolvedClass]) -> dict[str, A
         }
         config["sharing"] = {
             section: {
-                "renameByDefault": any(c.resource_name == NVIDIA_SHARED_GPU for c in shared),
+                "renameByDefault": any(c.resource_name.endswith(".shared") for c in shared),
                 "failRequestsGreaterThanOne": uses_mps
                 or any(
                     getattr(c.spec.sharing, "fail_requests_greater_than_one", False) for c in shared
@@ -77,10 +66,13 @@ def nvidia_config(cluster: Cluster, classes: list[ResolvedClass]) -> dict[str, A
     return config
 
 
-def nvidia_plugin(cluster: Cluster, pool: NodePool, classes: list[ResolvedClass]) -> list[Artifact]:
+def nvidia_plugin(
+    cluster: Cluster, pool: NodePool, classes: list[ResolvedClass], inventory: Inventory
+) -> list[Artifact]:
     namespace = cluster.spec.namespace
     config_name = f"nvidia-device-plugin-{pool.name}"
-    config = nvidia_config(cluster, classes)
+    strategy = mig_strategy(g.mig for group in inventory.by_pool(pool.name) for g in group.gpus)
+    config = nvidia_config(cluster, classes, strategy)
     uses_mps = "mpsRoot" in config["flags"]
     config_map = manifest(
         f"pools/{pool.name}/configmap-nvidia-device-plugin.yaml",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from gpuconf.diagnostics import Diagnostic
-from gpuconf.rules import classes, dra, models, names, plugin_nvidia, pools, quotas
+from gpuconf.rules import classes, dra, mig, models, names, plugin_nvidia, pools, quotas
 from gpuconf.rules.context import RuleContext
 
 Rule = Callable[[RuleContext], Iterator[Diagnostic]]
@@ -13,6 +13,12 @@ Rule = Callable[[RuleContext], Iterator[Diagnostic]]
 # Rules that need only the typed document run first; rules over resolved classes need
 # every model name to be known, so they run only when the first group found no error.
 DOCUMENT_RULES: tuple[Rule, ...] = (names.check, models.check, pools.check, dra.check_version)
-INVENTORY_RULES: tuple[Rule, ...] = (classes.check, quotas.check, plugin_nvidia.check, dra.check)
+INVENTORY_RULES: tuple[Rule, ...] = (
+    classes.check,
+    quotas.check,
+    plugin_nvidia.check,
+    mig.check,
+    dra.check,
+)
 
 __all__ = ["DOCUMENT_RULES", "INVENTORY_RULES", "Rule", "RuleContext"]

@@ -56,6 +56,24 @@ def _references(ctx: RuleContext, resolved: ResolvedClass) -> Iterator[Diagnosti
 def _selects_something(ctx: RuleContext, resolved: ResolvedClass) -> Iterator[Diagnostic]:
     if resolved.members:
         return
+    profile = resolved.spec.select.mig_profile
+    declared: dict[str, set[str]] = {}
+    for grp in ctx.inventory.groups:
+        for g in grp.gpus:
+            for p in g.mig or {}:
+                declared.setdefault(p, set()).add(grp.pool)
+    if profile is not None and profile not in declared:
+        yield ctx.error(
+            class_path(resolved.index, "select", "migProfile"),
+            f"no GPU has MIG profile {profile!r} in its layout",
+            (
+                "declared profiles: "
+                + ", ".join(f"{p} (in {', '.join(sorted(declared[p]))})" for p in sorted(declared))
+                if declared
+                else "no pool declares a MIG layout: add sharing: {strategy: mig, layout: …} to a pool"
+            ),
+        )
+        return
     have = sorted(
         {
             f"{g.model.name}" + (f" (MIG {', '.join(g.mig)})" if g.mig else "")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuconf.classes import NVIDIA_GPU, NVIDIA_SHARED_GPU
+from gpuconf.classes import NVIDIA_GPU, NVIDIA_SHARED_GPU, ResolvedClass
 from gpuconf.diagnostics import Diagnostic
 from gpuconf.rules.context import RuleContext, class_path, pool_path
 
@@ -18,10 +18,14 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
     for resolved in ctx.classes:
         name = resolved.spec.resource_name
         profile = resolved.spec.select.mig_profile
+        shared = resolved.spec.sharing.strategy != "none"
         allowed = (
             {f"nvidia.com/mig-{profile}", NVIDIA_GPU}
+            | ({f"nvidia.com/mig-{profile}.shared", NVIDIA_SHARED_GPU} if shared else set())
             if profile
             else {NVIDIA_GPU, NVIDIA_SHARED_GPU}
+            if shared
+            else {NVIDIA_GPU}
         )
         if name is not None and name not in allowed:
             yield ctx.error(
@@ -29,6 +33,7 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
                 f"NVIDIA's device plugin cannot advertise {name!r}",
                 f"it advertises {' or '.join(sorted(allowed))} (its rename option is ignored at run time); {_USE_GPUCONF}",
             )
+        yield from _mps_settings(ctx, resolved)
     for i, pool in enumerate(spec.node_pools):
         covering = [c for c in ctx.classes if pool.name in c.pools]
         for resolved in covering:
@@ -57,6 +62,17 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
                 f"pool {pool.name!r} mixes {' and '.join(sorted(strategies))} sharing",
                 f"NVIDIA's device plugin applies one sharing strategy per node; {_USE_GPUCONF}",
             )
+        renamed = {
+            c.resource_name.endswith(".shared")
+            for c in covering
+            if c.spec.sharing.strategy != "none"
+        }
+        if len(renamed) > 1:
+            yield ctx.error(
+                pool_path(i),
+                f"shared classes on pool {pool.name!r} disagree on the '.shared' suffix of their resource names",
+                f"NVIDIA's plugin renames all shared resources of a node or none (renameByDefault); {_USE_GPUCONF}",
+            )
         fail_flags = {
             getattr(c.spec.sharing, "fail_requests_greater_than_one", False)
             for c in covering
@@ -67,4 +83,20 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
                 pool_path(i),
                 f"classes on pool {pool.name!r} disagree on failRequestsGreaterThanOne",
                 f"NVIDIA's device plugin has one such setting per node; {_USE_GPUCONF}",
+            )
+
+
+def _mps_settings(ctx: RuleContext, resolved: ResolvedClass) -> Iterator[Diagnostic]:
+    sharing = resolved.spec.sharing
+    if sharing.strategy != "mps":
+        return
+    for key, value in (
+        ("memoryLimitMiB", sharing.memory_limit_mi_b),
+        ("activeThreadPercentage", sharing.active_thread_percentage),
+    ):
+        if value is not None:
+            yield ctx.error(
+                class_path(resolved.index, "sharing", key),
+                f"NVIDIA's device plugin cannot set {key}",
+                f"it gives each MPS client an equal share of the GPU; remove {key}, or {_USE_GPUCONF}",
             )

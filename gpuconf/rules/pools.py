@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuconf.diagnostics import Diagnostic
+from gpuconf.diagnostics import Diagnostic, KeyPath
 from gpuconf.mig import layout_problems
 from gpuconf.model import NodePool
+from gpuconf.model.pool import MigLayout
 from gpuconf.rules.context import RuleContext, pool_path
 
 
@@ -82,25 +83,75 @@ def _tolerations(ctx: RuleContext, i: int, pool: NodePool) -> Iterator[Diagnosti
 
 
 def _mig(ctx: RuleContext, i: int, pool: NodePool) -> Iterator[Diagnostic]:
-    sharing = pool.sharing
-    if sharing is None:
-        return
+    layouts = pool.mig_layouts()
     counts = [len(n.gpus) for n in pool.nodes] + ([pool.gpus.count] if pool.gpus else [])
-    for k, index in enumerate(sharing.indices or []):
-        if counts and index >= max(counts):
+    claimed: dict[int, int] = {}
+    for k, sharing in enumerate(layouts):
+        base = (
+            pool_path(i, "sharing", k)
+            if isinstance(pool.sharing, list)
+            else pool_path(i, "sharing")
+        )
+        if sharing.indices is None and len(layouts) > 1:
             yield ctx.error(
-                pool_path(i, "sharing", "indices", k),
-                f"GPU index {index} does not exist in pool {pool.name!r}",
-                f"its nodes have at most {max(counts)} GPUs (indices 0–{max(counts) - 1})",
+                base,
+                f"pool {pool.name!r} lists {len(layouts)} MIG layouts but this one has no indices",
+                "give each layout its GPUs with indices: [...]; a layout without indices covers every GPU",
             )
+        if sharing.indices == []:
+            yield ctx.error(
+                (*base, "indices"),
+                "indices is empty: the layout applies to no GPU",
+                "list GPU indices, or remove indices to partition every GPU",
+            )
+        for j, index in enumerate(sharing.indices or []):
+            path = (*base, "indices", j)
+            if counts and index >= max(counts):
+                yield ctx.error(
+                    path,
+                    f"GPU index {index} does not exist in pool {pool.name!r}",
+                    f"its nodes have at most {max(counts)} GPUs (indices 0–{max(counts) - 1})",
+                )
+            elif index in claimed:
+                where = "this list" if claimed[index] == k else f"sharing[{claimed[index]}]"
+                yield ctx.error(
+                    path,
+                    f"GPU index {index} already has a MIG layout in {where}",
+                    "each GPU takes one layout: list it once",
+                )
+            else:
+                claimed[index] = k
+        yield from _layout_fits(ctx, pool, sharing, base)
+
+
+def _layout_fits(
+    ctx: RuleContext, pool: NodePool, sharing: MigLayout, base: KeyPath
+) -> Iterator[Diagnostic]:
+    """Check the layout once per model it lands on, naming the GPUs it was checked on."""
     reported: set[str] = set()
     for group in ctx.inventory.by_pool(pool.name):
-        for gpu in group.gpus:
-            if sharing.indices is not None and gpu.index not in sharing.indices:
+        covered = [g for g in group.gpus if sharing.indices is None or g.index in sharing.indices]
+        models = {g.model.name: g.model for g in covered}
+        for name, model in models.items():
+            if name in reported:
                 continue
-            if gpu.model.name in reported:
-                continue
-            reported.add(gpu.model.name)
-            where = f"GPU {gpu.index}" + (f" of node {group.node!r}" if group.node else "")
-            for message, hint in layout_problems(sharing.layout, gpu.model):
-                yield ctx.error(pool_path(i, "sharing", "layout"), f"{where}: {message}", hint)
+            reported.add(name)
+            indices = sorted(g.index for g in covered if g.model.name == name)
+            where = ("GPUs " if len(indices) > 1 else "GPU ") + _ranges(indices)
+            where += f" of node {group.node!r}" if group.node else f" of pool {pool.name!r}"
+            for problem in layout_problems(sharing.layout, model):
+                path = (*base, "layout")
+                if problem.profile is not None:
+                    path = (*path, problem.profile)
+                yield ctx.error(path, f"{where}: {problem.message}", problem.hint)
+
+
+def _ranges(indices: list[int]) -> str:
+    """[0, 1, 2, 3, 6] -> "0–3, 6"."""
+    runs: list[list[int]] = []
+    for index in indices:
+        if runs and index == runs[-1][-1] + 1:
+            runs[-1].append(index)
+        else:
+            runs.append([index])
+    return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)

@@ -40,7 +40,10 @@ def test_the_plugin_container_command_parses_with_the_node_cli() -> None:
     assert str(Path(options.config).parent) in mounts
     assert Path(options.config).name == NODE_CONFIG_FILE
     assert options.plugin_dir in mounts
-    assert {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}} in container["env"]
+    assert {
+        "name": "NODE_NAME",
+        "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}},
+    } in container["env"]
 
 
 def test_the_init_container_applies_the_runtime_config_from_the_same_file() -> None:

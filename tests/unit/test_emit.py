@@ -15,10 +15,16 @@ def _tree(extra: dict[str, bytes] | None = None) -> dict[str, bytes]:
 
 
 def _files(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
-def test_writing_replaces_the_cluster_folder_and_drops_files_no_longer_rendered(tmp_path: Path) -> None:
+def test_writing_replaces_the_cluster_folder_and_drops_files_no_longer_rendered(
+    tmp_path: Path,
+) -> None:
     emit.write(tmp_path, {"x": _tree({"old.yaml": b"old: 1\n"})}, prune=False)
     emit.write(tmp_path, {"x": _tree()}, prune=False)
     assert _files(tmp_path) == {"x/README.md": README, "x/a.yaml": b"a: 1\n"}
@@ -47,7 +53,11 @@ def test_a_folder_gpuconf_did_not_write_is_never_replaced(tmp_path: Path) -> Non
 
 def test_diff_shows_changed_added_and_removed_files(tmp_path: Path) -> None:
     emit.write(tmp_path, {"x": _tree({"removed.yaml": b"r: 1\n"})}, prune=False)
-    lines = "".join(emit.diff(tmp_path, {"x": _tree({"a.yaml": b"a: 2\n", "added.yaml": b"n: 1\n"})}, prune=False))
+    lines = "".join(
+        emit.diff(
+            tmp_path, {"x": _tree({"a.yaml": b"a: 2\n", "added.yaml": b"n: 1\n"})}, prune=False
+        )
+    )
     assert "-a: 1\n+a: 2\n" in lines
     assert "+++ b/x/added.yaml" in lines
     assert "--- a/x/removed.yaml" in lines

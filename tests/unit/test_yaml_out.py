@@ -39,7 +39,20 @@ def test_any_plain_data_round_trips_through_a_yaml_parser(document: Any) -> None
 
 @pytest.mark.parametrize(
     "hostile",
-    ["a: b\n  evil: 1", "x\n- evil", "{{ evil }}", "'quoted'", '"double"', "yes", "1.34", "~", "- item", "#c", "&anchor", "*alias"],
+    [
+        "a: b\n  evil: 1",
+        "x\n- evil",
+        "{{ evil }}",
+        "'quoted'",
+        '"double"',
+        "yes",
+        "1.34",
+        "~",
+        "- item",
+        "#c",
+        "&anchor",
+        "*alias",
+    ],
 )
 def test_a_hostile_string_stays_one_string_value(hostile: str) -> None:
     document = {"metadata": {"name": hostile}, "kind": "ConfigMap"}

@@ -1,0 +1,217 @@
+"""The command line as a user meets it: commands, formats, exit codes, and nothing written on bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from compiler_support import CASES, CLUSTERS, RENDERED, REPO, read_tree, run_cli, working_directory
+
+import gpuconf.compiler
+
+BAD = CASES / "negative" / "quota-over-capacity" / "cluster.yaml"
+
+
+@pytest.fixture
+def repo_copy(tmp_path: Path) -> Path:
+    """clusters/ and rendered/ copied, so commands run as in a checkout without touching it."""
+    shutil.copytree(CLUSTERS, tmp_path / "clusters")
+    shutil.copytree(RENDERED, tmp_path / "rendered")
+    with working_directory(tmp_path):
+        assert run_cli("render").code == 0
+    return tmp_path
+
+
+def test_validate_reports_the_valid_clusters() -> None:
+    with working_directory(REPO):
+        result = run_cli("validate", "clusters/lab.yaml")
+    assert result.code == 0
+    assert result.out == "1 cluster(s) valid: lab\n"
+    assert result.err == ""
+
+
+def test_validate_reports_problems_on_stderr_and_exits_1() -> None:
+    result = run_cli("validate", str(BAD))
+    assert result.code == 1
+    assert "more than its capacity of 16" in result.err
+    assert result.err.endswith("1 error, 0 warnings\n")
+
+
+def test_validate_json_format_prints_diagnostics_as_data() -> None:
+    result = run_cli("validate", "--format", "json", str(BAD))
+    assert result.code == 1
+    (diagnostic,) = json.loads(result.out)["diagnostics"]
+    assert diagnostic["severity"] == "error"
+    assert diagnostic["path"] == "spec.resourceClasses[0].name"
+    assert diagnostic["line"] == 17
+    assert diagnostic["column"] == 7
+    assert set(diagnostic) == {"file", "line", "column", "path", "severity", "message", "hint"}
+
+
+def test_render_writes_the_tree_into_the_output_folder(tmp_path: Path) -> None:
+    with working_directory(REPO):
+        result = run_cli("render", "clusters/lab.yaml", "-o", str(tmp_path))
+    assert result.code == 0
+    assert read_tree(tmp_path / "lab") == read_tree(RENDERED / "lab")
+
+
+def test_render_check_passes_when_up_to_date(repo_copy: Path) -> None:
+    with working_directory(repo_copy):
+        result = run_cli("render", "--check")
+    assert result.code == 0
+    assert "up to date" in result.out
+
+
+def test_render_check_shows_a_unified_diff_and_exits_1_when_stale(repo_copy: Path) -> None:
+    quota = repo_copy / "rendered" / "lab" / "quotas" / "research.yaml"
+    quota.write_text(quota.read_text().replace('"8"', '"9"'))
+    before = read_tree(repo_copy / "rendered")
+    with working_directory(repo_copy):
+        result = run_cli("render", "--check")
+    assert result.code == 1
+    assert "--- a/lab/quotas/research.yaml" in result.out
+    assert "+++ b/lab/quotas/research.yaml" in result.out
+    assert '-    requests.gpuconf.dev/t4-shared: "9"' in result.out
+    assert '+    requests.gpuconf.dev/t4-shared: "8"' in result.out
+    assert "stale" in result.err
+    assert read_tree(repo_copy / "rendered") == before
+
+
+def test_render_removes_folders_of_clusters_that_no_longer_exist(repo_copy: Path) -> None:
+    (repo_copy / "clusters" / "fleet.yaml").unlink()
+    with working_directory(repo_copy):
+        assert run_cli("render").code == 0
+    assert not (repo_copy / "rendered" / "fleet").exists()
+    assert (repo_copy / "rendered" / "lab").is_dir()
+
+
+def test_diff_prints_changes_and_exit_code_flag_makes_them_an_error(repo_copy: Path) -> None:
+    lab = repo_copy / "clusters" / "lab.yaml"
+    lab.write_text(lab.read_text().replace("t4-shared: 4", "t4-shared: 2"))
+    with working_directory(repo_copy):
+        plain = run_cli("diff")
+        strict = run_cli("diff", "--exit-code")
+    assert plain.code == 0
+    assert '+    requests.gpuconf.dev/t4-shared: "2"' in plain.out
+    assert strict.code == 1
+    assert strict.out == plain.out
+
+
+def test_diff_is_empty_when_nothing_changed(repo_copy: Path) -> None:
+    with working_directory(repo_copy):
+        result = run_cli("diff", "--exit-code")
+    assert (result.code, result.out) == (0, "")
+
+
+def test_schema_writes_the_schemas_and_check_detects_drift(tmp_path: Path) -> None:
+    assert run_cli("schema", "-o", str(tmp_path)).code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "cluster.schema.json",
+        "node-config.schema.json",
+    ]
+    assert run_cli("schema", "--check", "-o", str(tmp_path)).code == 0
+    (tmp_path / "cluster.schema.json").write_text("{}")
+    assert run_cli("schema", "--check", "-o", str(tmp_path)).code == 1
+
+
+def test_explain_shows_capacity_quota_and_headroom() -> None:
+    with working_directory(REPO):
+        result = run_cli("explain", "lab")
+    assert result.code == 0
+    lines = result.out.splitlines()
+    assert lines[0] == "cluster lab"
+    assert lines[1].split() == [
+        "class",
+        "requested",
+        "as",
+        "devices",
+        "replicas",
+        "capacity",
+        "quota",
+        "headroom",
+    ]
+    assert lines[2].split() == ["t4-shared", "gpuconf.dev/t4-shared", "4", "4", "16", "12", "4"]
+    assert "  research: 8" in lines
+
+
+def test_explain_accepts_a_file_path() -> None:
+    result = run_cli("explain", str(CLUSTERS / "fleet.yaml"))
+    assert result.code == 0
+    assert "big-memory" in result.out
+
+
+def test_explain_of_an_unknown_cluster_is_a_usage_error() -> None:
+    with working_directory(REPO):
+        result = run_cli("explain", "no-such-cluster")
+    assert result.code == 2
+    assert "no cluster named 'no-such-cluster'" in result.err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("frobnicate",), ("render", "--no-such-flag"), ("validate", "--format", "xml"), ()],
+    ids=["unknown command", "unknown flag", "unknown format", "no command"],
+)
+def test_usage_errors_exit_2(argv: tuple[str, ...]) -> None:
+    result = run_cli(*argv)
+    assert result.code == 2
+    assert result.err.startswith("gpuconf: ")
+    assert "Traceback" not in result.err
+
+
+def test_a_missing_path_is_a_user_error(tmp_path: Path) -> None:
+    result = run_cli("validate", str(tmp_path / "nope.yaml"))
+    assert result.code == 1
+    assert "no such file or directory" in result.err
+
+
+def test_a_folder_without_cluster_files_is_a_user_error(tmp_path: Path) -> None:
+    result = run_cli("validate", str(tmp_path))
+    assert result.code == 1
+    assert "no cluster files" in result.err
+
+
+def test_a_bug_exits_3_with_a_one_line_message_and_no_traceback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("boom\nsecond line")
+
+    monkeypatch.delenv("GPUCONF_DEBUG", raising=False)
+    monkeypatch.setattr(gpuconf.compiler, "compile_paths", broken)
+    result = run_cli("validate", str(CLUSTERS / "lab.yaml"))
+    assert result.code == 3
+    assert result.err == (
+        "gpuconf: internal error: RuntimeError: boom (a bug; GPUCONF_DEBUG=1 shows details)\n"
+    )
+
+
+def test_ctrl_c_exits_130(monkeypatch: pytest.MonkeyPatch) -> None:
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(gpuconf.compiler, "compile_paths", interrupted)
+    assert run_cli("validate", str(CLUSTERS / "lab.yaml")).code == 130
+
+
+def test_bad_input_writes_nothing_even_beside_good_clusters(repo_copy: Path) -> None:
+    shutil.copy(BAD, repo_copy / "clusters" / "bad.yaml")
+    (repo_copy / "clusters" / "lab.yaml").write_text(
+        (repo_copy / "clusters" / "lab.yaml").read_text().replace("t4-shared: 4", "t4-shared: 2")
+    )
+    before = read_tree(repo_copy / "rendered")
+    with working_directory(repo_copy):
+        result = run_cli("render")
+    assert result.code == 1
+    assert read_tree(repo_copy / "rendered") == before
+
+
+def test_render_refuses_to_replace_a_folder_it_did_not_write(tmp_path: Path) -> None:
+    (tmp_path / "lab").mkdir()
+    (tmp_path / "lab" / "mine.txt").write_text("keep me")
+    result = run_cli("render", str(CLUSTERS / "lab.yaml"), "-o", str(tmp_path))
+    assert result.code == 1
+    assert "was not written by gpuconf" in result.err
+    assert (tmp_path / "lab" / "mine.txt").read_text() == "keep me"

@@ -1,0 +1,101 @@
+"""A plain wheel works from anywhere; start-up stays light; layers are enforced by import-linter."""
+
+from __future__ import annotations
+
+import os
+import pkgutil
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+from compiler_support import CLUSTERS, REPO, read_tree
+
+import gpuconf
+
+HEAVY_MODULES = ("grpc", "pynvml", "kubernetes", "prometheus_client")
+
+
+@pytest.mark.slow
+def test_the_wheel_ships_its_data_and_renders_from_another_directory(tmp_path: Path) -> None:
+    wheels = tmp_path / "wheels"
+    pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
+    subprocess.run(
+        [*pip, "-w", str(wheels), str(REPO)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (wheel,) = wheels.glob("gpuconf-*.whl")
+    site = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(site)
+    package = site / "gpuconf"
+    assert (package / "data" / "gpus.yaml").is_file()
+    assert (package / "py.typed").is_file()
+    assert {p.name for p in (package / "schemas").iterdir()} >= {"cluster.schema.json"}
+    assert any((package / "templates").iterdir())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    script = (
+        "import sys, gpuconf.cli; "
+        f"assert gpuconf.cli.__file__.startswith({str(site)!r}), gpuconf.cli.__file__; "
+        f"sys.exit(gpuconf.cli.main(['render', {str(CLUSTERS / 'lab.yaml')!r}, '-o', 'out']))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    tree = read_tree(elsewhere / "out" / "lab")
+    assert "kustomization.yaml" in tree
+    assert b"/work/" not in b"".join(tree.values()), "an absolute path leaked into the output"
+
+
+def test_compiling_never_imports_the_node_runtime_dependencies(tmp_path: Path) -> None:
+    script = (
+        "import sys\n"
+        "import gpuconf.cli, gpuconf.compiler\n"
+        f"code = gpuconf.cli.main(['render', 'clusters', '-o', {str(tmp_path)!r}])\n"
+        f"heavy = sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY_MODULES!r})\n"
+        "print('heavy:' + ','.join(heavy))\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "heavy:", done.stdout
+
+
+def _compiler_modules() -> list[str]:
+    names = [m.name for m in pkgutil.iter_modules(gpuconf.__path__)]
+    return sorted(
+        f"gpuconf.{n}" for n in names if not n.startswith("node") and n not in ("cli", "__main__")
+    )
+
+
+def test_every_compiler_module_is_in_the_import_linter_contract() -> None:
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = config["tool"]["importlinter"]["contracts"]
+    sources = {m for c in contracts if c["type"] == "forbidden" for m in c["source_modules"]}
+    missing = [m for m in _compiler_modules() if m not in sources]
+    assert not missing, f"add these to the import-linter contract in pyproject.toml: {missing}"
+
+
+@pytest.mark.slow
+def test_import_linter_contracts_hold() -> None:
+    lint_imports = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
+    assert lint_imports, "lint-imports is part of the test extra"
+    done = subprocess.run(
+        [lint_imports], cwd=REPO, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -1,0 +1,42 @@
+"""The committed JSON Schemas are what the models generate, and every example satisfies them."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+from compiler_support import CASES, CLUSTERS, EXAMPLES, REPO
+
+from gpuconf.load import load_file
+from gpuconf.schema import schema_texts
+
+SCHEMAS = REPO / "schemas"
+POSITIVE = sorted((CASES / "positive").glob("*/cluster.yaml"))
+
+
+def test_committed_schemas_equal_the_generated_ones() -> None:
+    texts = schema_texts()
+    committed = {p.name: p.read_text(encoding="utf-8") for p in SCHEMAS.glob("*.json")}
+    assert sorted(committed) == sorted(texts)
+    for name, text in texts.items():
+        assert committed[name] == text, f"schemas/{name} is stale: run `gpuconf schema`"
+
+
+def test_schemas_are_valid_draft_2020_12() -> None:
+    for path in SCHEMAS.glob("*.json"):
+        jsonschema.Draft202012Validator.check_schema(json.loads(path.read_text(encoding="utf-8")))
+
+
+@pytest.mark.parametrize(
+    "path",
+    [CLUSTERS / f"{n}.yaml" for n in EXAMPLES] + POSITIVE,
+    ids=[*EXAMPLES, *(f"positive/{p.parent.name}" for p in POSITIVE)],
+)
+def test_cluster_file_satisfies_the_published_schema(path) -> None:  # type: ignore[no-untyped-def]
+    schema = json.loads((SCHEMAS / "cluster.schema.json").read_text(encoding="utf-8"))
+    errors = sorted(
+        jsonschema.Draft202012Validator(schema).iter_errors(load_file(path).data),
+        key=lambda e: list(e.path),
+    )
+    assert not errors, [f"{list(e.path)}: {e.message}" for e in errors]

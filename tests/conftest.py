@@ -1,0 +1,21 @@
+"""Shared fixtures: the repository's example clusters, compiled once in memory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def compiled_examples():  # type: ignore[no-untyped-def]
+    """Every example in clusters/, compiled in memory from the repository root."""
+    from gpuconf.compiler import compile_paths
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(REPO)
+        compiled = compile_paths([Path("clusters")])
+    assert compiled.ok, [d.as_text() for d in compiled.diagnostics]
+    return compiled
