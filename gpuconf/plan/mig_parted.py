@@ -12,9 +12,8 @@ from gpuconf.catalog import GpuModel
 from gpuconf.inventory import Inventory
 from gpuconf.mig import DISABLED, describe, resolve_layout
 from gpuconf.model import Cluster, NodePool
-from gpuconf.plan.artifact import Artifact, manifest
-from gpuconf.plan.meta import WAVE_CONFIG, metadata
-from gpuconf.plan.pod import POOL_LABEL
+from gpuconf.plan.artifact import Artifact
+from gpuconf.plan.config_map import pool_config_map
 from gpuconf.yaml_out import dump
 
 CONFIG_FILE = "config.yaml"
@@ -76,21 +75,13 @@ def mig_parted(cluster: Cluster, pool: NodePool, inventory: Inventory) -> list[A
     if config is None:
         return []
     return [
-        manifest(
-            f"pools/{pool.name}/configmap-mig-parted.yaml",
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": metadata(
-                    cluster,
-                    config_map_name(pool),
-                    "mig-manager",
-                    namespace=cluster.spec.namespace,
-                    wave=WAVE_CONFIG,
-                    **{POOL_LABEL: pool.name},
-                ),
-                "data": {CONFIG_FILE: dump(config)},
-            },
+        pool_config_map(
+            cluster,
+            pool,
+            "mig-parted",
+            config_map_name(pool),
+            "mig-manager",
+            {CONFIG_FILE: dump(config)},
         )
     ]
 

@@ -16,8 +16,8 @@ from gpuconf.nodeconfig import (
     RuntimeSettings,
     SharingSettings,
 )
-from gpuconf.plan.artifact import Artifact, manifest
-from gpuconf.plan.meta import WAVE_CONFIG, metadata
+from gpuconf.plan.artifact import Artifact
+from gpuconf.plan.config_map import pool_config_map
 from gpuconf.yaml_out import dump
 
 MPS_ROOT = "/run/nvidia/mps"
@@ -123,19 +123,11 @@ def node_config_text(config: NodeConfig) -> str:
 
 
 def node_config_map(cluster: Cluster, pool: NodePool, config: NodeConfig) -> Artifact:
-    return manifest(
-        f"pools/{pool.name}/configmap-node-config.yaml",
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": metadata(
-                cluster,
-                config_map_name(pool),
-                "node-runtime",
-                namespace=cluster.spec.namespace,
-                wave=WAVE_CONFIG,
-                **{"gpuconf.dev/pool": pool.name},
-            ),
-            "data": {NODE_CONFIG_FILE: node_config_text(config)},
-        },
+    return pool_config_map(
+        cluster,
+        pool,
+        "node-config",
+        config_map_name(pool),
+        "node-runtime",
+        {NODE_CONFIG_FILE: node_config_text(config)},
     )

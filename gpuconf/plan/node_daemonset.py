@@ -10,7 +10,15 @@ from gpuconf.plan.artifact import Artifact, manifest
 from gpuconf.plan.cluster_objects import NODE_SERVICE_ACCOUNT, RUNTIME_CLASS
 from gpuconf.plan.meta import WAVE_PLUGIN, metadata
 from gpuconf.plan.node_config import MPS_ROOT, config_map_name
-from gpuconf.plan.pod import POOL_LABEL, daemonset, hardened, host_path, node_selector, tolerations
+from gpuconf.plan.pod import (
+    PLUGIN_RESOURCES,
+    POOL_LABEL,
+    daemonset,
+    hardened,
+    host_path,
+    node_selector,
+    tolerations,
+)
 
 PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
 CONFIG_DIR = "/etc/gpuconf"
@@ -110,10 +118,7 @@ def node_daemonset(cluster: Cluster, pool: NodePool, uses_mps: bool) -> Artifact
                     "failureThreshold": 3,
                 },
                 "securityContext": hardened(),
-                "resources": {
-                    "requests": {"cpu": "20m", "memory": "64Mi"},
-                    "limits": {"cpu": "200m", "memory": "256Mi"},
-                },
+                "resources": PLUGIN_RESOURCES,
                 "volumeMounts": main_mounts,
             }
         ],

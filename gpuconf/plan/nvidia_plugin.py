@@ -12,10 +12,19 @@ from gpuconf.inventory import Inventory
 from gpuconf.mig import mig_strategy
 from gpuconf.model import Cluster, NodePool
 from gpuconf.plan.artifact import Artifact, manifest
-from gpuconf.plan.meta import WAVE_CONFIG, WAVE_PLUGIN, metadata
+from gpuconf.plan.config_map import pool_config_map
+from gpuconf.plan.meta import WAVE_PLUGIN, metadata
 from gpuconf.plan.node_config import MPS_ROOT
 from gpuconf.plan.node_daemonset import PLUGIN_DIR
-from gpuconf.plan.pod import POOL_LABEL, daemonset, hardened, host_path, node_selector, tolerations
+from gpuconf.plan.pod import (
+    PLUGIN_RESOURCES,
+    POOL_LABEL,
+    daemonset,
+    hardened,
+    host_path,
+    node_selector,
+    tolerations,
+)
 from gpuconf.yaml_out import dump
 
 CONFIG_DIR = "/etc/nvidia-device-plugin"
@@ -74,21 +83,13 @@ def nvidia_plugin(
     strategy = mig_strategy(g.mig for group in inventory.by_pool(pool.name) for g in group.gpus)
     config = nvidia_config(cluster, classes, strategy)
     uses_mps = "mpsRoot" in config["flags"]
-    config_map = manifest(
-        f"pools/{pool.name}/configmap-nvidia-device-plugin.yaml",
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": metadata(
-                cluster,
-                config_name,
-                "device-plugin",
-                namespace=namespace,
-                wave=WAVE_CONFIG,
-                **{POOL_LABEL: pool.name},
-            ),
-            "data": {CONFIG_FILE: dump(config)},
-        },
+    config_map = pool_config_map(
+        cluster,
+        pool,
+        "nvidia-device-plugin",
+        config_name,
+        "device-plugin",
+        {CONFIG_FILE: dump(config)},
     )
     mounts = [
         {"name": "device-plugins", "mountPath": PLUGIN_DIR},
@@ -117,10 +118,7 @@ def nvidia_plugin(
                     {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute,utility"},
                 ],
                 "securityContext": hardened(),
-                "resources": {
-                    "requests": {"cpu": "20m", "memory": "64Mi"},
-                    "limits": {"cpu": "200m", "memory": "256Mi"},
-                },
+                "resources": PLUGIN_RESOURCES,
                 "volumeMounts": mounts,
             }
         ],

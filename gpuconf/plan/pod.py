@@ -7,6 +7,11 @@ from typing import Any
 from gpuconf.model import NodePool
 
 POOL_LABEL = "gpuconf.dev/pool"
+# A device plugin holds a few sockets and device lists; these bounds leave it room for bursts.
+PLUGIN_RESOURCES = {
+    "requests": {"cpu": "20m", "memory": "64Mi"},
+    "limits": {"cpu": "200m", "memory": "256Mi"},
+}
 GPU_TAINT = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 
 
