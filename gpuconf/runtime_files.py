@@ -19,6 +19,12 @@ CONTAINERD_CONFIG = "/etc/containerd/config.toml"
 CONTAINERD_DROPIN = "/etc/containerd/conf.d/99-nvidia.toml"
 CONTAINERD_DROPIN_GLOB = "/etc/containerd/conf.d/*.toml"
 K3S_TEMPLATE = "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl"
+K3S_AGENT_CONFIG_DROPIN = "/etc/rancher/k3s/config.yaml.d/90-gpuconf-nvidia.yaml"
+# k3s finds nvidia-container-runtime at these paths itself and declares the `nvidia` runtime
+# in its base template.
+K3S_DETECTED_BINARIES = frozenset(
+    {"/usr/bin/nvidia-container-runtime", "/usr/local/nvidia/toolkit/nvidia-container-runtime"}
+)
 
 RUNTIME_NAME = "nvidia"
 K3S_BASE_TEMPLATE_LINE = '{{ template "base" . }}'
@@ -73,5 +79,26 @@ def containerd_dropin(settings: RuntimeSettings) -> str:
 
 
 def k3s_config_template(settings: RuntimeSettings) -> str:
-    """K3S_TEMPLATE: k3s's own base config, then the nvidia runtime (containerd v2 tables)."""
-    return K3S_BASE_TEMPLATE_LINE + "\n\n" + toml_writer.dumps(_cri_tables(settings, 2))
+    """K3S_TEMPLATE: k3s's base config, plus the nvidia runtime only where k3s would not find it.
+
+    The base template already declares the CRI `containerd` table and the runtimes k3s detects;
+    declaring either again is a TOML error that stops containerd. So the default runtime goes
+    through k3s's own `default-runtime` setting (k3s_agent_config), never this file."""
+    text = K3S_BASE_TEMPLATE_LINE + "\n"
+    if settings.binary_path in K3S_DETECTED_BINARIES:
+        return text
+    runtime = {
+        "runtime_type": "io.containerd.runc.v2",
+        "options": {"BinaryName": settings.binary_path},
+    }
+    tables = {
+        "plugins": {
+            _CRI_PLUGIN_BY_VERSION[2]: {"containerd": {"runtimes": {RUNTIME_NAME: runtime}}}
+        }
+    }
+    return text + "\n" + toml_writer.dumps(tables)
+
+
+def k3s_agent_config(settings: RuntimeSettings) -> str | None:
+    """K3S_AGENT_CONFIG_DROPIN: makes nvidia k3s's default runtime; None when it should not be."""
+    return f"default-runtime: {RUNTIME_NAME}\n" if settings.set_as_default else None

@@ -13,7 +13,9 @@ from typing import Any
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*$")
 _RESERVED = re.compile(r"^(y|n|yes|no|on|off|true|false|null|nan|inf)$", re.IGNORECASE)
 # Characters YAML does not allow raw in a stream (or that parsers treat as line breaks).
-_UNPRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]|[\u2028\u2029\ufeff]")
+_UNPRINTABLE = re.compile(
+    "[^\x09\x0a\x0d\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]|[\u2028\u2029\ufeff]"
+)
 
 
 def _quoted(value: str) -> str:

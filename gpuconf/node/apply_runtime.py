@@ -86,7 +86,11 @@ def plan(settings: RuntimeSettings, root: Path) -> list[PlannedFile]:
             _containerd_main(settings, root),
         ]
     template = runtime_files.k3s_config_template(settings).encode()
-    return [_file(root, runtime_files.K3S_TEMPLATE, template)]
+    files = [_file(root, runtime_files.K3S_TEMPLATE, template)]
+    agent_config = runtime_files.k3s_agent_config(settings)
+    if agent_config is not None:
+        files.append(_file(root, runtime_files.K3S_AGENT_CONFIG_DROPIN, agent_config.encode()))
+    return files
 
 
 def unified_diff(file: PlannedFile) -> str:

@@ -15,11 +15,20 @@ def build_parser(prog: str = "gpuconf node") -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="serve the kubelet device-plugin API for this node")
     run.add_argument("--config", required=True, help="node config file (from the pool's ConfigMap)")
     run.add_argument("--node-name", required=True, help="this node's Kubernetes name")
-    run.add_argument("--plugin-dir", default=DEFAULT_PLUGIN_DIR, help="kubelet device-plugin directory")
+    run.add_argument(
+        "--plugin-dir", default=DEFAULT_PLUGIN_DIR, help="kubelet device-plugin directory"
+    )
     run.add_argument("--nvml", default="real", help="real, or fake:FILE for a fake inventory")
-    run.add_argument("--metrics-port", type=int, default=None, help="Prometheus metrics and /healthz port (0: off)")
+    run.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="Prometheus metrics and /healthz port (0: off)",
+    )
 
-    apply = commands.add_parser("apply-runtime", help="install the pool's container-runtime config on this host")
+    apply = commands.add_parser(
+        "apply-runtime", help="install the pool's container-runtime config on this host"
+    )
     apply.add_argument("--config", required=True, help="node config file")
     apply.add_argument("--root", default="/", help="host root the config paths are under")
     apply.add_argument("--dry-run", action="store_true", help="print a diff, write nothing")

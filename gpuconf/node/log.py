@@ -58,4 +58,3 @@ def _log_thread_crash(args: threading.ExceptHookArgs) -> None:
         "thread crashed",
         extra=kv(thread=name, error=f"{args.exc_type.__name__}: {args.exc_value}"),
     )
-

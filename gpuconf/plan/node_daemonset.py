@@ -28,7 +28,7 @@ HOST_ROOT = "/host"
 RUNTIME_CONFIG_DIRS = {
     "docker": ["/etc/docker"],
     "containerd": ["/etc/containerd"],
-    "k3s": ["/var/lib/rancher/k3s/agent/etc/containerd"],
+    "k3s": ["/var/lib/rancher/k3s/agent/etc/containerd", "/etc/rancher/k3s/config.yaml.d"],
 }
 
 

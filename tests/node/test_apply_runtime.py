@@ -235,15 +235,14 @@ def test_containerd_change_says_to_restart(
 # k3s
 
 
-def test_k3s_template_begins_with_the_base_template(tmp_path: Path, root: Path) -> None:
-    assert apply(node_config(tmp_path, "k3s"), root) == 0
-    text = host_file(root, "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl").read_text()
-    first, _, rest = text.partition("\n")
-    assert first == '{{ template "base" . }}'
-    assert (
-        "nvidia"
-        in tomllib.loads(rest)["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]["runtimes"]
-    )
+def test_k3s_gets_the_base_template_and_its_default_runtime_setting(
+    tmp_path: Path, root: Path
+) -> None:
+    assert apply(node_config(tmp_path, "k3s", default=True), root) == 0
+    template = host_file(root, "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl")
+    assert template.read_text().startswith('{{ template "base" . }}')
+    agent = host_file(root, "/etc/rancher/k3s/config.yaml.d/90-gpuconf-nvidia.yaml")
+    assert agent.read_text() == "default-runtime: nvidia\n"
 
 
 # the node config

@@ -96,14 +96,37 @@ def test_containerd_v3_uses_the_cri_runtime_plugin() -> None:
     assert containerd["runtimes"]["nvidia"]["options"] == {"BinaryName": BINARY}
 
 
-def test_k3s_template_starts_from_the_base_template() -> None:
+def test_k3s_template_adds_nothing_k3s_already_declares() -> None:
     text = runtime_files.k3s_config_template(settings("k3s", default=True))
-    first, _, rest = text.partition("\n")
+    assert text == '{{ template "base" . }}\n'
+
+
+def test_k3s_template_declares_a_runtime_k3s_would_not_find() -> None:
+    custom = RuntimeSettings.model_validate(
+        {
+            "engine": "k3s",
+            "setAsDefault": True,
+            "binaryPath": "/opt/nvidia/bin/nvidia-container-runtime",
+        }
+    )
+    first, _, rest = runtime_files.k3s_config_template(custom).partition("\n")
     assert first == '{{ template "base" . }}'
-    parsed = tomllib.loads(rest)
-    containerd = parsed["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]
-    assert containerd["runtimes"]["nvidia"]["runtime_type"] == "io.containerd.runc.v2"
-    assert containerd["default_runtime_name"] == "nvidia"
+    containerd = tomllib.loads(rest)["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]
+    assert containerd == {
+        "runtimes": {
+            "nvidia": {
+                "runtime_type": "io.containerd.runc.v2",
+                "options": {"BinaryName": "/opt/nvidia/bin/nvidia-container-runtime"},
+            }
+        }
+    }
+
+
+def test_k3s_default_runtime_goes_through_k3s_own_setting() -> None:
+    assert (
+        runtime_files.k3s_agent_config(settings("k3s", default=True)) == "default-runtime: nvidia\n"
+    )
+    assert runtime_files.k3s_agent_config(settings("k3s", default=False)) is None
 
 
 @pytest.mark.parametrize(
