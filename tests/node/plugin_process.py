@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from kubelet_stub import KubeletStub
 
 from gpuconf.node.proto import api_pb2, api_pb2_grpc
 
@@ -229,3 +230,15 @@ def plain_gpu(index: int, numa_node: int = 0) -> dict[str, Any]:
         "pciBusId": f"0000:{0x18 + index:02x}:00.0",
         "numaNode": numa_node,
     }
+
+
+@contextmanager
+def serving(process: NodeProcess) -> Iterator[KubeletStub]:
+    """A kubelet stand-in first, then the plugin process; both stopped afterwards."""
+    kubelet = KubeletStub(process.plugin_dir).start()
+    process.start()
+    try:
+        yield kubelet
+    finally:
+        process.cleanup()
+        kubelet.stop()

@@ -6,7 +6,6 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
-from kubelet_stub import KubeletStub
 from plugin_process import (
     NodeProcess,
     allocate,
@@ -15,6 +14,7 @@ from plugin_process import (
     nvlink_box,
     plain_gpu,
     resource,
+    serving,
 )
 
 from gpuconf.node.proto import api_pb2
@@ -55,15 +55,10 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
     process = NodeProcess(
         tmp_path_factory.mktemp("allocate"), config, [*nvlink_box(), plain_gpu(8), plain_gpu(9, 1)]
     )
-    kubelet = KubeletStub(process.plugin_dir).start()
-    process.start()
-    try:
+    with serving(process) as kubelet:
         for name in (WHOLE, SLICED, MPS):
             kubelet.wait_registered(name, timeout=10)
         yield process
-    finally:
-        process.cleanup()
-        kubelet.stop()
 
 
 def test_whole_gpus_are_given_by_uuid_in_nvidia_visible_devices(node: NodeProcess) -> None:

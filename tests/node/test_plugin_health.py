@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 from kubelet_stub import KubeletStub
-from plugin_process import NodeProcess, gpu_uuid, node_config, nvlink_box, resource
+from plugin_process import NodeProcess, gpu_uuid, node_config, nvlink_box, resource, serving
 
 WHOLE = "gpuconf.dev/h100"
 RECOVER_AFTER_SECONDS = 1
@@ -23,14 +23,9 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[NodeProcess
         health={"ignoredXids": [13, 43], "recoverAfterSeconds": RECOVER_AFTER_SECONDS},
     )
     process = NodeProcess(tmp_path_factory.mktemp("health"), config, nvlink_box())
-    kubelet = KubeletStub(process.plugin_dir).start()
-    process.start()
-    try:
+    with serving(process) as kubelet:
         kubelet.wait_devices(WHOLE, timeout=10)
         yield process, kubelet
-    finally:
-        process.cleanup()
-        kubelet.stop()
 
 
 def health(devices: dict[str, tuple[str, tuple[int, ...]]], device_id: str) -> str:

@@ -22,6 +22,7 @@ from plugin_process import (
     node_config,
     nvlink_box,
     resource,
+    serving,
     wait_until,
 )
 
@@ -33,14 +34,9 @@ CONFIG = node_config([resource("h100", [0, 1, 2, 3])])
 @pytest.fixture
 def running(tmp_path: Path) -> Iterator[tuple[NodeProcess, KubeletStub]]:
     process = NodeProcess(tmp_path, CONFIG, nvlink_box())
-    kubelet = KubeletStub(process.plugin_dir).start()
-    process.start()
-    try:
+    with serving(process) as kubelet:
         kubelet.wait_devices(WHOLE, timeout=10)
         yield process, kubelet
-    finally:
-        process.cleanup()
-        kubelet.stop()
 
 
 def test_a_kubelet_restart_is_followed_by_a_new_registration_within_a_second(

@@ -7,7 +7,15 @@ from typing import Any
 
 import pytest
 from kubelet_stub import KubeletStub
-from plugin_process import NodeProcess, allocate, mig_uuid, node_config, plain_gpu, resource
+from plugin_process import (
+    NodeProcess,
+    allocate,
+    mig_uuid,
+    node_config,
+    plain_gpu,
+    resource,
+    serving,
+)
 
 SMALL = "gpuconf.dev/h100-1g"
 LARGE = "gpuconf.dev/h100-3g"
@@ -34,13 +42,8 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[NodeProcess
     )
     config["inventory"]["default"][0]["mig"] = {"1g.10gb": 3, "3g.40gb": 1}
     process = NodeProcess(tmp_path_factory.mktemp("mig"), config, [mig_gpu()])
-    kubelet = KubeletStub(process.plugin_dir).start()
-    process.start()
-    try:
+    with serving(process) as kubelet:
         yield process, kubelet
-    finally:
-        process.cleanup()
-        kubelet.stop()
 
 
 def test_each_profile_lists_its_mig_devices(node: tuple[NodeProcess, KubeletStub]) -> None:

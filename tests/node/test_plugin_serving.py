@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 from kubelet_stub import KubeletStub
-from plugin_process import NodeProcess, gpu_uuid, node_config, nvlink_box, resource
+from plugin_process import NodeProcess, gpu_uuid, node_config, nvlink_box, resource, serving
 
 from gpuconf.node.proto import api_pb2
 
@@ -24,13 +24,8 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[NodeProcess
         ]
     )
     process = NodeProcess(tmp_path_factory.mktemp("serving"), config, nvlink_box())
-    kubelet = KubeletStub(process.plugin_dir).start()
-    process.start()
-    try:
+    with serving(process) as kubelet:
         yield process, kubelet
-    finally:
-        process.cleanup()
-        kubelet.stop()
 
 
 def test_every_resource_registers_with_its_socket_and_preferred_allocation(
