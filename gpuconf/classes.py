@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gpuconf.inventory import Gpu, Inventory, NodeGroup
+from gpuconf.k8s_quantity import memory_mib
 from gpuconf.mig import mig_strategy
 from gpuconf.model import ClusterSpec, ResourceClass, Selector
-from gpuconf.quantity import to_mib
 
 NVIDIA_GPU = "nvidia.com/gpu"
 NVIDIA_SHARED_GPU = "nvidia.com/gpu.shared"
@@ -79,7 +79,7 @@ def units_selected(selector: Selector, group: NodeGroup, gpu: Gpu) -> int:
         return 0
     if profile is not None and (gpu.mig is None or profile not in gpu.mig):
         return 0
-    if selector.memory_at_least is not None and device_memory_mib(gpu, profile) < to_mib(
+    if selector.memory_at_least is not None and device_memory_mib(gpu, profile) < memory_mib(
         selector.memory_at_least
     ):
         return 0

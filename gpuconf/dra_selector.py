@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from gpuconf.catalog import Catalog
 from gpuconf.classes import ResolvedClass
 from gpuconf.dra_devices import DRIVER
+from gpuconf.k8s_quantity import memory_quantity
 
 ATTRIBUTE = f"device.attributes['{DRIVER}']"
 MEMORY = f"device.capacity['{DRIVER}'].memory"
@@ -37,11 +38,6 @@ def _one_of(attribute: str, values: list[str] | list[int]) -> str:
     if len(literals) == 1:
         return f"{ATTRIBUTE}.{attribute} == {literals[0]}"
     return f"{ATTRIBUTE}.{attribute} in [{', '.join(literals)}]"
-
-
-def _memory_quantity(memory: str) -> str:
-    # gpuconf reads a bare number as MiB; in Kubernetes it would be bytes.
-    return memory if not memory.isdigit() else f"{memory}Mi"
 
 
 def _uuid_clause(resolved: ResolvedClass) -> str | list[Unexpressible]:
@@ -87,7 +83,7 @@ def cel_selector(resolved: ResolvedClass, catalog: Catalog) -> str | list[Unexpr
         models = [found for name in names if (found := catalog.get(name)) is not None]
         clauses.append(_one_of("productName", sorted({m.nvml_name for m in models})))
     if selector.memory_at_least is not None:
-        quantity = cel_string(_memory_quantity(selector.memory_at_least))
+        quantity = cel_string(memory_quantity(selector.memory_at_least))
         clauses.append(f"{MEMORY}.compareTo(quantity({quantity})) >= 0")
     if selector.indices is not None:
         attribute = "index" if profile is None else "parentIndex"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from fractions import Fraction
@@ -52,3 +53,16 @@ class Quantity:
 
     def compare(self, other: Quantity) -> int:
         return (self.value > other.value) - (self.value < other.value)
+
+
+_MIB = Fraction(2**20)
+
+
+def memory_quantity(text: str) -> str:
+    """A `memoryAtLeast` value as a Kubernetes quantity: gpuconf reads a bare number as MiB."""
+    return f"{text}Mi" if text.isdigit() else text
+
+
+def memory_mib(text: str) -> int:
+    """The MiB a `memoryAtLeast` value asks for, rounded up."""
+    return math.ceil(Quantity.parse(memory_quantity(text)).value / _MIB)

@@ -19,6 +19,18 @@ MAX_ALIASED_VALUES = 100_000
 
 Position = tuple[int, int]
 
+MISSING: Any = object()
+"""What `child` returns where a mapping or list has nothing under the key or index."""
+
+
+def child(node: Any, part: str | int) -> Any:
+    """The value under `part` in a mapping or list, or MISSING."""
+    if isinstance(node, dict) and isinstance(part, str):
+        return node.get(part, MISSING)
+    if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        return node[part]
+    return MISSING
+
 
 @dataclass(frozen=True)
 class Located:
@@ -35,6 +47,15 @@ class Located:
             if found is not None:
                 return found
         return (1, 1)
+
+    def value_at(self, path: KeyPath) -> Any:
+        """The value at `path`, or None where the document has none (tells defaults from choices)."""
+        node: Any = self.data
+        for part in path:
+            node = child(node, part)
+            if node is MISSING:
+                return None
+        return node
 
     def diagnostic(self, path: KeyPath, message: str, hint: str = "", **kwargs: Any) -> Diagnostic:
         line, column = self.position(path)

@@ -3,11 +3,11 @@ NVIDIA's plugin needs for a set of GPUs."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from gpuconf.catalog import GpuModel, MigCapability
+from gpuconf.suggest import did_you_mean
 
 DISABLED = "all-disabled"
 BALANCED = "all-balanced"
@@ -68,8 +68,7 @@ def layout_problems(layout: Layout, model: GpuModel) -> list[LayoutProblem]:
         return [
             LayoutProblem(
                 f"{model.name} has no MIG layout {layout!r}",
-                _did_you_mean(layout, named_layouts(model))
-                + "named layouts: "
+                (did_you_mean(layout, named_layouts(model)) + " named layouts: ").lstrip()
                 + ", ".join(named_layouts(model))
                 + ", or a {profile: count} map",
             )
@@ -88,7 +87,7 @@ def _map_problems(layout: Mapping[str, int], name: str, mig: MigCapability) -> l
             problems.append(
                 LayoutProblem(
                     f"{name} has no MIG profile {profile!r}",
-                    _did_you_mean(profile, list(mig.profiles)) + f"its profiles: {profiles}",
+                    (did_you_mean(profile, mig.profiles) + f" its profiles: {profiles}").lstrip(),
                     profile,
                 )
             )
@@ -160,11 +159,6 @@ def _overflow_hint(layout: Mapping[str, int], mig: MigCapability) -> str:
         f"{mig.memory_slices - memory} memory slices, room for {fits}; drop {describe(dropped)}, "
         f"or use all-balanced ({balanced})"
     )
-
-
-def _did_you_mean(wanted: str, options: list[str]) -> str:
-    close = difflib.get_close_matches(wanted, options, n=1, cutoff=0.6)
-    return f"did you mean {close[0]!r}? " if close else ""
 
 
 def mig_strategy(layouts: Iterable[Mapping[str, int] | None]) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import types
 import typing
 from collections.abc import Iterator
@@ -12,8 +11,9 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from gpuconf.diagnostics import Diagnostic, KeyPath
-from gpuconf.load import Located
+from gpuconf.load import MISSING, Located, child
 from gpuconf.model import base
+from gpuconf.suggest import did_you_mean
 
 _PATTERNS: dict[str, tuple[str, str]] = {
     base.DNS_LABEL: (
@@ -82,18 +82,6 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-_ABSENT = object()
-
-
-def _child(node: Any, part: int | str) -> Any:
-    """The value under `part` in a mapping or list, or _ABSENT."""
-    if isinstance(node, dict) and isinstance(part, str):
-        return node.get(part, _ABSENT)
-    if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-        return node[part]
-    return _ABSENT
-
-
 def _data_path(located: Located, loc: tuple[int | str, ...]) -> tuple[KeyPath, bool]:
     """Map pydantic's loc onto the document, dropping union-member and tag names.
 
@@ -102,24 +90,15 @@ def _data_path(located: Located, loc: tuple[int | str, ...]) -> tuple[KeyPath, b
     node: Any = located.data
     dropped = False
     for position, part in enumerate(loc):
-        child = _child(node, part)
-        if child is not _ABSENT:
-            node = child
+        found = child(node, part)
+        if found is not MISSING:
+            node = found
             path.append(part)
         elif isinstance(node, dict) and position == len(loc) - 1:
             path.append(part)
         else:
             dropped = True
     return tuple(path), dropped
-
-
-def _value_at(located: Located, path: KeyPath) -> Any:
-    node: Any = located.data
-    for part in path:
-        node = _child(node, part)
-        if node is _ABSENT:
-            return None
-    return node
 
 
 def _unwrap(annotation: Any) -> Iterator[Any]:
@@ -182,6 +161,14 @@ def _allowed_keys(root: type[BaseModel], loc: tuple[int | str, ...]) -> list[str
     return [f.alias or name for name, f in model.model_fields.items()]
 
 
+def _quote_float_hint(value: float) -> str:
+    text = repr(value)
+    if len(text.partition(".")[2]) == 1:
+        # YAML read 1.30 as 1.3: the user's trailing zero is gone, so show both readings.
+        return f'quote it as you meant it, e.g. "{text}0" or "{text}" (YAML reads {text} as a number and drops trailing zeros)'
+    return f'quote it: "{text}" (YAML reads it as a number)'
+
+
 def _message(error: ErrorDetails, value: Any, root: type[BaseModel]) -> tuple[str, str]:
     kind = error["type"]
     ctx: dict[str, Any] = dict(error.get("ctx") or {})
@@ -190,12 +177,8 @@ def _message(error: ErrorDetails, value: Any, root: type[BaseModel]) -> tuple[st
         return f"required key {loc[-1]!r} is missing", ""
     if kind == "extra_forbidden":
         allowed = _allowed_keys(root, loc)
-        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
-        hint = (
-            f"did you mean {close[0]!r}?"
-            if close
-            else ("allowed keys: " + ", ".join(allowed) if allowed else "")
-        )
+        listed = "allowed keys: " + ", ".join(allowed) if allowed else ""
+        hint = did_you_mean(str(loc[-1]), allowed, otherwise=listed)
         return f"unknown key {loc[-1]!r}", hint
     if kind == "string_pattern_mismatch":
         what, hint = _PATTERNS.get(ctx.get("pattern", ""), ("has the wrong format", ""))
@@ -203,9 +186,9 @@ def _message(error: ErrorDetails, value: Any, root: type[BaseModel]) -> tuple[st
     if kind == "literal_error":
         expected = ctx.get("expected", "")
         options = [o.strip().strip("'") for o in expected.replace(" or ", ", ").split(",")]
-        close = difflib.get_close_matches(str(value), options, n=1, cutoff=0.5)
-        hint = f"did you mean {close[0]!r}?" if close else ""
-        return f"{_show(value)} is not one of {expected}", hint
+        return f"{_show(value)} is not one of {expected}", did_you_mean(
+            str(value), options, cutoff=0.5
+        )
     if kind in ("union_tag_invalid", "union_tag_not_found"):
         expected = ctx.get("expected_tags", "")
         if kind == "union_tag_not_found":
@@ -223,7 +206,7 @@ def _message(error: ErrorDetails, value: Any, root: type[BaseModel]) -> tuple[st
         if kind == "string_type" and isinstance(value, int) and not isinstance(value, bool):
             hint = f'quote it: "{value}" (YAML reads it as a number)'
         elif kind == "string_type" and isinstance(value, float):
-            hint = f'quote it as written, e.g. "1.30" (YAML reads it as the number {value}, dropping trailing zeros)'
+            hint = _quote_float_hint(value)
         return f"should be {_TYPE_NOUNS[kind]}, not {_show(value)}", hint
     bounds = {
         "greater_than_equal": ("must be at least", "ge"),
@@ -252,7 +235,7 @@ def diagnostics_from(
         by_path.setdefault(path, []).append((detail, dropped))
     diagnostics: list[Diagnostic] = []
     for path, details in by_path.items():
-        value = _value_at(located, path)
+        value = located.value_at(path)
         if len(details) > 1 and all(dropped for _, dropped in details):
             nouns = sorted({_TYPE_NOUNS.get(d["type"], "") for d, _ in details} - {""})
             if nouns:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 
 from gpuconf.classes import ResolvedClass, device_memory_mib
 from gpuconf.diagnostics import Diagnostic
 from gpuconf.rules.context import RuleContext, class_path
+from gpuconf.suggest import did_you_mean
 
 _PARTITION_HINT = "a GPU (or a MIG profile of it) belongs to at most one class: narrow select with pools, nodes or indices"
 
@@ -22,11 +22,6 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
     yield from _unclassified(ctx)
 
 
-def _did_you_mean(name: str, options: list[str]) -> str:
-    close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
-    return f"did you mean {close[0]!r}?" if close else "known: " + ", ".join(sorted(options))
-
-
 def _references(ctx: RuleContext, resolved: ResolvedClass) -> Iterator[Diagnostic]:
     spec = ctx.cluster.spec
     selector = resolved.spec.select
@@ -36,13 +31,13 @@ def _references(ctx: RuleContext, resolved: ResolvedClass) -> Iterator[Diagnosti
             yield ctx.error(
                 class_path(resolved.index, "select", "pools", k),
                 f"no pool is named {pool!r}",
-                _did_you_mean(pool, pools),
+                did_you_mean(pool, pools, otherwise="known: " + ", ".join(sorted(pools))),
             )
     nodes = [n.name for p in spec.node_pools for n in p.nodes]
     for k, node in enumerate(selector.nodes or []):
         if node not in nodes:
             hint = (
-                _did_you_mean(node, nodes)
+                did_you_mean(node, nodes, otherwise="known: " + ", ".join(sorted(nodes)))
                 if nodes
                 else "only nodes declared under a pool's nodes: can be selected"
             )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from gpuconf.catalog import Catalog
 from gpuconf.classes import ResolvedClass
@@ -40,15 +39,3 @@ class RuleContext:
 
     def warning(self, path: KeyPath, message: str, hint: str = "") -> Diagnostic:
         return self.located.diagnostic(path, message, hint, severity=Severity.WARNING)
-
-    def written(self, path: KeyPath) -> Any:
-        """The raw value at path in the document (None when absent): tells defaults from choices."""
-        node: Any = self.located.data
-        for part in path:
-            if isinstance(node, dict) and isinstance(part, str):
-                node = node.get(part)
-            elif isinstance(node, list) and isinstance(part, int) and part < len(node):
-                node = node[part]
-            else:
-                return None
-        return node

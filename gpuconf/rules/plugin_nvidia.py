@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from gpuconf.classes import NVIDIA_GPU, NVIDIA_SHARED_GPU, ResolvedClass
 from gpuconf.diagnostics import Diagnostic
@@ -55,34 +55,41 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
                     + ("MIG devices" if profile else "GPUs"),
                     f"with plugin: nvidia a class takes all of a pool's GPUs; {_USE_GPUCONF}",
                 )
-        strategies = {c.spec.sharing.strategy for c in covering} - {"none"}
-        if len(strategies) > 1:
+        yield from _one_setting_per_node(ctx, i, pool.name, covering)
+
+
+# Settings NVIDIA's plugin holds once per node, so every shared class of a pool must agree:
+# (what differs, the setting of one class, why it matters).
+_NODE_WIDE_SETTINGS: tuple[tuple[str, Callable[[ResolvedClass], str], str], ...] = (
+    (
+        "sharing strategy",
+        lambda c: c.spec.sharing.strategy,
+        "NVIDIA's device plugin applies one sharing strategy per node",
+    ),
+    (
+        "'.shared' suffix of their resource names",
+        lambda c: "with" if c.resource_name.endswith(".shared") else "without",
+        "NVIDIA's plugin renames all shared resources of a node or none (renameByDefault)",
+    ),
+    (
+        "failRequestsGreaterThanOne setting",
+        lambda c: str(getattr(c.spec.sharing, "fail_requests_greater_than_one", False)).lower(),
+        "NVIDIA's device plugin has one such setting per node",
+    ),
+)
+
+
+def _one_setting_per_node(
+    ctx: RuleContext, i: int, pool: str, covering: list[ResolvedClass]
+) -> Iterator[Diagnostic]:
+    shared = [c for c in covering if c.spec.sharing.strategy != "none"]
+    for what, setting, why in _NODE_WIDE_SETTINGS:
+        if len({setting(c) for c in shared}) > 1:
+            each = ", ".join(f"{c.name}: {setting(c)}" for c in shared)
             yield ctx.error(
                 pool_path(i),
-                f"pool {pool.name!r} mixes {' and '.join(sorted(strategies))} sharing",
-                f"NVIDIA's device plugin applies one sharing strategy per node; {_USE_GPUCONF}",
-            )
-        renamed = {
-            c.resource_name.endswith(".shared")
-            for c in covering
-            if c.spec.sharing.strategy != "none"
-        }
-        if len(renamed) > 1:
-            yield ctx.error(
-                pool_path(i),
-                f"shared classes on pool {pool.name!r} disagree on the '.shared' suffix of their resource names",
-                f"NVIDIA's plugin renames all shared resources of a node or none (renameByDefault); {_USE_GPUCONF}",
-            )
-        fail_flags = {
-            getattr(c.spec.sharing, "fail_requests_greater_than_one", False)
-            for c in covering
-            if c.spec.sharing.strategy != "none"
-        }
-        if len(fail_flags) > 1:
-            yield ctx.error(
-                pool_path(i),
-                f"classes on pool {pool.name!r} disagree on failRequestsGreaterThanOne",
-                f"NVIDIA's device plugin has one such setting per node; {_USE_GPUCONF}",
+                f"shared classes on pool {pool!r} disagree on the {what} ({each})",
+                f"{why}; {_USE_GPUCONF}",
             )
 
 

@@ -50,7 +50,9 @@ def _size(ctx: RuleContext, i: int, pool: NodePool) -> Iterator[Diagnostic]:
 
 
 def _runtime(ctx: RuleContext, i: int, pool: NodePool) -> Iterator[Diagnostic]:
-    version_written = ctx.written(pool_path(i, "runtime", "containerdConfigVersion")) is not None
+    version_written = (
+        ctx.located.value_at(pool_path(i, "runtime", "containerdConfigVersion")) is not None
+    )
     if version_written and pool.runtime.engine != "containerd":
         yield ctx.error(
             pool_path(i, "runtime", "containerdConfigVersion"),

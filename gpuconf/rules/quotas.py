@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 
 from gpuconf.diagnostics import Diagnostic
 from gpuconf.rules.context import RuleContext, class_path, quota_path
+from gpuconf.suggest import did_you_mean
 
 
 def check(ctx: RuleContext) -> Iterator[Diagnostic]:
@@ -15,11 +15,8 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
     for i, quota in enumerate(ctx.cluster.spec.quotas):
         for name, count in quota.classes.items():
             if name not in by_name:
-                close = difflib.get_close_matches(name, list(by_name), n=1, cutoff=0.6)
-                hint = (
-                    f"did you mean {close[0]!r}?"
-                    if close
-                    else "classes: " + ", ".join(sorted(by_name))
+                hint = did_you_mean(
+                    name, by_name, otherwise="classes: " + ", ".join(sorted(by_name))
                 )
                 yield ctx.error(quota_path(i, "classes", name), f"no class is named {name!r}", hint)
                 continue
