@@ -25,7 +25,7 @@ from typing import Any
 
 import grpc
 
-from gpuconf.node.proto import api_pb2, api_pb2_grpc
+from gpuconf.node.kubelet.proto import api_pb2, api_pb2_grpc
 
 GPUS = 8
 RESOURCE = "gpuconf.dev/h100"

@@ -114,7 +114,7 @@ def _report(
 
 
 def _compile(options: argparse.Namespace, render_output: bool = True):  # type: ignore[no-untyped-def]
-    from gpuconf.compiler import compile_paths
+    from gpuconf.compiler.pipeline import compile_paths
 
     compiled = compile_paths(options.paths or [DEFAULT_CLUSTERS], render_output)
     _report(compiled.diagnostics, options.format, sys.stdout, sys.stderr)
@@ -131,7 +131,7 @@ def _validate(options: argparse.Namespace) -> int:
 
 
 def _render(options: argparse.Namespace) -> int:
-    from gpuconf import emit
+    from gpuconf.compiler import emit
 
     compiled = _compile(options)
     if not compiled.ok:
@@ -151,7 +151,7 @@ def _render(options: argparse.Namespace) -> int:
 
 
 def _diff(options: argparse.Namespace) -> int:
-    from gpuconf import emit
+    from gpuconf.compiler import emit
 
     compiled = _compile(options)
     if not compiled.ok:
@@ -162,7 +162,7 @@ def _diff(options: argparse.Namespace) -> int:
 
 
 def _schema(options: argparse.Namespace) -> int:
-    from gpuconf.schema import schema_texts
+    from gpuconf.api.schema import schema_texts
 
     texts = schema_texts()
     stale = [
@@ -187,7 +187,7 @@ def _schema(options: argparse.Namespace) -> int:
 
 
 def _explain(options: argparse.Namespace) -> int:
-    from gpuconf.explain import explain_text
+    from gpuconf.compiler.explain import explain_text
 
     target = Path(options.cluster)
     options.paths = [target] if target.exists() else [DEFAULT_CLUSTERS]
@@ -220,7 +220,7 @@ _COMMANDS = {
 
 def _run(argv: list[str]) -> int:
     if argv[:1] == ["node"]:
-        from gpuconf.node.cli import main as node_main
+        from gpuconf.node.commands.parser import main as node_main
 
         return node_main(argv[1:])
     options = build_parser().parse_args(argv)

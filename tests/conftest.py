@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="session")
 def compiled_examples():  # type: ignore[no-untyped-def]
     """Every example in clusters/, compiled in memory from the repository root."""
-    from gpuconf.compiler import compile_paths
+    from gpuconf.compiler.pipeline import compile_paths
 
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(REPO)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from gpuconf.api.node_config import ResourceSettings
 from gpuconf.node.nvml.api import GpuInfo
-from gpuconf.nodeconfig import ResourceSettings
 
 MAX_DEVICE_ID_LENGTH = 63
 REPLICA_SEPARATOR = "::"

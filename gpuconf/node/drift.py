@@ -6,8 +6,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from gpuconf.api.node_config import ExpectedGpu
 from gpuconf.node.nvml.api import GpuInfo
-from gpuconf.nodeconfig import ExpectedGpu
 
 TIMES = "\N{MULTIPLICATION SIGN}"
 

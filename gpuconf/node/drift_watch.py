@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
+from gpuconf.api.node_config import ExpectedGpu
 from gpuconf.node import drift, log
 from gpuconf.node.metrics import Metrics
 from gpuconf.node.nvml.api import GpuInfo
-from gpuconf.nodeconfig import ExpectedGpu
 
 _log = log.get("drift")
 

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import os
-from typing import Any
 
 from gpuconf.node.drift import DriftReport
 
@@ -32,8 +30,9 @@ def annotate_node(node_name: str, report: DriftReport) -> None:
     if not in_cluster():
         return
     try:
-        kubernetes: Any = importlib.import_module("kubernetes")
-        kubernetes.config.load_incluster_config()
+        import kubernetes  # only here: the client is heavy and only this call needs it
+
+        kubernetes.config.load_incluster_config()  # type: ignore[no-untyped-call]
         body = {"metadata": {"annotations": annotations_for(report)}}
         kubernetes.client.CoreV1Api().patch_node(node_name, body)
     except Exception as error:  # an annotation is a courtesy; the node runtime must keep running

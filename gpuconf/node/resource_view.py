@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from gpuconf.api.node_config import ResourceSettings
 from gpuconf.node.devices import PluginDevice
 from gpuconf.node.topology import Topology
-from gpuconf.nodeconfig import ResourceSettings
 
 HEALTHY = "Healthy"
 UNHEALTHY = "Unhealthy"

@@ -11,20 +11,20 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpuconf.api.node_config import NodeConfig
 from gpuconf.node import log
-from gpuconf.node.config_file import ConfigInvalid, ConfigVersion, ConfigWatch
+from gpuconf.node.config_watch import ConfigInvalid, ConfigVersion, ConfigWatch
 from gpuconf.node.devices import BuiltDevices, build_devices
+from gpuconf.node.discovered import Inventory
 from gpuconf.node.drift_watch import DriftWatch
 from gpuconf.node.health import HealthPolicy, HealthTracker
 from gpuconf.node.health_monitor import HealthMonitor
-from gpuconf.node.inventory import Inventory
-from gpuconf.node.kubelet_watch import KubeletWatch
+from gpuconf.node.kubelet.kubelet_watch import KubeletWatch
+from gpuconf.node.kubelet.resource_plugin import ResourcePlugin
 from gpuconf.node.metrics import Metrics
 from gpuconf.node.nvml.api import GpuInfo, Nvml
-from gpuconf.node.resource_plugin import ResourcePlugin
 from gpuconf.node.resource_view import ResourceView
 from gpuconf.node.topology import Topology, topology_of
-from gpuconf.nodeconfig import NodeConfig
 
 TICK_SECONDS = 0.2
 """Kubelet socket checks and health recovery happen at this pace."""

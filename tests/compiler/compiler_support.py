@@ -59,7 +59,7 @@ def manifest_paths(tree: dict[str, bytes]) -> list[str]:
 
 def compile_folder(folder: Path, *names: str):  # type: ignore[no-untyped-def]
     """Compile cluster files in `folder` (all of them when no names are given), in memory."""
-    from gpuconf.compiler import compile_paths
+    from gpuconf.compiler.pipeline import compile_paths
 
     with working_directory(folder):
         return compile_paths([Path(n) for n in names] or [Path(".")])

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from compiler_support import CASES, CLUSTERS, RENDERED, REPO, read_tree, run_cli, working_directory
 
-import gpuconf.compiler
+import gpuconf.compiler.pipeline
 
 BAD = CASES / "negative" / "quota-over-capacity" / "cluster.yaml"
 
@@ -180,7 +180,7 @@ def test_a_bug_exits_3_with_a_one_line_message_and_no_traceback(
         raise RuntimeError("boom\nsecond line")
 
     monkeypatch.delenv("GPUCONF_DEBUG", raising=False)
-    monkeypatch.setattr(gpuconf.compiler, "compile_paths", broken)
+    monkeypatch.setattr(gpuconf.compiler.pipeline, "compile_paths", broken)
     result = run_cli("validate", str(CLUSTERS / "lab.yaml"))
     assert result.code == 3
     assert result.err == (
@@ -192,7 +192,7 @@ def test_ctrl_c_exits_130(monkeypatch: pytest.MonkeyPatch) -> None:
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(gpuconf.compiler, "compile_paths", interrupted)
+    monkeypatch.setattr(gpuconf.compiler.pipeline, "compile_paths", interrupted)
     assert run_cli("validate", str(CLUSTERS / "lab.yaml")).code == 130
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from nvidia_config_v1 import advertised_resources, resource_name_errors, validate_config
 from ruamel.yaml import YAML
 
-from gpuconf.compiler import Compiled
+from gpuconf.compiler.pipeline import Compiled
 
 CONFIG_MAP = "pools/{pool}/configmap-nvidia-device-plugin.yaml"
 NVIDIA_CASES = sorted(p for p in (CASES / "positive").iterdir() if p.name.startswith("nvidia-"))

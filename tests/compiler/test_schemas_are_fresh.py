@@ -8,8 +8,8 @@ import jsonschema
 import pytest
 from compiler_support import CASES, CLUSTERS, EXAMPLES, REPO
 
-from gpuconf.load import load_file
-from gpuconf.schema import schema_texts
+from gpuconf.api.schema import schema_texts
+from gpuconf.formats.located_yaml import load_file
 
 SCHEMAS = REPO / "schemas"
 POSITIVE = sorted((CASES / "positive").glob("*/cluster.yaml"))

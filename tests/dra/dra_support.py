@@ -9,12 +9,12 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from gpuconf.catalog import Catalog
+from gpuconf.compiler.plan import plan
+from gpuconf.compiler.render import RenderedTree, render
+from gpuconf.compiler.validate import Validated, validate
 from gpuconf.diagnostics import Diagnostic
-from gpuconf.load import parse_text
-from gpuconf.plan import plan
-from gpuconf.render import RenderedTree, render
-from gpuconf.validate import Validated, validate
+from gpuconf.formats.located_yaml import parse_text
+from gpuconf.gpus.catalog import Catalog
 
 REPO = Path(__file__).resolve().parents[2]
 CATALOG = Catalog.load()

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from dra_support import CATALOG, heterogeneous, validated
 
-from gpuconf.cel_check import selected_devices
-from gpuconf.dra_devices import DeviceKey, expected_devices, published_devices
-from gpuconf.dra_selector import cel_selector
+from gpuconf.compiler.dra.cel_proof import selected_devices
+from gpuconf.compiler.dra.devices import DeviceKey, expected_devices, published_devices
+from gpuconf.compiler.dra.selector import cel_selector
 
 H100_WHOLE = [f"gpu-{i}" for i in range(6)]
 

@@ -9,8 +9,8 @@ import pytest
 from dra_support import as_dra, check, cluster_file, errors, rendered
 from ruamel.yaml import YAML
 
+from gpuconf.compiler.validate import Validated
 from gpuconf.diagnostics import format_path
-from gpuconf.validate import Validated
 
 
 def _expressible_fleet() -> dict[str, Any]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from dra_support import heterogeneous, validated
 
-from gpuconf.cel_check import selected_devices
-from gpuconf.dra_devices import published_devices
-from gpuconf.k8s_quantity import Quantity
+from gpuconf.compiler.dra.cel_proof import selected_devices
+from gpuconf.compiler.dra.devices import published_devices
+from gpuconf.formats.quantity import Quantity
 
 
 @pytest.mark.parametrize(

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from dra_support import errors, heterogeneous, validated
 
-from gpuconf.cel_check import CelError, selected_devices
+from gpuconf.compiler.dra.cel_proof import CelError, selected_devices
+from gpuconf.compiler.dra.devices import published_devices
+from gpuconf.compiler.rules import dra
 from gpuconf.diagnostics import format_path
-from gpuconf.dra_devices import published_devices
-from gpuconf.rules import dra
 
 
 def test_pool_with_undeclared_nodes_is_reported_on_select_pools() -> None:

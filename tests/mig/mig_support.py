@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from gpuconf.catalog import Catalog
-from gpuconf.compiler import Compiled, compile_paths
+from gpuconf.compiler.pipeline import Compiled, compile_paths
+from gpuconf.compiler.validate import Validated, validate
 from gpuconf.diagnostics import Diagnostic
-from gpuconf.load import parse_text
-from gpuconf.validate import Validated, validate
-from gpuconf.yaml_out import dump
+from gpuconf.formats.located_yaml import parse_text
+from gpuconf.formats.yaml_writer import dump
+from gpuconf.gpus.catalog import Catalog
 
 REPO = Path(__file__).resolve().parents[2]
 CATALOG = Catalog.load()

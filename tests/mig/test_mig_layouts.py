@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from mig_support import CATALOG, MIG_MODELS, WHOLE_MODELS
 
-from gpuconf.mig import (
+from gpuconf.gpus.mig import (
     BALANCED,
     DISABLED,
     describe,

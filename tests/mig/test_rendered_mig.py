@@ -17,9 +17,9 @@ from mig_support import (
     valid,
 )
 
-from gpuconf.nodeconfig import NodeConfig
-from gpuconf.plan import plan
-from gpuconf.plan.mig_parted import mig_parted_config
+from gpuconf.api.node_config import NodeConfig
+from gpuconf.compiler.plan import plan
+from gpuconf.compiler.plan.mig_parted import mig_parted_config
 
 EXAMPLES = ["mig", "mig-nvidia"]
 

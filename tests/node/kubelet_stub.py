@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import grpc
 
-from gpuconf.node.proto import api_pb2, api_pb2_grpc
+from gpuconf.node.kubelet.proto import api_pb2, api_pb2_grpc
 
 T = TypeVar("T")
 Devices = dict[str, tuple[str, tuple[int, ...]]]

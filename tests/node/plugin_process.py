@@ -21,7 +21,7 @@ from typing import Any
 import grpc
 from kubelet_stub import KubeletStub
 
-from gpuconf.node.proto import api_pb2, api_pb2_grpc
+from gpuconf.node.kubelet.proto import api_pb2, api_pb2_grpc
 
 NODE = "node-a"
 H100 = "NVIDIA H100 80GB HBM3"

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from gpuconf.node.allocation import AllocationRefused, container_allocation
+from gpuconf.api.node_config import ResourceSettings
 from gpuconf.node.devices import build_devices
+from gpuconf.node.kubelet.allocation import AllocationRefused, container_allocation
 from gpuconf.node.nvml.api import GpuInfo
 from gpuconf.node.resource_view import ResourceView
-from gpuconf.nodeconfig import ResourceSettings
 
 GPUS = {i: GpuInfo(i, f"GPU-{i}", "x", 1, f"0000:0{i}:00.0") for i in range(2)}
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuconf.node import apply_runtime
+from gpuconf.node.commands import apply_runtime
 
 BINARY = "/usr/bin/nvidia-container-runtime"
 DROPIN_GLOB = "/etc/containerd/conf.d/*.toml"

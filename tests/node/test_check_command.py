@@ -45,7 +45,7 @@ def gpuconf_node(*args: str) -> subprocess.CompletedProcess[str]:
     if importlib.util.find_spec("gpuconf.cli") is not None:
         command = [sys.executable, "-m", "gpuconf", "node", *args]
     else:  # until the top-level command line lands, call the node command line directly
-        launcher = "import sys; from gpuconf.node.cli import main; sys.exit(main(sys.argv[1:]))"
+        launcher = "import sys; from gpuconf.node.commands.parser import main; sys.exit(main(sys.argv[1:]))"
         command = [sys.executable, "-c", launcher, *args]
     environment = {"PATH": "/usr/bin:/bin", "PYTHONHASHSEED": "0"}
     return subprocess.run(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpuconf.api.node_config import ResourceSettings
 from gpuconf.node.devices import build_devices
 from gpuconf.node.nvml.api import GpuInfo, MigDevice
-from gpuconf.nodeconfig import ResourceSettings
 
 UUID = "GPU-8a9b6f5e-1c2d-4e3f-8a9b-0c1d2e3f4a5b"
 

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import json
 
+from gpuconf.api.node_config import ExpectedGpu
 from gpuconf.node.drift import compare
 from gpuconf.node.nvml.api import GpuInfo, MigDevice
-from gpuconf.nodeconfig import ExpectedGpu
 
 H100 = "NVIDIA H100 80GB HBM3"
 

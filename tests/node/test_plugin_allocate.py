@@ -17,7 +17,7 @@ from plugin_process import (
     serving,
 )
 
-from gpuconf.node.proto import api_pb2
+from gpuconf.node.kubelet.proto import api_pb2
 
 WHOLE = "gpuconf.dev/h100"
 SLICED = "gpuconf.dev/h100-sliced"

@@ -9,7 +9,7 @@ import pytest
 from kubelet_stub import KubeletStub
 from plugin_process import NodeProcess, gpu_uuid, node_config, nvlink_box, resource, serving
 
-from gpuconf.node.proto import api_pb2
+from gpuconf.node.kubelet.proto import api_pb2
 
 WHOLE = "gpuconf.dev/h100"
 SHARED = "gpuconf.dev/h100-shared"

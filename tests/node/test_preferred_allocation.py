@@ -7,12 +7,12 @@ from typing import Any
 import pytest
 from plugin_process import gpu_uuid, nvlink_box
 
+from gpuconf.api.node_config import ResourceSettings
 from gpuconf.node.devices import build_devices
+from gpuconf.node.kubelet.preferred import best_gpu_set, preferred_ids
 from gpuconf.node.nvml.api import GpuInfo
-from gpuconf.node.preferred import best_gpu_set, preferred_ids
 from gpuconf.node.resource_view import ResourceView
 from gpuconf.node.topology import CROSS_NUMA_SCORE, NVLINK_SCORE, SAME_NUMA_SCORE, topology_of
-from gpuconf.nodeconfig import ResourceSettings
 
 
 def gpu_info(data: dict[str, Any]) -> GpuInfo:

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from gpuconf import runtime_files
-from gpuconf.nodeconfig import RuntimeSettings
+from gpuconf.api import runtime_files
+from gpuconf.api.node_config import RuntimeSettings
 
 BINARY = "/usr/bin/nvidia-container-runtime"
 

@@ -7,9 +7,9 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from gpuconf.compiler import compile_paths
-from gpuconf.node.cli import DEFAULT_PLUGIN_DIR, build_parser
-from gpuconf.nodeconfig import NODE_CONFIG_FILE
+from gpuconf.api.node_config import NODE_CONFIG_FILE
+from gpuconf.compiler.pipeline import compile_paths
+from gpuconf.node.commands.parser import DEFAULT_PLUGIN_DIR, build_parser
 
 LAB = Path(__file__).resolve().parents[2] / "clusters" / "lab.yaml"
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from gpuconf.yaml_out import dump
+from gpuconf.formats.yaml_writer import dump
 
 
 def _load(text: str) -> Any:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, mode
 from pydantic.alias_generators import to_camel
 
 from gpuconf.diagnostics import Diagnostic
-from gpuconf.load import LoadFailed, Located, parse_text
+from gpuconf.formats.located_yaml import LoadFailed, Located, parse_text
 from gpuconf.node.nvml.api import GpuInfo, MigDevice, NvmlError, XidEvent
 
 EVENT_POLL_SECONDS = 0.05

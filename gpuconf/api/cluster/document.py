@@ -1,0 +1,84 @@
+"""The Cluster document: the root of a cluster description."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from gpuconf.api.base import DnsLabel, DnsSubdomain, ImageReference, KubernetesVersion, Model
+from gpuconf.api.cluster.pool import NodePool
+from gpuconf.api.cluster.quota import Quota
+from gpuconf.api.cluster.resource_class import ResourceClass
+
+API_VERSION = "gpuconf.dev/v1alpha1"
+DEFAULT_IGNORED_XIDS = (13, 31, 43, 45, 68, 109)
+
+
+class Metadata(Model):
+    name: DnsLabel
+    """Cluster name; the rendered tree goes to rendered/<name>/."""
+
+
+class KubernetesTarget(Model):
+    version: KubernetesVersion
+    """Target Kubernetes minor version, quoted ("1.34"); decides the API versions emitted."""
+
+
+class Images(Model):
+    gpuconf: ImageReference = "ghcr.io/gpuconf/gpuconf:0.1.0"
+    """The image that runs `gpuconf node`."""
+    nvidia_device_plugin: ImageReference = "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"
+    """NVIDIA's device plugin image, used with plugin: nvidia."""
+    driver: ImageReference = "nvcr.io/nvidia/driver"
+    """The driver-installer image, without tag: the tag is <version>-<os>."""
+
+
+class Health(Model):
+    ignored_xids: list[int] = Field(default_factory=lambda: list(DEFAULT_IGNORED_XIDS))
+    """XID errors that do not make a GPU unhealthy (application faults, not hardware)."""
+    recover_after_seconds: int = Field(default=300, ge=0, le=86_400)
+    """Seconds without a new critical XID after which an unhealthy GPU is offered again; 0 never."""
+
+
+class NodeSettings(Model):
+    drift_policy: Literal["warn", "strict"] = "warn"
+    """On inventory drift: warn and advertise what is there, or advertise only matching GPUs."""
+    device_list_strategy: Literal["envvar", "volume-mounts"] = "envvar"
+    """How allocated GPUs are passed to the container runtime."""
+    health: Health = Field(default_factory=Health)
+    """GPU health checking."""
+    metrics_port: int = Field(default=9400, ge=1024, le=65535)
+    """Port for Prometheus metrics and /healthz on each node."""
+
+
+class ClusterSpec(Model):
+    kubernetes: KubernetesTarget
+    """The Kubernetes version the manifests target."""
+    allocation: Literal["device-plugin", "dra"] = "device-plugin"
+    """How pods get GPUs: extended resources from a device plugin, or Dynamic Resource Allocation."""
+    plugin: Literal["gpuconf", "nvidia"] = "gpuconf"
+    """Device-plugin mode: gpuconf's node runtime, or NVIDIA's device plugin with its config."""
+    resource_domain: DnsSubdomain = "gpuconf.dev"
+    """Domain of the default resource names (<domain>/<class>)."""
+    namespace: DnsLabel = "gpuconf-system"
+    """Namespace for gpuconf's own DaemonSets and ConfigMaps."""
+    images: Images = Field(default_factory=Images)
+    """Container images."""
+    node: NodeSettings = Field(default_factory=NodeSettings)
+    """Settings for `gpuconf node` on every node."""
+    node_pools: list[NodePool] = Field(min_length=1)
+    """The GPU node pools."""
+    resource_classes: list[ResourceClass] = Field(default_factory=list)
+    """Named, selected sets of GPUs that workloads request."""
+    quotas: list[Quota] = Field(default_factory=list)
+    """Per-namespace limits per class."""
+
+
+class Cluster(Model):
+    api_version: Literal["gpuconf.dev/v1alpha1"]
+    """Always gpuconf.dev/v1alpha1."""
+    kind: Literal["Cluster"]
+    """Always Cluster."""
+    metadata: Metadata
+    spec: ClusterSpec

@@ -1,0 +1,109 @@
+"""A node pool: the nodes that share a GPU shape, a container runtime and a driver."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from gpuconf.api.base import (
+    AbsolutePath,
+    DnsLabel,
+    DnsSubdomain,
+    DriverVersion,
+    GpuUuid,
+    LabelKey,
+    LabelValue,
+    MigProfileName,
+    Model,
+)
+
+GpuIndex = Annotated[int, Field(ge=0, le=63)]
+
+
+class ContainerRuntime(Model):
+    engine: Literal["docker", "containerd", "k3s"]
+    """The container engine on the pool's nodes; decides which runtime config file is written."""
+    set_as_default: bool = True
+    """Make nvidia the default runtime, so pods need no runtimeClassName."""
+    binary_path: AbsolutePath = "/usr/bin/nvidia-container-runtime"
+    """Where nvidia-container-runtime is installed on the host."""
+    containerd_config_version: Literal[2, 3] = 2
+    """containerd config schema: 2 for containerd 1.x, 3 for containerd 2.x (containerd engine only)."""
+
+
+class Driver(Model):
+    version: DriverVersion
+    """The NVIDIA driver version the pool runs, e.g. "550.54.15"."""
+    install: bool = False
+    """Emit a driver-installer DaemonSet that installs this version on the pool's nodes."""
+    os: Literal["ubuntu20.04", "ubuntu22.04", "ubuntu24.04", "rhel8", "rhel9"] = "ubuntu22.04"
+    """The node OS; picks the driver container image tag."""
+
+
+class Toleration(Model):
+    key: LabelKey | None = None
+    operator: Literal["Exists", "Equal"] = "Equal"
+    value: LabelValue | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    toleration_seconds: int | None = Field(default=None, ge=0)
+    """Only with effect NoExecute: how long the pod stays bound after the taint appears."""
+
+
+class GpuShape(Model):
+    model: str
+    """A model name from the GPU catalog (e.g. "Tesla-T4", "H100-SXM5-80GB")."""
+    count: int = Field(ge=1, le=64)
+    """GPUs on each node of the pool."""
+
+
+class MigLayout(Model):
+    strategy: Literal["mig"]
+    """Multi-Instance GPU partitioning (the only sharing a pool declares; classes declare the rest)."""
+    layout: str | dict[MigProfileName, Annotated[int, Field(ge=1, le=7)]]
+    """A named layout (all-<profile>, all-balanced, all-disabled) or a {profile: count} map."""
+    indices: list[GpuIndex] | None = None
+    """The GPUs (by index) to partition; all GPUs of each node when absent."""
+
+
+class DeclaredGpu(Model):
+    index: GpuIndex
+    """The NVML index of the GPU on its node."""
+    uuid: GpuUuid | None = None
+    """The GPU's UUID, when known; the node runtime checks it."""
+    model: str | None = None
+    """A catalog model name, when it differs from the pool's."""
+
+
+class DeclaredNode(Model):
+    name: DnsSubdomain
+    """The Kubernetes Node name."""
+    gpus: list[DeclaredGpu] = Field(min_length=1)
+    """The node's full GPU inventory."""
+
+
+class NodePool(Model):
+    name: DnsLabel
+    """Pool name: a DNS label, unique in the cluster."""
+    node_selector: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    """Labels that pick the pool's nodes; defaults to {gpuconf.dev/pool: <name>}."""
+    tolerations: list[Toleration] = Field(default_factory=list)
+    """Taints on the pool's nodes that gpuconf's pods tolerate."""
+    runtime: ContainerRuntime
+    """The container runtime on the pool's nodes."""
+    driver: Driver | None = None
+    """The NVIDIA driver; omit when the node image already has one and nothing is checked."""
+    gpus: GpuShape | None = None
+    """The pool-wide GPU shape; nodes listed under `nodes` may refine it."""
+    size: int | None = Field(default=None, ge=1, le=100_000)
+    """How many nodes the pool has; defaults to the number of declared nodes."""
+    nodes: list[DeclaredNode] = Field(default_factory=list)
+    """Nodes whose GPU inventory is declared one by one (UUIDs optional)."""
+    sharing: MigLayout | list[MigLayout] | None = None
+    """MIG partitioning of the pool's GPUs: one layout, or a list of layouts for disjoint `indices`."""
+
+    def mig_layouts(self) -> list[MigLayout]:
+        """The pool's MIG layouts as a list (empty when the pool declares none)."""
+        if self.sharing is None:
+            return []
+        return self.sharing if isinstance(self.sharing, list) else [self.sharing]

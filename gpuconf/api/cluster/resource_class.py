@@ -1,0 +1,79 @@
+"""A ResourceClass: a named, selected set of GPUs that workloads request, and how it is shared."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from gpuconf.api.base import (
+    DnsLabel,
+    DnsSubdomain,
+    ExtendedResourceName,
+    MemoryQuantity,
+    MigProfileName,
+    Model,
+)
+from gpuconf.api.cluster.pool import GpuIndex
+
+
+class Selector(Model):
+    """Which GPUs belong to the class: every condition given must hold."""
+
+    model: str | list[str] | None = None
+    """Catalog model name(s)."""
+    memory_at_least: MemoryQuantity | None = None
+    """Minimum GPU memory, as a quantity ("40Gi") or MiB ("40960")."""
+    pools: list[DnsLabel] | None = None
+    """Only GPUs in these pools."""
+    nodes: list[DnsSubdomain] | None = None
+    """Only GPUs on these declared nodes."""
+    indices: list[GpuIndex] | None = None
+    """Only GPUs with these indices on their node."""
+    mig_profile: MigProfileName | None = None
+    """Select MIG devices of this profile (on MIG-partitioned GPUs) instead of whole GPUs."""
+
+
+class NoSharing(Model):
+    strategy: Literal["none"]
+    """Each GPU goes to one container."""
+
+
+class TimeSlicing(Model):
+    strategy: Literal["time-slicing"]
+    """Each GPU is offered as `replicas` devices that share it in time."""
+    replicas: int = Field(ge=2, le=64)
+    """How many containers may share one GPU (at least 2)."""
+    fail_requests_greater_than_one: bool = False
+    """Refuse requests for more than one replica, which would not give more GPU."""
+
+
+class Mps(Model):
+    strategy: Literal["mps"]
+    """CUDA Multi-Process Service: containers share a GPU with separated memory."""
+    replicas: int = Field(ge=2, le=48)
+    """How many clients may share one GPU (at least 2)."""
+    memory_limit_mi_b: int | None = Field(default=None, ge=1, alias="memoryLimitMiB")
+    """Pinned device memory per client, in MiB; defaults to the GPU's memory / replicas."""
+    active_thread_percentage: int | None = Field(default=None, ge=1, le=100)
+    """Share of the GPU's threads each client may use."""
+
+
+Sharing = Annotated[NoSharing | TimeSlicing | Mps, Field(discriminator="strategy")]
+
+
+class ResourceClass(Model):
+    name: DnsLabel
+    """Class name: a DNS label, unique in the cluster."""
+    resource_name: ExtendedResourceName | None = None
+    """The extended resource pods request; defaults to <resourceDomain>/<name>."""
+    description: str = Field(default="", max_length=1024)
+    """Free text shown by `gpuconf explain`."""
+    select: Selector
+    """Which GPUs (or MIG devices) the class holds."""
+    sharing: Sharing = NoSharing(strategy="none")
+    """How the class's GPUs are shared between containers."""
+    allocation_policy: Literal["spread", "pack"] = "spread"
+    """For shared GPUs: spread replicas over physical GPUs, or pack them onto few."""
+    overcommit: bool = False
+    """Allow quotas that add up to more than the class's capacity (a warning, not an error)."""

@@ -1,0 +1,254 @@
+"""Turn pydantic's validation errors into located diagnostics a user can act on."""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Iterator
+from typing import Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from gpuconf.api import base
+from gpuconf.diagnostics import Diagnostic, KeyPath
+from gpuconf.formats.located_yaml import MISSING, Located, child
+from gpuconf.hints import did_you_mean
+
+_PATTERNS: dict[str, tuple[str, str]] = {
+    base.DNS_LABEL: (
+        "is not a valid DNS label",
+        "use lowercase letters, digits and '-', starting and ending with a letter or digit, "
+        "at most 63 characters",
+    ),
+    base.DNS_SUBDOMAIN: (
+        "is not a valid DNS subdomain",
+        "use lowercase letters, digits, '-' and '.', at most 253 characters",
+    ),
+    base.LABEL_KEY: (
+        "is not a valid label key",
+        "an optional DNS-subdomain prefix and '/', then a name of at most 63 characters",
+    ),
+    base.LABEL_VALUE: (
+        "is not a valid label value",
+        "at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",
+    ),
+    base.EXTENDED_RESOURCE: (
+        "is not a valid extended resource name",
+        "write <domain>/<name>, e.g. gpuconf.dev/a100",
+    ),
+    base.IMAGE: (
+        "is not a valid image reference",
+        "write registry/repository:tag, lowercase, no spaces",
+    ),
+    base.KUBE_VERSION: (
+        "is not a Kubernetes minor version",
+        'write it quoted as "1.MINOR", e.g. "1.34"',
+    ),
+    base.DRIVER_VERSION: ("is not an NVIDIA driver version", 'write it quoted, e.g. "550.54.15"'),
+    base.GPU_UUID: (
+        "is not a GPU UUID",
+        "write it as nvidia-smi -L prints it: GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx",
+    ),
+    base.QUANTITY: (
+        "is not a memory quantity",
+        'write MiB as a number ("40960") or a quantity such as "40Gi"',
+    ),
+    base.MIG_PROFILE: (
+        "is not a MIG profile name",
+        "write it as nvidia-smi names it, e.g. 1g.10gb",
+    ),
+    base.ABSOLUTE_PATH: (
+        "is not an absolute path",
+        "start with '/' and use letters, digits, '.', '_', '-' and '/'",
+    ),
+}
+
+_TYPE_NOUNS = {
+    "string_type": "a string",
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "float_type": "a number",
+    "bool_type": "true or false",
+    "list_type": "a list",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+}
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _data_path(located: Located, loc: tuple[int | str, ...]) -> tuple[KeyPath, bool]:
+    """Map pydantic's loc onto the document, dropping union-member and tag names.
+
+    Returns the path and whether a union member name was dropped along the way."""
+    path: list[int | str] = []
+    node: Any = located.data
+    dropped = False
+    for position, part in enumerate(loc):
+        found = child(node, part)
+        if found is not MISSING:
+            node = found
+            path.append(part)
+        elif isinstance(node, dict) and position == len(loc) - 1:
+            path.append(part)
+        else:
+            dropped = True
+    return tuple(path), dropped
+
+
+def _unwrap(annotation: Any) -> Iterator[Any]:
+    origin = get_origin(annotation)
+    if origin is typing.Annotated:
+        yield from _unwrap(get_args(annotation)[0])
+    elif origin in (Union, types.UnionType):
+        for arg in get_args(annotation):
+            yield from _unwrap(arg)
+    elif origin in (list, dict):
+        yield from _unwrap(get_args(annotation)[-1])
+    else:
+        yield annotation
+
+
+def _model_at(root: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The model class whose keys are checked at ``loc`` (its last part being a key)."""
+    current: type[BaseModel] | None = root
+    for part in loc[:-1]:
+        if current is None or isinstance(part, int):
+            continue
+        field = next(
+            (f for name, f in current.model_fields.items() if (f.alias or name) == part), None
+        )
+        if field is None:
+            tagged = [m for m in _members(current) if _tag(m) == part]
+            if tagged:
+                current = tagged[0]
+            continue
+        models = [
+            t for t in _unwrap(field.annotation) if isinstance(t, type) and issubclass(t, BaseModel)
+        ]
+        current = models[0] if len(models) == 1 else _UnionOf(models) if models else None  # type: ignore[assignment]
+    return current
+
+
+class _UnionOf:
+    """Placeholder for a field whose value is one of several models (a tagged union)."""
+
+    def __init__(self, models: list[type[BaseModel]]) -> None:
+        self.models = models
+        self.model_fields: dict[str, Any] = {}
+
+
+def _members(current: Any) -> list[type[BaseModel]]:
+    return list(getattr(current, "models", []))
+
+
+def _tag(model: type[BaseModel]) -> str | None:
+    field = model.model_fields.get("strategy")
+    if field is None or get_origin(field.annotation) is not Literal:
+        return None
+    return str(get_args(field.annotation)[0])
+
+
+def _allowed_keys(root: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
+    model = _model_at(root, loc)
+    if model is None or isinstance(model, _UnionOf):
+        return []
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
+def _quote_float_hint(value: float) -> str:
+    text = repr(value)
+    if len(text.partition(".")[2]) == 1:
+        # YAML read 1.30 as 1.3: the user's trailing zero is gone, so show both readings.
+        return f'quote it as you meant it, e.g. "{text}0" or "{text}" (YAML reads {text} as a number and drops trailing zeros)'
+    return f'quote it: "{text}" (YAML reads it as a number)'
+
+
+def _message(error: ErrorDetails, value: Any, root: type[BaseModel]) -> tuple[str, str]:
+    kind = error["type"]
+    ctx: dict[str, Any] = dict(error.get("ctx") or {})
+    loc = tuple(error["loc"])
+    if kind == "missing":
+        return f"required key {loc[-1]!r} is missing", ""
+    if kind == "extra_forbidden":
+        allowed = _allowed_keys(root, loc)
+        listed = "allowed keys: " + ", ".join(allowed) if allowed else ""
+        hint = did_you_mean(str(loc[-1]), allowed, otherwise=listed)
+        return f"unknown key {loc[-1]!r}", hint
+    if kind == "string_pattern_mismatch":
+        what, hint = _PATTERNS.get(ctx.get("pattern", ""), ("has the wrong format", ""))
+        return f"{_show(value)} {what}", hint
+    if kind == "literal_error":
+        expected = ctx.get("expected", "")
+        options = [o.strip().strip("'") for o in expected.replace(" or ", ", ").split(",")]
+        return f"{_show(value)} is not one of {expected}", did_you_mean(
+            str(value), options, cutoff=0.5
+        )
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        expected = ctx.get("expected_tags", "")
+        if kind == "union_tag_not_found":
+            union = _model_at(root, (*loc, ""))
+            tags = sorted(t for m in _members(union) if (t := _tag(m)) is not None)
+            return f"needs a {ctx.get('discriminator', 'strategy')} key", "one of " + ", ".join(
+                tags
+            )
+        return (
+            f"unknown {ctx.get('discriminator', '').strip(chr(39))} {ctx.get('tag')!r}",
+            f"one of {expected}",
+        )
+    if kind in _TYPE_NOUNS:
+        hint = ""
+        if kind == "string_type" and isinstance(value, int) and not isinstance(value, bool):
+            hint = f'quote it: "{value}" (YAML reads it as a number)'
+        elif kind == "string_type" and isinstance(value, float):
+            hint = _quote_float_hint(value)
+        return f"should be {_TYPE_NOUNS[kind]}, not {_show(value)}", hint
+    bounds = {
+        "greater_than_equal": ("must be at least", "ge"),
+        "less_than_equal": ("must be at most", "le"),
+        "greater_than": ("must be more than", "gt"),
+        "less_than": ("must be less than", "lt"),
+    }
+    if kind in bounds:
+        words, key = bounds[kind]
+        return f"{words} {ctx.get(key)}, not {_show(value)}", ""
+    if kind == "too_short":
+        return f"needs at least {ctx.get('min_length')} item(s)", ""
+    if kind == "too_long":
+        return f"has more than {ctx.get('max_length')} items", ""
+    if kind == "string_too_long":
+        return f"is longer than {ctx.get('max_length')} characters", ""
+    return error["msg"], ""
+
+
+def diagnostics_from(
+    error: ValidationError, located: Located, root: type[BaseModel]
+) -> list[Diagnostic]:
+    by_path: dict[KeyPath, list[tuple[ErrorDetails, bool]]] = {}
+    for detail in error.errors(include_url=False):
+        path, dropped = _data_path(located, tuple(detail["loc"]))
+        by_path.setdefault(path, []).append((detail, dropped))
+    diagnostics: list[Diagnostic] = []
+    for path, details in by_path.items():
+        value = located.value_at(path)
+        if len(details) > 1 and all(dropped for _, dropped in details):
+            nouns = sorted({_TYPE_NOUNS.get(d["type"], "") for d, _ in details} - {""})
+            if nouns:
+                diagnostics.append(
+                    located.diagnostic(path, f"should be {' or '.join(nouns)}, not {_show(value)}")
+                )
+                continue
+        seen: set[str] = set()
+        for detail, _ in details:
+            # A mapping key that failed its pattern: show the key, not the value under it.
+            shown = detail["input"] if detail["loc"][-1:] == ("[key]",) else value
+            message, hint = _message(detail, shown, root)
+            if message not in seen:
+                seen.add(message)
+                diagnostics.append(located.diagnostic(path, message, hint))
+    return diagnostics

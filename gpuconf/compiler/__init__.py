@@ -1,0 +1,1 @@
+"""The compiler: resolve → rules → validate → plan → render → emit, and explain."""

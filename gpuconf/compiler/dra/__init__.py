@@ -1,0 +1,1 @@
+"""Dynamic Resource Allocation: the devices NVIDIA's DRA driver publishes, CEL selectors, their proof."""

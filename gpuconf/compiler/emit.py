@@ -1,0 +1,107 @@
+"""Emit: write rendered clusters to the output folder atomically, or compare them with it."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from gpuconf.compiler.plan.readme import GENERATED_MARK, README
+from gpuconf.compiler.render import RenderedTree
+from gpuconf.errors import UserError
+
+STAGING_PREFIX = ".gpuconf-staging-"
+
+
+def _owned(folder: Path) -> bool:
+    """A folder gpuconf wrote (its README says so), and may therefore replace or remove."""
+    try:
+        with (folder / README).open(encoding="utf-8") as handle:
+            return GENERATED_MARK in handle.read(4096)
+    except OSError:
+        return False
+
+
+def _write_files(root: Path, tree: RenderedTree) -> None:
+    for relative, data in tree.items():
+        target = root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        target.chmod(0o644)
+
+
+def stale_clusters(out: Path, clusters: Mapping[str, RenderedTree]) -> list[Path]:
+    if not out.is_dir():
+        return []
+    return sorted(
+        child
+        for child in out.iterdir()
+        if child.is_dir() and child.name not in clusters and _owned(child)
+    )
+
+
+def write(out: Path, clusters: Mapping[str, RenderedTree], prune: bool) -> None:
+    """Stage every cluster, then swap each into place; on failure the old tree is left as it was."""
+    for name in clusters:
+        existing = out / name
+        if existing.exists() and not _owned(existing):
+            raise UserError(f"{existing} exists and was not written by gpuconf; move it away first")
+    out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out))
+    try:
+        for name, tree in clusters.items():
+            _write_files(staging / name, tree)
+        for name in clusters:
+            target = out / name
+            retired = staging / f"{name}.old"
+            if target.exists():
+                target.rename(retired)
+            (staging / name).rename(target)
+        if prune:
+            for folder in stale_clusters(out, clusters):
+                folder.rename(staging / f"{folder.name}.stale")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _on_disk(folder: Path) -> dict[str, bytes]:
+    if not folder.is_dir():
+        return {}
+    return {
+        path.relative_to(folder).as_posix(): path.read_bytes()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+
+
+def _text(data: bytes) -> list[str]:
+    return data.decode("utf-8", errors="replace").splitlines(keepends=True)
+
+
+def diff(out: Path, clusters: Mapping[str, RenderedTree], prune: bool) -> Iterator[str]:
+    """Unified diff lines from what is in `out` to what would be written."""
+    for name, tree in sorted(clusters.items()):
+        current = _on_disk(out / name)
+        for relative in sorted(set(current) | set(tree)):
+            old, new = current.get(relative), tree.get(relative)
+            if old == new:
+                continue
+            label = f"{name}/{relative}"
+            yield from difflib.unified_diff(
+                _text(old or b""),
+                _text(new or b""),
+                fromfile=f"a/{label}" if old is not None else "/dev/null",
+                tofile=f"b/{label}" if new is not None else "/dev/null",
+            )
+    if prune:
+        for folder in stale_clusters(out, clusters):
+            for relative, data in _on_disk(folder).items():
+                yield from difflib.unified_diff(
+                    _text(data), [], fromfile=f"a/{folder.name}/{relative}", tofile="/dev/null"
+                )

@@ -1,0 +1,68 @@
+"""The capacity table of a cluster: per class, devices, replicas, capacity, quota and headroom."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuconf.compiler.validate import Validated
+
+
+@dataclass(frozen=True)
+class ClassRow:
+    name: str
+    request: str
+    devices: int
+    replicas: int
+    capacity: int
+    quota: int
+    headroom: int
+    namespaces: dict[str, int]
+
+
+def class_rows(validated: Validated) -> list[ClassRow]:
+    spec = validated.cluster.spec
+    rows = []
+    for resolved in validated.classes:
+        namespaces = {
+            q.namespace: q.classes[resolved.name] for q in spec.quotas if resolved.name in q.classes
+        }
+        quota = sum(namespaces.values())
+        request = (
+            resolved.resource_name
+            if spec.allocation == "device-plugin"
+            else f"DeviceClass {resolved.name}"
+        )
+        rows.append(
+            ClassRow(
+                resolved.name, request, resolved.devices, resolved.replicas, resolved.capacity,
+                quota, resolved.capacity - quota, dict(sorted(namespaces.items())),
+            )
+        )  # fmt: skip
+    return rows
+
+
+def explain_text(validated: Validated) -> str:
+    rows = class_rows(validated)
+    header = ("class", "requested as", "devices", "replicas", "capacity", "quota", "headroom")
+    table = [header] + [
+        (
+            r.name,
+            r.request,
+            str(r.devices),
+            str(r.replicas),
+            str(r.capacity),
+            str(r.quota),
+            str(r.headroom),
+        )
+        for r in rows
+    ]
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    lines = [
+        "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(line)).rstrip() for line in table
+    ]
+    for row in rows:
+        if row.namespaces:
+            lines.append("")
+            lines.append(f"{row.name}: quota per namespace")
+            lines.extend(f"  {ns}: {count}" for ns, count in row.namespaces.items())
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,94 @@
+"""The pipeline: find cluster files → load → validate → plan → render, collecting every diagnostic."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpuconf.compiler.plan import plan
+from gpuconf.compiler.render import RenderedTree, render
+from gpuconf.compiler.validate import Validated, validate
+from gpuconf.diagnostics import Diagnostic, has_errors
+from gpuconf.errors import UserError
+from gpuconf.formats.located_yaml import LoadFailed, load_file
+from gpuconf.gpus.catalog import Catalog
+
+CLUSTER_SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass
+class Compiled:
+    validated: dict[str, Validated] = field(default_factory=dict)
+    """By cluster name."""
+    rendered: dict[str, RenderedTree] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    whole_directories: bool = False
+    """Every PATH was a directory: clusters missing from them are stale in the output."""
+
+    @property
+    def ok(self) -> bool:
+        return not has_errors(self.diagnostics)
+
+
+def display_path(path: Path) -> str:
+    """Relative to the working directory when inside it, so output never holds absolute paths."""
+    resolved = path.resolve()
+    try:
+        return resolved.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return os.path.normpath(path.as_posix()) if not path.is_absolute() else path.name
+
+
+def find_cluster_files(paths: Sequence[Path]) -> list[Path]:
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files += sorted(
+                p for p in path.iterdir() if p.suffix in CLUSTER_SUFFIXES and p.is_file()
+            )
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise UserError(f"{path}: no such file or directory")
+    return files
+
+
+def compile_paths(paths: Sequence[Path], render_output: bool = True) -> Compiled:
+    files = find_cluster_files(paths)
+    result = Compiled(whole_directories=all(p.is_dir() for p in paths))
+    if not files:
+        raise UserError("no cluster files (*.yaml) found in " + ", ".join(str(p) for p in paths))
+    catalog = Catalog.load()
+    sources: dict[str, str] = {}
+    for file in files:
+        source = display_path(file)
+        try:
+            located = load_file(file, source)
+        except LoadFailed as failure:
+            result.diagnostics.append(failure.diagnostic)
+            continue
+        outcome = validate(located, catalog)
+        if isinstance(outcome, list):
+            result.diagnostics += outcome
+            continue
+        result.diagnostics += outcome.warnings
+        name = outcome.cluster.metadata.name
+        if name in sources:
+            result.diagnostics.append(
+                located.diagnostic(
+                    ("metadata", "name"),
+                    f"cluster {name!r} is also defined in {sources[name]}",
+                    "cluster names must be unique",
+                )
+            )
+            continue
+        sources[name] = source
+        result.validated[name] = outcome
+    if result.ok and render_output:
+        result.rendered = {
+            name: render(plan(validated, sources[name]))
+            for name, validated in sorted(result.validated.items())
+        }
+    return result

@@ -1,0 +1,65 @@
+"""Plan: a validated cluster becomes the list of artifacts (files as data) to render."""
+
+from __future__ import annotations
+
+from gpuconf.api.cluster import NodePool
+from gpuconf.compiler.plan import cluster_objects
+from gpuconf.compiler.plan.artifact import Artifact
+from gpuconf.compiler.plan.dra import dra_objects, dra_quota_key
+from gpuconf.compiler.plan.driver import driver_daemonset
+from gpuconf.compiler.plan.host_runtime import host_runtime_files
+from gpuconf.compiler.plan.kustomization import kustomization
+from gpuconf.compiler.plan.mig_parted import mig_parted, mig_rows
+from gpuconf.compiler.plan.node_daemonset import node_daemonset
+from gpuconf.compiler.plan.nvidia_plugin import nvidia_plugin
+from gpuconf.compiler.plan.pool_node_config import build_node_config, node_config_map
+from gpuconf.compiler.plan.quotas import quotas
+from gpuconf.compiler.plan.readme import readme
+from gpuconf.compiler.resolve.class_selection import ResolvedClass
+from gpuconf.compiler.validate import Validated
+
+__all__ = ["Artifact", "plan"]
+
+
+def _pool_classes(pool: NodePool, classes: tuple[ResolvedClass, ...]) -> list[ResolvedClass]:
+    return [c for c in classes if pool.name in c.pools]
+
+
+def _pool_artifacts(validated: Validated, pool: NodePool) -> list[Artifact]:
+    cluster, classes = validated.cluster, validated.classes
+    config = build_node_config(cluster, pool, validated.inventory, classes)
+    artifacts = host_runtime_files(pool, config)
+    if (driver := driver_daemonset(cluster, pool)) is not None:
+        artifacts.append(driver)
+    artifacts += mig_parted(cluster, pool, validated.inventory)
+    if cluster.spec.allocation == "dra":
+        return artifacts
+    if cluster.spec.plugin == "nvidia":
+        return artifacts + nvidia_plugin(
+            cluster, pool, _pool_classes(pool, classes), validated.inventory
+        )
+    uses_mps = any(r.sharing.strategy == "mps" for r in config.resources)
+    return [
+        *artifacts,
+        node_config_map(cluster, pool, config),
+        node_daemonset(cluster, pool, uses_mps),
+    ]
+
+
+def plan(validated: Validated, source: str) -> list[Artifact]:
+    """Every file of the cluster's output folder, kustomization.yaml and README.md included."""
+    cluster = validated.cluster
+    spec = cluster.spec
+    artifacts = [*cluster_objects.namespaces(cluster), cluster_objects.runtime_class(cluster)]
+    if spec.allocation == "device-plugin" and spec.plugin == "gpuconf":
+        artifacts += cluster_objects.node_rbac(cluster)
+    for pool in spec.node_pools:
+        artifacts += _pool_artifacts(validated, pool)
+    if spec.allocation == "dra":
+        artifacts += dra_objects(cluster, validated.classes, validated.catalog)
+        artifacts += quotas(cluster, validated.classes, quota_key=dra_quota_key)
+    else:
+        artifacts += quotas(cluster, validated.classes)
+    artifacts.append(readme(validated, source, mig_rows(cluster, validated.inventory)))
+    artifacts.append(kustomization(artifacts))
+    return sorted(artifacts, key=lambda a: a.path)

@@ -1,0 +1,30 @@
+"""A pool's ConfigMap holding one config file: how every per-pool config reaches its nodes."""
+
+from __future__ import annotations
+
+from gpuconf.api.cluster import Cluster, NodePool
+from gpuconf.compiler.plan.artifact import Artifact, manifest
+from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
+from gpuconf.compiler.plan.pod import POOL_LABEL
+
+
+def pool_config_map(
+    cluster: Cluster, pool: NodePool, stem: str, name: str, component: str, files: dict[str, str]
+) -> Artifact:
+    """ConfigMap `name` in the cluster's namespace, rendered to pools/<pool>/configmap-<stem>.yaml."""
+    return manifest(
+        f"pools/{pool.name}/configmap-{stem}.yaml",
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": metadata(
+                cluster,
+                name,
+                component,
+                namespace=cluster.spec.namespace,
+                wave=WAVE_CONFIG,
+                **{POOL_LABEL: pool.name},
+            ),
+            "data": files,
+        },
+    )

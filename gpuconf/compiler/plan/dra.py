@@ -1,0 +1,104 @@
+"""DRA mode: a DeviceClass per class, a ResourceClaimTemplate per class and namespace, the quota key."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuconf.api.cluster import Cluster
+from gpuconf.compiler.dra.devices import DRIVER
+from gpuconf.compiler.dra.selector import cel_selector
+from gpuconf.compiler.plan.artifact import Artifact, manifest
+from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
+from gpuconf.compiler.resolve.class_selection import ResolvedClass, device_memory_mib
+from gpuconf.gpus.catalog import Catalog
+
+CONFIG_API_VERSION = "resource.nvidia.com/v1beta1"
+CLAIM_REQUEST = "gpu"
+
+
+def resource_api_version(kubernetes: str) -> str:
+    """resource.k8s.io is v1beta1 in 1.32, v1beta2 in 1.33 and v1 (GA) from 1.34."""
+    minor = int(kubernetes.split(".")[1])
+    version = "v1beta1" if minor <= 32 else "v1beta2" if minor == 33 else "v1"
+    return f"resource.k8s.io/{version}"
+
+
+def dra_quota_key(resolved: ResolvedClass) -> str:
+    return f"{resolved.name}.deviceclass.resource.k8s.io/devices"
+
+
+def _driver_config(resolved: ResolvedClass) -> dict[str, Any] | None:
+    """The driver's GpuConfig (or MigDeviceConfig) carrying the class's sharing."""
+    sharing = resolved.spec.sharing
+    kind = "GpuConfig" if resolved.spec.select.mig_profile is None else "MigDeviceConfig"
+    settings: dict[str, Any]
+    if sharing.strategy == "none":
+        return None
+    if sharing.strategy == "time-slicing":
+        settings = {"strategy": "TimeSlicing"}
+        if kind == "GpuConfig":
+            settings["timeSlicingConfig"] = {"interval": "Default"}
+    else:
+        smallest = min(device_memory_mib(m.gpu, None) for m in resolved.members)
+        mps: dict[str, Any] = {
+            "defaultPinnedDeviceMemoryLimit": f"{sharing.memory_limit_mi_b or smallest // sharing.replicas}Mi"
+        }
+        if sharing.active_thread_percentage is not None:
+            mps["defaultActiveThreadPercentage"] = sharing.active_thread_percentage
+        settings = {"strategy": "MPS", "mpsConfig": mps}
+    return {"apiVersion": CONFIG_API_VERSION, "kind": kind, "sharing": settings}
+
+
+def device_class(cluster: Cluster, resolved: ResolvedClass, catalog: Catalog) -> Artifact:
+    expression = cel_selector(resolved, catalog)
+    if not isinstance(expression, str):
+        raise ValueError(
+            f"class {resolved.name!r} passed validation with an unexpressible selector"
+        )
+    spec: dict[str, Any] = {"selectors": [{"cel": {"expression": expression}}]}
+    if (parameters := _driver_config(resolved)) is not None:
+        spec["config"] = [{"opaque": {"driver": DRIVER, "parameters": parameters}}]
+    return manifest(
+        f"cluster/deviceclass-{resolved.name}.yaml",
+        {
+            "apiVersion": resource_api_version(cluster.spec.kubernetes.version),
+            "kind": "DeviceClass",
+            "metadata": metadata(cluster, resolved.name, "device-class", wave=WAVE_CONFIG),
+            "spec": spec,
+        },
+    )
+
+
+def claim_template(cluster: Cluster, resolved: ResolvedClass, namespace: str) -> Artifact:
+    api_version = resource_api_version(cluster.spec.kubernetes.version)
+    request: dict[str, Any] = {"name": CLAIM_REQUEST}
+    if api_version.endswith("/v1beta1"):
+        request["deviceClassName"] = resolved.name
+    else:
+        request["exactly"] = {"deviceClassName": resolved.name}
+    return manifest(
+        f"claims/{namespace}/{resolved.name}.yaml",
+        {
+            "apiVersion": api_version,
+            "kind": "ResourceClaimTemplate",
+            "metadata": metadata(
+                cluster, resolved.name, "claim-template", namespace=namespace, wave=WAVE_CONFIG
+            ),
+            "spec": {"spec": {"devices": {"requests": [request]}}},
+        },
+    )
+
+
+def dra_objects(
+    cluster: Cluster, classes: tuple[ResolvedClass, ...], catalog: Catalog
+) -> list[Artifact]:
+    """DeviceClasses, and the claim templates pods name in each namespace with quota for a class."""
+    by_name = {c.name: c for c in classes}
+    artifacts = [device_class(cluster, c, catalog) for c in classes]
+    for quota in cluster.spec.quotas:
+        artifacts += [
+            claim_template(cluster, by_name[name], quota.namespace)
+            for name, count in sorted(quota.classes.items())
+            if count > 0
+        ]
+    return artifacts

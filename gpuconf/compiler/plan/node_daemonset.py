@@ -1,0 +1,140 @@
+"""The DaemonSet that runs `gpuconf node` on a pool: runtime config first, then the device plugin."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuconf.api.cluster import Cluster, NodePool
+from gpuconf.api.node_config import NODE_CONFIG_FILE
+from gpuconf.compiler.plan.artifact import Artifact, manifest
+from gpuconf.compiler.plan.cluster_objects import NODE_SERVICE_ACCOUNT, RUNTIME_CLASS
+from gpuconf.compiler.plan.meta import WAVE_PLUGIN, metadata
+from gpuconf.compiler.plan.pod import (
+    PLUGIN_RESOURCES,
+    POOL_LABEL,
+    daemonset,
+    hardened,
+    host_path,
+    node_selector,
+    tolerations,
+)
+from gpuconf.compiler.plan.pool_node_config import MPS_ROOT, config_map_name
+
+PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
+CONFIG_DIR = "/etc/gpuconf"
+HOST_ROOT = "/host"
+
+# The host directories `apply-runtime` writes, per engine, mounted under HOST_ROOT.
+RUNTIME_CONFIG_DIRS = {
+    "docker": ["/etc/docker"],
+    "containerd": ["/etc/containerd"],
+    "k3s": ["/var/lib/rancher/k3s/agent/etc/containerd", "/etc/rancher/k3s/config.yaml.d"],
+}
+
+
+def run_command(cluster: Cluster) -> list[str]:
+    """`gpuconf node run …` exactly as the container runs it (tests parse it with the node CLI)."""
+    return [
+        "gpuconf", "node", "run",
+        "--config", f"{CONFIG_DIR}/{NODE_CONFIG_FILE}",
+        "--node-name", "$(NODE_NAME)",
+        "--plugin-dir", PLUGIN_DIR,
+        "--nvml", "real",
+        "--metrics-port", str(cluster.spec.node.metrics_port),
+    ]  # fmt: skip
+
+
+def apply_runtime_command() -> list[str]:
+    return [
+        "gpuconf",
+        "node",
+        "apply-runtime",
+        "--config",
+        f"{CONFIG_DIR}/{NODE_CONFIG_FILE}",
+        "--root",
+        HOST_ROOT,
+    ]
+
+
+def _runtime_volumes(pool: NodePool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    volumes, mounts = [], []
+    for k, directory in enumerate(RUNTIME_CONFIG_DIRS[pool.runtime.engine]):
+        name = f"host-runtime-config-{k}"
+        volumes.append(host_path(name, directory, "DirectoryOrCreate"))
+        mounts.append({"name": name, "mountPath": f"{HOST_ROOT}{directory}"})
+    return volumes, mounts
+
+
+def node_daemonset(cluster: Cluster, pool: NodePool, uses_mps: bool) -> Artifact:
+    image = cluster.spec.images.gpuconf
+    config_mount = {"name": "node-config", "mountPath": CONFIG_DIR, "readOnly": True}
+    runtime_volumes, runtime_mounts = _runtime_volumes(pool)
+    main_mounts = [config_mount, {"name": "device-plugins", "mountPath": PLUGIN_DIR}]
+    volumes = [
+        {"name": "node-config", "configMap": {"name": config_map_name(pool)}},
+        host_path("device-plugins", PLUGIN_DIR, "Directory"),
+        *runtime_volumes,
+    ]
+    if uses_mps:
+        volumes.append(host_path("mps-root", MPS_ROOT, "DirectoryOrCreate"))
+        main_mounts.append({"name": "mps-root", "mountPath": MPS_ROOT, "readOnly": True})
+    port = cluster.spec.node.metrics_port
+    pod: dict[str, Any] = {
+        "serviceAccountName": NODE_SERVICE_ACCOUNT,
+        "priorityClassName": "system-node-critical",
+        "nodeSelector": node_selector(pool),
+        "tolerations": tolerations(pool),
+        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+        "initContainers": [
+            {
+                "name": "apply-runtime",
+                "image": image,
+                "command": apply_runtime_command(),
+                "securityContext": hardened(),
+                "resources": {
+                    "requests": {"cpu": "10m", "memory": "32Mi"},
+                    "limits": {"cpu": "100m", "memory": "128Mi"},
+                },
+                "volumeMounts": [config_mount, *runtime_mounts],
+            }
+        ],
+        "containers": [
+            {
+                "name": "gpuconf-node",
+                "image": image,
+                "command": run_command(cluster),
+                "env": [
+                    {
+                        "name": "NODE_NAME",
+                        "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}},
+                    },
+                    {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
+                    {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "utility"},
+                ],
+                "ports": [{"name": "metrics", "containerPort": port, "protocol": "TCP"}],
+                "livenessProbe": {
+                    "httpGet": {"path": "/healthz", "port": "metrics"},
+                    "periodSeconds": 10,
+                    "failureThreshold": 3,
+                },
+                "securityContext": hardened(),
+                "resources": PLUGIN_RESOURCES,
+                "volumeMounts": main_mounts,
+            }
+        ],
+        "volumes": volumes,
+    }
+    if not pool.runtime.set_as_default:
+        # Without nvidia as the default runtime, NVML reaches the pod only through the RuntimeClass.
+        pod["runtimeClassName"] = RUNTIME_CLASS
+    name = f"gpuconf-node-{pool.name}"
+    meta = metadata(
+        cluster,
+        name,
+        "node-runtime",
+        namespace=cluster.spec.namespace,
+        wave=WAVE_PLUGIN,
+        **{POOL_LABEL: pool.name},
+    )
+    match = {"app.kubernetes.io/name": "gpuconf-node", POOL_LABEL: pool.name}
+    return manifest(f"pools/{pool.name}/daemonset-gpuconf-node.yaml", daemonset(meta, match, pod))

@@ -1,0 +1,56 @@
+"""Pieces every gpuconf DaemonSet's pod shares: scheduling on a pool, hardened containers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuconf.api.cluster import NodePool
+
+POOL_LABEL = "gpuconf.dev/pool"
+# A device plugin holds a few sockets and device lists; these bounds leave it room for bursts.
+PLUGIN_RESOURCES = {
+    "requests": {"cpu": "20m", "memory": "64Mi"},
+    "limits": {"cpu": "200m", "memory": "256Mi"},
+}
+GPU_TAINT = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def node_selector(pool: NodePool) -> dict[str, str]:
+    return dict(pool.node_selector) or {POOL_LABEL: pool.name}
+
+
+def tolerations(pool: NodePool) -> list[dict[str, Any]]:
+    own = [t.model_dump(by_alias=True, exclude_none=True) for t in pool.tolerations]
+    return [*own, GPU_TAINT] if GPU_TAINT not in own else own
+
+
+def hardened(read_only_root: bool = True) -> dict[str, Any]:
+    """No privilege, no capabilities, no writable root; runs as root only to reach root-owned host paths."""
+    return {
+        "privileged": False,
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": read_only_root,
+        "capabilities": {"drop": ["ALL"]},
+        "runAsUser": 0,
+        "runAsNonRoot": False,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def host_path(name: str, path: str, kind: str) -> dict[str, Any]:
+    return {"name": name, "hostPath": {"path": path, "type": kind}}
+
+
+def daemonset(
+    metadata: dict[str, Any], match: dict[str, str], pod_spec: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": metadata,
+        "spec": {
+            "selector": {"matchLabels": match},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "10%"}},
+            "template": {"metadata": {"labels": {**metadata["labels"], **match}}, "spec": pod_spec},
+        },
+    }

@@ -1,0 +1,133 @@
+"""The node config each pool's `gpuconf node` reads, resolved from the cluster, and its ConfigMap."""
+
+from __future__ import annotations
+
+from gpuconf.api.cluster import Cluster, NodePool
+from gpuconf.api.node_config import (
+    NODE_CONFIG_FILE,
+    ExpectedGpu,
+    ExpectedInventory,
+    GpuIndices,
+    HealthSettings,
+    NodeConfig,
+    ResourceSettings,
+    RuntimeSettings,
+    SharingSettings,
+)
+from gpuconf.compiler.plan.artifact import Artifact
+from gpuconf.compiler.plan.config_map import pool_config_map
+from gpuconf.compiler.resolve.class_selection import ResolvedClass, device_memory_mib
+from gpuconf.compiler.resolve.declared_inventory import Gpu, Inventory, NodeGroup
+from gpuconf.formats.yaml_writer import dump
+
+MPS_ROOT = "/run/nvidia/mps"
+
+
+def config_map_name(pool: NodePool) -> str:
+    return f"gpuconf-node-{pool.name}"
+
+
+def _expected(gpu: Gpu) -> ExpectedGpu:
+    return ExpectedGpu.model_validate(
+        {
+            "index": gpu.index,
+            "model": gpu.model.name,
+            "nvmlName": gpu.model.nvml_name,
+            "memoryMiB": gpu.model.memory_mib,
+            "uuid": gpu.uuid,
+            "mig": dict(gpu.mig) if gpu.mig is not None else None,
+        }
+    )
+
+
+def _sharing(resolved: ResolvedClass) -> SharingSettings:
+    sharing = resolved.spec.sharing
+    settings: dict[str, object] = {"strategy": sharing.strategy, "replicas": resolved.replicas}
+    if sharing.strategy == "time-slicing":
+        settings["failRequestsGreaterThanOne"] = sharing.fail_requests_greater_than_one
+    if sharing.strategy == "mps":
+        smallest = min(device_memory_mib(m.gpu, None) for m in resolved.members)
+        settings["failRequestsGreaterThanOne"] = True
+        settings["mpsPipeDirectory"] = f"{MPS_ROOT}/{resolved.name}/pipe"
+        settings["mpsMemoryLimitMiB"] = sharing.memory_limit_mi_b or smallest // sharing.replicas
+        if sharing.active_thread_percentage is not None:
+            settings["mpsActiveThreadPercentage"] = sharing.active_thread_percentage
+    return SharingSettings.model_validate(settings)
+
+
+def _indices(resolved: ResolvedClass, groups: list[NodeGroup]) -> GpuIndices | None:
+    by_group: dict[int, list[int]] = {}
+    for member in resolved.members:
+        by_group.setdefault(id(member.group), []).append(member.gpu.index)
+    if not any(id(g) in by_group for g in groups):
+        return None
+    default = next((sorted(by_group.get(id(g), [])) for g in groups if g.node is None), [])
+    nodes = {g.node: sorted(by_group.get(id(g), [])) for g in groups if g.node is not None}
+    return GpuIndices(default=default, nodes=nodes)
+
+
+def build_node_config(
+    cluster: Cluster, pool: NodePool, inventory: Inventory, classes: tuple[ResolvedClass, ...]
+) -> NodeConfig:
+    spec = cluster.spec
+    groups = list(inventory.by_pool(pool.name))
+    undeclared = next((g for g in groups if g.node is None), None)
+    resources = []
+    for resolved in classes:
+        indices = _indices(resolved, groups)
+        if indices is None:
+            continue
+        resources.append(
+            ResourceSettings.model_validate(
+                {
+                    "name": resolved.resource_name,
+                    "class": resolved.name,
+                    "gpus": indices,
+                    "migProfile": resolved.spec.select.mig_profile,
+                    "sharing": _sharing(resolved),
+                    "allocationPolicy": resolved.spec.allocation_policy,
+                }
+            )
+        )
+    runtime = pool.runtime
+    return NodeConfig(
+        api_version="gpuconf.dev/v1alpha1",
+        kind="NodeConfig",
+        cluster=cluster.metadata.name,
+        pool=pool.name,
+        runtime=RuntimeSettings(
+            engine=runtime.engine,
+            set_as_default=runtime.set_as_default,
+            binary_path=runtime.binary_path,
+            containerd_config_version=runtime.containerd_config_version,
+        ),
+        device_list_strategy=spec.node.device_list_strategy,
+        drift_policy=spec.node.drift_policy,
+        health=HealthSettings(
+            ignored_xids=sorted(set(spec.node.health.ignored_xids)),
+            recover_after_seconds=spec.node.health.recover_after_seconds,
+        ),
+        metrics_port=spec.node.metrics_port,
+        inventory=ExpectedInventory(
+            default=[_expected(g) for g in undeclared.gpus] if undeclared else [],
+            nodes={
+                g.node: [_expected(gpu) for gpu in g.gpus] for g in groups if g.node is not None
+            },
+        ),
+        resources=resources,
+    )
+
+
+def node_config_text(config: NodeConfig) -> str:
+    return dump(config.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+
+def node_config_map(cluster: Cluster, pool: NodePool, config: NodeConfig) -> Artifact:
+    return pool_config_map(
+        cluster,
+        pool,
+        "node-config",
+        config_map_name(pool),
+        "node-runtime",
+        {NODE_CONFIG_FILE: node_config_text(config)},
+    )

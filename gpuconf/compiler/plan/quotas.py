@@ -1,0 +1,41 @@
+"""ResourceQuota per namespace: `requests.<resource>` only (limits on extended resources are never enforced)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gpuconf.api.cluster import Cluster
+from gpuconf.compiler.plan.artifact import Artifact, manifest
+from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
+from gpuconf.compiler.resolve.class_selection import ResolvedClass
+
+QUOTA_NAME = "gpuconf-gpus"
+
+
+def device_plugin_quota_key(resolved: ResolvedClass) -> str:
+    return f"requests.{resolved.resource_name}"
+
+
+def quotas(
+    cluster: Cluster,
+    classes: tuple[ResolvedClass, ...],
+    quota_key: Callable[[ResolvedClass], str] = device_plugin_quota_key,
+) -> list[Artifact]:
+    by_name = {c.name: c for c in classes}
+    artifacts = []
+    for quota in cluster.spec.quotas:
+        hard = {quota_key(by_name[name]): str(count) for name, count in quota.classes.items()}
+        artifacts.append(
+            manifest(
+                f"quotas/{quota.namespace}.yaml",
+                {
+                    "apiVersion": "v1",
+                    "kind": "ResourceQuota",
+                    "metadata": metadata(
+                        cluster, QUOTA_NAME, "quota", namespace=quota.namespace, wave=WAVE_CONFIG
+                    ),
+                    "spec": {"hard": hard},
+                },
+            )
+        )
+    return artifacts

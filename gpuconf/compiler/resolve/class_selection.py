@@ -1,0 +1,134 @@
+"""Resolve each ResourceClass to its members in the inventory, its resource name and capacity."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from gpuconf.api.cluster import ClusterSpec, ResourceClass, Selector
+from gpuconf.compiler.resolve.declared_inventory import Gpu, Inventory, NodeGroup
+from gpuconf.formats.quantity import memory_mib
+from gpuconf.gpus.mig import mig_strategy
+
+NVIDIA_GPU = "nvidia.com/gpu"
+NVIDIA_SHARED_GPU = "nvidia.com/gpu.shared"
+
+
+@dataclass(frozen=True)
+class Member:
+    """One GPU of a node group that belongs to a class: whole, or its MIG devices of a profile."""
+
+    group: NodeGroup
+    gpu: Gpu
+    units: int
+    """Devices this GPU contributes per node: 1 for a whole GPU, else its MIG devices of the profile."""
+
+
+@dataclass(frozen=True)
+class ResolvedClass:
+    index: int
+    spec: ResourceClass
+    resource_name: str
+    members: tuple[Member, ...]
+    claims_take_whole_devices: bool = False
+    """DRA: each ResourceClaim gets whole devices, so sharing adds no capacity."""
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def replicas(self) -> int:
+        return getattr(self.spec.sharing, "replicas", 1)
+
+    @property
+    def devices(self) -> int:
+        """Physical devices (GPUs or MIG devices) in the class, over all nodes."""
+        return sum(m.group.count * m.units for m in self.members)
+
+    @property
+    def capacity(self) -> int:
+        """What the scheduler can hand out: devices × replicas (devices alone under DRA)."""
+        return self.devices if self.claims_take_whole_devices else self.devices * self.replicas
+
+    @property
+    def pools(self) -> list[str]:
+        return sorted({m.group.pool for m in self.members})
+
+
+def device_memory_mib(gpu: Gpu, profile: str | None) -> int:
+    if profile is not None and gpu.model.mig is not None and profile in gpu.model.mig.profiles:
+        return gpu.model.mig.profiles[profile].memory_mib
+    return gpu.model.memory_mib
+
+
+def units_selected(selector: Selector, group: NodeGroup, gpu: Gpu) -> int:
+    """How many devices of this GPU the selector takes (0: none)."""
+    if selector.pools is not None and group.pool not in selector.pools:
+        return 0
+    if selector.nodes is not None and group.node not in selector.nodes:
+        return 0
+    if selector.indices is not None and gpu.index not in selector.indices:
+        return 0
+    if selector.model is not None:
+        names = [selector.model] if isinstance(selector.model, str) else selector.model
+        if gpu.model.name not in names:
+            return 0
+    profile = selector.mig_profile
+    if profile is None and gpu.mig is not None:
+        return 0
+    if profile is not None and (gpu.mig is None or profile not in gpu.mig):
+        return 0
+    if selector.memory_at_least is not None and device_memory_mib(gpu, profile) < memory_mib(
+        selector.memory_at_least
+    ):
+        return 0
+    return 1 if profile is None or gpu.mig is None else gpu.mig[profile]
+
+
+def default_resource_name(
+    resource_class: ResourceClass, spec: ClusterSpec, single_mig: bool = False
+) -> str:
+    """`single_mig`: every pool of the class runs NVIDIA's migStrategy single, under which
+    NVIDIA's plugin advertises MIG devices as nvidia.com/gpu."""
+    if resource_class.resource_name is not None:
+        return resource_class.resource_name
+    if spec.plugin == "nvidia" and spec.allocation == "device-plugin":
+        shared = resource_class.sharing.strategy != "none"
+        profile = resource_class.select.mig_profile
+        if profile is not None and not single_mig:
+            # renameByDefault appends .shared to every shared resource, MIG ones included.
+            return f"nvidia.com/mig-{profile}" + (".shared" if shared else "")
+        return NVIDIA_SHARED_GPU if shared else NVIDIA_GPU
+    return f"{spec.resource_domain}/{resource_class.name}"
+
+
+def pool_mig_strategies(inventory: Inventory) -> dict[str, str]:
+    """NVIDIA's migStrategy (none, single, mixed) for each pool, from its GPUs' layouts."""
+    layouts: dict[str, list[Mapping[str, int] | None]] = {}
+    for group in inventory.groups:
+        layouts.setdefault(group.pool, []).extend(g.mig for g in group.gpus)
+    return {pool: mig_strategy(found) for pool, found in layouts.items()}
+
+
+def resolve_classes(spec: ClusterSpec, inventory: Inventory) -> tuple[ResolvedClass, ...]:
+    resolved = []
+    strategies = pool_mig_strategies(inventory)
+    for index, resource_class in enumerate(spec.resource_classes):
+        members = tuple(
+            Member(group, gpu, units)
+            for group in inventory.groups
+            for gpu in group.gpus
+            if (units := units_selected(resource_class.select, group, gpu))
+        )
+        single = bool(members) and all(strategies[m.group.pool] == "single" for m in members)
+        resolved.append(
+            ResolvedClass(
+                index,
+                resource_class,
+                default_resource_name(resource_class, spec, single),
+                members,
+                claims_take_whole_devices=spec.allocation == "dra",
+            )
+        )
+    return tuple(resolved)

@@ -1,0 +1,26 @@
+"""Semantic rules over a typed cluster: each module checks one concern and yields diagnostics."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from gpuconf.compiler.rules import classes, dra, mig, names, pools, quotas
+from gpuconf.compiler.rules import gpu_models as models
+from gpuconf.compiler.rules import nvidia_plugin as plugin_nvidia
+from gpuconf.compiler.rules.context import RuleContext
+from gpuconf.diagnostics import Diagnostic
+
+Rule = Callable[[RuleContext], Iterator[Diagnostic]]
+
+# Rules that need only the typed document run first; rules over resolved classes need
+# every model name to be known, so they run only when the first group found no error.
+DOCUMENT_RULES: tuple[Rule, ...] = (names.check, models.check, pools.check, dra.check_version)
+INVENTORY_RULES: tuple[Rule, ...] = (
+    classes.check,
+    quotas.check,
+    plugin_nvidia.check,
+    mig.check,
+    dra.check,
+)
+
+__all__ = ["DOCUMENT_RULES", "INVENTORY_RULES", "Rule", "RuleContext"]

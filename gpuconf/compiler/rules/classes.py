@@ -1,0 +1,172 @@
+"""Classes: selectors refer to what exists, select something, and partition the GPUs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpuconf.compiler.resolve.class_selection import ResolvedClass, device_memory_mib
+from gpuconf.compiler.rules.context import RuleContext, class_path
+from gpuconf.diagnostics import Diagnostic
+from gpuconf.hints import did_you_mean
+
+_PARTITION_HINT = "a GPU (or a MIG profile of it) belongs to at most one class: narrow select with pools, nodes or indices"
+
+
+def check(ctx: RuleContext) -> Iterator[Diagnostic]:
+    for resolved in ctx.classes:
+        yield from _references(ctx, resolved)
+        yield from _selects_something(ctx, resolved)
+        yield from _sharing(ctx, resolved)
+    yield from _partition(ctx)
+    yield from _unique_resource_names(ctx)
+    yield from _unclassified(ctx)
+
+
+def _references(ctx: RuleContext, resolved: ResolvedClass) -> Iterator[Diagnostic]:
+    spec = ctx.cluster.spec
+    selector = resolved.spec.select
+    pools = [p.name for p in spec.node_pools]
+    for k, pool in enumerate(selector.pools or []):
+        if pool not in pools:
+            yield ctx.error(
+                class_path(resolved.index, "select", "pools", k),
+                f"no pool is named {pool!r}",
+                did_you_mean(pool, pools, otherwise="known: " + ", ".join(sorted(pools))),
+            )
+    nodes = [n.name for p in spec.node_pools for n in p.nodes]
+    for k, node in enumerate(selector.nodes or []):
+        if node not in nodes:
+            hint = (
+                did_you_mean(node, nodes, otherwise="known: " + ", ".join(sorted(nodes)))
+                if nodes
+                else "only nodes declared under a pool's nodes: can be selected"
+            )
+            yield ctx.error(
+                class_path(resolved.index, "select", "nodes", k),
+                f"no declared node is named {node!r}",
+                hint,
+            )
+
+
+def _selects_something(ctx: RuleContext, resolved: ResolvedClass) -> Iterator[Diagnostic]:
+    if resolved.members:
+        return
+    profile = resolved.spec.select.mig_profile
+    declared: dict[str, set[str]] = {}
+    for grp in ctx.inventory.groups:
+        for g in grp.gpus:
+            for p in g.mig or {}:
+                declared.setdefault(p, set()).add(grp.pool)
+    if profile is not None and profile not in declared:
+        yield ctx.error(
+            class_path(resolved.index, "select", "migProfile"),
+            f"no GPU has MIG profile {profile!r} in its layout",
+            (
+                "declared profiles: "
+                + ", ".join(f"{p} (in {', '.join(sorted(declared[p]))})" for p in sorted(declared))
+                if declared
+                else "no pool declares a MIG layout: add sharing: {strategy: mig, layout: …} to a pool"
+            ),
+        )
+        return
+    have = sorted(
+        {
+            f"{g.model.name}" + (f" (MIG {', '.join(g.mig)})" if g.mig else "")
+            for grp in ctx.inventory.groups
+            for g in grp.gpus
+        }
+    )
+    yield ctx.error(
+        class_path(resolved.index, "select"),
+        f"class {resolved.name!r} selects no GPU",
+        "the inventory has "
+        + ("; ".join(have) if have else "no GPUs")
+        + "; MIG-partitioned GPUs are selected only with migProfile",
+    )
+
+
+def _sharing(ctx: RuleContext, resolved: ResolvedClass) -> Iterator[Diagnostic]:
+    sharing = resolved.spec.sharing
+    if sharing.strategy != "mps":
+        return
+    path = class_path(resolved.index, "sharing")
+    if resolved.spec.select.mig_profile is not None:
+        yield ctx.error(
+            path,
+            "MPS cannot share MIG devices",
+            "use time-slicing for MIG devices, or MPS on whole GPUs",
+        )
+        return
+    if sharing.memory_limit_mi_b is None:
+        return
+    for member in resolved.members:
+        memory = device_memory_mib(member.gpu, None)
+        if sharing.memory_limit_mi_b > memory:
+            yield ctx.error(
+                (*path, "memoryLimitMiB"),
+                f"{sharing.memory_limit_mi_b} MiB per client is more than a {member.gpu.model.name} has ({memory} MiB)",
+                f"at most {memory // sharing.replicas} MiB gives each of the {sharing.replicas} clients its share",
+            )
+            return
+
+
+def _partition(ctx: RuleContext) -> Iterator[Diagnostic]:
+    owner: dict[tuple[int, int, str], ResolvedClass] = {}
+    reported: set[tuple[int, int]] = set()
+    for resolved in ctx.classes:
+        profile = resolved.spec.select.mig_profile or ""
+        for member in resolved.members:
+            key = (id(member.group), member.gpu.index, profile)
+            first = owner.setdefault(key, resolved)
+            if first is resolved or (first.index, resolved.index) in reported:
+                continue
+            reported.add((first.index, resolved.index))
+            where = f"GPU {member.gpu.index} of " + (
+                f"node {member.group.node!r}"
+                if member.group.node
+                else f"pool {member.group.pool!r}"
+            )
+            yield ctx.error(
+                class_path(resolved.index, "select"),
+                f"{where} is selected by both {first.name!r} and {resolved.name!r}",
+                _PARTITION_HINT,
+            )
+
+
+def _unique_resource_names(ctx: RuleContext) -> Iterator[Diagnostic]:
+    if ctx.cluster.spec.allocation == "dra":
+        return
+    first: dict[str, ResolvedClass] = {}
+    for resolved in ctx.classes:
+        other = first.setdefault(resolved.resource_name, resolved)
+        if other is resolved:
+            continue
+        hint = "give each class its own resourceName"
+        if ctx.cluster.spec.plugin == "nvidia":
+            hint = "NVIDIA's plugin names resources only nvidia.com/gpu, nvidia.com/gpu.shared and nvidia.com/mig-<profile>; use plugin: gpuconf for one resource per class"
+        yield ctx.error(
+            class_path(resolved.index, "resourceName"),
+            f"classes {other.name!r} and {resolved.name!r} both advertise {resolved.resource_name!r}",
+            hint,
+        )
+
+
+def _unclassified(ctx: RuleContext) -> Iterator[Diagnostic]:
+    if not ctx.classes or ctx.cluster.spec.plugin == "nvidia":
+        return
+    taken = {(id(m.group), m.gpu.index) for c in ctx.classes for m in c.members}
+    for i, pool in enumerate(ctx.cluster.spec.node_pools):
+        idle = sorted(
+            {
+                g.index
+                for grp in ctx.inventory.by_pool(pool.name)
+                for g in grp.gpus
+                if (id(grp), g.index) not in taken
+            }
+        )
+        if idle:
+            yield ctx.warning(
+                ("spec", "nodePools", i),
+                f"GPUs {idle} of pool {pool.name!r} are in no class and will not be advertised",
+                "add a class that selects them, or leave them out on purpose",
+            )

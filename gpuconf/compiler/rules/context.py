@@ -1,0 +1,41 @@
+"""What every rule may look at."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuconf.api.cluster import Cluster
+from gpuconf.compiler.resolve.class_selection import ResolvedClass
+from gpuconf.compiler.resolve.declared_inventory import Inventory
+from gpuconf.diagnostics import Diagnostic, KeyPath, Severity
+from gpuconf.formats.located_yaml import Located
+from gpuconf.gpus.catalog import Catalog
+
+SPEC = ("spec",)
+
+
+def pool_path(index: int, *rest: str | int) -> KeyPath:
+    return ("spec", "nodePools", index, *rest)
+
+
+def class_path(index: int, *rest: str | int) -> KeyPath:
+    return ("spec", "resourceClasses", index, *rest)
+
+
+def quota_path(index: int, *rest: str | int) -> KeyPath:
+    return ("spec", "quotas", index, *rest)
+
+
+@dataclass(frozen=True)
+class RuleContext:
+    cluster: Cluster
+    located: Located
+    catalog: Catalog
+    inventory: Inventory
+    classes: tuple[ResolvedClass, ...]
+
+    def error(self, path: KeyPath, message: str, hint: str = "") -> Diagnostic:
+        return self.located.diagnostic(path, message, hint)
+
+    def warning(self, path: KeyPath, message: str, hint: str = "") -> Diagnostic:
+        return self.located.diagnostic(path, message, hint, severity=Severity.WARNING)

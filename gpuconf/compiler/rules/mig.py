@@ -1,0 +1,55 @@
+"""MIG with NVIDIA's plugin: a class's MIG devices have one name, the one its pools' strategy gives."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpuconf.compiler.resolve.class_selection import (
+    NVIDIA_GPU,
+    NVIDIA_SHARED_GPU,
+    pool_mig_strategies,
+)
+from gpuconf.compiler.rules.context import RuleContext, class_path
+from gpuconf.diagnostics import Diagnostic
+
+
+def check(ctx: RuleContext) -> Iterator[Diagnostic]:
+    spec = ctx.cluster.spec
+    if spec.plugin != "nvidia" or spec.allocation != "device-plugin":
+        return
+    strategies = pool_mig_strategies(ctx.inventory)
+    for resolved in ctx.classes:
+        profile = resolved.spec.select.mig_profile
+        if profile is None or not resolved.members:
+            continue
+        by_strategy: dict[str, list[str]] = {}
+        for pool in resolved.pools:
+            by_strategy.setdefault(strategies[pool], []).append(pool)
+        if len(by_strategy) > 1:
+            yield ctx.error(
+                class_path(resolved.index, "select"),
+                f"class {resolved.name!r} spans pools with migStrategy single "
+                f"({', '.join(by_strategy['single'])}) and mixed ({', '.join(by_strategy['mixed'])})",
+                f"NVIDIA's plugin names these MIG devices {NVIDIA_GPU} under single and "
+                f"nvidia.com/mig-{profile} under mixed: give each kind of pool its own class",
+            )
+            continue
+        single = "single" in by_strategy
+        allowed = (
+            {NVIDIA_GPU, NVIDIA_SHARED_GPU}
+            if single
+            else {f"nvidia.com/mig-{profile}", f"nvidia.com/mig-{profile}.shared"}
+        )
+        if resolved.spec.resource_name is not None and resolved.resource_name not in allowed:
+            yield ctx.error(
+                class_path(resolved.index, "resourceName"),
+                f"with migStrategy {'single' if single else 'mixed'} NVIDIA's plugin does not "
+                f"advertise {profile} devices as {resolved.resource_name!r}",
+                "it advertises them as "
+                + " or ".join(sorted(allowed))
+                + (
+                    " (single: every GPU of the pool has the one profile)"
+                    if single
+                    else " (mixed: the pool has whole GPUs or several profiles)"
+                ),
+            )

@@ -1,0 +1,1 @@
+"""NVIDIA facts: the GPU catalog, MIG profiles, resource-name rules."""

@@ -1,0 +1,1 @@
+"""The node's commands: run, check, apply-runtime."""

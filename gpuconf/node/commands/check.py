@@ -1,0 +1,79 @@
+"""`gpuconf node check`: does this node have the GPUs its node config declares?"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from gpuconf.api.node_config import ExpectedGpu
+from gpuconf.node.config_watch import ConfigInvalid, read_config
+from gpuconf.node.drift import DriftReport, compare
+from gpuconf.node.node_annotation import annotate_node
+from gpuconf.node.nvml.api import GpuInfo, NvmlError
+from gpuconf.node.nvml.select import open_nvml
+
+MISSING = "-"
+
+
+def run(options: argparse.Namespace) -> int:
+    try:
+        config = read_config(Path(options.config)).config
+    except ConfigInvalid as error:
+        print(f"error: invalid node config:\n{error}", file=sys.stderr)
+        return 1
+    expected = config.inventory.for_node(options.node_name)
+    try:
+        nvml = open_nvml(options.nvml)
+    except ValueError as error:
+        print(f"error: --nvml: {error}", file=sys.stderr)
+        return 2
+    except NvmlError as error:
+        print(f"error: cannot open NVML: {error}", file=sys.stderr)
+        return 1
+    try:
+        discovered = list(nvml.devices())
+        driver = nvml.driver_version()
+    except NvmlError as error:
+        print(f"error: GPU discovery failed: {error}", file=sys.stderr)
+        return 1
+    finally:
+        nvml.close()
+    report = compare(expected, discovered)
+    print(f"node {options.node_name} (pool {config.pool}, driver {driver})")
+    print(inventory_table(expected, discovered, report))
+    print(report.as_text(), end="")
+    annotate_node(options.node_name, report)
+    return 1 if report.drifted else 0
+
+
+def inventory_table(
+    expected: Sequence[ExpectedGpu], discovered: Sequence[GpuInfo], report: DriftReport
+) -> str:
+    declared = {gpu.index: gpu for gpu in expected}
+    found = {gpu.index: gpu for gpu in discovered}
+    rows = [("GPU", "declared", "discovered", "uuid", "MIG", "state")]
+    for index in sorted(declared.keys() | found.keys()):
+        want, have = declared.get(index), found.get(index)
+        rows.append(
+            (
+                str(index),
+                want.nvml_name if want else MISSING,
+                have.name if have else MISSING,
+                have.uuid if have else (want.uuid or MISSING) if want else MISSING,
+                _mig_state(have),
+                "ok" if index in report.matching_indices else "DRIFT",
+            )
+        )
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    lines = ["  ".join(map(str.ljust, row, widths)).rstrip() for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _mig_state(gpu: GpuInfo | None) -> str:
+    if gpu is None:
+        return MISSING
+    if not gpu.mig_enabled:
+        return "off"
+    return f"on ({len(gpu.mig_devices)} devices)"

@@ -1,0 +1,109 @@
+"""`gpuconf node run`: serve the kubelet device-plugin API until SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+from pathlib import Path
+from types import FrameType
+
+from prometheus_client import disable_created_metrics
+
+from gpuconf.errors import ExitCode
+from gpuconf.node import log
+from gpuconf.node.config_watch import ConfigInvalid, read_config
+from gpuconf.node.metrics import Metrics
+from gpuconf.node.metrics_http import MetricsServer
+from gpuconf.node.nvml.api import Nvml
+from gpuconf.node.supervisor import RunSettings, Supervisor
+
+MAX_UNIX_SOCKET_PATH = 107
+"""sun_path holds 108 bytes including the terminating NUL."""
+
+_log = log.get("run")
+
+
+class _StartFailed(Exception):
+    pass
+
+
+def run(options: argparse.Namespace) -> int:
+    log.configure()
+    disable_created_metrics()  # type: ignore[no-untyped-call]
+    try:
+        return _run(options)
+    except _StartFailed as failed:
+        for line in str(failed).splitlines():
+            _log.error("cannot start", extra=log.kv(problem=line))
+        return int(ExitCode.INVALID_INPUT)
+    except KeyboardInterrupt:
+        return int(ExitCode.INTERRUPTED)
+    except Exception as error:  # a bug: say what happened in one line, not a traceback
+        _log.critical("internal error", extra=log.kv(error=f"{type(error).__name__}: {error}"))
+        return int(ExitCode.INTERNAL)
+
+
+def _run(options: argparse.Namespace) -> int:
+    settings = RunSettings(options.node_name, Path(options.plugin_dir), Path(options.config))
+    try:
+        config = read_config(settings.config_path)
+    except ConfigInvalid as invalid:
+        raise _StartFailed(str(invalid)) from None
+    _check_plugin_dir(settings.plugin_dir, [r.socket_name() for r in config.config.resources])
+    nvml = _open_nvml(options.nvml)
+    metrics = Metrics()
+    supervisor = Supervisor(settings, config, nvml, metrics)
+    port = options.metrics_port if options.metrics_port is not None else config.config.metrics_port
+    http = _start_metrics(port, metrics, supervisor) if port else None
+
+    def stop(signum: int, _: FrameType | None) -> None:
+        _log.info("stopping", extra=log.kv(signal=signal.Signals(signum).name))
+        supervisor.request_stop()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGHUP, lambda _signum, _frame: supervisor.request_reload())
+    _log.info(
+        "starting",
+        extra=log.kv(
+            node=settings.node_name, plugin_dir=settings.plugin_dir, metrics_port=port or "off"
+        ),
+    )
+    try:
+        supervisor.run()
+    finally:
+        if http is not None:
+            http.stop()
+        nvml.close()
+    _log.info("stopped; sockets removed")
+    return int(ExitCode.OK)
+
+
+def _check_plugin_dir(plugin_dir: Path, socket_names: list[str]) -> None:
+    if not plugin_dir.is_dir():
+        raise _StartFailed(f"{plugin_dir}: the kubelet device-plugin directory does not exist")
+    for name in socket_names:
+        path = plugin_dir.absolute() / name
+        if len(str(path).encode()) > MAX_UNIX_SOCKET_PATH:
+            raise _StartFailed(
+                f"{path}: unix socket paths are limited to {MAX_UNIX_SOCKET_PATH} bytes; "
+                "use a shorter --plugin-dir or resource name"
+            )
+
+
+def _open_nvml(spec: str) -> Nvml:
+    from gpuconf.node.nvml.select import open_nvml
+
+    try:
+        return open_nvml(spec)
+    except Exception as error:  # no driver, bad fake file, unknown spec: all the user's to fix
+        raise _StartFailed(f"cannot open NVML ({spec}): {error}") from None
+
+
+def _start_metrics(port: int, metrics: Metrics, supervisor: Supervisor) -> MetricsServer:
+    try:
+        server = MetricsServer(port, metrics.registry, supervisor.alive)
+    except OSError as error:
+        raise _StartFailed(f"cannot serve metrics on port {port}: {error.strerror}") from None
+    server.start()
+    return server

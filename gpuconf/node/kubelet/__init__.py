@@ -1,0 +1,1 @@
+"""The kubelet device-plugin API: registration, the gRPC server, allocation."""

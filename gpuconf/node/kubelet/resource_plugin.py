@@ -1,0 +1,97 @@
+"""One resource's life: its server, its published device list, its registration."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from gpuconf.node import log
+from gpuconf.node.kubelet.plugin_server import PluginServer
+from gpuconf.node.kubelet.registration import RegistrationFailed, register
+from gpuconf.node.latest import Latest
+from gpuconf.node.metrics import Metrics
+from gpuconf.node.resource_view import ResourceView
+
+REGISTER_RETRY_SECONDS = 0.5
+
+_log = log.get("resource")
+
+
+class ResourcePlugin:
+    def __init__(self, plugin_dir: Path, view: ResourceView, metrics: Metrics) -> None:
+        self.name = view.resource.name
+        self.endpoint = view.resource.socket_name()
+        self._plugin_dir = plugin_dir
+        self._metrics = metrics
+        self._views = Latest(view)
+        self._server = PluginServer(plugin_dir / self.endpoint, self._views, metrics)
+        self._registered = False
+        self._next_attempt = 0.0
+        self._failures_logged = 0
+        self._count(view)
+
+    def start(self) -> None:
+        self._server.start()
+        self._registered = False
+        self._next_attempt = 0.0
+        _log.info("serving", extra=log.kv(resource=self.name, socket=self._server.socket_path))
+
+    def stop(self) -> None:
+        self._server.stop()
+        self._metrics.forget_resource(self.name)
+        _log.info("stopped", extra=log.kv(resource=self.name))
+
+    def restart(self, reason: str) -> None:
+        _log.warning("restarting", extra=log.kv(resource=self.name, reason=reason))
+        self.start()
+
+    def publish(self, view: ResourceView) -> None:
+        """Send the list to ListAndWatch clients when anything about it changed."""
+        _, current = self._views.current()
+        if view != current:
+            self._views.publish(view)
+            self._count(view)
+            _log.info(
+                "device list",
+                extra=log.kv(
+                    resource=self.name,
+                    devices=len(view.devices),
+                    unhealthy=",".join(d.id for d in view.devices if d.id not in view.healthy_ids)
+                    or "none",
+                ),
+            )
+
+    def tick(self, now: float) -> None:
+        if not self._server.serving:
+            self.restart("our socket was deleted (kubelet restart?)")
+        if not self._registered and now >= self._next_attempt:
+            self._register(now)
+
+    def _register(self, now: float) -> None:
+        started = time.monotonic()
+        try:
+            register(self._plugin_dir, self.endpoint, self.name)
+        except RegistrationFailed as failed:
+            self._metrics.registrations.labels(self.name, "failed").inc()
+            self._next_attempt = now + REGISTER_RETRY_SECONDS
+            if self._failures_logged < 3:  # then quiet until it works: the kubelet may be down long
+                _log.warning(
+                    "registration failed", extra=log.kv(resource=self.name, error=str(failed))
+                )
+            self._failures_logged += 1
+            return
+        self._registered = True
+        self._failures_logged = 0
+        self._metrics.registrations.labels(self.name, "ok").inc()
+        _log.info(
+            "registered with the kubelet",
+            extra=log.kv(
+                resource=self.name,
+                endpoint=self.endpoint,
+                ms=round((time.monotonic() - started) * 1000),
+            ),
+        )
+
+    def _count(self, view: ResourceView) -> None:
+        healthy = sum(1 for d in view.devices if d.id in view.healthy_ids)
+        self._metrics.set_devices(self.name, healthy, len(view.devices) - healthy)

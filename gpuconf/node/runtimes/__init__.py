@@ -1,0 +1,1 @@
+"""Container-runtime host files: reading, merging and writing them safely."""
