@@ -8,28 +8,35 @@ import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from gpuconf.compiler.pipeline import Compiled
 
 from gpuconf import __version__
-from gpuconf.errors import ExitCode, GpuconfError, UsageError
+from gpuconf.diagnostics import InvalidInput, report_text, summary_line
+from gpuconf.errors import ArgumentParser, ExitCode, GpuconfError, UsageError
 
 DEFAULT_CLUSTERS = Path("clusters")
 DEFAULT_OUTPUT = Path("rendered")
 DEFAULT_SCHEMAS = Path("schemas")
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = ArgumentParser(
         prog="gpuconf", description="Compile typed GPU cluster descriptions into GitOps manifests."
     )
     parser.add_argument("--version", action="version", version=f"gpuconf {__version__}")
+    parser.add_argument(
+        "-C",
+        dest="directory",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="run as if started in DIR: default paths and printed paths are relative to it",
+    )
     commands = parser.add_subparsers(
-        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
+        dest="command", required=True, metavar="COMMAND", parser_class=ArgumentParser
     )
 
     def with_paths(sub: argparse.ArgumentParser) -> None:
@@ -98,25 +105,25 @@ def build_parser() -> argparse.ArgumentParser:
 def _report(
     compiled_diagnostics: Sequence[object], output_format: str, out: TextIO, err: TextIO
 ) -> None:
-    from gpuconf.diagnostics import Diagnostic, report_json, report_text
+    from gpuconf.diagnostics import Diagnostic, report_json, report_text, summary_line
 
     diagnostics = [d for d in compiled_diagnostics if isinstance(d, Diagnostic)]
     if output_format == "json":
         out.write(report_json(diagnostics))
         return
     err.write(report_text(diagnostics))
-    errors = sum(d.is_error for d in diagnostics)
-    warnings = len(diagnostics) - errors
-    if errors or warnings:
-        err.write(
-            f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}\n"
-        )
+    if diagnostics:
+        err.write(summary_line(diagnostics) + "\n")
 
 
-def _compile(options: argparse.Namespace, render_output: bool = True):  # type: ignore[no-untyped-def]
+def _compile(options: argparse.Namespace, render_output: bool = True) -> Compiled:
     from gpuconf.compiler.pipeline import compile_paths
 
-    compiled = compile_paths(options.paths or [DEFAULT_CLUSTERS], render_output)
+    compiled = compile_paths(
+        options.paths or [options.base / DEFAULT_CLUSTERS],
+        relative_to=options.base,
+        render_output=render_output,
+    )
     _report(compiled.diagnostics, options.format, sys.stdout, sys.stderr)
     return compiled
 
@@ -140,13 +147,15 @@ def _render(options: argparse.Namespace) -> int:
         changes = list(emit.diff(options.output, compiled.rendered, compiled.whole_directories))
         if changes:
             sys.stdout.writelines(changes)
-            print(f"{options.output} is stale: run gpuconf render", file=sys.stderr)
+            print(f"{options.output_shown} is stale: run gpuconf render", file=sys.stderr)
             return ExitCode.INVALID_INPUT
-        print(f"{options.output} is up to date")
+        print(f"{options.output_shown} is up to date")
         return ExitCode.OK
     emit.write(options.output, compiled.rendered, compiled.whole_directories)
     files = sum(len(tree) for tree in compiled.rendered.values())
-    print(f"rendered {len(compiled.rendered)} cluster(s), {files} files, into {options.output}")
+    print(
+        f"rendered {len(compiled.rendered)} cluster(s), {files} files, into {options.output_shown}"
+    )
     return ExitCode.OK
 
 
@@ -173,15 +182,15 @@ def _schema(options: argparse.Namespace) -> int:
     ]
     if options.check:
         for name in stale:
-            print(f"{options.output / name} is stale: run gpuconf schema", file=sys.stderr)
+            print(f"{options.output_shown / name} is stale: run gpuconf schema", file=sys.stderr)
         return ExitCode.INVALID_INPUT if stale else ExitCode.OK
     options.output.mkdir(parents=True, exist_ok=True)
     for name in stale:
         (options.output / name).write_text(texts[name], encoding="utf-8")
     print(
-        f"wrote {len(stale)} schema(s) to {options.output}"
+        f"wrote {len(stale)} schema(s) to {options.output_shown}"
         if stale
-        else f"{options.output} is up to date"
+        else f"{options.output_shown} is up to date"
     )
     return ExitCode.OK
 
@@ -189,8 +198,8 @@ def _schema(options: argparse.Namespace) -> int:
 def _explain(options: argparse.Namespace) -> int:
     from gpuconf.compiler.explain import explain_text
 
-    target = Path(options.cluster)
-    options.paths = [target] if target.exists() else [DEFAULT_CLUSTERS]
+    target = options.base / options.cluster
+    options.paths = [target] if target.exists() else [options.base / DEFAULT_CLUSTERS]
     compiled = _compile(options, render_output=False)
     if not compiled.ok:
         return ExitCode.INVALID_INPUT
@@ -218,12 +227,25 @@ _COMMANDS = {
 }
 
 
+def _anchor(options: argparse.Namespace) -> None:
+    """Relative paths on the command line are relative to -C DIR when given."""
+    base: Path = (options.directory or Path.cwd()).absolute()
+    options.base = base
+    if getattr(options, "paths", None):
+        options.paths = [base / p for p in options.paths]
+    output = getattr(options, "output", None)
+    if output is not None:
+        options.output_shown = output
+        options.output = base / output
+
+
 def _run(argv: list[str]) -> int:
     if argv[:1] == ["node"]:
         from gpuconf.node.commands.parser import main as node_main
 
         return node_main(argv[1:])
     options = build_parser().parse_args(argv)
+    _anchor(options)
     return _COMMANDS[options.command](options)
 
 
@@ -231,6 +253,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         return _run(args)
+    except InvalidInput as invalid:
+        sys.stderr.write(
+            report_text(invalid.diagnostics) + summary_line(invalid.diagnostics) + "\n"
+        )
+        return invalid.exit_code
     except GpuconfError as error:
         print(f"gpuconf: {error}", file=sys.stderr)
         return error.exit_code

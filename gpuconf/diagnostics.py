@@ -7,6 +7,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from gpuconf.errors import UserError
+
 PathPart = str | int
 KeyPath = tuple[PathPart, ...]
 
@@ -80,3 +82,18 @@ def report_text(diagnostics: Iterable[Diagnostic]) -> str:
 def report_json(diagnostics: Iterable[Diagnostic]) -> str:
     items = [d.as_json() for d in sorted(diagnostics, key=sort_key)]
     return json.dumps({"diagnostics": items}, indent=2, sort_keys=True) + "\n"
+
+
+def summary_line(diagnostics: Sequence[Diagnostic]) -> str:
+    """``2 errors, 1 warning``: the count that closes a text report."""
+    errors = sum(d.is_error for d in diagnostics)
+    warnings = len(diagnostics) - errors
+    return f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
+
+
+class InvalidInput(UserError):
+    """A file is wrong in the ways its diagnostics say; reported like the compiler's."""
+
+    def __init__(self, diagnostics: Sequence[Diagnostic]) -> None:
+        self.diagnostics = sorted(diagnostics, key=sort_key)
+        super().__init__(report_text(self.diagnostics).rstrip("\n"))

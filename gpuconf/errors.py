@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 from enum import IntEnum
+from typing import NoReturn
 
 
 class ExitCode(IntEnum):
@@ -29,3 +31,10 @@ class UsageError(GpuconfError):
     """The command line is wrong."""
 
     exit_code = ExitCode.USAGE
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse that raises UsageError, so every command line problem exits through one path."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see '{self.prog} --help')")

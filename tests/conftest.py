@@ -14,8 +14,6 @@ def compiled_examples():  # type: ignore[no-untyped-def]
     """Every example in clusters/, compiled in memory from the repository root."""
     from gpuconf.compiler.pipeline import compile_paths
 
-    with pytest.MonkeyPatch.context() as patch:
-        patch.chdir(REPO)
-        compiled = compile_paths([Path("clusters")])
+    compiled = compile_paths([REPO / "clusters"], relative_to=REPO)
     assert compiled.ok, [d.as_text() for d in compiled.diagnostics]
     return compiled

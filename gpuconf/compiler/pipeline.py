@@ -32,13 +32,14 @@ class Compiled:
         return not has_errors(self.diagnostics)
 
 
-def display_path(path: Path) -> str:
-    """Relative to the working directory when inside it, so output never holds absolute paths."""
-    resolved = path.resolve()
-    try:
-        return resolved.relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return os.path.normpath(path.as_posix()) if not path.is_absolute() else path.name
+def display_path(path: Path, relative_to: Path | None) -> str:
+    """Relative to `relative_to` when inside it, else as given, so editors and CI can open it."""
+    if relative_to is not None:
+        try:
+            return path.resolve().relative_to(relative_to.resolve()).as_posix()
+        except ValueError:
+            pass
+    return os.path.normpath(path.as_posix())
 
 
 def find_cluster_files(paths: Sequence[Path]) -> list[Path]:
@@ -55,7 +56,10 @@ def find_cluster_files(paths: Sequence[Path]) -> list[Path]:
     return files
 
 
-def compile_paths(paths: Sequence[Path], render_output: bool = True) -> Compiled:
+def compile_paths(
+    paths: Sequence[Path], *, relative_to: Path | None = None, render_output: bool = True
+) -> Compiled:
+    """Compile cluster files; diagnostics and outputs name files relative to `relative_to`."""
     files = find_cluster_files(paths)
     result = Compiled(whole_directories=all(p.is_dir() for p in paths))
     if not files:
@@ -63,7 +67,7 @@ def compile_paths(paths: Sequence[Path], render_output: bool = True) -> Compiled
     catalog = Catalog.load()
     sources: dict[str, str] = {}
     for file in files:
-        source = display_path(file)
+        source = display_path(file, relative_to)
         try:
             located = load_file(file, source)
         except LoadFailed as failure:
@@ -84,7 +88,8 @@ def compile_paths(paths: Sequence[Path], render_output: bool = True) -> Compiled
                 )
             )
             continue
-        sources[name] = source
+        # Rendered files never hold an absolute path: same input, same bytes, on any machine.
+        sources[name] = file.name if Path(source).is_absolute() else source
         result.validated[name] = outcome
     if result.ok and render_output:
         result.rendered = {

@@ -11,11 +11,16 @@ from pydantic import ValidationError
 
 from gpuconf.api.node_config import NodeConfig
 from gpuconf.api.shape_errors import diagnostics_from
+from gpuconf.diagnostics import Diagnostic, InvalidInput
 from gpuconf.formats.located_yaml import LoadFailed, parse_text
 
 
-class ConfigInvalid(Exception):
-    """The file is not a valid node config; the message lists every problem, one per line."""
+class ConfigInvalid(InvalidInput):
+    """The file is not a valid node config; `diagnostics` says where and why."""
+
+
+def _whole_file(display: str, message: str, hint: str = "") -> ConfigInvalid:
+    return ConfigInvalid([Diagnostic(display, 1, 1, (), message, hint)])
 
 
 @dataclass(frozen=True)
@@ -28,18 +33,22 @@ def parse_config(text: str, display: str) -> NodeConfig:
     try:
         located = parse_text(text, display)
     except LoadFailed as failed:
-        raise ConfigInvalid(failed.diagnostic.as_text()) from None
+        raise ConfigInvalid([failed.diagnostic]) from None
     try:
         config = NodeConfig.model_validate(located.data)
     except ValidationError as error:
-        lines = sorted(d.as_text() for d in diagnostics_from(error, located, NodeConfig))
-        raise ConfigInvalid("\n".join(lines)) from None
+        raise ConfigInvalid(diagnostics_from(error, located, NodeConfig)) from None
     sockets = [resource.socket_name() for resource in config.resources]
     repeated = sorted({s for s in sockets if sockets.count(s) > 1})
     if repeated:
         raise ConfigInvalid(
-            f"{display}: resources: more than one resource would use socket {', '.join(repeated)} "
-            "(hint: give every resource a distinct name)"
+            [
+                located.diagnostic(
+                    ("resources",),
+                    f"more than one resource would use socket {', '.join(repeated)}",
+                    "give every resource a distinct name",
+                )
+            ]
         )
     return config
 
@@ -49,9 +58,9 @@ def read_config(path: Path) -> ConfigVersion:
         data = path.read_bytes()
         text = data.decode("utf-8")
     except OSError as error:
-        raise ConfigInvalid(f"{path}: cannot read the node config: {error.strerror}") from None
+        raise _whole_file(str(path), f"cannot read the node config: {error.strerror}") from None
     except UnicodeDecodeError:
-        raise ConfigInvalid(f"{path}: the node config is not UTF-8 text") from None
+        raise _whole_file(str(path), "the node config is not UTF-8 text") from None
     return ConfigVersion(parse_config(text, str(path)), hashlib.sha256(data).hexdigest())
 
 
@@ -88,6 +97,6 @@ class ConfigWatch:
         try:
             return ConfigVersion(parse_config(data.decode("utf-8"), str(self.path)), digest)
         except UnicodeDecodeError:
-            return ConfigInvalid(f"{self.path}: the node config is not UTF-8 text")
+            return _whole_file(str(self.path), "the node config is not UTF-8 text")
         except ConfigInvalid as invalid:
             return invalid

@@ -125,8 +125,8 @@ class Supervisor:
         if isinstance(update, ConfigInvalid):
             self._metrics.config_reload_failures.inc()
             _log.error("refused the changed node config; keeping the last good one")
-            for problem in str(update).splitlines():
-                _log.error("node config problem", extra=log.kv(problem=problem))
+            for problem in update.diagnostics:
+                _log.error("node config problem", extra=log.kv(problem=problem.as_text()))
             return
         self._apply(update.config)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from compiler_support import CLUSTERS, EXAMPLES, read_tree, run_cli, working_directory
+from builders import CLUSTERS, EXAMPLES, read_tree, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
@@ -108,8 +108,7 @@ def mutated_examples(draw: st.DrawFn) -> tuple[str, Any]:
 def previous_output(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An output folder as a previous render left it."""
     out = tmp_path_factory.mktemp("previous")
-    with working_directory(CLUSTERS.parent):
-        assert run_cli("render", "clusters", "-o", str(out)).code == 0
+    assert run_cli("render", "clusters", "-o", str(out), cwd=CLUSTERS.parent).code == 0
     return out
 
 
@@ -132,8 +131,7 @@ def test_mutated_cluster_gives_a_diagnostic_or_a_clean_render(
         out = root / "rendered"
         shutil.copytree(previous_output, out)
         before = read_tree(out)
-        with working_directory(root):
-            result = run_cli("render", f"clusters/{name}.yaml", "-o", "rendered")
+        result = run_cli("render", f"clusters/{name}.yaml", "-o", "rendered", cwd=root)
         assert result.code in (0, 1), result.err
         assert "Traceback" not in result.err
         assert "internal error" not in result.err

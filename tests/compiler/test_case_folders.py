@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from compiler_support import CASES, read_tree, run_cli, working_directory
+from builders import CASES, read_tree, run_cli
 
 NEGATIVE = sorted(p for p in (CASES / "negative").iterdir() if p.is_dir())
 POSITIVE = sorted(p for p in (CASES / "positive").iterdir() if p.is_dir())
@@ -18,8 +18,7 @@ def _expected(case: Path) -> str:
 
 @pytest.mark.parametrize("case", NEGATIVE, ids=[p.name for p in NEGATIVE])
 def test_negative_case_reports_exactly_the_expected_diagnostics(case: Path) -> None:
-    with working_directory(case):
-        result = run_cli("validate", "cluster.yaml")
+    result = run_cli("validate", "cluster.yaml", cwd=case)
     assert result.code == 1
     assert result.err == _expected(case)
     assert result.out == ""
@@ -27,16 +26,14 @@ def test_negative_case_reports_exactly_the_expected_diagnostics(case: Path) -> N
 
 @pytest.mark.parametrize("case", NEGATIVE, ids=[p.name for p in NEGATIVE])
 def test_negative_case_writes_nothing(case: Path, tmp_path: Path) -> None:
-    with working_directory(case):
-        result = run_cli("render", "cluster.yaml", "-o", str(tmp_path / "out"))
+    result = run_cli("render", "cluster.yaml", "-o", str(tmp_path / "out"), cwd=case)
     assert result.code == 1
     assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("case", POSITIVE, ids=[p.name for p in POSITIVE])
 def test_positive_case_renders_cleanly(case: Path, tmp_path: Path) -> None:
-    with working_directory(case):
-        result = run_cli("render", "cluster.yaml", "-o", str(tmp_path))
+    result = run_cli("render", "cluster.yaml", "-o", str(tmp_path), cwd=case)
     assert result.code == 0, result.err
     assert result.err == _expected(case)
     (cluster,) = [p for p in tmp_path.iterdir() if p.is_dir()]

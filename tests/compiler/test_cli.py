@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from compiler_support import CASES, CLUSTERS, RENDERED, REPO, read_tree, run_cli, working_directory
+from builders import CASES, CLUSTERS, RENDERED, REPO, read_tree, run_cli
 
 import gpuconf.compiler.pipeline
 
@@ -19,14 +19,12 @@ def repo_copy(tmp_path: Path) -> Path:
     """clusters/ and rendered/ copied, so commands run as in a checkout without touching it."""
     shutil.copytree(CLUSTERS, tmp_path / "clusters")
     shutil.copytree(RENDERED, tmp_path / "rendered")
-    with working_directory(tmp_path):
-        assert run_cli("render").code == 0
+    assert run_cli("render", cwd=tmp_path).code == 0
     return tmp_path
 
 
 def test_validate_reports_the_valid_clusters() -> None:
-    with working_directory(REPO):
-        result = run_cli("validate", "clusters/lab.yaml")
+    result = run_cli("validate", "clusters/lab.yaml", cwd=REPO)
     assert result.code == 0
     assert result.out == "1 cluster(s) valid: lab\n"
     assert result.err == ""
@@ -51,15 +49,13 @@ def test_validate_json_format_prints_diagnostics_as_data() -> None:
 
 
 def test_render_writes_the_tree_into_the_output_folder(tmp_path: Path) -> None:
-    with working_directory(REPO):
-        result = run_cli("render", "clusters/lab.yaml", "-o", str(tmp_path))
+    result = run_cli("render", "clusters/lab.yaml", "-o", str(tmp_path), cwd=REPO)
     assert result.code == 0
     assert read_tree(tmp_path / "lab") == read_tree(RENDERED / "lab")
 
 
 def test_render_check_passes_when_up_to_date(repo_copy: Path) -> None:
-    with working_directory(repo_copy):
-        result = run_cli("render", "--check")
+    result = run_cli("render", "--check", cwd=repo_copy)
     assert result.code == 0
     assert "up to date" in result.out
 
@@ -68,8 +64,7 @@ def test_render_check_shows_a_unified_diff_and_exits_1_when_stale(repo_copy: Pat
     quota = repo_copy / "rendered" / "lab" / "quotas" / "research.yaml"
     quota.write_text(quota.read_text().replace('"8"', '"9"'))
     before = read_tree(repo_copy / "rendered")
-    with working_directory(repo_copy):
-        result = run_cli("render", "--check")
+    result = run_cli("render", "--check", cwd=repo_copy)
     assert result.code == 1
     assert "--- a/lab/quotas/research.yaml" in result.out
     assert "+++ b/lab/quotas/research.yaml" in result.out
@@ -81,8 +76,7 @@ def test_render_check_shows_a_unified_diff_and_exits_1_when_stale(repo_copy: Pat
 
 def test_render_removes_folders_of_clusters_that_no_longer_exist(repo_copy: Path) -> None:
     (repo_copy / "clusters" / "fleet.yaml").unlink()
-    with working_directory(repo_copy):
-        assert run_cli("render").code == 0
+    assert run_cli("render", cwd=repo_copy).code == 0
     assert not (repo_copy / "rendered" / "fleet").exists()
     assert (repo_copy / "rendered" / "lab").is_dir()
 
@@ -90,9 +84,8 @@ def test_render_removes_folders_of_clusters_that_no_longer_exist(repo_copy: Path
 def test_diff_prints_changes_and_exit_code_flag_makes_them_an_error(repo_copy: Path) -> None:
     lab = repo_copy / "clusters" / "lab.yaml"
     lab.write_text(lab.read_text().replace("t4-shared: 4", "t4-shared: 2"))
-    with working_directory(repo_copy):
-        plain = run_cli("diff")
-        strict = run_cli("diff", "--exit-code")
+    plain = run_cli("diff", cwd=repo_copy)
+    strict = run_cli("diff", "--exit-code", cwd=repo_copy)
     assert plain.code == 0
     assert '+    requests.gpuconf.dev/t4-shared: "2"' in plain.out
     assert strict.code == 1
@@ -100,8 +93,7 @@ def test_diff_prints_changes_and_exit_code_flag_makes_them_an_error(repo_copy: P
 
 
 def test_diff_is_empty_when_nothing_changed(repo_copy: Path) -> None:
-    with working_directory(repo_copy):
-        result = run_cli("diff", "--exit-code")
+    result = run_cli("diff", "--exit-code", cwd=repo_copy)
     assert (result.code, result.out) == (0, "")
 
 
@@ -117,8 +109,7 @@ def test_schema_writes_the_schemas_and_check_detects_drift(tmp_path: Path) -> No
 
 
 def test_explain_shows_capacity_quota_and_headroom() -> None:
-    with working_directory(REPO):
-        result = run_cli("explain", "lab")
+    result = run_cli("explain", "lab", cwd=REPO)
     assert result.code == 0
     lines = result.out.splitlines()
     assert lines[0] == "cluster lab"
@@ -143,8 +134,7 @@ def test_explain_accepts_a_file_path() -> None:
 
 
 def test_explain_of_an_unknown_cluster_is_a_usage_error() -> None:
-    with working_directory(REPO):
-        result = run_cli("explain", "no-such-cluster")
+    result = run_cli("explain", "no-such-cluster", cwd=REPO)
     assert result.code == 2
     assert "no cluster named 'no-such-cluster'" in result.err
 
@@ -202,8 +192,7 @@ def test_bad_input_writes_nothing_even_beside_good_clusters(repo_copy: Path) -> 
         (repo_copy / "clusters" / "lab.yaml").read_text().replace("t4-shared: 4", "t4-shared: 2")
     )
     before = read_tree(repo_copy / "rendered")
-    with working_directory(repo_copy):
-        result = run_cli("render")
+    result = run_cli("render", cwd=repo_copy)
     assert result.code == 1
     assert read_tree(repo_copy / "rendered") == before
 

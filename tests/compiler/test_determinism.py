@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from compiler_support import CLUSTERS, EXAMPLES, REPO, compile_folder, read_tree
+from builders import CLUSTERS, EXAMPLES, REPO, compile_folder, read_tree
 from ruamel.yaml import YAML
 
 

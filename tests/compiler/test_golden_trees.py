@@ -2,32 +2,16 @@
 
 from __future__ import annotations
 
-import difflib
-
 import pytest
-from compiler_support import EXAMPLES, RENDERED, read_tree
+from builders import EXAMPLES, RENDERED
 
-
-def _diff(name: str, committed: dict[str, bytes], fresh: dict[str, bytes]) -> str:
-    lines: list[str] = []
-    for path in sorted(set(committed) | set(fresh)):
-        old, new = committed.get(path), fresh.get(path)
-        if old == new:
-            continue
-        lines += difflib.unified_diff(
-            (old or b"").decode("utf-8", "replace").splitlines(keepends=True),
-            (new or b"").decode("utf-8", "replace").splitlines(keepends=True),
-            fromfile=f"rendered/{name}/{path}" if old is not None else "/dev/null",
-            tofile=f"fresh/{name}/{path}" if new is not None else "/dev/null",
-        )
-    return "".join(lines)
+from gpuconf.compiler import emit
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_example_renders_to_the_committed_tree(name: str, compiled_examples) -> None:  # type: ignore[no-untyped-def]
-    fresh = compiled_examples.rendered[name]
-    committed = read_tree(RENDERED / name)
-    diff = _diff(name, committed, fresh)
+    fresh = {name: compiled_examples.rendered[name]}
+    diff = "".join(emit.diff(RENDERED, fresh, prune=False))
     if diff:
         pytest.fail(f"rendered/{name} is stale (run `make render`):\n{diff}", pytrace=False)
 

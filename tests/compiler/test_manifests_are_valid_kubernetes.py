@@ -9,7 +9,7 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-from compiler_support import EXAMPLES, manifest_paths
+from builders import EXAMPLES, manifest_paths
 from ruamel.yaml import YAML
 
 KUBERNETES_VERSIONS = ("1.30.0", "1.34.0")

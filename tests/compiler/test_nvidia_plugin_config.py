@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from compiler_support import CASES, compile_folder
+from builders import CASES, compile_folder
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nvidia_config_v1 import advertised_resources, resource_name_errors, validate_config

@@ -10,7 +10,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from compiler_support import CLUSTERS, REPO, read_tree
+from builders import CLUSTERS, REPO, read_tree
 
 HEAVY_MODULES = ("grpc", "pynvml", "kubernetes", "prometheus_client")
 

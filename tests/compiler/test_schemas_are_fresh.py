@@ -6,7 +6,7 @@ import json
 
 import jsonschema
 import pytest
-from compiler_support import CASES, CLUSTERS, EXAMPLES, REPO
+from builders import CASES, CLUSTERS, EXAMPLES, REPO
 
 from gpuconf.api.schema import schema_texts
 from gpuconf.formats.located_yaml import load_file

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from dra_support import CATALOG, heterogeneous, validated
+from builders import CATALOG, heterogeneous, valid
 
 from gpuconf.compiler.dra.cel_proof import selected_devices
 from gpuconf.compiler.dra.devices import DeviceKey, expected_devices, published_devices
@@ -15,7 +15,7 @@ H100_WHOLE = [f"gpu-{i}" for i in range(6)]
 
 
 def _selection(select: dict[str, Any], **extra: Any) -> set[DeviceKey]:
-    result = validated(heterogeneous([{"name": "only", "select": select, **extra}]))
+    result = valid(heterogeneous([{"name": "only", "select": select, **extra}]))
     resolved = result.classes[0]
     expression = cel_selector(resolved, CATALOG)
     assert isinstance(expression, str)
@@ -63,7 +63,7 @@ def test_indices_select_by_gpu_index() -> None:
 
 
 def test_nodes_whose_gpus_have_uuids_are_selected_by_uuid() -> None:
-    result = validated(
+    result = valid(
         heterogeneous([{"name": "mine", "select": {"nodes": ["h100-a"], "indices": [1, 2]}}])
     )
     expression = cel_selector(result.classes[0], CATALOG)
@@ -90,7 +90,7 @@ def test_nodes_whose_gpus_have_uuids_are_selected_by_uuid() -> None:
 def test_selector_clause_is_written_with_the_drivers_attribute_names(
     select: dict[str, Any], clause: str
 ) -> None:
-    result = validated(heterogeneous([{"name": "only", "select": select}]))
+    result = valid(heterogeneous([{"name": "only", "select": select}]))
     expression = cel_selector(result.classes[0], CATALOG)
     assert isinstance(expression, str)
     assert expression.startswith("device.driver == 'gpu.nvidia.com' &&\n")

@@ -6,7 +6,7 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-from dra_support import cluster_file, errors, heterogeneous, rendered
+from builders import cluster_file, errors, heterogeneous, rendered
 from ruamel.yaml import YAML
 
 from gpuconf.diagnostics import format_path

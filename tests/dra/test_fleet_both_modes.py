@@ -6,7 +6,7 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-from dra_support import as_dra, check, cluster_file, errors, rendered
+from builders import as_dra, check, cluster_file, errors, rendered
 from ruamel.yaml import YAML
 
 from gpuconf.compiler.validate import Validated

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from dra_support import heterogeneous, validated
+from builders import heterogeneous, valid
 
 from gpuconf.compiler.dra.cel_proof import selected_devices
 from gpuconf.compiler.dra.devices import published_devices
@@ -44,6 +44,6 @@ def test_malformed_quantity_is_rejected(text: str) -> None:
     ],
 )
 def test_cel_quantity_library(expression: str, selected: bool) -> None:
-    inventory = validated(heterogeneous([{"name": "l4", "select": {"model": "L4"}}])).inventory
+    inventory = valid(heterogeneous([{"name": "l4", "select": {"model": "L4"}}])).inventory
     l4 = [d for d in published_devices(inventory) if d.group.pool == "l4"]
     assert selected_devices(expression, l4) == (frozenset({l4[0].key}) if selected else frozenset())

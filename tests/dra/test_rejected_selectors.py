@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from dra_support import errors, heterogeneous, validated
+from builders import errors, heterogeneous, valid
 
 from gpuconf.compiler.dra.cel_proof import CelError, selected_devices
 from gpuconf.compiler.dra.devices import published_devices
@@ -35,7 +35,7 @@ def test_nodes_without_uuids_are_reported_on_select_nodes() -> None:
 def test_same_selectors_compile_in_device_plugin_mode() -> None:
     cluster = heterogeneous([{"name": "l40s", "select": {"pools": ["l40s"]}}])
     cluster["spec"]["allocation"] = "device-plugin"
-    validated(cluster)
+    valid(cluster)
 
 
 def test_checker_reports_a_class_whose_cel_disagrees(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -72,7 +72,7 @@ def test_syntax_error_never_reaches_the_cluster(monkeypatch: pytest.MonkeyPatch)
 def test_runtime_error_on_any_device_is_a_failure() -> None:
     # profile exists only on MIG devices: unguarded, the scheduler would fail the claim.
     devices = published_devices(
-        validated(heterogeneous([{"name": "l4", "select": {"model": "L4"}}])).inventory
+        valid(heterogeneous([{"name": "l4", "select": {"model": "L4"}}])).inventory
     )
     outcome = selected_devices("device.attributes['gpu.nvidia.com'].profile == '1g.10gb'", devices)
     assert isinstance(outcome, CelError)
@@ -81,7 +81,7 @@ def test_runtime_error_on_any_device_is_a_failure() -> None:
 
 def test_non_bool_result_is_a_failure() -> None:
     devices = published_devices(
-        validated(heterogeneous([{"name": "l4", "select": {"model": "L4"}}])).inventory
+        valid(heterogeneous([{"name": "l4", "select": {"model": "L4"}}])).inventory
     )
     outcome = selected_devices("device.attributes['gpu.nvidia.com'].index", devices)
     assert isinstance(outcome, CelError)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from mig_support import CATALOG, MIG_MODELS, WHOLE_MODELS
+from builders import CATALOG, MIG_MODELS, WHOLE_MODELS
 
 from gpuconf.gpus.mig import (
     BALANCED,

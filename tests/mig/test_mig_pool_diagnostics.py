@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mig_support import cluster, errors, pool, valid
+from builders import cluster, errors, pool, valid
 
 from gpuconf.diagnostics import Diagnostic
 

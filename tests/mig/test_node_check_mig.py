@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mig_support import compile_example, load_yaml
+from builders import compile_example, load_yaml
 
 from gpuconf.formats.yaml_writer import dump
 

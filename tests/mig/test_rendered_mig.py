@@ -6,7 +6,7 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-from mig_support import (
+from builders import (
     REPO,
     cluster,
     compile_example,

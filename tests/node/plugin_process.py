@@ -19,89 +19,18 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from builders import H100, gpu_uuid
 from kubelet_stub import KubeletStub
 
 from gpuconf.node.kubelet.proto import api_pb2, api_pb2_grpc
 
 NODE = "node-a"
-H100 = "NVIDIA H100 80GB HBM3"
-
-
-def gpu_uuid(index: int) -> str:
-    return f"GPU-{index:08x}-0000-4000-8000-{index:012x}"
-
-
-def mig_uuid(gpu: int, instance: int) -> str:
-    return f"MIG-{gpu:08x}-{instance:04x}-4000-8000-{instance:012x}"
 
 
 def write_atomically(path: Path, text: str) -> None:
     partial = path.with_name(path.name + ".partial")
     partial.write_text(text, encoding="utf-8")
     os.replace(partial, path)
-
-
-def node_config(resources: list[dict[str, Any]], gpus: int = 8, **overrides: Any) -> dict[str, Any]:
-    config: dict[str, Any] = {
-        "apiVersion": "gpuconf.dev/v1alpha1",
-        "kind": "NodeConfig",
-        "cluster": "lab",
-        "pool": "h100",
-        "runtime": {
-            "engine": "containerd",
-            "setAsDefault": True,
-            "binaryPath": "/usr/bin/nvidia-container-runtime",
-        },
-        "health": {"ignoredXids": [13, 31, 43, 45, 68, 109], "recoverAfterSeconds": 0},
-        "metricsPort": 0,
-        "inventory": {
-            "default": [
-                {"index": i, "model": "H100-80GB", "nvmlName": H100, "memoryMiB": 81559}
-                for i in range(gpus)
-            ]
-        },
-        "resources": resources,
-    }
-    config.update(overrides)
-    return config
-
-
-def resource(name: str, indices: list[int], **extra: Any) -> dict[str, Any]:
-    settings: dict[str, Any] = {
-        "name": f"gpuconf.dev/{name}",
-        "class": name,
-        "gpus": {"default": indices},
-        "sharing": {"strategy": "none"},
-    }
-    settings.update(extra)
-    return settings
-
-
-def nvlink_box(gpus: int = 8) -> list[dict[str, Any]]:
-    """Two NUMA nodes of four GPUs. NVLinks: quads all-to-all (0-1 and 2-3 doubled),
-    plus one link i <-> i+4 (0-4 doubled)."""
-    links: dict[tuple[int, int], int] = {}
-    for quad in (range(4), range(4, 8)):
-        for a in quad:
-            for b in quad:
-                if a < b:
-                    links[(a, b)] = 1
-    links.update({(0, 1): 2, (2, 3): 2, (0, 4): 2, (1, 5): 1, (2, 6): 1, (3, 7): 1})
-    out = []
-    for i in range(gpus):
-        peers = {str(b if a == i else a): n for (a, b), n in links.items() if i in (a, b)}
-        out.append(
-            {
-                "index": i,
-                "uuid": gpu_uuid(i),
-                "name": H100,
-                "memoryMiB": 81559,
-                "pciBusId": f"0000:{0x18 + i:02x}:00.0",
-                "numaNode": 0 if i < 4 else 1,
-                "nvlinks": peers,
-            }
-        )
-    return out
 
 
 def free_port() -> int:

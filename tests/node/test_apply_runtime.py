@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import tomllib
@@ -8,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuconf.node.commands import apply_runtime
+from gpuconf.cli import main
 
 BINARY = "/usr/bin/nvidia-container-runtime"
 DROPIN_GLOB = "/etc/containerd/conf.d/*.toml"
@@ -32,9 +31,9 @@ inventory: {{default: []}}
 
 
 def apply(config: Path, root: Path, dry_run: bool = False) -> int:
-    return apply_runtime.run(
-        argparse.Namespace(config=str(config), root=str(root), dry_run=dry_run)
-    )
+    """`gpuconf node apply-runtime` through the real command line, in this process."""
+    argv = ["node", "apply-runtime", "--config", str(config), "--root", str(root)]
+    return main([*argv, "--dry-run"] if dry_run else argv)
 
 
 @pytest.fixture

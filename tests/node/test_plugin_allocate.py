@@ -6,16 +6,8 @@ from collections.abc import Iterator
 
 import grpc
 import pytest
-from plugin_process import (
-    NodeProcess,
-    allocate,
-    gpu_uuid,
-    node_config,
-    nvlink_box,
-    plain_gpu,
-    resource,
-    serving,
-)
+from builders import gpu_uuid, node_config, nvlink_box, resource
+from plugin_process import NodeProcess, allocate, plain_gpu, serving
 
 from gpuconf.node.kubelet.proto import api_pb2
 

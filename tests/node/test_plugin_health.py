@@ -6,8 +6,9 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from builders import gpu_uuid, node_config, nvlink_box, resource
 from kubelet_stub import KubeletStub
-from plugin_process import NodeProcess, gpu_uuid, node_config, nvlink_box, resource, serving
+from plugin_process import NodeProcess, serving
 
 WHOLE = "gpuconf.dev/h100"
 RECOVER_AFTER_SECONDS = 1

@@ -13,18 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import gpu_uuid, node_config, nvlink_box, resource
 from kubelet_stub import KubeletStub
-from plugin_process import (
-    NODE,
-    NodeProcess,
-    allocate,
-    gpu_uuid,
-    node_config,
-    nvlink_box,
-    resource,
-    serving,
-    wait_until,
-)
+from plugin_process import NODE, NodeProcess, allocate, serving, wait_until
 
 WHOLE = "gpuconf.dev/h100"
 EXTRA = "gpuconf.dev/h100-extra"

@@ -6,16 +6,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from builders import mig_uuid, node_config, resource
 from kubelet_stub import KubeletStub
-from plugin_process import (
-    NodeProcess,
-    allocate,
-    mig_uuid,
-    node_config,
-    plain_gpu,
-    resource,
-    serving,
-)
+from plugin_process import NodeProcess, allocate, plain_gpu, serving
 
 SMALL = "gpuconf.dev/h100-1g"
 LARGE = "gpuconf.dev/h100-3g"

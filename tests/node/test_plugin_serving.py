@@ -6,8 +6,9 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
+from builders import gpu_uuid, node_config, nvlink_box, resource
 from kubelet_stub import KubeletStub
-from plugin_process import NodeProcess, gpu_uuid, node_config, nvlink_box, resource, serving
+from plugin_process import NodeProcess, serving
 
 from gpuconf.node.kubelet.proto import api_pb2
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from plugin_process import gpu_uuid, nvlink_box
+from builders import gpu_uuid, nvlink_box
 
 from gpuconf.api.node_config import ResourceSettings
 from gpuconf.node.devices import build_devices

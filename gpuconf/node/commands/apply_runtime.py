@@ -18,7 +18,8 @@ from pathlib import Path
 
 from gpuconf.api import runtime_files
 from gpuconf.api.node_config import RuntimeSettings
-from gpuconf.node.config_watch import ConfigInvalid, read_config
+from gpuconf.errors import UserError
+from gpuconf.node.config_watch import read_config
 from gpuconf.node.runtimes.containerd_imports import (
     ImportsEditError,
     ensure_imported,
@@ -38,7 +39,7 @@ RESTART_HINTS = {
 }
 
 
-class HostFileError(Exception):
+class HostFileError(UserError):
     """An existing host file cannot be merged with; nothing was written."""
 
 
@@ -57,12 +58,8 @@ class PlannedFile:
 
 
 def run(options: argparse.Namespace) -> int:
-    try:
-        settings = read_config(Path(options.config)).config.runtime
-        planned = plan(settings, Path(options.root))
-    except (ConfigInvalid, HostFileError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+    settings = read_config(Path(options.config)).config.runtime
+    planned = plan(settings, Path(options.root))
     changed = [file for file in planned if file.changed]
     if not changed:
         print(f"{settings.engine}: {_paths(planned)} already configured; nothing changed")
@@ -78,8 +75,7 @@ def run(options: argparse.Namespace) -> int:
                 print(f"backed up {file.host_path} to {file.host_path}{BACKUP_SUFFIX}")
             write_atomically(file.path, file.new)
     except OSError as error:
-        print(f"error: cannot write {error.filename}: {error.strerror}", file=sys.stderr)
-        return 1
+        raise UserError(f"cannot write {error.filename}: {error.strerror}") from None
     print(f"{settings.engine}: {_paths(changed)} changed; {RESTART_HINTS[settings.engine]}")
     return 0
 

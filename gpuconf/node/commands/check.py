@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from gpuconf.api.node_config import ExpectedGpu
-from gpuconf.node.config_watch import ConfigInvalid, read_config
+from gpuconf.errors import ExitCode, UsageError, UserError
+from gpuconf.node.config_watch import read_config
 from gpuconf.node.drift import DriftReport, compare
 from gpuconf.node.node_annotation import annotate_node
 from gpuconf.node.nvml.api import GpuInfo, NvmlError
@@ -18,26 +18,19 @@ MISSING = "-"
 
 
 def run(options: argparse.Namespace) -> int:
-    try:
-        config = read_config(Path(options.config)).config
-    except ConfigInvalid as error:
-        print(f"error: invalid node config:\n{error}", file=sys.stderr)
-        return 1
+    config = read_config(Path(options.config)).config
     expected = config.inventory.for_node(options.node_name)
     try:
         nvml = open_nvml(options.nvml)
     except ValueError as error:
-        print(f"error: --nvml: {error}", file=sys.stderr)
-        return 2
+        raise UsageError(f"--nvml: {error}") from None
     except NvmlError as error:
-        print(f"error: cannot open NVML: {error}", file=sys.stderr)
-        return 1
+        raise UserError(f"cannot open NVML: {error}") from None
     try:
         discovered = list(nvml.devices())
         driver = nvml.driver_version()
     except NvmlError as error:
-        print(f"error: GPU discovery failed: {error}", file=sys.stderr)
-        return 1
+        raise UserError(f"GPU discovery failed: {error}") from None
     finally:
         nvml.close()
     report = compare(expected, discovered)
@@ -45,7 +38,7 @@ def run(options: argparse.Namespace) -> int:
     print(inventory_table(expected, discovered, report))
     print(report.as_text(), end="")
     annotate_node(options.node_name, report)
-    return 1 if report.drifted else 0
+    return ExitCode.INVALID_INPUT if report.drifted else ExitCode.OK
 
 
 def inventory_table(

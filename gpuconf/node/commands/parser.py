@@ -5,12 +5,16 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from gpuconf.errors import ArgumentParser
+
 DEFAULT_PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
 
 
 def build_parser(prog: str = "gpuconf node") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog, description="The gpuconf node runtime.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser = ArgumentParser(prog=prog, description="The gpuconf node runtime.")
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=ArgumentParser
+    )
 
     run = commands.add_parser("run", help="serve the kubelet device-plugin API for this node")
     run.add_argument("--config", required=True, help="node config file (from the pool's ConfigMap)")

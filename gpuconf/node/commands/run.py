@@ -32,9 +32,12 @@ def run(options: argparse.Namespace) -> int:
     disable_created_metrics()  # type: ignore[no-untyped-call]
     try:
         return _run(options)
+    except ConfigInvalid as invalid:
+        for problem in invalid.diagnostics:
+            _log.error("cannot start", extra=log.kv(problem=problem.as_text()))
+        return int(ExitCode.INVALID_INPUT)
     except _StartFailed as failed:
-        for line in str(failed).splitlines():
-            _log.error("cannot start", extra=log.kv(problem=line))
+        _log.error("cannot start", extra=log.kv(problem=str(failed)))
         return int(ExitCode.INVALID_INPUT)
     except KeyboardInterrupt:
         return int(ExitCode.INTERRUPTED)
@@ -45,10 +48,7 @@ def run(options: argparse.Namespace) -> int:
 
 def _run(options: argparse.Namespace) -> int:
     settings = RunSettings(options.node_name, Path(options.plugin_dir), Path(options.config))
-    try:
-        config = read_config(settings.config_path)
-    except ConfigInvalid as invalid:
-        raise _StartFailed(str(invalid)) from None
+    config = read_config(settings.config_path)
     _check_plugin_dir(settings.plugin_dir, [r.socket_name() for r in config.config.resources])
     nvml = _open_nvml(options.nvml)
     metrics = Metrics()

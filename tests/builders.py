@@ -1,0 +1,263 @@
+"""Builders every test folder shares: where things are, clusters, pools and node configs as data,
+and in-memory ways to validate, compile, render and run the CLI."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from gpuconf.compiler.pipeline import Compiled, compile_paths
+from gpuconf.compiler.plan import plan
+from gpuconf.compiler.render import RenderedTree, render
+from gpuconf.compiler.validate import Validated, validate
+from gpuconf.diagnostics import Diagnostic
+from gpuconf.formats.located_yaml import parse_text
+from gpuconf.formats.yaml_writer import dump
+from gpuconf.gpus.catalog import Catalog
+
+REPO = Path(__file__).resolve().parent.parent
+CLUSTERS = REPO / "clusters"
+RENDERED = REPO / "rendered"
+CASES = REPO / "tests" / "cases"
+EXAMPLES = sorted(p.stem for p in CLUSTERS.glob("*.yaml"))
+CATALOG = Catalog.load()
+MIG_MODELS = sorted(name for name, m in CATALOG.models.items() if m.mig is not None)
+WHOLE_MODELS = sorted(name for name, m in CATALOG.models.items() if m.mig is None)
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+# --- reading ------------------------------------------------------------------------------
+
+
+def load_yaml(text: str | bytes) -> Any:
+    return YAML(typ="safe", pure=True).load(text)
+
+
+def read_tree(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def manifest_paths(tree: dict[str, bytes]) -> list[str]:
+    """The Kubernetes manifests of a rendered cluster: what its kustomization.yaml lists."""
+    return list(load_yaml(tree["kustomization.yaml"])["resources"])
+
+
+def configmap_data(tree: dict[str, bytes], path: str, key: str) -> Any:
+    return load_yaml(load_yaml(tree[path])["data"][key])
+
+
+def cluster_file(name: str) -> dict[str, Any]:
+    """An example from clusters/ as plain data (round-tripped through JSON: no ruamel types)."""
+    data = YAML(typ="safe").load((CLUSTERS / f"{name}.yaml").read_text())
+    return json.loads(json.dumps(data))  # type: ignore[no-any-return]
+
+
+# --- clusters as data ---------------------------------------------------------------------
+
+
+def cluster(
+    pools: list[dict[str, Any]],
+    classes: list[dict[str, Any]],
+    plugin: str = "gpuconf",
+    **spec: Any,
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "gpuconf.dev/v1alpha1",
+        "kind": "Cluster",
+        "metadata": {"name": "t"},
+        "spec": {
+            "kubernetes": {"version": "1.34"},
+            "plugin": plugin,
+            "nodePools": pools,
+            "resourceClasses": classes,
+            **spec,
+        },
+    }
+
+
+def pool(
+    name: str,
+    model: str,
+    count: int,
+    sharing: dict[str, Any] | list[dict[str, Any]] | None = None,
+    **fields: Any,
+) -> dict[str, Any]:
+    found: dict[str, Any] = {
+        "name": name,
+        "runtime": {"engine": "containerd"},
+        "gpus": {"model": model, "count": count},
+        "size": 1,
+        **fields,
+    }
+    if sharing is not None:
+        found["sharing"] = sharing
+    return found
+
+
+def as_dra(data: dict[str, Any], version: str | None = None) -> dict[str, Any]:
+    changed = copy.deepcopy(data)
+    changed["spec"]["allocation"] = "dra"
+    if version is not None:
+        changed["spec"]["kubernetes"]["version"] = version
+    return changed
+
+
+def heterogeneous(classes: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    """DRA: H100 nodes (GPUs 6-7 in 1g.10gb MIG mode, one node with UUIDs), L40S and L4 pools."""
+    uuid = "GPU-00000000-0000-4000-8000-0000000000{:02d}"
+    h100 = pool(
+        "h100",
+        "H100-SXM5-80GB",
+        8,
+        {"strategy": "mig", "layout": "all-1g.10gb", "indices": [6, 7]},
+        size=3,
+        nodes=[
+            {"name": "h100-a", "gpus": [{"index": i, "uuid": uuid.format(i)} for i in range(8)]}
+        ],
+    )
+    document = cluster(
+        [h100, pool("l40s", "L40S", 4, size=2), pool("l4", "L4", 1, size=4)],
+        classes,
+        allocation="dra",
+        **spec,
+    )
+    document["metadata"]["name"] = "hetero"
+    del document["spec"]["plugin"]
+    return document
+
+
+# --- validating and compiling in memory ---------------------------------------------------
+
+
+def check(document: dict[str, Any]) -> Validated | list[Diagnostic]:
+    return validate(parse_text(dump(document), "cluster.yaml"), CATALOG)
+
+
+def valid(document: dict[str, Any]) -> Validated:
+    outcome = check(document)
+    assert not isinstance(outcome, list), [d.as_text() for d in outcome]
+    return outcome
+
+
+def errors(document: dict[str, Any]) -> list[Diagnostic]:
+    outcome = check(document)
+    assert isinstance(outcome, list), "expected diagnostics, the cluster validated"
+    return [d for d in outcome if d.is_error]
+
+
+def rendered(document: dict[str, Any]) -> RenderedTree:
+    return render(plan(valid(document), "cluster.yaml"))
+
+
+def compile_example(*names: str) -> Compiled:
+    compiled = compile_paths([CLUSTERS / f"{n}.yaml" for n in names], relative_to=REPO)
+    assert compiled.ok, [d.as_text() for d in compiled.diagnostics]
+    return compiled
+
+
+def compile_folder(folder: Path, *names: str) -> Compiled:
+    """Compile cluster files in `folder` (all of them when no names are given), in memory."""
+    return compile_paths([folder / n for n in names] or [folder], relative_to=folder)
+
+
+@dataclass(frozen=True)
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+def run_cli(*argv: str, cwd: Path | None = None) -> CliResult:
+    """Run `gpuconf [-C CWD] ARGV…` in this process, as a user would, capturing what it prints."""
+    from gpuconf.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    prefix = ["-C", str(cwd)] if cwd is not None else []
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([*prefix, *argv])
+    return CliResult(int(code), out.getvalue(), err.getvalue())
+
+
+# --- node configs as data -----------------------------------------------------------------
+
+
+def gpu_uuid(index: int) -> str:
+    return f"GPU-{index:08x}-0000-4000-8000-{index:012x}"
+
+
+def mig_uuid(gpu: int, instance: int) -> str:
+    return f"MIG-{gpu:08x}-{instance:04x}-4000-8000-{instance:012x}"
+
+
+def node_config(resources: list[dict[str, Any]], gpus: int = 8, **overrides: Any) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "apiVersion": "gpuconf.dev/v1alpha1",
+        "kind": "NodeConfig",
+        "cluster": "lab",
+        "pool": "h100",
+        "runtime": {
+            "engine": "containerd",
+            "setAsDefault": True,
+            "binaryPath": "/usr/bin/nvidia-container-runtime",
+        },
+        "health": {"ignoredXids": [13, 31, 43, 45, 68, 109], "recoverAfterSeconds": 0},
+        "metricsPort": 0,
+        "inventory": {
+            "default": [
+                {"index": i, "model": "H100-80GB", "nvmlName": H100, "memoryMiB": 81559}
+                for i in range(gpus)
+            ]
+        },
+        "resources": resources,
+    }
+    config.update(overrides)
+    return config
+
+
+def resource(name: str, indices: list[int], **extra: Any) -> dict[str, Any]:
+    settings: dict[str, Any] = {
+        "name": f"gpuconf.dev/{name}",
+        "class": name,
+        "gpus": {"default": indices},
+        "sharing": {"strategy": "none"},
+    }
+    settings.update(extra)
+    return settings
+
+
+def nvlink_box(gpus: int = 8) -> list[dict[str, Any]]:
+    """A fake NVML inventory: two NUMA nodes of four GPUs. NVLinks: quads all-to-all
+    (0-1 and 2-3 doubled), plus one link i <-> i+4 (0-4 doubled)."""
+    links: dict[tuple[int, int], int] = {}
+    for quad in (range(4), range(4, 8)):
+        for a in quad:
+            for b in quad:
+                if a < b:
+                    links[(a, b)] = 1
+    links.update({(0, 1): 2, (2, 3): 2, (0, 4): 2, (1, 5): 1, (2, 6): 1, (3, 7): 1})
+    out = []
+    for i in range(gpus):
+        peers = {str(b if a == i else a): n for (a, b), n in links.items() if i in (a, b)}
+        out.append(
+            {
+                "index": i,
+                "uuid": gpu_uuid(i),
+                "name": H100,
+                "memoryMiB": 81559,
+                "pciBusId": f"0000:{0x18 + i:02x}:00.0",
+                "numaNode": 0 if i < 4 else 1,
+                "nvlinks": peers,
+            }
+        )
+    return out
