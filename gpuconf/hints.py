@@ -1,4 +1,4 @@
-"""The "did you mean" part of a hint: the known name closest to what the user wrote."""
+"""How messages name things: the closest known name ("did you mean"), runs of indices."""
 
 from __future__ import annotations
 
@@ -6,9 +6,29 @@ import difflib
 from collections.abc import Iterable
 
 
+def closest(wanted: str, options: Iterable[str], n: int = 1, cutoff: float = 0.6) -> list[str]:
+    return difflib.get_close_matches(wanted, list(options), n=n, cutoff=cutoff)
+
+
+def suggestion(names: Iterable[str], otherwise: str = "") -> str:
+    """ "did you mean 'a' or 'b'?"; `otherwise` when there is nothing to suggest."""
+    listed = " or ".join(repr(n) for n in names)
+    return f"did you mean {listed}?" if listed else otherwise
+
+
 def did_you_mean(
     wanted: str, options: Iterable[str], *, otherwise: str = "", cutoff: float = 0.6
 ) -> str:
     """ "did you mean 'x'?" for the closest option; `otherwise` when none is close."""
-    close = difflib.get_close_matches(wanted, list(options), n=1, cutoff=cutoff)
-    return f"did you mean {close[0]!r}?" if close else otherwise
+    return suggestion(closest(wanted, options, cutoff=cutoff), otherwise)
+
+
+def index_ranges(indices: Iterable[int]) -> str:
+    """[0, 1, 2, 3, 6] -> "0–3, 6"; runs of three or more are spans."""
+    runs: list[list[int]] = []
+    for index in sorted(set(indices)):
+        if runs and index == runs[-1][-1] + 1:
+            runs[-1].append(index)
+        else:
+            runs.append([index])
+    return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)

@@ -28,6 +28,13 @@ LabelValue = Annotated[str, StringConstraints(pattern=LABEL_VALUE)]
 ExtendedResourceName = Annotated[str, StringConstraints(pattern=EXTENDED_RESOURCE, max_length=317)]
 ImageReference = Annotated[str, StringConstraints(pattern=IMAGE, max_length=512)]
 KubernetesVersion = Annotated[str, StringConstraints(pattern=KUBE_VERSION)]
+
+
+def kubernetes_minor(version: KubernetesVersion) -> int:
+    """ "1.34" -> 34; the pattern above admits only 1.x."""
+    return int(version.split(".")[1])
+
+
 DriverVersion = Annotated[str, StringConstraints(pattern=DRIVER_VERSION)]
 GpuUuid = Annotated[str, StringConstraints(pattern=GPU_UUID)]
 MemoryQuantity = Annotated[str, StringConstraints(pattern=QUANTITY)]

@@ -9,24 +9,18 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import ConfigDict, Field
 
-NODE_CONFIG_API_VERSION = "gpuconf.dev/v1alpha1"
+from gpuconf.api.base import Model
+from gpuconf.api.version import ApiVersion
+
 NODE_CONFIG_FILE = "node-config.yaml"
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(
-        frozen=True,
-        extra="forbid",
-        strict=True,
-        alias_generator=to_camel,
-        validate_by_alias=True,
-        validate_by_name=True,
-        serialize_by_alias=True,
-        use_attribute_docstrings=True,
-    )
+class _Model(Model):
+    """Built by the compiler from Python names, read and written with camelCase keys."""
+
+    model_config = ConfigDict(validate_by_name=True, serialize_by_alias=True)
 
 
 class RuntimeSettings(_Model):
@@ -100,7 +94,7 @@ class ResourceSettings(_Model):
 
 
 class NodeConfig(_Model):
-    api_version: Literal["gpuconf.dev/v1alpha1"]
+    api_version: ApiVersion
     kind: Literal["NodeConfig"]
     cluster: str
     pool: str

@@ -2,37 +2,34 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from gpuconf.api.base import Model
 from gpuconf.formats.located_yaml import load_file
+from gpuconf.hints import closest, suggestion
 
 _CATALOG_FILE = Path(__file__).with_name("catalog.yaml")
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class MigProfile(_Frozen):
+class MigProfile(Model):
     compute: int = Field(ge=1)
     memory: int = Field(ge=1)
     max: int = Field(ge=1)
     memory_mib: int = Field(alias="memoryMiB", ge=1)
 
 
-class MigCapability(_Frozen):
+class MigCapability(Model):
     compute_slices: int = Field(alias="computeSlices", ge=1)
     memory_slices: int = Field(alias="memorySlices", ge=1)
     profiles: dict[str, MigProfile]
     balanced: dict[str, int]
 
 
-class GpuModel(_Frozen):
+class GpuModel(Model):
     name: str = ""
     nvml_name: str = Field(alias="nvmlName")
     memory_mib: int = Field(alias="memoryMiB", ge=1)
@@ -43,7 +40,7 @@ class GpuModel(_Frozen):
     mig: MigCapability | None = None
 
 
-class _CatalogFile(_Frozen):
+class _CatalogFile(Model):
     models: dict[str, GpuModel]
 
 
@@ -75,9 +72,6 @@ class Catalog:
         folded = {_fold(key): key for key in self.models}
         folded.update({_fold(m.nvml_name): key for key, m in self.models.items()})
         wanted = _fold(name)
-        close = difflib.get_close_matches(wanted, list(folded), n=3, cutoff=0.6)
         containing = [f for f in folded if wanted and wanted in f]
-        names = sorted({folded[c] for c in [*close, *containing]})
-        if names:
-            return "did you mean " + " or ".join(repr(n) for n in names) + "?"
-        return "known models: " + ", ".join(sorted(self.models))
+        names = sorted({folded[c] for c in [*closest(wanted, folded, n=3), *containing]})
+        return suggestion(names, otherwise="known models: " + ", ".join(sorted(self.models)))

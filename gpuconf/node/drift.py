@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gpuconf.api.node_config import ExpectedGpu
+from gpuconf.gpus.mig import describe
 from gpuconf.node.nvml.api import GpuInfo
 
 TIMES = "\N{MULTIPLICATION SIGN}"
@@ -73,17 +74,11 @@ def _mig_difference(declared: Mapping[str, int] | None, found: GpuInfo) -> str:
         return "MIG is enabled but declared disabled" if found.mig_enabled else ""
     wanted = {profile: count for profile, count in declared.items() if count > 0}
     if not found.mig_enabled:
-        return f"MIG is declared ({_layout(wanted)}) but disabled"
+        return f"MIG is declared ({describe(wanted)}) but disabled"
     actual = Counter(device.profile for device in found.mig_devices)
     if wanted == dict(actual):
         return ""
-    return f"MIG layout differs: declared {_layout(wanted)}, found {_layout(actual)}"
-
-
-def _layout(counts: Mapping[str, int]) -> str:
-    """``1g.10gb\N{MULTIPLICATION SIGN}3 + 3g.40gb\N{MULTIPLICATION SIGN}1``; sorted by profile."""
-    parts = [f"{profile}{TIMES}{count}" for profile, count in sorted(counts.items())]
-    return " + ".join(parts) if parts else "no MIG devices"
+    return f"MIG layout differs: declared {describe(wanted)}, found {describe(actual)}"
 
 
 def _gpus(count: int) -> str:

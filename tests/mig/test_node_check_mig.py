@@ -89,5 +89,5 @@ def test_a_node_whose_mig_layout_differs_is_reported(tmp_path: Path, node_config
     result = _check(tmp_path, node_config_text, found)
     assert result.returncode == 1, result.stdout + result.stderr
     report = result.stdout
-    assert "MIG is declared (1g.10gb×7) but disabled" in report
-    assert "MIG layout differs: declared 3g.40gb×2, found 1g.10gb×3 + 3g.40gb×1" in report
+    assert "MIG is declared (7×1g.10gb) but disabled" in report
+    assert "MIG layout differs: declared 2×3g.40gb, found 3×1g.10gb + 1×3g.40gb" in report

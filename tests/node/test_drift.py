@@ -78,8 +78,7 @@ def test_other_mig_layout_is_drift() -> None:
         [declared(0, mig={"1g.10gb": 7})], [found(0, mig={"1g.10gb": 3, "3g.40gb": 1})]
     )
     assert report.problems == [
-        "GPU 0: MIG layout differs: declared 1g.10gb\N{MULTIPLICATION SIGN}7, "
-        "found 1g.10gb\N{MULTIPLICATION SIGN}3 + 3g.40gb\N{MULTIPLICATION SIGN}1"
+        "GPU 0: MIG layout differs: declared 7×1g.10gb, found 3×1g.10gb + 1×3g.40gb"
     ]
 
 
@@ -95,7 +94,7 @@ def test_mig_enabled_but_declared_disabled_is_drift() -> None:
 def test_mig_declared_but_disabled_is_drift() -> None:
     report = compare([declared(0, mig={"1g.10gb": 7})], [found(0)])
     assert report.problems == [
-        "GPU 0: MIG is declared (1g.10gb\N{MULTIPLICATION SIGN}7) but disabled"
+        "GPU 0: MIG is declared (7×1g.10gb) but disabled"
     ]
 
 

@@ -10,8 +10,8 @@ from gpuconf.api.base import DnsLabel, DnsSubdomain, ImageReference, KubernetesV
 from gpuconf.api.cluster.pool import NodePool
 from gpuconf.api.cluster.quota import Quota
 from gpuconf.api.cluster.resource_class import ResourceClass
+from gpuconf.api.version import ApiVersion
 
-API_VERSION = "gpuconf.dev/v1alpha1"
 DEFAULT_IGNORED_XIDS = (13, 31, 43, 45, 68, 109)
 
 
@@ -76,7 +76,7 @@ class ClusterSpec(Model):
 
 
 class Cluster(Model):
-    api_version: Literal["gpuconf.dev/v1alpha1"]
+    api_version: ApiVersion
     """Always gpuconf.dev/v1alpha1."""
     kind: Literal["Cluster"]
     """Always Cluster."""

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpuconf.api.base import kubernetes_minor
 from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.dra.devices import DRIVER
 from gpuconf.compiler.dra.selector import cel_selector
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
-from gpuconf.compiler.resolve.class_selection import ResolvedClass, device_memory_mib
+from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.gpus.catalog import Catalog
 
 CONFIG_API_VERSION = "resource.nvidia.com/v1beta1"
@@ -18,7 +19,7 @@ CLAIM_REQUEST = "gpu"
 
 def resource_api_version(kubernetes: str) -> str:
     """resource.k8s.io is v1beta1 in 1.32, v1beta2 in 1.33 and v1 (GA) from 1.34."""
-    minor = int(kubernetes.split(".")[1])
+    minor = kubernetes_minor(kubernetes)
     version = "v1beta1" if minor <= 32 else "v1beta2" if minor == 33 else "v1"
     return f"resource.k8s.io/{version}"
 
@@ -39,9 +40,8 @@ def _driver_config(resolved: ResolvedClass) -> dict[str, Any] | None:
         if kind == "GpuConfig":
             settings["timeSlicingConfig"] = {"interval": "Default"}
     else:
-        smallest = min(device_memory_mib(m.gpu, None) for m in resolved.members)
         mps: dict[str, Any] = {
-            "defaultPinnedDeviceMemoryLimit": f"{sharing.memory_limit_mi_b or smallest // sharing.replicas}Mi"
+            "defaultPinnedDeviceMemoryLimit": f"{resolved.mps_memory_limit_mib}Mi"
         }
         if sharing.active_thread_percentage is not None:
             mps["defaultActiveThreadPercentage"] = sharing.active_thread_percentage

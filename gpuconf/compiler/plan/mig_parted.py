@@ -15,6 +15,7 @@ from gpuconf.compiler.resolve.declared_inventory import Inventory
 from gpuconf.formats.yaml_writer import dump
 from gpuconf.gpus.catalog import GpuModel
 from gpuconf.gpus.mig import DISABLED, describe, resolve_layout
+from gpuconf.hints import index_ranges
 
 CONFIG_FILE = "config.yaml"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
@@ -99,8 +100,7 @@ def mig_rows(cluster: Cluster, inventory: Inventory) -> list[dict[str, str]]:
             text = describe(gpu.mig) if gpu.mig is not None else "MIG disabled"
             parts.setdefault(f"{gpu.model.name} {text}", []).append(gpu.index)
         layout = "; ".join(
-            ("GPU " if len(set(indices)) == 1 else "GPUs ")
-            + f"{_span(sorted(set(indices)))}: {text}"
+            ("GPU " if len(set(indices)) == 1 else "GPUs ") + f"{index_ranges(indices)}: {text}"
             for text, indices in parts.items()
         )
         rows.append(
@@ -112,10 +112,3 @@ def mig_rows(cluster: Cluster, inventory: Inventory) -> list[dict[str, str]]:
             }
         )
     return rows
-
-
-def _span(indices: list[int]) -> str:
-    contiguous = indices == list(range(indices[0], indices[-1] + 1))
-    if contiguous and len(indices) > 2:
-        return f"{indices[0]}–{indices[-1]}"
-    return ", ".join(map(str, indices))

@@ -26,14 +26,10 @@ from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.compiler.resolve.declared_inventory import Inventory
 from gpuconf.formats.yaml_writer import dump
 from gpuconf.gpus.mig import mig_strategy
+from gpuconf.gpus.resource_names import NVIDIA_GPU, SHARED_SUFFIX, unshared
 
 CONFIG_DIR = "/etc/nvidia-device-plugin"
 CONFIG_FILE = "config.yaml"
-
-
-def _base_resource(resolved: ResolvedClass) -> str:
-    """NVIDIA's config names the unrenamed resource; renameByDefault adds `.shared`."""
-    return resolved.resource_name.removesuffix(".shared")
 
 
 def nvidia_config(cluster: Cluster, classes: list[ResolvedClass], strategy: str) -> dict[str, Any]:
@@ -56,12 +52,12 @@ def nvidia_config(cluster: Cluster, classes: list[ResolvedClass], strategy: str)
     if shared:
         section = "mps" if uses_mps else "timeSlicing"
         resources = {
-            ("nvidia.com/gpu" if strategy == "single" else _base_resource(c)): c.replicas
+            (NVIDIA_GPU if strategy == "single" else unshared(c.resource_name)): c.replicas
             for c in shared
         }
         config["sharing"] = {
             section: {
-                "renameByDefault": any(c.resource_name.endswith(".shared") for c in shared),
+                "renameByDefault": any(c.resource_name.endswith(SHARED_SUFFIX) for c in shared),
                 "failRequestsGreaterThanOne": uses_mps
                 or any(
                     getattr(c.spec.sharing, "fail_requests_greater_than_one", False) for c in shared

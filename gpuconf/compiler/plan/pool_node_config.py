@@ -14,9 +14,10 @@ from gpuconf.api.node_config import (
     RuntimeSettings,
     SharingSettings,
 )
+from gpuconf.api.version import API_VERSION
 from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.config_map import pool_config_map
-from gpuconf.compiler.resolve.class_selection import ResolvedClass, device_memory_mib
+from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.compiler.resolve.declared_inventory import Gpu, Inventory, NodeGroup
 from gpuconf.formats.yaml_writer import dump
 
@@ -46,10 +47,9 @@ def _sharing(resolved: ResolvedClass) -> SharingSettings:
     if sharing.strategy == "time-slicing":
         settings["failRequestsGreaterThanOne"] = sharing.fail_requests_greater_than_one
     if sharing.strategy == "mps":
-        smallest = min(device_memory_mib(m.gpu, None) for m in resolved.members)
         settings["failRequestsGreaterThanOne"] = True
         settings["mpsPipeDirectory"] = f"{MPS_ROOT}/{resolved.name}/pipe"
-        settings["mpsMemoryLimitMiB"] = sharing.memory_limit_mi_b or smallest // sharing.replicas
+        settings["mpsMemoryLimitMiB"] = resolved.mps_memory_limit_mib
         if sharing.active_thread_percentage is not None:
             settings["mpsActiveThreadPercentage"] = sharing.active_thread_percentage
     return SharingSettings.model_validate(settings)
@@ -91,7 +91,7 @@ def build_node_config(
         )
     runtime = pool.runtime
     return NodeConfig(
-        api_version="gpuconf.dev/v1alpha1",
+        api_version=API_VERSION,
         kind="NodeConfig",
         cluster=cluster.metadata.name,
         pool=pool.name,

@@ -9,9 +9,7 @@ from gpuconf.api.cluster import ClusterSpec, ResourceClass, Selector
 from gpuconf.compiler.resolve.declared_inventory import Gpu, Inventory, NodeGroup
 from gpuconf.formats.quantity import memory_mib
 from gpuconf.gpus.mig import mig_strategy
-
-NVIDIA_GPU = "nvidia.com/gpu"
-NVIDIA_SHARED_GPU = "nvidia.com/gpu.shared"
+from gpuconf.gpus.resource_names import nvidia_resource
 
 
 @dataclass(frozen=True)
@@ -55,6 +53,16 @@ class ResolvedClass:
     def pools(self) -> list[str]:
         return sorted({m.group.pool for m in self.members})
 
+    @property
+    def mps_memory_limit_mib(self) -> int:
+        """Pinned device memory per MPS client: as declared, else an equal share of the
+        smallest device in the class."""
+        declared = getattr(self.spec.sharing, "memory_limit_mi_b", None)
+        if declared is not None:
+            return int(declared)
+        smallest = min(device_memory_mib(m.gpu, None) for m in self.members)
+        return smallest // self.replicas
+
 
 def device_memory_mib(gpu: Gpu, profile: str | None) -> int:
     if profile is not None and gpu.model.mig is not None and profile in gpu.model.mig.profiles:
@@ -96,10 +104,7 @@ def default_resource_name(
     if spec.plugin == "nvidia" and spec.allocation == "device-plugin":
         shared = resource_class.sharing.strategy != "none"
         profile = resource_class.select.mig_profile
-        if profile is not None and not single_mig:
-            # renameByDefault appends .shared to every shared resource, MIG ones included.
-            return f"nvidia.com/mig-{profile}" + (".shared" if shared else "")
-        return NVIDIA_SHARED_GPU if shared else NVIDIA_GPU
+        return nvidia_resource(profile, shared, single_mig)
     return f"{spec.resource_domain}/{resource_class.name}"
 
 

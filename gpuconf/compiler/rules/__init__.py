@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from gpuconf.compiler.rules import classes, dra, mig, names, pools, quotas
-from gpuconf.compiler.rules import gpu_models as models
-from gpuconf.compiler.rules import nvidia_plugin as plugin_nvidia
+from gpuconf.compiler.rules import (
+    classes,
+    dra,
+    gpu_models,
+    kubernetes_version,
+    mig,
+    names,
+    nvidia_plugin,
+    pools,
+    quotas,
+)
 from gpuconf.compiler.rules.context import RuleContext
 from gpuconf.diagnostics import Diagnostic
 
@@ -14,11 +22,16 @@ Rule = Callable[[RuleContext], Iterator[Diagnostic]]
 
 # Rules that need only the typed document run first; rules over resolved classes need
 # every model name to be known, so they run only when the first group found no error.
-DOCUMENT_RULES: tuple[Rule, ...] = (names.check, models.check, pools.check, dra.check_version)
+DOCUMENT_RULES: tuple[Rule, ...] = (
+    names.check,
+    gpu_models.check,
+    pools.check,
+    kubernetes_version.check,
+)
 INVENTORY_RULES: tuple[Rule, ...] = (
     classes.check,
     quotas.check,
-    plugin_nvidia.check,
+    nvidia_plugin.check,
     mig.check,
     dra.check,
 )

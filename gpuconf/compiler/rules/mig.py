@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuconf.compiler.resolve.class_selection import (
-    NVIDIA_GPU,
-    NVIDIA_SHARED_GPU,
-    pool_mig_strategies,
-)
+from gpuconf.compiler.resolve.class_selection import pool_mig_strategies
 from gpuconf.compiler.rules.context import RuleContext, class_path
 from gpuconf.diagnostics import Diagnostic
+from gpuconf.gpus.resource_names import NVIDIA_GPU, mig_resource, nvidia_resource
 
 
 def check(ctx: RuleContext) -> Iterator[Diagnostic]:
@@ -31,15 +28,11 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
                 f"class {resolved.name!r} spans pools with migStrategy single "
                 f"({', '.join(by_strategy['single'])}) and mixed ({', '.join(by_strategy['mixed'])})",
                 f"NVIDIA's plugin names these MIG devices {NVIDIA_GPU} under single and "
-                f"nvidia.com/mig-{profile} under mixed: give each kind of pool its own class",
+                f"{mig_resource(profile)} under mixed: give each kind of pool its own class",
             )
             continue
         single = "single" in by_strategy
-        allowed = (
-            {NVIDIA_GPU, NVIDIA_SHARED_GPU}
-            if single
-            else {f"nvidia.com/mig-{profile}", f"nvidia.com/mig-{profile}.shared"}
-        )
+        allowed = {nvidia_resource(profile, shared, single_mig=single) for shared in (False, True)}
         if resolved.spec.resource_name is not None and resolved.resource_name not in allowed:
             yield ctx.error(
                 class_path(resolved.index, "resourceName"),

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from gpuconf.compiler.resolve.class_selection import NVIDIA_GPU, NVIDIA_SHARED_GPU, ResolvedClass
+from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.compiler.rules.context import RuleContext, class_path, pool_path
 from gpuconf.diagnostics import Diagnostic
+from gpuconf.gpus.resource_names import nvidia_resources
 
 _USE_GPUCONF = "plugin: gpuconf gives each class its own resource and sharing"
 
@@ -19,14 +20,7 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
         name = resolved.spec.resource_name
         profile = resolved.spec.select.mig_profile
         shared = resolved.spec.sharing.strategy != "none"
-        allowed = (
-            {f"nvidia.com/mig-{profile}", NVIDIA_GPU}
-            | ({f"nvidia.com/mig-{profile}.shared", NVIDIA_SHARED_GPU} if shared else set())
-            if profile
-            else {NVIDIA_GPU, NVIDIA_SHARED_GPU}
-            if shared
-            else {NVIDIA_GPU}
-        )
+        allowed = nvidia_resources(profile, shared)
         if name is not None and name not in allowed:
             yield ctx.error(
                 class_path(resolved.index, "resourceName"),

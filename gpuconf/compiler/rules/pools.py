@@ -9,6 +9,7 @@ from gpuconf.api.cluster.pool import MigLayout
 from gpuconf.compiler.rules.context import RuleContext, pool_path
 from gpuconf.diagnostics import Diagnostic, KeyPath
 from gpuconf.gpus.mig import layout_problems
+from gpuconf.hints import index_ranges
 
 
 def check(ctx: RuleContext) -> Iterator[Diagnostic]:
@@ -139,21 +140,10 @@ def _layout_fits(
                 continue
             reported.add(name)
             indices = sorted(g.index for g in covered if g.model.name == name)
-            where = ("GPUs " if len(indices) > 1 else "GPU ") + _ranges(indices)
+            where = ("GPUs " if len(indices) > 1 else "GPU ") + index_ranges(indices)
             where += f" of node {group.node!r}" if group.node else f" of pool {pool.name!r}"
             for problem in layout_problems(sharing.layout, model):
                 path = (*base, "layout")
                 if problem.profile is not None:
                     path = (*path, problem.profile)
                 yield ctx.error(path, f"{where}: {problem.message}", problem.hint)
-
-
-def _ranges(indices: list[int]) -> str:
-    """[0, 1, 2, 3, 6] -> "0–3, 6"."""
-    runs: list[list[int]] = []
-    for index in indices:
-        if runs and index == runs[-1][-1] + 1:
-            runs[-1].append(index)
-        else:
-            runs.append([index])
-    return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)

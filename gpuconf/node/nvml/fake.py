@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import Field, Strict, ValidationError, model_validator
 
+from gpuconf.api.base import Model
 from gpuconf.diagnostics import Diagnostic
 from gpuconf.formats.located_yaml import LoadFailed, Located, parse_text
 from gpuconf.node.nvml.api import GpuInfo, MigDevice, NvmlError, XidEvent
@@ -24,18 +24,14 @@ from gpuconf.node.nvml.api import GpuInfo, MigDevice, NvmlError, XidEvent
 EVENT_POLL_SECONDS = 0.05
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, alias_generator=to_camel)
-
-
-class _FakeMigDevice(_Strict):
+class _FakeMigDevice(Model):
     uuid: str
     profile: str
     gpu_instance_id: int = Field(ge=0)
     compute_instance_id: int = Field(ge=0)
 
 
-class _FakeGpu(_Strict):
+class _FakeGpu(Model):
     index: int = Field(ge=0)
     uuid: str
     name: str
@@ -50,7 +46,7 @@ class _FakeGpu(_Strict):
     mig_devices: list[_FakeMigDevice] = Field(default_factory=list)
 
 
-class _FakeFile(_Strict):
+class _FakeFile(Model):
     driver_version: str = "fake"
     gpus: list[_FakeGpu]
     events: str | None = None
