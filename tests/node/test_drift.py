@@ -93,9 +93,7 @@ def test_mig_enabled_but_declared_disabled_is_drift() -> None:
 
 def test_mig_declared_but_disabled_is_drift() -> None:
     report = compare([declared(0, mig={"1g.10gb": 7})], [found(0)])
-    assert report.problems == [
-        "GPU 0: MIG is declared (7×1g.10gb) but disabled"
-    ]
+    assert report.problems == ["GPU 0: MIG is declared (7×1g.10gb) but disabled"]
 
 
 def test_text_report_lists_every_problem() -> None:
