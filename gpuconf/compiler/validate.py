@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from gpuconf.api.cluster import Cluster
 from gpuconf.api.shape_errors import diagnostics_from
 from gpuconf.compiler.resolve.class_selection import ResolvedClass, resolve_classes
-from gpuconf.compiler.resolve.declared_inventory import Inventory, build_inventory
+from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory, build_inventory
 from gpuconf.compiler.rules import DOCUMENT_RULES, INVENTORY_RULES, RuleContext
 from gpuconf.diagnostics import Diagnostic, has_errors
 from gpuconf.formats.located_yaml import Located
@@ -22,7 +22,7 @@ class Validated:
 
     located: Located
     cluster: Cluster
-    inventory: Inventory
+    inventory: DeclaredInventory
     classes: tuple[ResolvedClass, ...]
     warnings: tuple[Diagnostic, ...]
     catalog: Catalog

@@ -9,7 +9,7 @@ from gpuconf.node.nvml.api import GpuInfo
 
 
 @dataclass(frozen=True)
-class Inventory:
+class DiscoveredInventory:
     known: Mapping[int, GpuInfo] = field(default_factory=dict)
     """The last GPU seen at each index, including GPUs that have vanished since."""
     present: frozenset[int] = frozenset()
@@ -21,7 +21,9 @@ class Inventory:
     def present_gpus(self) -> list[GpuInfo]:
         return [self.known[i] for i in sorted(self.present)]
 
-    def advance(self, discovered: Sequence[GpuInfo]) -> Inventory:
+    def advance(self, discovered: Sequence[GpuInfo]) -> DiscoveredInventory:
         known = dict(self.known)
         known.update({gpu.index: gpu for gpu in discovered})
-        return Inventory(dict(sorted(known.items())), frozenset(gpu.index for gpu in discovered))
+        return DiscoveredInventory(
+            dict(sorted(known.items())), frozenset(gpu.index for gpu in discovered)
+        )

@@ -15,7 +15,7 @@ from gpuconf.api.node_config import NodeConfig
 from gpuconf.node import log
 from gpuconf.node.config_watch import ConfigInvalid, ConfigVersion, ConfigWatch
 from gpuconf.node.devices import BuiltDevices, build_devices
-from gpuconf.node.discovered import Inventory
+from gpuconf.node.discovered import DiscoveredInventory
 from gpuconf.node.drift_watch import DriftWatch
 from gpuconf.node.health import HealthPolicy, HealthTracker
 from gpuconf.node.health_monitor import HealthMonitor
@@ -62,7 +62,7 @@ class Supervisor:
         self._health = HealthMonitor(nvml, self._tracker, metrics, self._wake)
         self._kubelet = KubeletWatch(settings.plugin_dir)
         self._drift = DriftWatch(settings.node_name, metrics)
-        self._inventory = Inventory()
+        self._inventory = DiscoveredInventory()
         self._discovered: tuple[GpuInfo, ...] | None = None
         self._inventory_failing = False
         self._topology = Topology()

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gpuconf.compiler.resolve.class_selection import ResolvedClass, device_memory_mib
-from gpuconf.compiler.resolve.declared_inventory import Gpu, Inventory, NodeGroup
+from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory, Gpu, NodeGroup
 
 DRIVER = "gpu.nvidia.com"
 MIB = 1024 * 1024
@@ -47,7 +47,7 @@ def _gpu_uuid(group: NodeGroup, gpu: Gpu) -> str:
     return gpu.uuid or f"GPU-undeclared-{group.pool}-{group.node or '*'}-{gpu.index}"
 
 
-def published_devices(inventory: Inventory) -> list[DraDevice]:
+def published_devices(inventory: DeclaredInventory) -> list[DraDevice]:
     devices: list[DraDevice] = []
     for group in inventory.groups:
         for gpu in group.gpus:

@@ -11,7 +11,7 @@ from typing import Any
 from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.config_map import pool_config_map
-from gpuconf.compiler.resolve.declared_inventory import Inventory
+from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory
 from gpuconf.formats.yaml_writer import dump
 from gpuconf.gpus.catalog import GpuModel
 from gpuconf.gpus.mig import DISABLED, describe, resolve_layout
@@ -42,7 +42,7 @@ def _entry(
     return entry
 
 
-def mig_parted_config(pool: NodePool, inventory: Inventory) -> dict[str, Any] | None:
+def mig_parted_config(pool: NodePool, inventory: DeclaredInventory) -> dict[str, Any] | None:
     """The `version: v1` mig-parted document for the pool; None when it declares no MIG layout."""
     layouts = pool.mig_layouts()
     if not layouts:
@@ -71,7 +71,7 @@ def mig_parted_config(pool: NodePool, inventory: Inventory) -> dict[str, Any] | 
     }
 
 
-def mig_parted(cluster: Cluster, pool: NodePool, inventory: Inventory) -> list[Artifact]:
+def mig_parted(cluster: Cluster, pool: NodePool, inventory: DeclaredInventory) -> list[Artifact]:
     config = mig_parted_config(pool, inventory)
     if config is None:
         return []
@@ -87,7 +87,7 @@ def mig_parted(cluster: Cluster, pool: NodePool, inventory: Inventory) -> list[A
     ]
 
 
-def mig_rows(cluster: Cluster, inventory: Inventory) -> list[dict[str, str]]:
+def mig_rows(cluster: Cluster, inventory: DeclaredInventory) -> list[dict[str, str]]:
     """One README row per MIG pool: the node label that selects its configuration, and its layout."""
     rows = []
     for pool in cluster.spec.node_pools:

@@ -23,7 +23,7 @@ from gpuconf.compiler.plan.pod import (
 )
 from gpuconf.compiler.plan.pool_node_config import MPS_ROOT
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
-from gpuconf.compiler.resolve.declared_inventory import Inventory
+from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory
 from gpuconf.formats.yaml_writer import dump
 from gpuconf.gpus.mig import mig_strategy
 from gpuconf.gpus.resource_names import NVIDIA_GPU, SHARED_SUFFIX, unshared
@@ -72,7 +72,7 @@ def nvidia_config(cluster: Cluster, classes: list[ResolvedClass], strategy: str)
 
 
 def nvidia_plugin(
-    cluster: Cluster, pool: NodePool, classes: list[ResolvedClass], inventory: Inventory
+    cluster: Cluster, pool: NodePool, classes: list[ResolvedClass], inventory: DeclaredInventory
 ) -> list[Artifact]:
     namespace = cluster.spec.namespace
     config_name = f"nvidia-device-plugin-{pool.name}"

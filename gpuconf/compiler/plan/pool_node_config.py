@@ -18,7 +18,7 @@ from gpuconf.api.version import API_VERSION
 from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.config_map import pool_config_map
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
-from gpuconf.compiler.resolve.declared_inventory import Gpu, Inventory, NodeGroup
+from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory, Gpu, NodeGroup
 from gpuconf.formats.yaml_writer import dump
 
 MPS_ROOT = "/run/nvidia/mps"
@@ -67,7 +67,10 @@ def _indices(resolved: ResolvedClass, groups: list[NodeGroup]) -> GpuIndices | N
 
 
 def build_node_config(
-    cluster: Cluster, pool: NodePool, inventory: Inventory, classes: tuple[ResolvedClass, ...]
+    cluster: Cluster,
+    pool: NodePool,
+    inventory: DeclaredInventory,
+    classes: tuple[ResolvedClass, ...],
 ) -> NodeConfig:
     spec = cluster.spec
     groups = list(inventory.by_pool(pool.name))

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gpuconf.api.cluster import ClusterSpec, ResourceClass, Selector
-from gpuconf.compiler.resolve.declared_inventory import Gpu, Inventory, NodeGroup
+from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory, Gpu, NodeGroup
 from gpuconf.formats.quantity import memory_mib
 from gpuconf.gpus.mig import mig_strategy
 from gpuconf.gpus.resource_names import nvidia_resource
@@ -108,7 +108,7 @@ def default_resource_name(
     return f"{spec.resource_domain}/{resource_class.name}"
 
 
-def pool_mig_strategies(inventory: Inventory) -> dict[str, str]:
+def pool_mig_strategies(inventory: DeclaredInventory) -> dict[str, str]:
     """NVIDIA's migStrategy (none, single, mixed) for each pool, from its GPUs' layouts."""
     layouts: dict[str, list[Mapping[str, int] | None]] = {}
     for group in inventory.groups:
@@ -116,7 +116,7 @@ def pool_mig_strategies(inventory: Inventory) -> dict[str, str]:
     return {pool: mig_strategy(found) for pool, found in layouts.items()}
 
 
-def resolve_classes(spec: ClusterSpec, inventory: Inventory) -> tuple[ResolvedClass, ...]:
+def resolve_classes(spec: ClusterSpec, inventory: DeclaredInventory) -> tuple[ResolvedClass, ...]:
     resolved = []
     strategies = pool_mig_strategies(inventory)
     for index, resource_class in enumerate(spec.resource_classes):

@@ -40,7 +40,7 @@ class NodeGroup:
 
 
 @dataclass(frozen=True)
-class Inventory:
+class DeclaredInventory:
     groups: tuple[NodeGroup, ...]
 
     def by_pool(self, pool: str) -> Iterator[NodeGroup]:
@@ -51,7 +51,7 @@ def pool_size(pool: NodePool) -> int:
     return pool.size if pool.size is not None else len(pool.nodes)
 
 
-def build_inventory(cluster: Cluster, catalog: Catalog) -> Inventory:
+def build_inventory(cluster: Cluster, catalog: Catalog) -> DeclaredInventory:
     """Expand the pools of a cluster that passed validation's model checks.
 
     Unknown models and impossible MIG layouts were reported before; here they are skipped."""
@@ -72,7 +72,7 @@ def build_inventory(cluster: Cluster, catalog: Catalog) -> Inventory:
                 if (gpu := _gpu(pool, index, None, None, catalog))
             )
             groups.append(NodeGroup(pool.name, pool_index, UNDECLARED, None, remaining, gpus))
-    return Inventory(tuple(groups))
+    return DeclaredInventory(tuple(groups))
 
 
 def _gpu(

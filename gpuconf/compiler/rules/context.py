@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
-from gpuconf.compiler.resolve.declared_inventory import Inventory
+from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory
 from gpuconf.diagnostics import Diagnostic, KeyPath, Severity
 from gpuconf.formats.located_yaml import Located
 from gpuconf.gpus.catalog import Catalog
@@ -31,7 +31,7 @@ class RuleContext:
     cluster: Cluster
     located: Located
     catalog: Catalog
-    inventory: Inventory
+    inventory: DeclaredInventory
     classes: tuple[ResolvedClass, ...]
 
     def error(self, path: KeyPath, message: str, hint: str = "") -> Diagnostic:
