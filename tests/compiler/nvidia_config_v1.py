@@ -2,7 +2,8 @@
 
 Modelled on the Go structs and their parse rules (config.go, flags.go, sharing.go,
 replicas.go, resources.go, consts.go, strategy.go) and on the plugin's
-`validateFlags`, with one difference: NVIDIA's parser silently ignores unknown keys
+`validateFlags`, per release (v0.17.0 to v0.20.0: `gdrcopyEnabled` from v0.18.0,
+`sharedDevicesAllocationPolicy` from v0.20.0), with one difference: NVIDIA's parser silently ignores unknown keys
 and, at run time, `resources`, `rename` and `devices`; here every one of those is an
 error, because a key the plugin ignores is a setting the user does not get.
 """
@@ -16,6 +17,10 @@ MIG_STRATEGIES = ("none", "single", "mixed")
 DEVICE_LIST_STRATEGIES = ("envvar", "volume-mounts", "cdi-annotations", "cdi-cri")
 DEVICE_ID_STRATEGIES = ("uuid", "index")
 DEVICE_DISCOVERY_STRATEGIES = ("auto", "nvml", "tegra")
+SHARED_DEVICES_ALLOCATION_POLICIES = ("distributed", "packed")
+CURRENT = "v0.20.0"
+# Config keys and the first release that reads them.
+_SINCE = {"gdrcopyEnabled": (0, 18), "sharedDevicesAllocationPolicy": (0, 20)}
 MAX_RESOURCE_NAME_LENGTH = 63
 RESOURCE_PREFIX = "nvidia.com"
 SHARED_SUFFIX = ".shared"
@@ -44,8 +49,7 @@ _PLUGIN_FLAGS: dict[str, type | tuple[type, ...]] = {
     "cdiAnnotationPrefix": str,
     "nvidiaCTKPath": str,
     "containerDriverRoot": str,
-    "kubeletSocket": str,
-    "cdiFeatureFlags": str,
+    "sharedDevicesAllocationPolicy": str,
 }
 _GFD_FLAGS: dict[str, type | tuple[type, ...]] = {
     "oneshot": bool,
@@ -109,8 +113,20 @@ def resource_name_errors(name: str) -> list[str]:
     return errors
 
 
-def _flags(errors: list[str], data: Any) -> dict[str, Any]:
-    flags = _fields(errors, "flags", data, _FLAGS)
+def _release(release: str) -> tuple[int, int]:
+    major, minor, _patch = release.removeprefix("v").split(".")
+    return (int(major), int(minor))
+
+
+def _known(
+    fields: dict[str, type | tuple[type, ...]], release: str
+) -> dict[str, type | tuple[type, ...]]:
+    """The fields of one struct that this release's Go struct has."""
+    return {k: v for k, v in fields.items() if _release(release) >= _SINCE.get(k, (0, 0))}
+
+
+def _flags(errors: list[str], data: Any, release: str) -> dict[str, Any]:
+    flags = _fields(errors, "flags", data, _known(_FLAGS, release))
     if "migStrategy" in flags:
         _one_of(errors, "flags.migStrategy", flags["migStrategy"], MIG_STRATEGIES)
     if "deviceDiscoveryStrategy" in flags:
@@ -121,7 +137,7 @@ def _flags(errors: list[str], data: Any) -> dict[str, Any]:
             DEVICE_DISCOVERY_STRATEGIES,
         )
     if "plugin" in flags:
-        plugin = _fields(errors, "flags.plugin", flags["plugin"], _PLUGIN_FLAGS)
+        plugin = _fields(errors, "flags.plugin", flags["plugin"], _known(_PLUGIN_FLAGS, release))
         if "deviceListStrategy" in plugin:
             strategies = plugin["deviceListStrategy"]
             strategies = [strategies] if isinstance(strategies, str) else strategies
@@ -134,6 +150,13 @@ def _flags(errors: list[str], data: Any) -> dict[str, Any]:
                     strategy,
                     DEVICE_LIST_STRATEGIES,
                 )
+        if "sharedDevicesAllocationPolicy" in plugin:
+            _one_of(
+                errors,
+                "flags.plugin.sharedDevicesAllocationPolicy",
+                plugin["sharedDevicesAllocationPolicy"],
+                SHARED_DEVICES_ALLOCATION_POLICIES,
+            )
         if "deviceIDStrategy" in plugin:
             _one_of(
                 errors,
@@ -174,8 +197,8 @@ def _replicated(errors: list[str], where: str, data: Any) -> list[dict[str, Any]
     return parsed
 
 
-def validate_config(data: Any) -> list[str]:
-    """Every reason NVIDIA's plugin (read strictly) would refuse or misread this config."""
+def validate_config(data: Any, release: str = CURRENT) -> list[str]:
+    """Every reason NVIDIA's plugin `release` (read strictly) would refuse or misread this config."""
     errors: list[str] = []
     top = _fields(
         errors,
@@ -188,7 +211,7 @@ def validate_config(data: Any) -> list[str]:
         errors.append(f"config.version: unknown version: {top['version']}")
     if "version" not in top:
         errors.append("config.version: missing (NVIDIA defaults it; gpuconf always writes v1)")
-    flags = _flags(errors, top.get("flags", {}))
+    flags = _flags(errors, top.get("flags", {}), release)
     if "imex" in top:
         imex = _fields(errors, "imex", top["imex"], {"channelIDs": list, "required": bool})
         for k, channel in enumerate(imex.get("channelIDs", [])):

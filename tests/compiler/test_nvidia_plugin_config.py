@@ -36,7 +36,8 @@ def nvidia_problems(compiled: Compiled) -> list[str]:
             path = CONFIG_MAP.format(pool=pool.name)
             config_map = _yaml(tree[path])
             config = _yaml(config_map["data"]["config.yaml"])
-            problems += [f"{name}/{path}: {e}" for e in validate_config(config)]
+            release = spec.nvidia_plugin.version
+            problems += [f"{name}/{path}: {e}" for e in validate_config(config, release)]
             profiles = {
                 profile
                 for group in validated.inventory.by_pool(pool.name)
@@ -100,6 +101,10 @@ BROKEN = {
         },
     },
     "MPS without a root": {**GOOD, "sharing": {"mps": GOOD["sharing"]["timeSlicing"]}},
+    "allocation policy spelled as gpuconf's": {
+        **GOOD,
+        "flags": {"plugin": {"sharedDevicesAllocationPolicy": "pack"}},
+    },
     "MPS with mixed MIG": {
         **GOOD,
         "flags": {"migStrategy": "mixed", "mpsRoot": "/run/nvidia/mps"},
@@ -117,6 +122,21 @@ def test_the_checker_refuses_a_broken_config(config: dict[str, Any]) -> None:
     assert validate_config(config) != []
 
 
+@pytest.mark.parametrize("release", ["v0.17.0", "v0.18.2", "v0.19.3"])
+def test_the_checker_refuses_the_allocation_policy_before_v0_20(release: str) -> None:
+    config = {**GOOD, "flags": {"plugin": {"sharedDevicesAllocationPolicy": "packed"}}}
+    assert validate_config(config, "v0.20.0") == []
+    assert validate_config(config, release) == [
+        "flags.plugin.sharedDevicesAllocationPolicy: unknown key"
+    ]
+
+
+def test_the_checker_knows_gdrcopy_only_from_v0_18() -> None:
+    config = {**GOOD, "flags": {"gdrcopyEnabled": False}}
+    assert validate_config(config, "v0.18.0") == []
+    assert validate_config(config, "v0.17.4") == ["flags.gdrcopyEnabled: unknown key"]
+
+
 @pytest.mark.parametrize(
     "name", ["gpu", "nvidia.com/GPU", "nvidia.com/" + "g" * 60, "example.com/gpu"]
 )
@@ -132,6 +152,11 @@ SHARING = st.one_of(
         lambda r, f: {"strategy": "time-slicing", "replicas": r, "failRequestsGreaterThanOne": f},
         st.integers(2, 64),
         st.booleans(),
+    ),
+    st.builds(
+        lambda r, p: {"strategy": "time-slicing", "replicas": r, "allocationPolicy": p},
+        st.integers(2, 8),
+        st.sampled_from(["spread", "pack"]),
     ),
     st.builds(lambda r: {"strategy": "mps", "replicas": r}, st.integers(2, 48)),
 )
@@ -154,7 +179,10 @@ def nvidia_clusters(draw: st.DrawFn) -> dict[str, Any]:
         if draw(st.booleans()):
             sharing = draw(SHARING)
             entry: dict[str, Any] = {"name": f"class-{i}", "select": {"pools": [pool["name"]]}}
+            policy = sharing.pop("allocationPolicy", None)
             entry["sharing"] = sharing
+            if policy is not None:
+                entry["allocationPolicy"] = policy
             name = draw(st.sampled_from([None, "nvidia.com/gpu", "nvidia.com/gpu.shared"]))
             if name is not None:
                 entry["resourceName"] = name
@@ -166,6 +194,10 @@ def nvidia_clusters(draw: st.DrawFn) -> dict[str, Any]:
         "spec": {
             "kubernetes": {"version": draw(st.sampled_from(["1.29", "1.31", "1.34", "1.37"]))},
             "plugin": "nvidia",
+            "nvidiaPlugin": {
+                "version": draw(st.sampled_from(["v0.17.0", "v0.19.3", "v0.20.0"])),
+                "renameByDefault": draw(st.booleans()),
+            },
             "node": {"deviceListStrategy": draw(st.sampled_from(["envvar", "volume-mounts"]))},
             "nodePools": pools,
             "resourceClasses": classes,

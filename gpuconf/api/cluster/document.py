@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from gpuconf.api.base import DnsLabel, DnsSubdomain, ImageReference, KubernetesVersion, Model
+from gpuconf.api.cluster.nvidia_components import Dra, MigManager, NvidiaPlugin
 from gpuconf.api.cluster.pool import NodePool
 from gpuconf.api.cluster.quota import Quota
 from gpuconf.api.cluster.resource_class import ResourceClass
@@ -28,8 +29,9 @@ class KubernetesTarget(Model):
 class Images(Model):
     gpuconf: ImageReference = "ghcr.io/gpuconf/gpuconf:0.1.0"
     """The image that runs `gpuconf node`."""
-    nvidia_device_plugin: ImageReference = "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"
-    """NVIDIA's device plugin image, used with plugin: nvidia."""
+    nvidia_device_plugin: ImageReference | None = None
+    """NVIDIA's device plugin image (plugin: nvidia); defaults to
+    nvcr.io/nvidia/k8s-device-plugin:<nvidiaPlugin.version>."""
     driver: ImageReference = "nvcr.io/nvidia/driver"
     """The driver-installer image, without tag: the tag is <version>-<os>."""
 
@@ -67,6 +69,12 @@ class ClusterSpec(Model):
     """Container images."""
     node: NodeSettings = Field(default_factory=NodeSettings)
     """Settings for `gpuconf node` on every node."""
+    nvidia_plugin: NvidiaPlugin = Field(default_factory=NvidiaPlugin)
+    """NVIDIA's device plugin (plugin: nvidia)."""
+    dra: Dra = Field(default_factory=Dra)
+    """NVIDIA's DRA driver (allocation: dra)."""
+    mig_manager: MigManager = Field(default_factory=MigManager)
+    """Where the GPU Operator's MIG manager reads the MIG layouts."""
     node_pools: list[NodePool] = Field(min_length=1)
     """The GPU node pools."""
     resource_classes: list[ResourceClass] = Field(default_factory=list)

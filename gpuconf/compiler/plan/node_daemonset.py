@@ -9,6 +9,7 @@ from gpuconf.api.node_config import NODE_CONFIG_FILE
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.cluster_objects import NODE_SERVICE_ACCOUNT, RUNTIME_CLASS
 from gpuconf.compiler.plan.meta import WAVE_PLUGIN, metadata
+from gpuconf.compiler.plan.mig_pause import pause_affinity
 from gpuconf.compiler.plan.pod import (
     PLUGIN_RESOURCES,
     POOL_LABEL,
@@ -83,6 +84,7 @@ def node_daemonset(cluster: Cluster, pool: NodePool, uses_mps: bool) -> Artifact
         "serviceAccountName": NODE_SERVICE_ACCOUNT,
         "priorityClassName": "system-node-critical",
         "nodeSelector": node_selector(pool),
+        "affinity": pause_affinity(),
         "tolerations": tolerations(pool),
         "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
         "initContainers": [

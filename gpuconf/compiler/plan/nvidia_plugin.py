@@ -1,7 +1,9 @@
 """plugin: nvidia — NVIDIA's device plugin per pool, with its `version: v1` config mounted directly.
 
 Only keys NVIDIA's parser reads are written: never `resources`, `rename` or `devices`, which it
-ignores at run time (validation has already refused what they would have meant)."""
+ignores at run time (validation has already refused what they would have meant). The plugin
+reads its config only at start (or on SIGHUP, which nothing here sends), so the pod template
+carries the config's hash: a changed config rolls the pods out under maxUnavailable."""
 
 from __future__ import annotations
 
@@ -9,9 +11,16 @@ from typing import Any
 
 from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.compiler.plan.artifact import Artifact, manifest
+from gpuconf.compiler.plan.config_hash import annotate_template
 from gpuconf.compiler.plan.config_map import pool_config_map
 from gpuconf.compiler.plan.meta import WAVE_PLUGIN, metadata
+from gpuconf.compiler.plan.mig_pause import pause_affinity
 from gpuconf.compiler.plan.node_daemonset import PLUGIN_DIR
+from gpuconf.compiler.plan.nvidia_mps_daemon import (
+    CONTAINER_MPS_ROOT,
+    mps_control_daemon,
+    mps_volumes,
+)
 from gpuconf.compiler.plan.pod import (
     PLUGIN_RESOURCES,
     POOL_LABEL,
@@ -26,25 +35,50 @@ from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory
 from gpuconf.formats.yaml_writer import dump
 from gpuconf.gpus.mig import mig_strategy
+from gpuconf.gpus.nvidia_plugin_releases import (
+    ALLOCATION_POLICY_SINCE,
+    allocation_policy,
+    at_least,
+    image,
+)
 from gpuconf.gpus.resource_names import NVIDIA_GPU, SHARED_SUFFIX, unshared
 
 CONFIG_DIR = "/etc/nvidia-device-plugin"
 CONFIG_FILE = "config.yaml"
+CDI_ROOT = "/var/run/cdi"
+CONTAINER_DRIVER_ROOT = "/driver-root"
+NVIDIA_DEVICE_LISTS = {"cdi": "cdi-cri", "volume-mounts": "volume-mounts", "envvar": "envvar"}
+"""NVIDIA's plugin hands CDI names to the kubelet as cdi_devices under `cdi-cri`."""
+
+
+def device_list_strategies(cluster: Cluster) -> list[str]:
+    """NVIDIA's deviceListStrategy for the cluster's `node.deviceListStrategy`."""
+    return [NVIDIA_DEVICE_LISTS[cluster.spec.node.device_list_strategy]]
+
+
+def plugin_image(cluster: Cluster) -> str:
+    return cluster.spec.images.nvidia_device_plugin or image(cluster.spec.nvidia_plugin.version)
 
 
 def nvidia_config(cluster: Cluster, classes: list[ResolvedClass], strategy: str) -> dict[str, Any]:
     """`strategy`: the pool's migStrategy (gpuconf.gpus.mig.mig_strategy over all its GPUs)."""
     shared = [c for c in classes if c.spec.sharing.strategy != "none"]
     uses_mps = any(c.spec.sharing.strategy == "mps" for c in shared)
+    plugin: dict[str, Any] = {
+        "passDeviceSpecs": False,
+        "deviceListStrategy": device_list_strategies(cluster),
+        "deviceIDStrategy": "uuid",
+    }
+    if shared and at_least(cluster.spec.nvidia_plugin.version, ALLOCATION_POLICY_SINCE):
+        # Validation made every shared class of the pool agree on it.
+        plugin["sharedDevicesAllocationPolicy"] = allocation_policy(
+            shared[0].spec.allocation_policy
+        )
     flags: dict[str, Any] = {
         "migStrategy": strategy,
         "failOnInitError": True,
         "nvidiaDriverRoot": "/",
-        "plugin": {
-            "passDeviceSpecs": False,
-            "deviceListStrategy": [cluster.spec.node.device_list_strategy],
-            "deviceIDStrategy": "uuid",
-        },
+        "plugin": plugin,
     }
     if uses_mps:
         flags["mpsRoot"] = MPS_ROOT
@@ -71,6 +105,55 @@ def nvidia_config(cluster: Cluster, classes: list[ResolvedClass], strategy: str)
     return config
 
 
+def _security_context(config: dict[str, Any]) -> dict[str, Any]:
+    context = hardened()
+    flags = config["flags"]
+    # As NVIDIA's chart does: with MIG (or volume-mounts) the plugin needs CAP_SYS_ADMIN to open
+    # the MIG capability files under /proc/driver/nvidia/capabilities it monitors for health.
+    if flags["migStrategy"] != "none" or "volume-mounts" in flags["plugin"]["deviceListStrategy"]:
+        context["capabilities"] = {"drop": ["ALL"], "add": ["SYS_ADMIN"]}
+    return context
+
+
+def _env(config: dict[str, Any]) -> list[dict[str, str]]:
+    env = [
+        {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
+        {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute,utility"},
+    ]
+    if config["flags"]["migStrategy"] != "none":
+        # Makes the container toolkit give the plugin every MIG device's monitor capability,
+        # without which it sees no health events for MIG devices (NVIDIA's chart sets it with MIG).
+        env.append({"name": "NVIDIA_MIG_MONITOR_DEVICES", "value": "all"})
+    return env
+
+
+def _volumes(config: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    mounts: list[dict[str, Any]] = [
+        {"name": "device-plugins", "mountPath": PLUGIN_DIR},
+        {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+    ]
+    volumes: list[dict[str, Any]] = [host_path("device-plugins", PLUGIN_DIR, "Directory")]
+    if "mpsRoot" in config["flags"]:
+        # NVIDIA's plugin looks for the daemon's pipes under /mps and checks it through /dev/shm.
+        mounts += [
+            {"name": "mps-root", "mountPath": CONTAINER_MPS_ROOT},
+            {"name": "mps-shm", "mountPath": "/dev/shm"},
+        ]
+        volumes += mps_volumes()
+    if any(s.startswith("cdi-") for s in config["flags"]["plugin"]["deviceListStrategy"]):
+        # The plugin writes its CDI spec (kind k8s.device-plugin.nvidia.com/gpu) for the runtime,
+        # from the driver files it finds under the host's driver root.
+        mounts += [
+            {"name": "cdi-root", "mountPath": CDI_ROOT},
+            {"name": "driver-root", "mountPath": CONTAINER_DRIVER_ROOT, "readOnly": True},
+        ]
+        volumes += [
+            host_path("cdi-root", CDI_ROOT, "DirectoryOrCreate"),
+            host_path("driver-root", config["flags"]["nvidiaDriverRoot"], "Directory"),
+        ]
+    return volumes, mounts
+
+
 def nvidia_plugin(
     cluster: Cluster, pool: NodePool, classes: list[ResolvedClass], inventory: DeclaredInventory
 ) -> list[Artifact]:
@@ -78,42 +161,26 @@ def nvidia_plugin(
     config_name = f"nvidia-device-plugin-{pool.name}"
     strategy = mig_strategy(g.mig for group in inventory.by_pool(pool.name) for g in group.gpus)
     config = nvidia_config(cluster, classes, strategy)
-    uses_mps = "mpsRoot" in config["flags"]
+    files = {CONFIG_FILE: dump(config)}
     config_map = pool_config_map(
-        cluster,
-        pool,
-        "nvidia-device-plugin",
-        config_name,
-        "device-plugin",
-        {CONFIG_FILE: dump(config)},
+        cluster, pool, "nvidia-device-plugin", config_name, "device-plugin", files
     )
-    mounts = [
-        {"name": "device-plugins", "mountPath": PLUGIN_DIR},
-        {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
-    ]
-    volumes = [
-        host_path("device-plugins", PLUGIN_DIR, "Directory"),
-        {"name": "config", "configMap": {"name": config_name}},
-    ]
-    if uses_mps:
-        mounts.append({"name": "mps-root", "mountPath": MPS_ROOT})
-        volumes.append(host_path("mps-root", MPS_ROOT, "DirectoryOrCreate"))
+    volumes, mounts = _volumes(config)
+    volumes.append({"name": "config", "configMap": {"name": config_name}})
     pod: dict[str, Any] = {
         "priorityClassName": "system-node-critical",
         "nodeSelector": node_selector(pool),
+        "affinity": pause_affinity(),
         "tolerations": tolerations(pool),
         "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
         "containers": [
             {
                 "name": "nvidia-device-plugin",
-                "image": cluster.spec.images.nvidia_device_plugin,
+                "image": plugin_image(cluster),
                 "command": ["nvidia-device-plugin"],
                 "args": [f"--config-file={CONFIG_DIR}/{CONFIG_FILE}"],
-                "env": [
-                    {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
-                    {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute,utility"},
-                ],
-                "securityContext": hardened(),
+                "env": _env(config),
+                "securityContext": _security_context(config),
                 "resources": PLUGIN_RESOURCES,
                 "volumeMounts": mounts,
             }
@@ -130,9 +197,22 @@ def nvidia_plugin(
         **{POOL_LABEL: pool.name},
     )
     match = {"app.kubernetes.io/name": "nvidia-device-plugin", POOL_LABEL: pool.name}
-    return [
+    artifacts = [
         config_map,
         manifest(
-            f"pools/{pool.name}/daemonset-nvidia-device-plugin.yaml", daemonset(meta, match, pod)
+            f"pools/{pool.name}/daemonset-nvidia-device-plugin.yaml",
+            annotate_template(daemonset(meta, match, pod), files),
         ),
     ]
+    if "mpsRoot" in config["flags"]:
+        artifacts.append(
+            mps_control_daemon(
+                cluster,
+                pool,
+                plugin_image(cluster),
+                config_name,
+                f"{CONFIG_DIR}/{CONFIG_FILE}",
+                files,
+            )
+        )
+    return artifacts

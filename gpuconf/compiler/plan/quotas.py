@@ -24,7 +24,12 @@ def quotas(
     by_name = {c.name: c for c in classes}
     artifacts = []
     for quota in cluster.spec.quotas:
-        hard = {quota_key(by_name[name]): str(count) for name, count in quota.classes.items()}
+        # Classes that share a resource name (NVIDIA's plugin on different pools) share its quota.
+        totals: dict[str, int] = {}
+        for name, count in quota.classes.items():
+            key = quota_key(by_name[name])
+            totals[key] = totals.get(key, 0) + count
+        hard = {key: str(total) for key, total in totals.items()}
         artifacts.append(
             manifest(
                 f"quotas/{quota.namespace}.yaml",

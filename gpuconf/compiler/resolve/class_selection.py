@@ -102,7 +102,7 @@ def default_resource_name(
     if resource_class.resource_name is not None:
         return resource_class.resource_name
     if spec.plugin == "nvidia" and spec.allocation == "device-plugin":
-        shared = resource_class.sharing.strategy != "none"
+        shared = resource_class.sharing.strategy != "none" and spec.nvidia_plugin.rename_by_default
         profile = resource_class.select.mig_profile
         return nvidia_resource(profile, shared, single_mig)
     return f"{spec.resource_domain}/{resource_class.name}"

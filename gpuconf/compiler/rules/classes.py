@@ -141,6 +141,10 @@ def _unique_resource_names(ctx: RuleContext) -> Iterator[Diagnostic]:
         other = first.setdefault(resolved.resource_name, resolved)
         if other is resolved:
             continue
+        if ctx.cluster.spec.plugin == "nvidia" and not set(other.pools) & set(resolved.pools):
+            # NVIDIA's plugin runs per node: one name on different pools is how NVIDIA runs it
+            # (rules/nvidia_plugin.py warns what that costs the quotas).
+            continue
         hint = "give each class its own resourceName"
         if ctx.cluster.spec.plugin == "nvidia":
             hint = "NVIDIA's plugin names resources only nvidia.com/gpu, nvidia.com/gpu.shared and nvidia.com/mig-<profile>; use plugin: gpuconf for one resource per class"

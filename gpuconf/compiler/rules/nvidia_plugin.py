@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.compiler.rules.context import RuleContext, class_path, pool_path
 from gpuconf.diagnostics import Diagnostic
+from gpuconf.gpus.nvidia_plugin_releases import ALLOCATION_POLICY_SINCE, at_least, image
 from gpuconf.gpus.resource_names import nvidia_resources
 
 _USE_GPUCONF = "plugin: gpuconf gives each class its own resource and sharing"
@@ -50,6 +51,8 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
                     f"with plugin: nvidia a class takes all of a pool's GPUs; {_USE_GPUCONF}",
                 )
         yield from _one_setting_per_node(ctx, i, pool.name, covering)
+    yield from _release(ctx)
+    yield from _shared_names(ctx)
 
 
 # Settings NVIDIA's plugin holds once per node, so every shared class of a pool must agree:
@@ -64,6 +67,11 @@ _NODE_WIDE_SETTINGS: tuple[tuple[str, Callable[[ResolvedClass], str], str], ...]
         "'.shared' suffix of their resource names",
         lambda c: "with" if c.resource_name.endswith(".shared") else "without",
         "NVIDIA's plugin renames all shared resources of a node or none (renameByDefault)",
+    ),
+    (
+        "allocationPolicy",
+        lambda c: c.spec.allocation_policy,
+        "NVIDIA's device plugin has one sharedDevicesAllocationPolicy per node",
     ),
     (
         "failRequestsGreaterThanOne setting",
@@ -101,3 +109,53 @@ def _mps_settings(ctx: RuleContext, resolved: ResolvedClass) -> Iterator[Diagnos
                 f"NVIDIA's device plugin cannot set {key}",
                 f"it gives each MPS client an equal share of the GPU; remove {key}, or {_USE_GPUCONF}",
             )
+
+
+_IMAGE_PATH = ("spec", "images", "nvidiaDevicePlugin")
+
+
+def _release(ctx: RuleContext) -> Iterator[Diagnostic]:
+    """Options the chosen release does not read, and an image that is another release."""
+    spec = ctx.cluster.spec
+    version = spec.nvidia_plugin.version
+    if not at_least(version, ALLOCATION_POLICY_SINCE):
+        for resolved in ctx.classes:
+            if (
+                resolved.spec.sharing.strategy != "none"
+                and resolved.spec.allocation_policy == "pack"
+            ):
+                yield ctx.error(
+                    class_path(resolved.index, "allocationPolicy"),
+                    f"NVIDIA's device plugin {version} always spreads shared GPUs "
+                    f"(sharedDevicesAllocationPolicy exists from {ALLOCATION_POLICY_SINCE})",
+                    f"set spec.nvidiaPlugin.version to {ALLOCATION_POLICY_SINCE} or later, "
+                    "or remove allocationPolicy",
+                )
+    chosen = spec.images.nvidia_device_plugin
+    tag = chosen.rpartition(":")[2] if chosen and "@" not in chosen else None
+    if tag is not None and tag.startswith("v0.") and tag != version:
+        yield ctx.error(
+            _IMAGE_PATH,
+            f"the image is NVIDIA's device plugin {tag}, but spec.nvidiaPlugin.version is {version}",
+            f"gpuconf writes the config {version} reads: set nvidiaPlugin.version: {tag}, "
+            f"or leave the image out to get {image(version)}",
+        )
+
+
+def _shared_names(ctx: RuleContext) -> Iterator[Diagnostic]:
+    """One resource name on several pools works, but quotas count the classes together."""
+    by_name: dict[str, list[ResolvedClass]] = {}
+    for resolved in ctx.classes:
+        by_name.setdefault(resolved.resource_name, []).append(resolved)
+    for name, together in sorted(by_name.items()):
+        if len(together) < 2:
+            continue
+        each = ", ".join(f"{c.name} (pools {', '.join(c.pools) or 'none'})" for c in together)
+        yield ctx.warning(
+            class_path(together[1].index, "name"),
+            f"classes {each} are all requested as {name!r}: a quota cannot tell them apart "
+            "(it limits their sum), and a pod reaches one of them only by its node selector",
+            "give pods the node selector of the pool they need; once workloads can change their "
+            "requests, set spec.nvidiaPlugin.renameByDefault: true (shared GPUs become "
+            f"{name}.shared) or use plugin: gpuconf for one resource per class",
+        )

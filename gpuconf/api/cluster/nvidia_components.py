@@ -1,0 +1,52 @@
+"""NVIDIA's components a cluster may run beside gpuconf: the device plugin, the DRA driver and
+the GPU Operator's MIG manager, each with the release or place gpuconf writes for."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from gpuconf.api.base import DnsLabel, DnsSubdomain, Model
+
+# Every release of k8s-device-plugin from v0.17.0 to the current one.
+NvidiaPluginRelease = Literal[
+    "v0.17.0",
+    "v0.17.1",
+    "v0.17.2",
+    "v0.17.3",
+    "v0.17.4",
+    "v0.18.0",
+    "v0.18.1",
+    "v0.18.2",
+    "v0.19.0",
+    "v0.19.1",
+    "v0.19.2",
+    "v0.19.3",
+    "v0.20.0",
+]
+# Every release of k8s-dra-driver-gpu since v25.3.0; v0.4.0 is the renamed dra-driver-nvidia-gpu.
+DraDriverRelease = Literal[
+    "v25.3.0", "v25.3.1", "v25.3.2", "v25.8.0", "v25.8.1", "v25.12.0", "v0.4.0"
+]
+
+
+class NvidiaPlugin(Model):
+    version: NvidiaPluginRelease = "v0.20.0"
+    """NVIDIA's device plugin release (plugin: nvidia); decides which of its options gpuconf writes."""
+    rename_by_default: bool = True
+    """Shared classes default to nvidia.com/gpu.shared; false keeps nvidia.com/gpu, as NVIDIA's
+    chart does, for a cut-over without renaming workloads' requests (quotas then cannot tell
+    shared GPUs from whole ones)."""
+
+
+class Dra(Model):
+    driver_version: DraDriverRelease = "v25.12.0"
+    """The release of NVIDIA's DRA driver (gpu.nvidia.com); decides which device attributes
+    the DeviceClass selectors may name."""
+
+
+class MigManager(Model):
+    namespace: DnsLabel = "gpu-operator"
+    """The GPU Operator's namespace: its MIG manager reads its config ConfigMap only there."""
+    config_map_name: DnsSubdomain = "gpuconf-mig-parted-config"
+    """The ConfigMap holding every pool's MIG layout (key config.yaml); set the ClusterPolicy's
+    migManager.config.name to this name."""
