@@ -40,12 +40,19 @@ _COMMON = frozenset(
 _MIG = frozenset({"parentUUID", "profile"})
 
 
+# The feature gate each sharing strategy needs from v25.8.0 (pkg/featuregates; both alpha,
+# off by default); without it the driver refuses the claim: "unknown GPU sharing strategy".
+SHARING_GATES = {"time-slicing": "TimeSlicingSettings", "mps": "MPSSupport"}
+
+
 @dataclass(frozen=True)
 class AttributeSet:
     line: str
     """The release line, e.g. v25.8 (every patch release of a line publishes the same names)."""
     gpu: frozenset[str]
     mig: frozenset[str]
+    sharing_gated: bool = True
+    """Sharing needs a feature gate (SHARING_GATES) on this line."""
 
     def published(self, mig: bool) -> frozenset[str]:
         return self.mig if mig else self.gpu
@@ -59,6 +66,7 @@ _V25_3 = AttributeSet(
     "v25.3",
     _COMMON | {"minor", "index", "pcieBusID"},
     _COMMON | _MIG | {"index", "parentIndex", "pcieBusID"},
+    sharing_gated=False,
 )
 _V25_8 = AttributeSet("v25.8", _COMMON | {"pcieBusID"}, _COMMON | _MIG | {"pcieBusID"})
 _V25_12 = AttributeSet(

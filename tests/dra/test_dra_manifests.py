@@ -64,7 +64,8 @@ def _hetero(version: str) -> dict[str, Any]:
     quotas = [
         {"namespace": "team-a", "classes": {"big-memory": 6, "l4-ts": 2, "mig": 14, "l40s-mps": 8}}
     ]
-    cluster = heterogeneous(classes, quotas=quotas)
+    gates = {"TimeSlicingSettings": True, "MPSSupport": True}
+    cluster = heterogeneous(classes, quotas=quotas, dra={"featureGates": gates})
     cluster["spec"]["kubernetes"]["version"] = version
     return cluster
 

@@ -13,9 +13,17 @@ from gpuconf.compiler.validate import Validated
 from gpuconf.diagnostics import format_path
 
 
+def _fleet_as_dra(release: str = "v25.3.2") -> dict[str, Any]:
+    """The fleet on a DRA driver release with both sharing gates on."""
+    fleet = as_dra(cluster_file("fleet"))
+    gates = {"TimeSlicingSettings": True, "MPSSupport": True}
+    fleet["spec"]["dra"] = {"driverVersion": release, "featureGates": gates}
+    return fleet
+
+
 def _expressible_fleet() -> dict[str, Any]:
     """The fleet with UUIDs on every A100 node, big-memory by model, overcommitted shared classes."""
-    fleet = as_dra(cluster_file("fleet"))
+    fleet = _fleet_as_dra()
     spec = fleet["spec"]
     [a100] = [p for p in spec["nodePools"] if p["name"] == "a100"]
     for n, node in enumerate(a100["nodes"]):
@@ -34,7 +42,7 @@ def test_fleet_renders_in_device_plugin_mode() -> None:
 
 
 def test_fleet_in_dra_mode_names_what_dra_cannot_express() -> None:
-    found = errors(as_dra(cluster_file("fleet")))
+    found = errors(_fleet_as_dra())
     unexpressible = sorted(format_path(d.path) for d in found if "DRA cannot express" in d.message)
     assert unexpressible == [
         "spec.resourceClasses[3].select.nodes",  # a100-train: nodes 03 and 04 have no UUIDs
@@ -44,6 +52,19 @@ def test_fleet_in_dra_mode_names_what_dra_cannot_express() -> None:
     overcommitted = sorted(d.message.split("'")[1] for d in found if "under DRA" in d.message)
     assert overcommitted == ["a100-mps", "h100-dev", "l4-infer", "t4-shared"]
     assert len(found) == 7
+
+
+def test_on_a_driver_without_gpu_indices_the_fleets_index_selectors_are_refused() -> None:
+    found = errors(_fleet_as_dra("v25.12.0"))
+    by_index = sorted(format_path(d.path) for d in found if "publishes no GPU index" in d.message)
+    # t4-shared and t4-whole split the T4s by index, big-memory and h100-dev the H100s.
+    assert by_index == [
+        "spec.resourceClasses[0].select.indices",
+        "spec.resourceClasses[1].select.indices",
+        "spec.resourceClasses[4].select.indices",
+        "spec.resourceClasses[5].select.indices",
+    ]
+    assert all("v25.3" in d.hint and "uuid" in d.hint for d in found if "GPU index" in d.message)
 
 
 def test_expressible_fleet_renders_dra_manifests_kubernetes_1_33_accepts() -> None:

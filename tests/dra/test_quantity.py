@@ -6,7 +6,7 @@ import pytest
 from builders import heterogeneous, valid
 
 from gpuconf.compiler.dra.cel_proof import selected_devices
-from gpuconf.compiler.dra.devices import published_devices
+from gpuconf.compiler.dra.devices import cluster_devices
 from gpuconf.formats.quantity import Quantity
 
 
@@ -44,6 +44,7 @@ def test_malformed_quantity_is_rejected(text: str) -> None:
     ],
 )
 def test_cel_quantity_library(expression: str, selected: bool) -> None:
-    inventory = valid(heterogeneous([{"name": "l4", "select": {"model": "L4"}}])).inventory
-    l4 = [d for d in published_devices(inventory) if d.group.pool == "l4"]
+    validated = valid(heterogeneous([{"name": "l4", "select": {"model": "L4"}}]))
+    published = cluster_devices(validated.cluster, validated.inventory)
+    l4 = [d for d in published.devices if d.group.pool == "l4"]
     assert selected_devices(expression, l4) == (frozenset({l4[0].key}) if selected else frozenset())

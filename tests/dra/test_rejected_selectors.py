@@ -6,7 +6,7 @@ import pytest
 from builders import errors, heterogeneous, valid
 
 from gpuconf.compiler.dra.cel_proof import CelError, selected_devices
-from gpuconf.compiler.dra.devices import published_devices
+from gpuconf.compiler.dra.devices import DraDevice, cluster_devices
 from gpuconf.compiler.rules import dra
 from gpuconf.diagnostics import format_path
 
@@ -40,7 +40,7 @@ def test_same_selectors_compile_in_device_plugin_mode() -> None:
 
 def test_checker_reports_a_class_whose_cel_disagrees(monkeypatch: pytest.MonkeyPatch) -> None:
     # A deliberately wrong translation: > instead of >= misses GPUs with exactly 46068 MiB.
-    def wrong(resolved: object, catalog: object) -> str:
+    def wrong(resolved: object, catalog: object, names: object) -> str:
         return (
             "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"
             " && device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('46068Mi')) > 0"
@@ -56,7 +56,7 @@ def test_checker_reports_a_class_whose_cel_disagrees(monkeypatch: pytest.MonkeyP
 
 def test_checker_reports_gpus_a_wrong_cel_adds(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
-        dra, "cel_selector", lambda resolved, catalog: "device.driver == 'gpu.nvidia.com'"
+        dra, "cel_selector", lambda resolved, catalog, names: "device.driver == 'gpu.nvidia.com'"
     )
     found = errors(heterogeneous([{"name": "l4", "select": {"model": "L4"}}]))
     assert "also selects node 'h100-a' GPU 0 (H100-SXM5-80GB)" in found[0].message
@@ -64,25 +64,26 @@ def test_checker_reports_gpus_a_wrong_cel_adds(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_syntax_error_never_reaches_the_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(dra, "cel_selector", lambda resolved, catalog: "device.driver == ")
+    monkeypatch.setattr(dra, "cel_selector", lambda resolved, catalog, names: "device.driver == ")
     found = errors(heterogeneous([{"name": "l4", "select": {"model": "L4"}}]))
     assert "class 'l4': the CEL selector does not parse" in found[0].message
 
 
+def _l4_cluster_devices() -> list[DraDevice]:
+    validated = valid(heterogeneous([{"name": "l4", "select": {"model": "L4"}}]))
+    return cluster_devices(validated.cluster, validated.inventory).devices
+
+
 def test_runtime_error_on_any_device_is_a_failure() -> None:
     # profile exists only on MIG devices: unguarded, the scheduler would fail the claim.
-    devices = published_devices(
-        valid(heterogeneous([{"name": "l4", "select": {"model": "L4"}}])).inventory
-    )
+    devices = _l4_cluster_devices()
     outcome = selected_devices("device.attributes['gpu.nvidia.com'].profile == '1g.10gb'", devices)
     assert isinstance(outcome, CelError)
     assert "fails on" in outcome.message
 
 
 def test_non_bool_result_is_a_failure() -> None:
-    devices = published_devices(
-        valid(heterogeneous([{"name": "l4", "select": {"model": "L4"}}])).inventory
-    )
-    outcome = selected_devices("device.attributes['gpu.nvidia.com'].index", devices)
+    devices = _l4_cluster_devices()
+    outcome = selected_devices("device.attributes['gpu.nvidia.com'].productName", devices)
     assert isinstance(outcome, CelError)
     assert "not a bool" in outcome.message

@@ -1,8 +1,9 @@
 """Evaluate a DeviceClass CEL selector at compile time against the modelled DRA devices.
 
 cel-python (celpy) is imported only here and only when called, so the compiler starts light in
-device-plugin mode. Kubernetes' quantity library (quantity(), compareTo, isGreaterThan, …) is
-not part of CEL's standard library; it is supplied as functions that compare by value.
+device-plugin mode. Kubernetes' quantity and semver libraries (quantity(), semver(), compareTo,
+isGreaterThan, …) are not part of CEL's standard library; they are supplied as functions that
+compare by value, on quantities or on versions alike.
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gpuconf.compiler.dra.devices import DRIVER, DeviceKey, DraDevice
+from gpuconf.compiler.dra.devices import DRIVER, AttributeValue, DeviceKey, DraDevice
+from gpuconf.compiler.dra.semver import SemVer
 from gpuconf.formats.quantity import Quantity
+from gpuconf.gpus.dra_attributes import qualified
 
 
 @dataclass(frozen=True)
@@ -35,14 +38,31 @@ def _quantity_functions() -> dict[str, Callable[..., Any]]:
             return celtypes.BoolType(False)
         return celtypes.BoolType(True)
 
-    def compare_to(left: Quantity, right: Quantity) -> Any:
-        return celtypes.IntType(left.compare(right))
+    def order(left: Quantity | SemVer, right: Quantity | SemVer) -> int:
+        if isinstance(left, Quantity) and isinstance(right, Quantity):
+            return left.compare(right)
+        if isinstance(left, SemVer) and isinstance(right, SemVer):
+            return left.compare(right)
+        raise TypeError(f"cannot compare {type(left).__name__} with {type(right).__name__}")
 
-    def greater(left: Quantity, right: Quantity) -> Any:
-        return celtypes.BoolType(left.compare(right) > 0)
+    def compare_to(left: Quantity | SemVer, right: Quantity | SemVer) -> Any:
+        return celtypes.IntType(order(left, right))
 
-    def less(left: Quantity, right: Quantity) -> Any:
-        return celtypes.BoolType(left.compare(right) < 0)
+    def greater(left: Quantity | SemVer, right: Quantity | SemVer) -> Any:
+        return celtypes.BoolType(order(left, right) > 0)
+
+    def less(left: Quantity | SemVer, right: Quantity | SemVer) -> Any:
+        return celtypes.BoolType(order(left, right) < 0)
+
+    def semver(text: Any) -> SemVer:
+        return SemVer.parse(str(text))
+
+    def is_semver(text: Any) -> Any:
+        try:
+            SemVer.parse(str(text))
+        except ValueError:
+            return celtypes.BoolType(False)
+        return celtypes.BoolType(True)
 
     def as_integer(value: Quantity) -> Any:
         if value.value.denominator != 1:
@@ -55,6 +75,8 @@ def _quantity_functions() -> dict[str, Callable[..., Any]]:
     return {
         "quantity": quantity,
         "isQuantity": is_quantity,
+        "semver": semver,
+        "isSemver": is_semver,
         "compareTo": compare_to,
         "isGreaterThan": greater,
         "isLessThan": less,
@@ -66,12 +88,15 @@ def _quantity_functions() -> dict[str, Callable[..., Any]]:
 def _cel_device(device: DraDevice) -> Any:
     from celpy import celtypes
 
-    def value(v: str | int) -> Any:
+    def value(v: AttributeValue) -> Any:
+        if isinstance(v, SemVer):
+            return v
         return celtypes.IntType(v) if isinstance(v, int) else celtypes.StringType(v)
 
-    attributes = celtypes.MapType(
-        {celtypes.StringType(k): value(v) for k, v in device.attributes.items()}
-    )
+    domains: dict[str, dict[Any, Any]] = {}
+    for name, v in device.attributes.items():
+        domain, attribute = qualified(name)
+        domains.setdefault(domain, {})[celtypes.StringType(attribute)] = value(v)
     capacity = celtypes.MapType(
         {celtypes.StringType("memory"): Quantity.of_bytes(device.memory_bytes)}
     )
@@ -79,7 +104,7 @@ def _cel_device(device: DraDevice) -> Any:
         {
             celtypes.StringType("driver"): celtypes.StringType(DRIVER),
             celtypes.StringType("attributes"): celtypes.MapType(
-                {celtypes.StringType(DRIVER): attributes}
+                {celtypes.StringType(d): celtypes.MapType(a) for d, a in domains.items()}
             ),
             celtypes.StringType("capacity"): celtypes.MapType(
                 {celtypes.StringType(DRIVER): capacity}
@@ -105,7 +130,7 @@ def selected_devices(
     except CELParseError as error:
         return CelError(f"the CEL selector does not parse: {str(error).splitlines()[0]}")
     chosen: set[DeviceKey] = set()
-    outcomes: dict[tuple[tuple[str, str | int], ...], bool] = {}
+    outcomes: dict[tuple[tuple[str, AttributeValue], ...], bool] = {}
     for device in devices:
         # Identical devices (the GPUs of undeclared nodes) give identical answers.
         signature = (*sorted(device.attributes.items()), ("memory", device.memory_bytes))

@@ -1,10 +1,11 @@
 """The declared inventory as NVIDIA's DRA driver (gpu.nvidia.com) would publish it in ResourceSlices.
 
-Attribute names follow the driver's kubelet plugin (cmd/gpu-kubelet-plugin/deviceinfo.go): a whole
-GPU has `type: gpu`, `uuid`, `index`, `productName`, `architecture`; a MIG device has `type: mig`,
-its own `uuid` and `index`, `profile`, `parentUUID`, `parentIndex` and its parent's `productName`.
-Both publish their memory as the `memory` capacity, in bytes. A GPU with MIG enabled is published
-only as its MIG devices. One node group stands for all its identical nodes.
+Each device carries the attributes the chosen driver release publishes (gpuconf.gpus.dra_attributes)
+whose values gpuconf knows at compile time: `type`, `uuid`, `productName`, `architecture`,
+`cudaComputeCapability` and, where the pool declares its driver, `driverVersion`; a MIG device
+adds `profile` and `parentUUID`; up to v25.3 a GPU also has `index` and a MIG device `index` and
+`parentIndex`. Both publish their memory as the `memory` capacity, in bytes. A GPU with MIG
+enabled is published only as its MIG devices. One node group stands for all its identical nodes.
 """
 
 from __future__ import annotations
@@ -12,14 +13,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from gpuconf.api.cluster import Cluster
+from gpuconf.compiler.dra.semver import SemVer
 from gpuconf.compiler.resolve.class_selection import ResolvedClass, device_memory_mib
 from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory, Gpu, NodeGroup
+from gpuconf.gpus.dra_attributes import DRIVER, AttributeSet, attribute_set
 
-DRIVER = "gpu.nvidia.com"
 MIB = 1024 * 1024
 
 DeviceKey = tuple[str, str | None, str]
 """(pool, declared node or None for the pool's undeclared nodes, device name)."""
+
+AttributeValue = str | int | SemVer
 
 
 @dataclass(frozen=True)
@@ -29,7 +34,8 @@ class DraDevice:
     name: str
     profile: str | None
     """The MIG profile; None for a whole GPU."""
-    attributes: Mapping[str, str | int]
+    attributes: Mapping[str, AttributeValue]
+    """By qualified name: gpu.nvidia.com's without a domain."""
     memory_bytes: int
 
     @property
@@ -42,35 +48,62 @@ class DraDevice:
         return f"{where} GPU {self.gpu.index} ({what})"
 
 
+@dataclass(frozen=True)
+class PublishedInventory:
+    """What one release of the driver publishes for the cluster's declared inventory."""
+
+    release: str
+    names: AttributeSet
+    devices: list[DraDevice]
+
+
 def _gpu_uuid(group: NodeGroup, gpu: Gpu) -> str:
     # Undeclared GPUs get a stand-in that no declared UUID can equal.
     return gpu.uuid or f"GPU-undeclared-{group.pool}-{group.node or '*'}-{gpu.index}"
 
 
-def published_devices(inventory: DeclaredInventory) -> list[DraDevice]:
+def _only_published(
+    values: dict[str, AttributeValue], published: frozenset[str]
+) -> dict[str, AttributeValue]:
+    return {name: value for name, value in values.items() if name in published}
+
+
+def published_devices(
+    inventory: DeclaredInventory, release: str, drivers: Mapping[str, str | None]
+) -> PublishedInventory:
+    """`drivers`: each pool's declared driver version (None when it declares none)."""
+    names = attribute_set(release)
     devices: list[DraDevice] = []
     for group in inventory.groups:
+        driver = drivers.get(group.pool)
         for gpu in group.gpus:
             uuid = _gpu_uuid(group, gpu)
-            common: dict[str, str | int] = {
+            common: dict[str, AttributeValue] = {
                 "productName": gpu.model.nvml_name,
                 "architecture": gpu.model.architecture,
+                "cudaComputeCapability": SemVer.published(gpu.model.compute_capability),
             }
+            if driver is not None:
+                common["driverVersion"] = SemVer.published(driver)
             if gpu.mig is None:
-                attributes: dict[str, str | int] = {
-                    **common,
-                    "type": "gpu",
-                    "uuid": uuid,
-                    "index": gpu.index,
-                }
+                attributes = {**common, "type": "gpu", "uuid": uuid, "index": gpu.index}
                 memory = device_memory_mib(gpu, None) * MIB
-                devices.append(DraDevice(group, gpu, f"gpu-{gpu.index}", None, attributes, memory))
+                devices.append(
+                    DraDevice(
+                        group,
+                        gpu,
+                        f"gpu-{gpu.index}",
+                        None,
+                        _only_published(attributes, names.gpu),
+                        memory,
+                    )
+                )
                 continue
             mig_index = 0
             for profile, count in sorted(gpu.mig.items()):
                 memory = device_memory_mib(gpu, profile) * MIB
                 for n in range(count):
-                    mig_attributes: dict[str, str | int] = {
+                    mig_attributes: dict[str, AttributeValue] = {
                         **common,
                         "type": "mig",
                         "uuid": f"MIG-{uuid}-{profile}-{n}",
@@ -80,9 +113,24 @@ def published_devices(inventory: DeclaredInventory) -> list[DraDevice]:
                         "parentIndex": gpu.index,
                     }
                     name = f"gpu-{gpu.index}-mig-{profile}-{n}"
-                    devices.append(DraDevice(group, gpu, name, profile, mig_attributes, memory))
+                    devices.append(
+                        DraDevice(
+                            group,
+                            gpu,
+                            name,
+                            profile,
+                            _only_published(mig_attributes, names.mig),
+                            memory,
+                        )
+                    )
                     mig_index += 1
-    return devices
+    return PublishedInventory(release, names, devices)
+
+
+def cluster_devices(cluster: Cluster, inventory: DeclaredInventory) -> PublishedInventory:
+    """The devices the cluster's chosen driver release (spec.dra.driverVersion) publishes."""
+    drivers = {p.name: p.driver.version if p.driver else None for p in cluster.spec.node_pools}
+    return published_devices(inventory, cluster.spec.dra.driver_version, drivers)
 
 
 def expected_devices(resolved: ResolvedClass, devices: list[DraDevice]) -> frozenset[DeviceKey]:
@@ -94,3 +142,6 @@ def expected_devices(resolved: ResolvedClass, devices: list[DraDevice]) -> froze
         for d in devices
         if d.profile == profile and (d.group.pool, d.group.node, d.gpu.index) in member_gpus
     )
+
+
+__all__ = ["DRIVER", "DeviceKey", "DraDevice", "PublishedInventory", "cluster_devices"]

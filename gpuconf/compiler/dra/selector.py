@@ -1,8 +1,9 @@
 """A class's selector as a DeviceClass CEL expression for NVIDIA's DRA driver, or why it cannot be one.
 
 DRA selectors see one device's driver, attributes and capacity, never its node: the driver
-publishes no node or pool attribute. `pools` and `nodes` are therefore expressed through the
-GPUs' declared UUIDs, which is possible only when every selected GPU has one.
+publishes no node or pool attribute, and from v25.8.0 no GPU index either. `pools` and `nodes`
+(and `indices`, on those releases) are therefore expressed through the GPUs' declared UUIDs,
+which is possible only when every selected GPU has one.
 """
 
 from __future__ import annotations
@@ -10,13 +11,18 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from gpuconf.compiler.dra.devices import DRIVER
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.formats.quantity import memory_quantity
 from gpuconf.gpus.catalog import Catalog
+from gpuconf.gpus.dra_attributes import DRIVER, AttributeSet
 
 ATTRIBUTE = f"device.attributes['{DRIVER}']"
 MEMORY = f"device.capacity['{DRIVER}'].memory"
+
+_ELSEWHERE = (
+    "or select by model, memoryAtLeast or migProfile and keep pods on the right nodes with a "
+    "node selector on the pods that use the claim"
+)
 
 
 @dataclass(frozen=True)
@@ -40,9 +46,8 @@ def _one_of(attribute: str, values: list[str] | list[int]) -> str:
     return f"{ATTRIBUTE}.{attribute} in [{', '.join(literals)}]"
 
 
-def _uuid_clause(resolved: ResolvedClass) -> str | list[Unexpressible]:
-    selector = resolved.spec.select
-    keys = [k for k, v in (("pools", selector.pools), ("nodes", selector.nodes)) if v is not None]
+def _without_uuids(resolved: ResolvedClass) -> str | None:
+    """Where selected GPUs have no declared UUID, shortly; None when all have one."""
     missing = sorted(
         {
             f"node {m.group.node!r}"
@@ -52,26 +57,53 @@ def _uuid_clause(resolved: ResolvedClass) -> str | list[Unexpressible]:
             if m.gpu.uuid is None or m.group.node is None
         }
     )
-    if missing:
-        shown = ", ".join(missing[:3]) + (
-            f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-        )
-        return [
-            Unexpressible(
-                key,
-                f"DRA cannot express select.{key}: a DRA selector sees only device attributes, "
-                f"NVIDIA's driver publishes no node or pool attribute, and GPUs on {shown} have no declared UUID to select them by",
-                "declare those nodes with every GPU's uuid, select by model, memoryAtLeast or migProfile instead, or use allocation: device-plugin",
+    if not missing:
+        return None
+    return ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+
+
+def _uuid_clause(
+    resolved: ResolvedClass, keys: list[str], names: AttributeSet
+) -> str | list[Unexpressible]:
+    """The class's GPUs by UUID: how DRA expresses `keys`, which no published attribute can."""
+    missing = _without_uuids(resolved)
+    if missing is not None:
+        problems = []
+        for key in keys:
+            if key == "indices":
+                why = (
+                    f"NVIDIA's DRA driver {names.line}.x publishes no GPU index (index and parentIndex "
+                    "were removed in v25.8.0)"
+                )
+                hint = (
+                    f"declare those nodes with every GPU's uuid, {_ELSEWHERE}, "
+                    "or set spec.dra.driverVersion to a v25.3 release, which still publishes index"
+                )
+            else:
+                why = "a DRA selector sees only device attributes, and NVIDIA's driver publishes no node or pool attribute"
+                hint = f"declare those nodes with every GPU's uuid, {_ELSEWHERE}, or use allocation: device-plugin"
+            problems.append(
+                Unexpressible(
+                    key,
+                    f"DRA cannot express select.{key}: {why}, and GPUs on {missing} have no "
+                    "declared UUID to select them by",
+                    hint,
+                )
             )
-            for key in keys
-        ]
+        return problems
     uuids = sorted({m.gpu.uuid for m in resolved.members if m.gpu.uuid is not None})
-    attribute = "uuid" if selector.mig_profile is None else "parentUUID"
+    mig = resolved.spec.select.mig_profile is not None
+    attribute = "parentUUID" if mig else "uuid"
+    assert attribute in names.published(mig)
     return _one_of(attribute, uuids)
 
 
-def cel_selector(resolved: ResolvedClass, catalog: Catalog) -> str | list[Unexpressible]:
-    """The CEL expression, one condition per line, or every select key it cannot express."""
+def cel_selector(
+    resolved: ResolvedClass, catalog: Catalog, names: AttributeSet
+) -> str | list[Unexpressible]:
+    """The CEL expression, one condition per line, or every select key it cannot express.
+
+    `names`: what the chosen driver release publishes; no other attribute is named."""
     selector = resolved.spec.select
     profile = selector.mig_profile
     clauses = [f"device.driver == {cel_string(DRIVER)}"]
@@ -79,17 +111,23 @@ def cel_selector(resolved: ResolvedClass, catalog: Catalog) -> str | list[Unexpr
     if profile is not None:
         clauses.append(_one_of("profile", [profile]))
     if selector.model is not None:
-        names = [selector.model] if isinstance(selector.model, str) else selector.model
-        models = [found for name in names if (found := catalog.get(name)) is not None]
+        wanted = [selector.model] if isinstance(selector.model, str) else selector.model
+        models = [found for name in wanted if (found := catalog.get(name)) is not None]
         clauses.append(_one_of("productName", sorted({m.nvml_name for m in models})))
     if selector.memory_at_least is not None:
         quantity = cel_string(memory_quantity(selector.memory_at_least))
         clauses.append(f"{MEMORY}.compareTo(quantity({quantity})) >= 0")
+    by_uuid = [
+        k for k, v in (("pools", selector.pools), ("nodes", selector.nodes)) if v is not None
+    ]
     if selector.indices is not None:
-        attribute = "index" if profile is None else "parentIndex"
-        clauses.append(_one_of(attribute, sorted(set(selector.indices))))
-    if selector.pools is not None or selector.nodes is not None:
-        uuids = _uuid_clause(resolved)
+        if names.has_indices:
+            attribute = "index" if profile is None else "parentIndex"
+            clauses.append(_one_of(attribute, sorted(set(selector.indices))))
+        else:
+            by_uuid.append("indices")
+    if by_uuid:
+        uuids = _uuid_clause(resolved, by_uuid, names)
         if isinstance(uuids, list):
             return uuids
         clauses.append(uuids)

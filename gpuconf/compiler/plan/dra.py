@@ -12,6 +12,7 @@ from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.gpus.catalog import Catalog
+from gpuconf.gpus.dra_attributes import attribute_set
 
 CONFIG_API_VERSION = "resource.nvidia.com/v1beta1"
 CLAIM_REQUEST = "gpu"
@@ -50,7 +51,7 @@ def _driver_config(resolved: ResolvedClass) -> dict[str, Any] | None:
 
 
 def device_class(cluster: Cluster, resolved: ResolvedClass, catalog: Catalog) -> Artifact:
-    expression = cel_selector(resolved, catalog)
+    expression = cel_selector(resolved, catalog, attribute_set(cluster.spec.dra.driver_version))
     if not isinstance(expression, str):
         raise ValueError(
             f"class {resolved.name!r} passed validation with an unexpressible selector"

@@ -1,36 +1,70 @@
-"""Dynamic Resource Allocation: what a DRA selector can express."""
+"""Dynamic Resource Allocation: what a DRA selector can express with the chosen driver release."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from gpuconf.compiler.dra.cel_proof import CelError, selected_devices
-from gpuconf.compiler.dra.devices import DraDevice, expected_devices, published_devices
+from gpuconf.compiler.dra.devices import DraDevice, cluster_devices, expected_devices
 from gpuconf.compiler.dra.selector import cel_selector
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
-from gpuconf.compiler.rules.context import RuleContext, class_path
+from gpuconf.compiler.rules.context import SPEC, RuleContext, class_path
 from gpuconf.diagnostics import Diagnostic
+from gpuconf.gpus.dra_attributes import SHARING_GATES
 
 _BUG_HINT = (
-    "DRA tells devices apart only by what NVIDIA's driver publishes (type, productName, memory, "
-    "profile, index, uuid): narrow select until those differ, or report a gpuconf bug"
+    "DRA tells devices apart only by what NVIDIA's driver publishes (type, productName, "
+    "architecture, memory, profile, uuid; index up to v25.3): narrow select until those differ, "
+    "or report a gpuconf bug"
 )
 
 
 def check(ctx: RuleContext) -> Iterator[Diagnostic]:
-    """Each class's selector compiles to CEL that selects exactly the class's GPUs."""
+    """Each class's selector compiles to CEL that selects exactly the class's GPUs, naming only
+    attributes the chosen driver release publishes."""
     if ctx.cluster.spec.allocation != "dra":
         return
-    devices = published_devices(ctx.inventory)
+    published = cluster_devices(ctx.cluster, ctx.inventory)
     for resolved in ctx.classes:
-        expression = cel_selector(resolved, ctx.catalog)
+        expression = cel_selector(resolved, ctx.catalog, published.names)
         if not isinstance(expression, str):
             for problem in expression:
                 yield ctx.error(
                     class_path(resolved.index, "select", problem.key), problem.message, problem.hint
                 )
             continue
-        yield from _agrees(ctx, resolved, expression, devices)
+        yield from _agrees(ctx, resolved, expression, published.devices)
+    yield from _feature_gates(ctx, published.release, published.names.sharing_gated)
+    yield from _device_list(ctx)
+
+
+def _feature_gates(ctx: RuleContext, release: str, gated: bool) -> Iterator[Diagnostic]:
+    if not gated:
+        return
+    gates = ctx.cluster.spec.dra.feature_gates
+    for resolved in ctx.classes:
+        gate = SHARING_GATES.get(resolved.spec.sharing.strategy)
+        if gate is None or gates.get(gate, False):
+            continue
+        yield ctx.error(
+            class_path(resolved.index, "sharing", "strategy"),
+            f"NVIDIA's DRA driver {release} refuses {resolved.spec.sharing.strategy} sharing "
+            f"('unknown GPU sharing strategy') unless its feature gate {gate} is on",
+            f"install the driver with --set featureGates.{gate}=true and declare it here as "
+            f"spec.dra.featureGates.{gate}: true, or remove sharing",
+        )
+
+
+def _device_list(ctx: RuleContext) -> Iterator[Diagnostic]:
+    node = ctx.cluster.spec.node
+    chosen: str | None = node.device_list_strategy
+    if "device_list_strategy" in node.model_fields_set and chosen not in (None, "cdi"):
+        yield ctx.warning(
+            (*SPEC, "node", "deviceListStrategy"),
+            f"deviceListStrategy {chosen} has no effect with allocation: dra: NVIDIA's DRA "
+            "driver always hands devices to the runtime by CDI",
+            "remove deviceListStrategy; the container runtime must have CDI enabled",
+        )
 
 
 def _agrees(

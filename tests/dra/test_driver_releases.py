@@ -1,0 +1,169 @@
+"""spec.dra.driverVersion decides which attributes selectors may name: every emitted selector is
+checked against the attribute set of each supported release of NVIDIA's DRA driver."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from builders import (
+    CATALOG,
+    EXAMPLES,
+    cluster_file,
+    errors,
+    heterogeneous,
+    load_yaml,
+    rendered,
+    valid,
+)
+
+from gpuconf.compiler.dra.cel_proof import CelError, selected_devices
+from gpuconf.compiler.dra.devices import cluster_devices
+from gpuconf.compiler.dra.selector import cel_selector
+from gpuconf.diagnostics import format_path
+from gpuconf.gpus.dra_attributes import RELEASES, attribute_set
+
+NAMED = re.compile(r"device\.attributes\['([^']+)'\]\.([A-Za-z]+)")
+GATES = {"TimeSlicingSettings": True, "MPSSupport": True}
+# Classes every release can express on the heterogeneous inventory (h100-a has UUIDs).
+EXPRESSIBLE = [
+    {"name": "roomy", "select": {"model": "L40S", "memoryAtLeast": "40Gi"}},
+    {
+        "name": "l4",
+        "select": {"model": "L4"},
+        "sharing": {"strategy": "time-slicing", "replicas": 2},
+    },
+    {"name": "pinned", "select": {"nodes": ["h100-a"], "indices": [1, 2]}},
+    {"name": "slices", "select": {"migProfile": "1g.10gb", "nodes": ["h100-a"], "indices": [7]}},
+]
+
+
+def _cluster(classes: list[dict[str, Any]], release: str) -> dict[str, Any]:
+    return heterogeneous(classes, dra={"driverVersion": release, "featureGates": GATES})
+
+
+def _named(expression: str) -> set[str]:
+    return {
+        name if domain == "gpu.nvidia.com" else f"{domain}/{name}"
+        for domain, name in NAMED.findall(expression)
+    }
+
+
+def _selectors(tree: dict[str, bytes]) -> dict[str, str]:
+    return {
+        path: load_yaml(data)["spec"]["selectors"][0]["cel"]["expression"]
+        for path, data in tree.items()
+        if path.startswith("cluster/deviceclass-")
+    }
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_no_emitted_selector_names_an_attribute_the_release_does_not_publish(release: str) -> None:
+    names = attribute_set(release)
+    selectors = _selectors(rendered(_cluster(EXPRESSIBLE, release)))
+    assert len(selectors) == len(EXPRESSIBLE)
+    for path, expression in selectors.items():
+        mig = "type == 'mig'" in expression
+        assert _named(expression) <= names.published(mig), (path, expression)
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_modelled_devices_carry_only_published_attributes(release: str) -> None:
+    validated = valid(_cluster(EXPRESSIBLE, release))
+    published = cluster_devices(validated.cluster, validated.inventory)
+    for device in published.devices:
+        assert set(device.attributes) <= published.names.published(device.profile is not None)
+
+
+def test_the_dra_example_names_only_attributes_its_driver_publishes() -> None:
+    document = cluster_file("dra-lab")
+    names = attribute_set(document["spec"]["dra"]["driverVersion"])
+    for expression in _selectors(rendered(document)).values():
+        assert _named(expression) <= names.published("type == 'mig'" in expression)
+
+
+@pytest.mark.parametrize(
+    ("release", "clause"),
+    [
+        ("v25.3.2", "device.attributes['gpu.nvidia.com'].index in [1, 2]"),
+        ("v25.8.0", "device.attributes['gpu.nvidia.com'].uuid in ["),
+        ("v25.12.0", "device.attributes['gpu.nvidia.com'].uuid in ["),
+        ("v0.4.0", "device.attributes['gpu.nvidia.com'].uuid in ["),
+    ],
+)
+def test_indices_become_uuids_on_releases_without_an_index(release: str, clause: str) -> None:
+    validated = valid(_cluster(EXPRESSIBLE, release))
+    pinned = validated.classes[2]
+    expression = cel_selector(pinned, CATALOG, attribute_set(release))
+    assert isinstance(expression, str)
+    assert clause in expression
+    devices = cluster_devices(validated.cluster, validated.inventory).devices
+    assert selected_devices(expression, devices) == {
+        ("h100", "h100-a", "gpu-1"),
+        ("h100", "h100-a", "gpu-2"),
+    }
+
+
+def test_mig_indices_become_parent_uuids_without_parent_index() -> None:
+    validated = valid(_cluster(EXPRESSIBLE, "v25.12.0"))
+    expression = cel_selector(validated.classes[3], CATALOG, attribute_set("v25.12.0"))
+    assert isinstance(expression, str)
+    assert "parentUUID == 'GPU-00000000-0000-4000-8000-000000000007'" in expression
+    assert "parentIndex" not in expression
+
+
+@pytest.mark.parametrize("release", [r for r in RELEASES if not r.startswith("v25.3")])
+def test_indices_on_gpus_without_uuids_are_refused_with_the_alternatives(release: str) -> None:
+    found = errors(
+        _cluster([{"name": "two", "select": {"model": "L40S", "indices": [0, 1]}}], release)
+    )
+    assert [format_path(d.path) for d in found] == ["spec.resourceClasses[0].select.indices"]
+    assert "publishes no GPU index" in found[0].message
+    assert "pool 'l40s'" in found[0].message
+    for alternative in ("uuid", "node selector on the pods", "v25.3"):
+        assert alternative in found[0].hint
+
+
+def test_the_same_indices_compile_on_v25_3() -> None:
+    valid(_cluster([{"name": "two", "select": {"model": "L40S", "indices": [0, 1]}}], "v25.3.2"))
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_a_selector_naming_index_fails_the_proof_where_index_is_gone(release: str) -> None:
+    validated = valid(_cluster(EXPRESSIBLE, release))
+    devices = cluster_devices(validated.cluster, validated.inventory).devices
+    outcome = selected_devices("device.attributes['gpu.nvidia.com'].index == 0", devices)
+    if attribute_set(release).has_indices:
+        assert isinstance(outcome, frozenset)
+    else:
+        assert isinstance(outcome, CelError)
+        assert "fails on" in outcome.message
+
+
+@pytest.mark.parametrize(
+    ("release", "refused"),
+    [("v25.3.2", False), ("v25.8.1", True), ("v25.12.0", True), ("v0.4.0", True)],
+)
+def test_sharing_needs_the_drivers_feature_gate_from_v25_8(release: str, refused: bool) -> None:
+    document = _cluster(EXPRESSIBLE[:2], release)
+    document["spec"]["dra"]["featureGates"] = {"MPSSupport": True}
+    found = errors(document) if refused else []
+    if not refused:
+        valid(document)
+        return
+    assert [format_path(d.path) for d in found] == ["spec.resourceClasses[1].sharing.strategy"]
+    assert "TimeSlicingSettings" in found[0].message
+    assert "featureGates.TimeSlicingSettings=true" in found[0].hint
+
+
+def test_the_default_release_is_v25_12_0() -> None:
+    validated = valid(heterogeneous([{"name": "l4", "select": {"model": "L4"}}]))
+    assert validated.cluster.spec.dra.driver_version == "v25.12.0"
+
+
+@pytest.mark.parametrize(
+    "example", [e for e in EXAMPLES if cluster_file(e)["spec"].get("allocation") == "dra"]
+)
+def test_every_dra_example_pins_a_driver_release(example: str) -> None:
+    assert cluster_file(example)["spec"]["dra"]["driverVersion"] in RELEASES
