@@ -172,8 +172,9 @@ def _diff(options: argparse.Namespace) -> int:
 
 def _schema(options: argparse.Namespace) -> int:
     from gpuconf.api.schema import schema_texts
+    from gpuconf.gpus.catalog import Catalog
 
-    texts = schema_texts()
+    texts = schema_texts(Catalog.load().names())
     stale = [
         n
         for n, t in texts.items()

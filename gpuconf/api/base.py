@@ -15,7 +15,8 @@ LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
 EXTENDED_RESOURCE = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[a-z0-9]([-a-z0-9_.]{0,61}[a-z0-9])?$"
 IMAGE = r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$"
 KUBE_VERSION = r"^1\.[0-9]{2}$"
-DRIVER_VERSION = r"^[0-9]{3}\.[0-9]{2,3}(\.[0-9]{2,3})?$"
+DRIVER_VERSION = r"^[0-9]{3}\.[0-9]{1,3}(\.[0-9]{1,3})?$"
+JETPACK_VERSION = r"^[0-9]\.[0-9]{1,2}(\.[0-9]{1,2})?$"
 GPU_UUID = r"^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 QUANTITY = r"^[0-9]+(Ki|Mi|Gi|Ti)?$"
 MIG_PROFILE = r"^[0-9]g\.[0-9]+gb$"
@@ -36,6 +37,7 @@ def kubernetes_minor(version: KubernetesVersion) -> int:
 
 
 DriverVersion = Annotated[str, StringConstraints(pattern=DRIVER_VERSION)]
+JetPackVersion = Annotated[str, StringConstraints(pattern=JETPACK_VERSION)]
 GpuUuid = Annotated[str, StringConstraints(pattern=GPU_UUID)]
 MemoryQuantity = Annotated[str, StringConstraints(pattern=QUANTITY)]
 MigProfileName = Annotated[str, StringConstraints(pattern=MIG_PROFILE)]

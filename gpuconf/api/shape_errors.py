@@ -10,7 +10,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from gpuconf.api import base
+from gpuconf.api import base, gpu_model
 from gpuconf.diagnostics import Diagnostic, KeyPath
 from gpuconf.formats.located_yaml import MISSING, Located, child
 from gpuconf.hints import did_you_mean
@@ -57,6 +57,19 @@ _PATTERNS: dict[str, tuple[str, str]] = {
     base.MIG_PROFILE: (
         "is not a MIG profile name",
         "write it as nvidia-smi names it, e.g. 1g.10gb",
+    ),
+    base.JETPACK_VERSION: ("is not a JetPack version", 'write it quoted, e.g. "6.2"'),
+    gpu_model.GPU_MODEL_NAME: (
+        "is not a GPU model name",
+        "at most 63 letters, digits, '-', '_' or '.', e.g. H100-SXM5-80GB",
+    ),
+    gpu_model.PCI_DEVICE_ID: (
+        "is not a PCI device id",
+        'write it as 0x and four uppercase hex digits, quoted, e.g. "0x2330" (lspci -nn shows 10de:2330)',
+    ),
+    gpu_model.COMPUTE_CAPABILITY: (
+        "is not a compute capability",
+        'write it quoted as MAJOR.MINOR, e.g. "8.9"',
     ),
     base.ABSOLUTE_PATH: (
         "is not an absolute path",

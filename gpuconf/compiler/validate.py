@@ -26,7 +26,8 @@ class Validated:
     classes: tuple[ResolvedClass, ...]
     warnings: tuple[Diagnostic, ...]
     catalog: Catalog
-    """The catalog it was checked against (DRA selectors name models by their NVML name)."""
+    """The catalog it was checked against, with the models the cluster declares (DRA selectors
+    name models by their NVML name)."""
 
 
 def validate(located: Located, catalog: Catalog) -> Validated | list[Diagnostic]:
@@ -35,6 +36,7 @@ def validate(located: Located, catalog: Catalog) -> Validated | list[Diagnostic]
         cluster = Cluster.model_validate(located.data)
     except ValidationError as error:
         return diagnostics_from(error, located, Cluster)
+    catalog = catalog.extended(cluster.spec.gpu_models)
     inventory = build_inventory(cluster, catalog)
     classes = resolve_classes(cluster.spec, inventory)
     context = RuleContext(cluster, located, catalog, inventory, classes)

@@ -1,47 +1,23 @@
-"""The catalog of known GPU models: NVML name, memory, PCI id, NVLinks and MIG profiles."""
+"""The catalog of known GPU models, and a cluster's view of it with the models it declares."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import Field
 
 from gpuconf.api.base import Model
+from gpuconf.api.gpu_model import GpuModel
 from gpuconf.formats.located_yaml import load_file
 from gpuconf.hints import closest, suggestion
 
 _CATALOG_FILE = Path(__file__).with_name("catalog.yaml")
 
 
-class MigProfile(Model):
-    compute: int = Field(ge=1)
-    memory: int = Field(ge=1)
-    max: int = Field(ge=1)
-    memory_mib: int = Field(alias="memoryMiB", ge=1)
-
-
-class MigCapability(Model):
-    compute_slices: int = Field(alias="computeSlices", ge=1)
-    memory_slices: int = Field(alias="memorySlices", ge=1)
-    profiles: dict[str, MigProfile]
-    balanced: dict[str, int]
-
-
-class GpuModel(Model):
-    name: str = ""
-    nvml_name: str = Field(alias="nvmlName")
-    memory_mib: int = Field(alias="memoryMiB", ge=1)
-    pci_device_id: str = Field(alias="pciDeviceId", pattern=r"^0x[0-9A-F]{4}$")
-    architecture: str
-    compute_capability: str = Field(alias="computeCapability")
-    nvlinks: int = Field(ge=0)
-    mig: MigCapability | None = None
-
-
 class _CatalogFile(Model):
-    models: dict[str, GpuModel]
+    models: list[GpuModel] = Field(min_length=1)
 
 
 def _fold(name: str) -> str:
@@ -51,12 +27,38 @@ def _fold(name: str) -> str:
 @dataclass(frozen=True)
 class Catalog:
     models: Mapping[str, GpuModel]
+    declared: frozenset[str] = frozenset()
+    """Names a cluster file added (spec.gpuModels); the rest are gpuconf's own."""
 
     @classmethod
     def load(cls) -> Catalog:
         located = load_file(_CATALOG_FILE, "gpuconf/gpus/catalog.yaml")
         parsed = _CatalogFile.model_validate(located.data)
-        return cls({name: m.model_copy(update={"name": name}) for name, m in parsed.models.items()})
+        models = {m.name: m for m in parsed.models}
+        if len(models) != len(parsed.models):
+            raise ValueError("gpuconf/gpus/catalog.yaml names a model twice")
+        return cls(models)
+
+    def extended(self, declared: Iterable[GpuModel]) -> Catalog:
+        """This catalog plus models a cluster declares; a declared name never replaces a known one
+        (the gpu_models rule reports the clash)."""
+        added: dict[str, GpuModel] = {}
+        for model in declared:
+            if model.name not in self.models:
+                added.setdefault(model.name, model)
+        if not added:
+            return self
+        return Catalog({**self.models, **added}, self.declared | added.keys())
+
+    def is_declared(self, model: GpuModel) -> bool:
+        return model.name in self.declared
+
+    def builtin(self) -> list[GpuModel]:
+        """gpuconf's own models, without those a cluster declared."""
+        return [m for name, m in sorted(self.models.items()) if name not in self.declared]
+
+    def names(self) -> list[str]:
+        return sorted(self.models)
 
     def get(self, name: str) -> GpuModel | None:
         return self.models.get(name)

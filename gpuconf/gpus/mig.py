@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from gpuconf.gpus.catalog import GpuModel, MigCapability
+from gpuconf.api.gpu_model import GpuModel, MigCapability
 from gpuconf.hints import did_you_mean
 
 DISABLED = "all-disabled"

@@ -18,7 +18,7 @@ from gpuconf.gpus.mig import (
 
 # DESIGN.md §3: the most instances of one profile each model takes.
 DESIGN_MAX = {
-    "A100-40GB": {"1g.5gb": 7, "2g.10gb": 3, "3g.20gb": 2, "4g.20gb": 1, "7g.40gb": 1},
+    "A100-40GB": {"1g.5gb": 7, "1g.10gb": 4, "2g.10gb": 3, "3g.20gb": 2, "4g.20gb": 1, "7g.40gb": 1},
     "80GB": {"1g.10gb": 7, "1g.20gb": 4, "2g.20gb": 3, "3g.40gb": 2, "4g.40gb": 1, "7g.80gb": 1},
     "H200": {"1g.18gb": 7, "1g.35gb": 4, "2g.35gb": 3, "3g.71gb": 2, "4g.71gb": 1, "7g.141gb": 1},
     "A30": {"1g.6gb": 4, "2g.12gb": 2, "4g.24gb": 1},
@@ -26,6 +26,7 @@ DESIGN_MAX = {
 FAMILY = {
     "A100-PCIE-40GB": "A100-40GB",
     "A100-SXM4-40GB": "A100-40GB",
+    "A100-PCIE-80GB": "80GB",
     "A100-SXM4-80GB": "80GB",
     "H100-SXM5-80GB": "80GB",
     "H100-PCIE-80GB": "80GB",
@@ -146,7 +147,7 @@ def test_an_overflow_hint_says_which_profiles_still_fit() -> None:
     )
     [problem] = layout_problems({"4g.20gb": 1, "2g.10gb": 2}, CATALOG.models["A100-SXM4-40GB"])
     assert problem.hint.startswith(
-        "1×2g.10gb + 1×4g.20gb leaves 1 compute and 2 memory slices, room for 1×1g.5gb; "
+        "1×2g.10gb + 1×4g.20gb leaves 1 compute and 2 memory slices, room for 1×1g.5gb, 1×1g.10gb; "
         "drop 1×2g.10gb"
     )
 

@@ -11,6 +11,7 @@ from gpuconf.api.cluster.nvidia_components import Dra, MigManager, NvidiaPlugin
 from gpuconf.api.cluster.pool import NodePool
 from gpuconf.api.cluster.quota import Quota
 from gpuconf.api.cluster.resource_class import ResourceClass
+from gpuconf.api.gpu_model import GpuModel
 from gpuconf.api.version import ApiVersion
 
 DEFAULT_IGNORED_XIDS = (13, 31, 43, 45, 68, 109)
@@ -75,6 +76,8 @@ class ClusterSpec(Model):
     """NVIDIA's DRA driver (allocation: dra)."""
     mig_manager: MigManager = Field(default_factory=MigManager)
     """Where the GPU Operator's MIG manager reads the MIG layouts."""
+    gpu_models: list[GpuModel] = Field(default_factory=list)
+    """GPU models the catalog lacks, usable wherever a catalog name is (names must not clash)."""
     node_pools: list[NodePool] = Field(min_length=1)
     """The GPU node pools."""
     resource_classes: list[ResourceClass] = Field(default_factory=list)

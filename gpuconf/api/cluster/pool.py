@@ -12,13 +12,17 @@ from gpuconf.api.base import (
     DnsSubdomain,
     DriverVersion,
     GpuUuid,
+    JetPackVersion,
     LabelKey,
     LabelValue,
     MigProfileName,
     Model,
 )
+from gpuconf.api.gpu_model import GpuModelReference
 
 GpuIndex = Annotated[int, Field(ge=0, le=63)]
+ARCH_LABEL = "kubernetes.io/arch"
+"""The well-known node label the kubelet sets to the node's CPU architecture."""
 
 
 class ContainerRuntime(Model):
@@ -51,8 +55,8 @@ class Toleration(Model):
 
 
 class GpuShape(Model):
-    model: str
-    """A model name from the GPU catalog (e.g. "Tesla-T4", "H100-SXM5-80GB")."""
+    model: GpuModelReference
+    """A catalog model (e.g. "Tesla-T4", "Jetson-AGX-Orin-64GB") or one declared in spec.gpuModels."""
     count: int = Field(ge=1, le=64)
     """GPUs on each node of the pool."""
 
@@ -71,8 +75,8 @@ class DeclaredGpu(Model):
     """The NVML index of the GPU on its node."""
     uuid: GpuUuid | None = None
     """The GPU's UUID, when known; the node runtime checks it."""
-    model: str | None = None
-    """A catalog model name, when it differs from the pool's."""
+    model: GpuModelReference | None = None
+    """The GPU's model, when it differs from the pool's."""
 
 
 class DeclaredNode(Model):
@@ -85,6 +89,14 @@ class DeclaredNode(Model):
 class NodePool(Model):
     name: DnsLabel
     """Pool name: a DNS label, unique in the cluster."""
+    platform: Literal["discrete", "tegra"] = "discrete"
+    """discrete: PCIe/SXM GPUs seen through NVML; tegra: Jetson modules, whose integrated GPU is
+    discovered from the SoC (no NVML, no MIG, no MPS)."""
+    architecture: Literal["amd64", "arm64"] | None = None
+    """CPU architecture of the pool's nodes, rendered as a kubernetes.io/arch node selector.
+    Tegra pools are arm64; discrete pools run on either when it is not given."""
+    jetpack: JetPackVersion | None = None
+    """Tegra only: the JetPack release on the modules, quoted ("6.2"); checked against the modules."""
     node_selector: dict[LabelKey, LabelValue] = Field(default_factory=dict)
     """Labels that pick the pool's nodes; defaults to {gpuconf.dev/pool: <name>}."""
     tolerations: list[Toleration] = Field(default_factory=list)
@@ -101,6 +113,10 @@ class NodePool(Model):
     """Nodes whose GPU inventory is declared one by one (UUIDs optional)."""
     sharing: MigLayout | list[MigLayout] | None = None
     """MIG partitioning of the pool's GPUs: one layout, or a list of layouts for disjoint `indices`."""
+
+    def cpu_architecture(self) -> str | None:
+        """The architecture the pool's pods must land on; None when any will do."""
+        return self.architecture or ("arm64" if self.platform == "tegra" else None)
 
     def mig_layouts(self) -> list[MigLayout]:
         """The pool's MIG layouts as a list (empty when the pool declares none)."""

@@ -15,13 +15,14 @@ from gpuconf.api.base import (
     Model,
 )
 from gpuconf.api.cluster.pool import GpuIndex
+from gpuconf.api.gpu_model import GpuModelReference
 
 
 class Selector(Model):
     """Which GPUs belong to the class: every condition given must hold."""
 
-    model: str | list[str] | None = None
-    """Catalog model name(s)."""
+    model: GpuModelReference | list[GpuModelReference] | None = None
+    """GPU model name(s): from the catalog or spec.gpuModels."""
     memory_at_least: MemoryQuantity | None = None
     """Minimum GPU memory, as a quantity ("40Gi") or MiB ("40960")."""
     pools: list[DnsLabel] | None = None

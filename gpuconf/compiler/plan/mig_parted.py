@@ -9,11 +9,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpuconf.api.cluster import Cluster, NodePool
+from gpuconf.api.gpu_model import GpuModel
 from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.config_map import pool_config_map
 from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory
 from gpuconf.formats.yaml_writer import dump
-from gpuconf.gpus.catalog import GpuModel
 from gpuconf.gpus.mig import DISABLED, describe, resolve_layout
 from gpuconf.hints import index_ranges
 
@@ -36,7 +36,7 @@ def _entry(
     entry: dict[str, Any] = {"devices": devices, "mig-enabled": layout is not None}
     if layout is not None:
         entry["mig-devices"] = dict(layout)
-    if model is not None:
+    if model is not None and model.pci_device_id is not None:
         # mig-parted matches GPUs by PCI device id followed by the vendor id.
         entry["device-filter"] = [model.pci_device_id + NVIDIA_VENDOR_ID]
     return entry

@@ -33,14 +33,18 @@ RUNTIME_CONFIG_DIRS = {
 }
 
 
-def run_command(cluster: Cluster) -> list[str]:
+# Tegra discovery reads the L4T release from the host; the rest of its files are in /sys and /proc.
+TEGRA_RELEASE_FILE = "/etc/nv_tegra_release"
+
+
+def run_command(cluster: Cluster, pool: NodePool) -> list[str]:
     """`gpuconf node run …` exactly as the container runs it (tests parse it with the node CLI)."""
     return [
         "gpuconf", "node", "run",
         "--config", f"{CONFIG_DIR}/{NODE_CONFIG_FILE}",
         "--node-name", "$(NODE_NAME)",
         "--plugin-dir", PLUGIN_DIR,
-        "--nvml", "real",
+        "--nvml", "tegra" if pool.platform == "tegra" else "real",
         "--metrics-port", str(cluster.spec.node.metrics_port),
     ]  # fmt: skip
 
@@ -76,6 +80,11 @@ def node_daemonset(cluster: Cluster, pool: NodePool, uses_mps: bool) -> Artifact
         host_path("device-plugins", PLUGIN_DIR, "Directory"),
         *runtime_volumes,
     ]
+    if pool.platform == "tegra":
+        volumes.append(host_path("tegra-release", TEGRA_RELEASE_FILE, "File"))
+        main_mounts.append(
+            {"name": "tegra-release", "mountPath": TEGRA_RELEASE_FILE, "readOnly": True}
+        )
     if uses_mps:
         volumes.append(host_path("mps-root", MPS_ROOT, "DirectoryOrCreate"))
         main_mounts.append({"name": "mps-root", "mountPath": MPS_ROOT, "readOnly": True})
@@ -104,7 +113,7 @@ def node_daemonset(cluster: Cluster, pool: NodePool, uses_mps: bool) -> Artifact
             {
                 "name": "gpuconf-node",
                 "image": image,
-                "command": run_command(cluster),
+                "command": run_command(cluster, pool),
                 "env": [
                     {
                         "name": "NODE_NAME",

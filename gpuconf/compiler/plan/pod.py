@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpuconf.api.cluster import NodePool
+from gpuconf.api.cluster.pool import ARCH_LABEL
 
 POOL_LABEL = "gpuconf.dev/pool"
 # A device plugin holds a few sockets and device lists; these bounds leave it room for bursts.
@@ -16,7 +17,11 @@ GPU_TAINT = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedul
 
 
 def node_selector(pool: NodePool) -> dict[str, str]:
-    return dict(pool.node_selector) or {POOL_LABEL: pool.name}
+    selector = dict(pool.node_selector) or {POOL_LABEL: pool.name}
+    architecture = pool.cpu_architecture()
+    if architecture is not None:
+        selector[ARCH_LABEL] = architecture
+    return selector
 
 
 def tolerations(pool: NodePool) -> list[dict[str, Any]]:

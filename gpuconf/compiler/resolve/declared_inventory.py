@@ -10,7 +10,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from gpuconf.api.cluster import Cluster, NodePool
-from gpuconf.gpus.catalog import Catalog, GpuModel
+from gpuconf.api.gpu_model import GpuModel
+from gpuconf.gpus.catalog import Catalog
 from gpuconf.gpus.mig import resolve_layout
 
 # The group of a pool's nodes that are not declared one by one.

@@ -12,6 +12,7 @@ from gpuconf.compiler.rules import (
     mig,
     names,
     nvidia_plugin,
+    platforms,
     pools,
     quotas,
 )
@@ -34,6 +35,7 @@ INVENTORY_RULES: tuple[Rule, ...] = (
     nvidia_plugin.check,
     mig.check,
     dra.check,
+    platforms.check,
 )
 
 __all__ = ["DOCUMENT_RULES", "INVENTORY_RULES", "Rule", "RuleContext"]

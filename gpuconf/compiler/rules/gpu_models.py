@@ -1,21 +1,17 @@
-"""Every GPU model named in the file is in the catalog."""
+"""GPU models: the ones a cluster declares are coherent and clash with nothing; every model named
+in the file is in the catalog or declared."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuconf.compiler.rules.context import RuleContext, class_path, pool_path
+from gpuconf.compiler.rules.context import SPEC, RuleContext, class_path, pool_path
 from gpuconf.diagnostics import Diagnostic, KeyPath
-
-
-def _check_name(ctx: RuleContext, name: str, path: KeyPath) -> Iterator[Diagnostic]:
-    if ctx.catalog.get(name) is None:
-        known = ctx.catalog.by_nvml_name(name)
-        hint = f"write the catalog name {known.name!r}" if known else ctx.catalog.suggest(name)
-        yield ctx.error(path, f"unknown GPU model {name!r}", hint)
+from gpuconf.gpus.model_checks import model_problems
 
 
 def check(ctx: RuleContext) -> Iterator[Diagnostic]:
+    yield from _declared(ctx)
     for i, pool in enumerate(ctx.cluster.spec.node_pools):
         if pool.gpus is not None:
             yield from _check_name(ctx, pool.gpus.model, pool_path(i, "gpus", "model"))
@@ -32,3 +28,44 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
         elif selected is not None:
             for k, name in enumerate(selected):
                 yield from _check_name(ctx, name, class_path(i, "select", "model", k))
+
+
+def _check_name(ctx: RuleContext, name: str, path: KeyPath) -> Iterator[Diagnostic]:
+    if ctx.catalog.get(name) is None:
+        known = ctx.catalog.by_nvml_name(name)
+        hint = f"write the catalog name {known.name!r}" if known else ctx.catalog.suggest(name)
+        yield ctx.error(path, f"unknown GPU model {name!r}", hint)
+
+
+def _declared(ctx: RuleContext) -> Iterator[Diagnostic]:
+    """Each declared model once, under a name and an NVML name no catalog model has."""
+    by_nvml_name = {m.nvml_name: m for m in ctx.catalog.builtin() if not m.integrated}
+    first: dict[str, int] = {}
+    for i, model in enumerate(ctx.cluster.spec.gpu_models):
+        path = (*SPEC, "gpuModels", i)
+        kept = ctx.catalog.get(model.name)
+        if kept is not None and not ctx.catalog.is_declared(kept):
+            yield ctx.error(
+                (*path, "name"),
+                f"GPU model {model.name!r} is already in the catalog ({kept.nvml_name}, "
+                f"{kept.memory_mib} MiB)",
+                "remove this declaration to use the catalog's, or give yours another name",
+            )
+        elif model.name in first:
+            yield ctx.error(
+                (*path, "name"),
+                f"GPU model {model.name!r} is declared twice",
+                f"spec.gpuModels[{first[model.name]}] declares it first; keep one",
+            )
+        else:
+            first[model.name] = i
+        same_device = by_nvml_name.get(model.nvml_name)
+        if same_device is not None and same_device.name != model.name:
+            yield ctx.error(
+                (*path, "nvmlName"),
+                f"NVML name {model.nvml_name!r} is the catalog's {same_device.name!r}",
+                f"use {same_device.name!r}: two names for one GPU cannot be told apart on the "
+                "node or by DRA selectors",
+            )
+        for problem in model_problems(model):
+            yield ctx.error((*path, *problem.path), problem.message, problem.hint)

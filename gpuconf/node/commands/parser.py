@@ -22,7 +22,7 @@ def build_parser(prog: str = "gpuconf node") -> argparse.ArgumentParser:
     run.add_argument(
         "--plugin-dir", default=DEFAULT_PLUGIN_DIR, help="kubelet device-plugin directory"
     )
-    run.add_argument("--nvml", default="real", help="real, or fake:FILE for a fake inventory")
+    run.add_argument("--nvml", default="real", help="real, tegra[:DIR], auto, or fake:FILE")
     run.add_argument(
         "--metrics-port",
         type=int,
@@ -40,7 +40,7 @@ def build_parser(prog: str = "gpuconf node") -> argparse.ArgumentParser:
     check = commands.add_parser("check", help="compare declared and discovered GPU inventory")
     check.add_argument("--config", required=True, help="node config file")
     check.add_argument("--node-name", required=True, help="this node's Kubernetes name")
-    check.add_argument("--nvml", default="real", help="real, or fake:FILE for a fake inventory")
+    check.add_argument("--nvml", default="real", help="real, tegra[:DIR], auto, or fake:FILE")
     return parser
 
 

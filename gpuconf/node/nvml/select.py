@@ -1,24 +1,34 @@
-"""Pick the NVML implementation the command line names."""
+"""Pick the GPU discovery the command line names."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from gpuconf.node.nvml.api import Nvml
+from gpuconf.node.nvml.tegra import TegraGpu, is_tegra
 
 FAKE_PREFIX = "fake:"
+TEGRA = "tegra"
+TEGRA_PREFIX = "tegra:"
+SOURCES = "'real', 'tegra', 'tegra:DIR', 'auto' or 'fake:FILE'"
 
 
 def open_nvml(spec: str) -> Nvml:
-    """``real`` for the GPUs of this machine, ``fake:FILE`` for an inventory played from FILE."""
+    """``real``: NVML; ``tegra``: a Jetson's integrated GPU, from the SoC's files (``tegra:DIR``
+    reads them under DIR); ``auto``: tegra where Tegra files are found, else NVML;
+    ``fake:FILE``: an inventory played from FILE."""
+    if spec == "auto":
+        spec = TEGRA if is_tegra(Path("/")) else "real"
     if spec == "real":
         from gpuconf.node.nvml.pynvml_backend import PynvmlNvml
 
         return PynvmlNvml()
+    if spec == TEGRA:
+        return TegraGpu()
+    if spec.startswith(TEGRA_PREFIX) and spec != TEGRA_PREFIX:
+        return TegraGpu(Path(spec.removeprefix(TEGRA_PREFIX)))
     if spec.startswith(FAKE_PREFIX) and spec != FAKE_PREFIX:
         from gpuconf.node.nvml.fake import FakeNvml
 
         return FakeNvml(Path(spec.removeprefix(FAKE_PREFIX)))
-    raise ValueError(
-        f"unknown NVML source {spec!r}: use 'real' or 'fake:FILE' (a fake inventory YAML file)"
-    )
+    raise ValueError(f"unknown NVML source {spec!r}: use {SOURCES}")
