@@ -261,3 +261,34 @@ def nvlink_box(gpus: int = 8) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+# --- Jetson modules as folders ------------------------------------------------------------
+
+ORIN_RELEASE = (
+    "# R36 (release), REVISION: 4.3, GCID: 38968081, BOARD: generic, EABI: aarch64, "
+    "DATE: Wed Jan  8 01:49:37 UTC 2025\n# KERNEL_VARIANT: oot\n"
+)
+
+
+def jetson_root(
+    folder: Path,
+    chip_id: int | None = 0x23,
+    release: str | None = ORIN_RELEASE,
+    family: str | None = "Tegra",
+    mem_total_kb: int = 64_335_836,
+) -> Path:
+    """The files a Jetson module shows under `folder`, as Tegra discovery reads them (None: absent).
+
+    Orin (chip 0x23 = 35) with JetPack 6.2 unless told otherwise."""
+    files = {
+        "etc/nv_tegra_release": release,
+        "sys/devices/soc0/family": None if family is None else family + "\n",
+        "sys/devices/soc0/soc_id": None if chip_id is None else f"{chip_id}\n",
+        "proc/meminfo": f"MemTotal:       {mem_total_kb} kB\nMemFree:        1024 kB\n",
+    }
+    for relative, text in files.items():
+        if text is not None:
+            (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+            (folder / relative).write_text(text, encoding="utf-8")
+    return folder

@@ -63,22 +63,15 @@ def _mig_problems(model: GpuModel, mig: MigCapability) -> list[ModelProblem]:
                     f"set compute: {named_compute}",
                 )
             )
-        if profile.max * profile.compute > mig.compute_slices:
+        fits = min(mig.compute_slices // profile.compute, mig.memory_slices // profile.memory)
+        if profile.max > fits:
             problems.append(
                 ModelProblem(
                     (*path, "max"),
-                    f"{profile.max}×{name} needs {profile.max * profile.compute} compute slices; "
-                    f"the GPU has {mig.compute_slices}",
-                    f"at most {mig.compute_slices // profile.compute} fit",
-                )
-            )
-        if profile.max * profile.memory > mig.memory_slices:
-            problems.append(
-                ModelProblem(
-                    (*path, "max"),
-                    f"{profile.max}×{name} needs {profile.max * profile.memory} memory slices; "
-                    f"the GPU has {mig.memory_slices}",
-                    f"at most {mig.memory_slices // profile.memory} fit",
+                    f"{profile.max}×{name} needs {profile.max * profile.compute} compute and "
+                    f"{profile.max * profile.memory} memory slices; the GPU has "
+                    f"{mig.compute_slices} and {mig.memory_slices}",
+                    f"at most {fits} fit" if fits else f"{name} does not fit the GPU at all",
                 )
             )
         if profile.memory_mib > model.memory_mib:

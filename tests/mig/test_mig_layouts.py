@@ -18,7 +18,14 @@ from gpuconf.gpus.mig import (
 
 # DESIGN.md §3: the most instances of one profile each model takes.
 DESIGN_MAX = {
-    "A100-40GB": {"1g.5gb": 7, "1g.10gb": 4, "2g.10gb": 3, "3g.20gb": 2, "4g.20gb": 1, "7g.40gb": 1},
+    "A100-40GB": {
+        "1g.5gb": 7,
+        "1g.10gb": 4,
+        "2g.10gb": 3,
+        "3g.20gb": 2,
+        "4g.20gb": 1,
+        "7g.40gb": 1,
+    },
     "80GB": {"1g.10gb": 7, "1g.20gb": 4, "2g.20gb": 3, "3g.40gb": 2, "4g.40gb": 1, "7g.80gb": 1},
     "H200": {"1g.18gb": 7, "1g.35gb": 4, "2g.35gb": 3, "3g.71gb": 2, "4g.71gb": 1, "7g.141gb": 1},
     "A30": {"1g.6gb": 4, "2g.12gb": 2, "4g.24gb": 1},

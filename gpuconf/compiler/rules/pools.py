@@ -92,7 +92,7 @@ def _platform(ctx: RuleContext, i: int, pool: NodePool) -> Iterator[Diagnostic]:
             if model.integrated:
                 yield ctx.error(
                     path,
-                    f"{model.name} is the integrated GPU of a Jetson module",
+                    f"{model.name} is an integrated GPU (Jetson/Tegra)",
                     "set platform: tegra on the pool",
                 )
         if pool.jetpack is not None:
