@@ -109,4 +109,4 @@ def test_unknown_nvml_source_is_a_usage_error(tmp_path: Path, spec: str) -> None
         "check", "--config", str(node_config(tmp_path)), "--node-name", "n", "--nvml", spec
     )
     assert result.returncode == 2
-    assert "use 'real' or 'fake:FILE'" in result.stderr
+    assert "use 'real', 'tegra', 'tegra:DIR', 'auto' or 'fake:FILE'" in result.stderr

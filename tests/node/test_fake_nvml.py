@@ -136,5 +136,5 @@ def test_open_nvml_picks_the_fake(fake_file: Path) -> None:
 
 @pytest.mark.parametrize("spec", ["", "fake:", "fake", "gpu", "Real"])
 def test_open_nvml_refuses_unknown_sources(spec: str) -> None:
-    with pytest.raises(ValueError, match="use 'real' or 'fake:FILE'"):
+    with pytest.raises(ValueError, match="use 'real', 'tegra', 'tegra:DIR', 'auto' or 'fake:FILE'"):
         open_nvml(spec)
