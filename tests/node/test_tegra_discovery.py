@@ -85,6 +85,21 @@ def test_the_command_line_opens_tegra_discovery_under_a_root(tmp_path: Path) -> 
     assert [g.name for g in nvml.devices()] == ["Orin (nvgpu)"]
 
 
+def test_auto_picks_tegra_discovery_where_the_host_shows_tegra_files(tmp_path: Path) -> None:
+    nvml = open_nvml("auto", host_root=jetson_root(tmp_path, release=None))
+    assert isinstance(nvml, TegraGpu)
+
+
+def test_auto_picks_nvml_elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpuconf.node.nvml import pynvml_backend
+
+    class Opened:
+        pass
+
+    monkeypatch.setattr(pynvml_backend, "PynvmlNvml", Opened)
+    assert isinstance(open_nvml("auto", host_root=tmp_path), Opened)
+
+
 def test_an_unknown_source_names_every_choice() -> None:
     with pytest.raises(ValueError, match="'real', 'tegra', 'tegra:DIR', 'auto' or 'fake:FILE'"):
         open_nvml("nvml")

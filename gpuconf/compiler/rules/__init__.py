@@ -8,6 +8,7 @@ from gpuconf.compiler.rules import (
     classes,
     dra,
     gpu_models,
+    jetson_sharing,
     kubernetes_version,
     mig,
     names,
@@ -27,6 +28,7 @@ DOCUMENT_RULES: tuple[Rule, ...] = (
     names.check,
     gpu_models.check,
     pools.check,
+    platforms.check,
     kubernetes_version.check,
 )
 INVENTORY_RULES: tuple[Rule, ...] = (
@@ -35,7 +37,7 @@ INVENTORY_RULES: tuple[Rule, ...] = (
     nvidia_plugin.check,
     mig.check,
     dra.check,
-    platforms.check,
+    jetson_sharing.check,
 )
 
 __all__ = ["DOCUMENT_RULES", "INVENTORY_RULES", "Rule", "RuleContext"]

@@ -13,18 +13,18 @@ TEGRA_PREFIX = "tegra:"
 SOURCES = "'real', 'tegra', 'tegra:DIR', 'auto' or 'fake:FILE'"
 
 
-def open_nvml(spec: str) -> Nvml:
-    """``real``: NVML; ``tegra``: a Jetson's integrated GPU, from the SoC's files (``tegra:DIR``
-    reads them under DIR); ``auto``: tegra where Tegra files are found, else NVML;
-    ``fake:FILE``: an inventory played from FILE."""
+def open_nvml(spec: str, host_root: Path = Path("/")) -> Nvml:
+    """``real``: NVML; ``tegra``: a Jetson's integrated GPU, from the SoC's files under
+    `host_root` (``tegra:DIR``: under DIR); ``auto``: tegra where `host_root` shows Tegra files,
+    else NVML; ``fake:FILE``: an inventory played from FILE."""
     if spec == "auto":
-        spec = TEGRA if is_tegra(Path("/")) else "real"
+        spec = TEGRA if is_tegra(host_root) else "real"
     if spec == "real":
         from gpuconf.node.nvml.pynvml_backend import PynvmlNvml
 
         return PynvmlNvml()
     if spec == TEGRA:
-        return TegraGpu()
+        return TegraGpu(host_root)
     if spec.startswith(TEGRA_PREFIX) and spec != TEGRA_PREFIX:
         return TegraGpu(Path(spec.removeprefix(TEGRA_PREFIX)))
     if spec.startswith(FAKE_PREFIX) and spec != FAKE_PREFIX:
