@@ -8,6 +8,7 @@ import jinja2
 
 from gpuconf.compiler.explain import class_rows
 from gpuconf.compiler.plan.artifact import Artifact
+from gpuconf.compiler.plan.pod import node_selector
 from gpuconf.compiler.resolve.declared_inventory import pool_size
 from gpuconf.compiler.validate import Validated
 from gpuconf.formats.package_data import shipped_dir
@@ -37,8 +38,7 @@ def readme(validated: Validated, source: str, mig_rows: list[dict[str, str]]) ->
                 "nodes": pool_size(pool),
                 "gpus": f"{'/'.join(map(str, counts))} × {model}",
                 "runtime": pool.runtime.engine,
-                "selector": ", ".join(f"{k}={v}" for k, v in sorted(pool.node_selector.items()))
-                or f"gpuconf.dev/pool={pool.name}",
+                "selector": ", ".join(f"{k}={v}" for k, v in sorted(node_selector(pool).items())),
             }
         )
     text = (
