@@ -216,7 +216,10 @@ def _message(error: ErrorDetails, value: Any, root: type[BaseModel]) -> tuple[st
         )
     if kind in _TYPE_NOUNS:
         hint = ""
-        if kind == "string_type" and isinstance(value, int) and not isinstance(value, bool):
+        if kind == "string_type" and loc and loc[-1] == "pciDeviceId":
+            # YAML reads 0x2330 as 9008: quoting the number would not give the id back.
+            hint = _PATTERNS[gpu_model.PCI_DEVICE_ID][1]
+        elif kind == "string_type" and isinstance(value, int) and not isinstance(value, bool):
             hint = f'quote it: "{value}" (YAML reads it as a number)'
         elif kind == "string_type" and isinstance(value, float):
             hint = _quote_float_hint(value)
