@@ -65,10 +65,19 @@ def test_a_discrete_pool_lands_on_any_architecture_unless_it_names_one() -> None
     )
 
 
-def test_nvidia_s_plugin_on_a_jetson_pool_lands_on_arm64_too() -> None:
+def test_nvidia_s_plugin_on_a_jetson_pool_lands_on_arm64_with_a_config_it_accepts() -> None:
+    from nvidia_config_v1 import validate_config
+
     tree = rendered(cluster([_jetson()], [_shared()], plugin="nvidia"))
-    (path,) = [p for p in tree if p.startswith("pools/orin/daemonset-")]
-    assert _pod(tree, path)["nodeSelector"]["kubernetes.io/arch"] == "arm64"
+    daemonsets = [p for p in tree if p.startswith("pools/orin/daemonset-")]
+    assert daemonsets
+    for path in daemonsets:
+        assert _pod(tree, path)["nodeSelector"]["kubernetes.io/arch"] == "arm64", path
+    config_map = load_yaml(tree["pools/orin/configmap-nvidia-device-plugin.yaml"])
+    configs = [load_yaml(text) for text in config_map["data"].values()]
+    assert configs
+    for config in configs:
+        assert validate_config(config) == []
 
 
 def test_jetpack_s_driver_version_is_accepted() -> None:
