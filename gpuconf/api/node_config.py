@@ -16,6 +16,8 @@ from gpuconf.api.version import ApiVersion
 
 NODE_CONFIG_FILE = "node-config.yaml"
 
+DeviceListStrategy = Literal["cdi", "volume-mounts", "envvar"]
+
 
 class _Model(Model):
     """Built by the compiler from Python names, read and written with camelCase keys."""
@@ -33,8 +35,10 @@ class RuntimeSettings(_Model):
 class HealthSettings(_Model):
     ignored_xids: list[int]
     """XIDs that never make a GPU unhealthy."""
+    reset_xids: list[int] = Field(default_factory=list)
+    """XIDs after which a GPU is unhealthy until NVML shows it reset or re-enumerated."""
     recover_after_seconds: int = Field(ge=0)
-    """Quiet period after the last critical XID before the GPU is healthy again; 0 never."""
+    """Quiet period after the last other XID before the GPU is healthy again; 0 never."""
 
 
 class ExpectedGpu(_Model):
@@ -74,6 +78,8 @@ class SharingSettings(_Model):
     fail_requests_greater_than_one: bool = False
     mps_pipe_directory: str | None = None
     """MPS only: the control daemon's pipe directory on the host, mounted into containers."""
+    mps_shm_directory: str | None = None
+    """MPS only: the host directory the control daemon and its clients share as /dev/shm."""
     mps_memory_limit_mi_b: int | None = Field(default=None, alias="mpsMemoryLimitMiB")
     mps_active_thread_percentage: int | None = None
 
@@ -99,7 +105,7 @@ class NodeConfig(_Model):
     cluster: str
     pool: str
     runtime: RuntimeSettings
-    device_list_strategy: Literal["envvar", "volume-mounts"] = "envvar"
+    device_list_strategy: DeviceListStrategy = "volume-mounts"
     drift_policy: Literal["warn", "strict"] = "warn"
     health: HealthSettings
     metrics_port: int = 9400

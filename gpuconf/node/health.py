@@ -1,7 +1,9 @@
-"""Device health as a state machine over time: XIDs, vanished GPUs and NVML failures.
+"""Device health as a state machine over time: XIDs by class, vanished GPUs, NVML failures.
 
-Unlike NVIDIA's plugin, a GPU recovers: after ``recover_after_seconds`` without a new
-critical XID, or at once when a GPU that fell off the bus is seen again.
+Application XIDs change nothing. After a workload XID the GPU (or MIG device) is withheld
+until ``recover_after_seconds`` pass without another. After a reset XID the whole GPU is
+withheld until NVML shows it was reset: it vanished and came back (re-enumerated), or a reset
+it was waiting for (pending row remapping or page retirement) is no longer pending.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from gpuconf.gpus.xid import XidClass, classify
 from gpuconf.node.nvml.api import GpuInfo, XidEvent
 
 
@@ -17,7 +20,15 @@ from gpuconf.node.nvml.api import GpuInfo, XidEvent
 class HealthPolicy:
     ignored_xids: frozenset[int]
     recover_after_seconds: float
-    """0: a critical XID is never forgiven."""
+    """0: a workload XID is never forgiven."""
+    reset_xids: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    xid_class: XidClass
+    unit: str | None
+    """The UUID withheld (a GPU or a MIG device); None for an application XID."""
 
 
 class HealthTracker:
@@ -26,7 +37,9 @@ class HealthTracker:
     def __init__(self, policy: HealthPolicy) -> None:
         self._lock = threading.Lock()
         self._policy = policy
-        self._last_critical: dict[str, float] = {}
+        self._last_fault: dict[str, float] = {}
+        self._awaiting_reset: set[str] = set()
+        self._reset_pending: set[str] = set()
         self._present: set[str] = set()
         self._mig_parent: dict[str, str] = {}
         self._mig_by_instance: dict[tuple[str, int], str] = {}
@@ -38,6 +51,7 @@ class HealthTracker:
 
     def observe_inventory(self, gpus: Iterable[GpuInfo]) -> None:
         """The GPUs NVML sees now; one seen again after vanishing starts healthy."""
+        gpus = list(gpus)
         with self._lock:
             present = {gpu.uuid for gpu in gpus}
             mig_parent: dict[str, str] = {}
@@ -46,25 +60,38 @@ class HealthTracker:
                 for mig in gpu.mig_devices:
                     mig_parent[mig.uuid] = gpu.uuid
                     by_instance[(gpu.uuid, mig.gpu_instance_id)] = mig.uuid
-            for uuid in present - self._present:
-                self._last_critical.pop(uuid, None)
-                for mig_uuid, parent in mig_parent.items():
-                    if parent == uuid:
-                        self._last_critical.pop(mig_uuid, None)
+            pending = {gpu.uuid for gpu in gpus if gpu.reset_pending}
+            reset = (present - self._present) | (self._reset_pending - pending)
+            for uuid in reset & present:
+                self._forget(uuid, mig_parent)
             self._present = present
+            self._reset_pending = pending
             self._mig_parent.update(mig_parent)
             self._mig_by_instance = by_instance
 
-    def record(self, event: XidEvent, now: float) -> str | None:
-        """Mark what the event concerns unhealthy: the UUID marked, or None for a benign XID."""
+    def _forget(self, gpu_uuid: str, mig_parent: dict[str, str]) -> None:
+        self._awaiting_reset.discard(gpu_uuid)
+        self._last_fault.pop(gpu_uuid, None)
+        for mig_uuid, parent in mig_parent.items():
+            if parent == gpu_uuid:
+                self._last_fault.pop(mig_uuid, None)
+
+    def record(self, event: XidEvent, now: float) -> Verdict:
+        """Withhold what the event concerns, as its class says."""
         with self._lock:
-            if event.xid in self._policy.ignored_xids:
-                return None
+            policy = self._policy
+            xid_class = classify(event.xid, policy.ignored_xids, policy.reset_xids)
+            if xid_class is XidClass.APPLICATION:
+                return Verdict(xid_class, None)
+            gpu = self._mig_parent.get(event.uuid, event.uuid)
+            if xid_class is XidClass.RESET:
+                self._awaiting_reset.add(gpu)  # a reset is of the whole GPU
+                return Verdict(xid_class, gpu)
             unit = event.uuid
             if event.uuid not in self._mig_parent and event.gpu_instance_id is not None:
                 unit = self._mig_by_instance.get((event.uuid, event.gpu_instance_id), event.uuid)
-            self._last_critical[unit] = now
-            return unit
+            self._last_fault[unit] = now
+            return Verdict(xid_class, unit)
 
     def set_source_failing(self, source: str, failing: bool) -> None:
         """While NVML cannot answer through ``source``, no device is known to be healthy."""
@@ -78,11 +105,18 @@ class HealthTracker:
         with self._lock:
             if self._failing_sources or gpu_uuid not in self._present:
                 return False
+            if gpu_uuid in self._awaiting_reset:
+                return False
             units = (gpu_uuid,) if mig_uuid is None else (gpu_uuid, mig_uuid)
             return not any(self._in_quarantine(unit, now) for unit in units)
 
+    def awaiting_reset(self) -> frozenset[str]:
+        """GPUs withheld until NVML shows them reset."""
+        with self._lock:
+            return frozenset(self._awaiting_reset)
+
     def _in_quarantine(self, unit: str, now: float) -> bool:
-        since = self._last_critical.get(unit)
+        since = self._last_fault.get(unit)
         if since is None:
             return False
         recover_after = self._policy.recover_after_seconds

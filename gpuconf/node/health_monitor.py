@@ -57,13 +57,20 @@ class HealthMonitor:
                 self._changed.set()
                 failing = False
             for event in events:
-                marked = self._tracker.record(event, time.monotonic())
-                self._metrics.xid_events.labels(str(marked is not None).lower()).inc()
-                if marked is None:
-                    _log.info("ignored XID", extra=log.kv(uuid=event.uuid, xid=event.xid))
+                verdict = self._tracker.record(event, time.monotonic())
+                self._metrics.xid_events.labels(verdict.xid_class.value).inc()
+                if verdict.unit is None:
+                    _log.info(
+                        "application XID ignored", extra=log.kv(uuid=event.uuid, xid=event.xid)
+                    )
                     continue
-                _log.warning(
-                    "critical XID; device unhealthy",
-                    extra=log.kv(uuid=marked, xid=event.xid, gpu_instance=event.gpu_instance_id),
-                )
                 self._changed.set()
+                _log.warning(
+                    "XID; device unhealthy",
+                    extra=log.kv(
+                        uuid=verdict.unit,
+                        xid=event.xid,
+                        xid_class=verdict.xid_class.value,
+                        gpu_instance=event.gpu_instance_id,
+                    ),
+                )

@@ -54,12 +54,40 @@ class Metrics:
         )
         self.xid_events = Counter(
             "gpuconf_node_xid_events",
-            "XID events seen, by whether they are critical.",
-            ["critical"],
+            "XID events seen, by class (application, workload, reset).",
+            ["class"],
+            registry=r,
+        )
+        self.gpus_awaiting_reset = Gauge(
+            "gpuconf_node_gpus_awaiting_reset",
+            "GPUs withheld after a reset XID until NVML shows them reset.",
             registry=r,
         )
         self.nvml_errors = Counter(
             "gpuconf_node_nvml_errors", "NVML calls that failed.", ["call"], registry=r
+        )
+
+        self.pod_resources_up = Gauge(
+            "gpuconf_node_pod_resources_up",
+            "1 while the kubelet's PodResources API says which devices are held.",
+            registry=r,
+        )
+        self.pending_gpu_changes = Gauge(
+            "gpuconf_node_pending_gpu_changes",
+            "GPUs whose config change waits for running containers to release them.",
+            registry=r,
+        )
+        self.mps_daemon_up = Gauge(
+            "gpuconf_node_mps_daemon_up",
+            "1 while the resource's MPS control daemon answers.",
+            ["resource"],
+            registry=r,
+        )
+        self.mps_daemon_starts = Counter(
+            "gpuconf_node_mps_daemon_starts",
+            "MPS control daemon starts, by result.",
+            ["resource", "result"],
+            registry=r,
         )
 
     def set_devices(self, resource: str, healthy: int, unhealthy: int) -> None:

@@ -1,16 +1,19 @@
-"""/metrics and /healthz over HTTP on the metrics port."""
+"""/metrics, /healthz and /status (JSON, for `gpuconf node check`) on the metrics port."""
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+Status = Callable[[], Mapping[str, object]]
+
 
 def _handler(
-    registry: CollectorRegistry, healthy: Callable[[], bool]
+    registry: CollectorRegistry, healthy: Callable[[], bool], status: Status
 ) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -20,8 +23,11 @@ def _handler(
             elif path == "/healthz":
                 ok = healthy()
                 self._reply(200 if ok else 503, "text/plain", b"ok\n" if ok else b"unhealthy\n")
+            elif path == "/status":
+                body = json.dumps(status(), sort_keys=True, indent=1) + "\n"
+                self._reply(200, "application/json", body.encode())
             else:
-                self._reply(404, "text/plain", b"not found: try /metrics or /healthz\n")
+                self._reply(404, "text/plain", b"not found: try /metrics, /healthz or /status\n")
 
         def _reply(self, status: int, content_type: str, body: bytes) -> None:
             self.send_response(status)
@@ -37,8 +43,14 @@ def _handler(
 
 
 class MetricsServer:
-    def __init__(self, port: int, registry: CollectorRegistry, healthy: Callable[[], bool]) -> None:
-        self._http = ThreadingHTTPServer(("", port), _handler(registry, healthy))
+    def __init__(
+        self,
+        port: int,
+        registry: CollectorRegistry,
+        healthy: Callable[[], bool],
+        status: Status = dict,
+    ) -> None:
+        self._http = ThreadingHTTPServer(("", port), _handler(registry, healthy, status))
         self._http.daemon_threads = True
         self._thread = threading.Thread(
             target=self._http.serve_forever, name="metrics", daemon=True

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Mapping, Sequence
 
 from gpuconf.node.drift import DriftReport
 
@@ -12,6 +13,8 @@ log = logging.getLogger(__name__)
 
 DRIFT_ANNOTATION = "gpuconf.dev/inventory-drift"
 REPORT_ANNOTATION = "gpuconf.dev/inventory-report"
+PENDING_ANNOTATION = "gpuconf.dev/pending-gpu-changes"
+"""Config changes waiting for running containers to release GPUs, as a JSON list."""
 
 
 def in_cluster() -> bool:
@@ -25,15 +28,27 @@ def annotations_for(report: DriftReport) -> dict[str, str]:
     }
 
 
+def pending_annotation(pending: Sequence[Mapping[str, object]]) -> dict[str, str]:
+    return {PENDING_ANNOTATION: json.dumps(list(pending), sort_keys=True, separators=(",", ":"))}
+
+
 def annotate_node(node_name: str, report: DriftReport) -> None:
     """Patch the Node's annotations when running in a cluster; log, never raise, on failure."""
+    _patch(node_name, annotations_for(report), "the inventory report")
+
+
+def annotate_pending(node_name: str, pending: Sequence[Mapping[str, object]]) -> None:
+    _patch(node_name, pending_annotation(pending), "pending GPU changes")
+
+
+def _patch(node_name: str, annotations: dict[str, str], what: str) -> None:
     if not in_cluster():
         return
     try:
         import kubernetes  # only here: the client is heavy and only this call needs it
 
         kubernetes.config.load_incluster_config()  # type: ignore[no-untyped-call]
-        body = {"metadata": {"annotations": annotations_for(report)}}
+        body = {"metadata": {"annotations": annotations}}
         kubernetes.client.CoreV1Api().patch_node(node_name, body)
     except Exception as error:  # an annotation is a courtesy; the node runtime must keep running
-        log.warning("could not annotate node %s with the inventory report: %s", node_name, error)
+        log.warning("could not annotate node %s with %s: %s", node_name, what, error)

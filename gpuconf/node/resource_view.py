@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gpuconf.api.node_config import ResourceSettings
+from gpuconf.api.node_config import DeviceListStrategy, ResourceSettings
 from gpuconf.node.devices import PluginDevice
 from gpuconf.node.topology import Topology
 
@@ -16,7 +16,7 @@ UNHEALTHY = "Unhealthy"
 @dataclass(frozen=True)
 class ResourceView:
     resource: ResourceSettings
-    device_list_strategy: str
+    device_list_strategy: DeviceListStrategy
     devices: tuple[PluginDevice, ...]
     healthy_ids: frozenset[str]
     topology: Topology = field(default_factory=Topology)

@@ -11,18 +11,30 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuconf.api.node_config import NodeConfig
+from gpuconf.api.node_config import NodeConfig, ResourceSettings
 from gpuconf.node import log
 from gpuconf.node.config_watch import ConfigInvalid, ConfigVersion, ConfigWatch
-from gpuconf.node.devices import BuiltDevices, build_devices
+from gpuconf.node.devices import BuiltDevices
 from gpuconf.node.discovered import DiscoveredInventory
 from gpuconf.node.drift_watch import DriftWatch
 from gpuconf.node.health import HealthPolicy, HealthTracker
 from gpuconf.node.health_monitor import HealthMonitor
 from gpuconf.node.kubelet.kubelet_watch import KubeletWatch
+from gpuconf.node.kubelet.pod_resources import HeldDevices
+from gpuconf.node.kubelet.pod_resources_watch import PodResourcesWatch
 from gpuconf.node.kubelet.resource_plugin import ResourcePlugin
 from gpuconf.node.metrics import Metrics
+from gpuconf.node.mps import MpsDaemonSpec, daemon_spec
+from gpuconf.node.mps_supervisor import MpsSupervisor
+from gpuconf.node.node_annotation import annotate_pending
 from gpuconf.node.nvml.api import GpuInfo, Nvml
+from gpuconf.node.reclass import (
+    Assignment,
+    PendingChange,
+    assignment_of,
+    devices_by_resource,
+    reclass,
+)
 from gpuconf.node.resource_view import ResourceView
 from gpuconf.node.topology import Topology, topology_of
 
@@ -42,10 +54,16 @@ class RunSettings:
     node_name: str
     plugin_dir: Path
     config_path: Path
+    pod_resources_socket: Path
 
 
 def health_policy(config: NodeConfig) -> HealthPolicy:
-    return HealthPolicy(frozenset(config.health.ignored_xids), config.health.recover_after_seconds)
+    health = config.health
+    return HealthPolicy(
+        frozenset(health.ignored_xids),
+        health.recover_after_seconds,
+        frozenset(health.reset_xids),
+    )
 
 
 class Supervisor:
@@ -67,6 +85,13 @@ class Supervisor:
         self._inventory_failing = False
         self._topology = Topology()
         self._allowed: frozenset[int] | None = None
+        self._pod_resources = PodResourcesWatch(settings.pod_resources_socket, metrics, self._wake)
+        self._mps = MpsSupervisor(metrics, self._wake)
+        self._wanted: Assignment = {}
+        self._effective: Assignment = {}
+        self._held_seen: HeldDevices | None = None
+        self._pending: tuple[PendingChange, ...] = ()
+        self._draining: frozenset[tuple[str, str]] = frozenset()
         self._built: dict[str, BuiltDevices] = {}
         self._plugins: dict[str, ResourcePlugin] = {}
         self._stop_requested = False
@@ -83,7 +108,15 @@ class Supervisor:
     def alive(self) -> bool:
         return time.monotonic() - self._last_turn < STALL_SECONDS
 
+    def status(self) -> dict[str, object]:
+        """What /status says: the changes waiting for GPUs to be released. Read from other
+        threads, so it takes one reference to immutable data."""
+        pending = self._pending
+        return {"pendingChanges": [change.as_dict() for change in pending]}
+
     def run(self) -> None:
+        self._pod_resources.start()
+        self._mps.start()
         self._poll_inventory(force=True)
         self._sync_plugins()
         self._health.start()
@@ -101,6 +134,9 @@ class Supervisor:
                 if now >= next_inventory:
                     next_inventory = now + INVENTORY_POLL_SECONDS
                     self._poll_inventory()
+                if self._pending and self._pod_resources.held() is not self._held_seen:
+                    self._reassign()
+                    self._sync_plugins()
                 if self._kubelet.restarted():
                     for plugin in self._plugins.values():
                         plugin.restart("a new kubelet.sock appeared (kubelet restart)")
@@ -114,9 +150,11 @@ class Supervisor:
 
     def _shut_down(self) -> None:
         self._health.stop()
+        self._pod_resources.stop()
         for plugin in self._plugins.values():
             plugin.stop()
         self._plugins.clear()
+        self._mps.stop()
 
     def _check_config(self, force: bool = False) -> None:
         update = self._config_watch.poll(force=force)
@@ -178,7 +216,7 @@ class Supervisor:
         self._rebuild()
 
     def _rebuild(self) -> None:
-        """Recompute drift and every resource's devices after a config or inventory change."""
+        """Recompute drift and what each resource should offer after a config or inventory change."""
         config = self._config
         report = self._drift.update(
             config.inventory.for_node(self._settings.node_name), self._inventory.present_gpus()
@@ -188,33 +226,91 @@ class Supervisor:
             self._allowed = report.matching_indices | kept
         else:
             self._allowed = None
-        built: dict[str, BuiltDevices] = {}
+        wanted = []
         for resource in config.resources:
             indices = resource.gpus.for_node(self._settings.node_name)
             if self._allowed is not None:
                 indices = [i for i in indices if i in self._allowed]
-            built[resource.name] = build_devices(resource, self._inventory.known, indices)
-            previous = self._built.get(resource.name)
-            if previous is None or previous.problems != built[resource.name].problems:
-                for problem in built[resource.name].problems:
+            wanted.append((resource, indices))
+        self._wanted = assignment_of(wanted)
+        self._reassign()
+
+    def _reassign(self) -> None:
+        """Apply the wanted assignment wherever no running container holds what it withdraws."""
+        held = self._held_seen = self._pod_resources.held()
+        known = self._inventory.known
+        change = reclass(self._effective, self._wanted, held, known)
+        self._effective, self._draining = change.effective, change.draining
+        if change.pending != self._pending:
+            self._report_pending(change.pending)
+        built = devices_by_resource(self._effective, known)
+        for resource in self._config.resources:
+            built.setdefault(resource.name, BuiltDevices((), ()))
+        for name, now in sorted(built.items()):
+            previous = self._built.get(name)
+            if previous is None or previous.problems != now.problems:
+                for problem in now.problems:
                     _log.warning(
-                        "device not advertised",
-                        extra=log.kv(resource=resource.name, problem=problem),
+                        "device not advertised", extra=log.kv(resource=name, problem=problem)
                     )
         self._built = built
+        self._mps.want(self._mps_specs())
+
+    def _report_pending(self, pending: tuple[PendingChange, ...]) -> None:
+        for change in pending:
+            if change not in self._pending:
+                _log.warning("GPU change deferred", extra=log.kv(change=change.as_text()))
+        for change in self._pending:
+            if all(change.gpu_index != p.gpu_index for p in pending):
+                _log.info("deferred GPU change applied", extra=log.kv(gpu=change.gpu_index))
+        self._pending = pending
+        self._metrics.pending_gpu_changes.set(len(pending))
+        threading.Thread(
+            target=annotate_pending,
+            args=(self._settings.node_name, [change.as_dict() for change in pending]),
+            name="annotate-pending",
+            daemon=True,
+        ).start()
+
+    def _mps_specs(self) -> dict[str, MpsDaemonSpec]:
+        specs: dict[str, MpsDaemonSpec] = {}
+        known = self._inventory.known
+        for resource in self._config.resources:
+            if resource.sharing.strategy != "mps":
+                continue
+            gpus = tuple(
+                (index, known[index].uuid)
+                for index, resources in sorted(self._effective.items())
+                if index in known and resource in resources
+            )
+            if gpus:
+                specs[resource.name] = daemon_spec(resource, gpus)
+        return specs
+
+    def _settings_of(self, name: str) -> ResourceSettings:
+        """The config's settings for a resource; a removed one still draining keeps its last."""
+        for resource in self._config.resources:
+            if resource.name == name:
+                return resource
+        return next(r for rs in self._effective.values() for r in rs if r.name == name)
 
     def _view(self, name: str, now: float) -> ResourceView:
-        resource = next(r for r in self._config.resources if r.name == name)
+        resource = self._settings_of(name)
         devices = self._built[name].devices
+        serving = resource.sharing.strategy != "mps" or self._mps.is_up(name)
         healthy = frozenset(
-            d.id for d in devices if self._tracker.is_healthy(d.gpu_uuid, d.mig_uuid, now)
+            d.id
+            for d in devices
+            if serving
+            and (name, d.id) not in self._draining
+            and self._tracker.is_healthy(d.gpu_uuid, d.mig_uuid, now)
         )
         return ResourceView(
             resource, self._config.device_list_strategy, devices, healthy, self._topology
         )
 
     def _sync_plugins(self) -> None:
-        wanted = {resource.name for resource in self._config.resources}
+        wanted = set(self._built)
         for name in sorted(self._plugins.keys() - wanted):
             self._plugins.pop(name).stop()
         now = time.monotonic()
@@ -224,5 +320,6 @@ class Supervisor:
             self._plugins[name] = plugin
 
     def _publish(self, now: float) -> None:
+        self._metrics.gpus_awaiting_reset.set(len(self._tracker.awaiting_reset()))
         for name, plugin in self._plugins.items():
             plugin.publish(self._view(name, now))

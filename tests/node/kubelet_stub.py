@@ -1,7 +1,8 @@
 """A kubelet stand-in: serves Registration on kubelet.sock and dials every plugin back.
 
 Like the real kubelet it calls GetDevicePluginOptions inside Register, then keeps a
-ListAndWatch stream open per resource and remembers the latest device list.
+ListAndWatch stream open per resource and remembers the latest device list. It also serves
+PodResourcesLister/List on its own socket, saying which device IDs a test's "pods" hold.
 """
 
 from __future__ import annotations
@@ -15,17 +16,59 @@ from typing import Any, TypeVar
 
 import grpc
 
-from gpuconf.node.kubelet.proto import api_pb2, api_pb2_grpc
+from gpuconf.node.kubelet.proto import (
+    api_pb2,
+    api_pb2_grpc,
+    podresources_pb2,
+    podresources_pb2_grpc,
+)
 
 T = TypeVar("T")
 Devices = dict[str, tuple[str, tuple[int, ...]]]
 """Device ID -> (health, NUMA nodes)."""
 
 
+class PodResourcesStub(podresources_pb2_grpc.PodResourcesListerServicer):
+    """One pod per held resource, one container holding the IDs; change with hold/release."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: dict[str, list[str]] = {}
+        self.calls = 0
+
+    def hold(self, resource: str, *device_ids: str) -> None:
+        with self._lock:
+            self._held.setdefault(resource, []).extend(device_ids)
+
+    def release_all(self) -> None:
+        with self._lock:
+            self._held.clear()
+
+    def List(
+        self, request: podresources_pb2.ListPodResourcesRequest, context: grpc.ServicerContext
+    ) -> podresources_pb2.ListPodResourcesResponse:
+        response = podresources_pb2.ListPodResourcesResponse()
+        with self._lock:
+            self.calls += 1
+            for n, (resource, ids) in enumerate(sorted(self._held.items())):
+                devices = podresources_pb2.ContainerDevices(resource_name=resource, device_ids=ids)
+                container = podresources_pb2.ContainerResources(name="main", devices=[devices])
+                response.pod_resources.append(
+                    podresources_pb2.PodResources(
+                        name=f"pod-{n}", namespace="default", containers=[container]
+                    )
+                )
+        return response
+
+
 class KubeletStub(api_pb2_grpc.RegistrationServicer):
-    def __init__(self, plugin_dir: Path) -> None:
+    def __init__(self, plugin_dir: Path, pod_resources_socket: Path | None = None) -> None:
         self.plugin_dir = plugin_dir
         self.socket = plugin_dir / "kubelet.sock"
+        self.pod_resources_socket = pod_resources_socket
+        self.pod_resources = PodResourcesStub()
+        self.answer_registrations = threading.Event()
+        self.answer_registrations.set()
         self.registrations: list[tuple[float, api_pb2.RegisterRequest]] = []
         self.options: dict[str, api_pb2.DevicePluginOptions] = {}
         self.lists: dict[str, list[Devices]] = {}
@@ -35,9 +78,14 @@ class KubeletStub(api_pb2_grpc.RegistrationServicer):
         self._server: grpc.Server | None = None
 
     def start(self) -> KubeletStub:
-        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
         api_pb2_grpc.add_RegistrationServicer_to_server(self, self._server)  # type: ignore[no-untyped-call]
         self._server.add_insecure_port(f"unix://{self.socket}")
+        if self.pod_resources_socket is not None:
+            podresources_pb2_grpc.add_PodResourcesListerServicer_to_server(  # type: ignore[no-untyped-call]
+                self.pod_resources, self._server
+            )
+            self._server.add_insecure_port(f"unix://{self.pod_resources_socket}")
         self._server.start()
         return self
 
@@ -46,13 +94,21 @@ class KubeletStub(api_pb2_grpc.RegistrationServicer):
             stream.cancel()
         for channel in self._channels:
             channel.close()
+        self.answer_registrations.set()
         if self._server is not None:
             self._server.stop(grace=0).wait(5)
         self.socket.unlink(missing_ok=True)
+        if self.pod_resources_socket is not None:
+            self.pod_resources_socket.unlink(missing_ok=True)
 
     def Register(
         self, request: api_pb2.RegisterRequest, context: grpc.ServicerContext
     ) -> api_pb2.Empty:
+        """While ``answer_registrations`` is clear, hang like a stuck kubelet (past the
+        plugin's timeout) before doing anything."""
+        if not self.answer_registrations.is_set():
+            self.answer_registrations.wait(30)
+            context.abort(grpc.StatusCode.UNAVAILABLE, "this kubelet was hung")
         channel = grpc.insecure_channel(f"unix://{self.plugin_dir / request.endpoint}")
         self._channels.append(channel)
         plugin = api_pb2_grpc.DevicePluginStub(channel)  # type: ignore[no-untyped-call]

@@ -25,6 +25,8 @@ from kubelet_stub import KubeletStub
 from gpuconf.node.kubelet.proto import api_pb2, api_pb2_grpc
 
 NODE = "node-a"
+FAKE_BIN = Path(__file__).with_name("fake_bin")
+"""Stand-ins for nvidia-cuda-mps-control and nvidia-smi that record their commands."""
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -47,6 +49,8 @@ class NodeProcess:
         self.fake_path = files / "fake-nvml.yaml"
         self.events_path = files / "xid.jsonl"
         self.log_path = files / "node.log"
+        self.commands_path = files / "commands.log"
+        self.pod_resources_socket = self.plugin_dir / "pod-resources.sock"
         self.metrics_port = free_port()
         self.write_config(config)
         self.write_gpus(gpus)
@@ -76,13 +80,30 @@ class NodeProcess:
             "--node-name", NODE,
             "--plugin-dir", str(self.plugin_dir),
             "--nvml", f"fake:{self.fake_path}",
+            "--pod-resources-socket", str(self.pod_resources_socket),
             "--metrics-port", str(self.metrics_port),
         ]  # fmt: skip
+
+    def environment(self) -> dict[str, str]:
+        return {
+            **os.environ,
+            "PATH": f"{FAKE_BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+            "GPUCONF_FAKE_COMMAND_LOG": str(self.commands_path),
+        }
+
+    def commands(self) -> list[str]:
+        """What the fake nvidia-cuda-mps-control and nvidia-smi were asked, in order."""
+        try:
+            return self.commands_path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
 
     def start(self) -> NodeProcess:
         with self.log_path.open("wb") as log:
             self.started_at = time.monotonic()
-            self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(
+                self.command(), stdout=log, stderr=subprocess.STDOUT, env=self.environment()
+            )
         return self
 
     def stop(self, timeout: float = 10.0) -> int:
@@ -101,6 +122,11 @@ class NodeProcess:
             self.process.kill()
             self.process.wait(5)
         shutil.rmtree(self.plugin_dir, ignore_errors=True)
+
+    def status(self) -> Any:
+        url = f"http://127.0.0.1:{self.metrics_port}/status"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return json.loads(response.read())
 
     def log(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace")
@@ -164,7 +190,7 @@ def plain_gpu(index: int, numa_node: int = 0) -> dict[str, Any]:
 @contextmanager
 def serving(process: NodeProcess) -> Iterator[KubeletStub]:
     """A kubelet stand-in first, then the plugin process; both stopped afterwards."""
-    kubelet = KubeletStub(process.plugin_dir).start()
+    kubelet = KubeletStub(process.plugin_dir, process.pod_resources_socket).start()
     process.start()
     try:
         yield kubelet

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gpuconf.api.node_config import ResourceSettings
+from gpuconf.api.node_config import DeviceListStrategy, ResourceSettings
 from gpuconf.node.devices import build_devices
 from gpuconf.node.kubelet.allocation import AllocationRefused, container_allocation
 from gpuconf.node.nvml.api import GpuInfo
@@ -15,7 +15,7 @@ from gpuconf.node.resource_view import ResourceView
 GPUS = {i: GpuInfo(i, f"GPU-{i}", "x", 1, f"0000:0{i}:00.0") for i in range(2)}
 
 
-def view(sharing: dict[str, Any], strategy: str = "envvar") -> ResourceView:
+def view(sharing: dict[str, Any], strategy: DeviceListStrategy = "envvar") -> ResourceView:
     settings = ResourceSettings.model_validate(
         {"name": "gpuconf.dev/x", "class": "x", "gpus": {"default": [0, 1]}, "sharing": sharing}
     )
@@ -50,3 +50,33 @@ def test_fail_requests_greater_than_one_refuses_two_replicas() -> None:
     assert container_allocation(shared, ["GPU-0::0"]).envs["NVIDIA_VISIBLE_DEVICES"] == "GPU-0"
     with pytest.raises(AllocationRefused, match="at most 1"):
         container_allocation(shared, ["GPU-0::0", "GPU-1::0"])
+
+
+def test_cdi_names_each_gpu_by_uuid_and_keeps_the_legacy_hook_out() -> None:
+    shared = view({"strategy": "time-slicing", "replicas": 2}, "cdi")
+    response = container_allocation(shared, ["GPU-1::0", "GPU-1::1", "GPU-0::0"])
+    assert [d.name for d in response.cdi_devices] == [
+        "nvidia.com/gpu=GPU-1",
+        "nvidia.com/gpu=GPU-0",
+    ]
+    assert dict(response.envs) == {"NVIDIA_VISIBLE_DEVICES": "void"}
+    assert not response.mounts
+
+
+def test_mps_clients_get_the_pipe_and_shared_memory_but_no_limits_they_could_change() -> None:
+    sharing = {
+        "strategy": "mps",
+        "replicas": 2,
+        "mpsPipeDirectory": "/run/nvidia/mps/x/pipe",
+        "mpsShmDirectory": "/run/nvidia/mps/shm",
+        "mpsMemoryLimitMiB": 1000,
+    }
+    response = container_allocation(view(sharing, "cdi"), ["GPU-0::1"])
+    assert dict(response.envs) == {
+        "NVIDIA_VISIBLE_DEVICES": "void",
+        "CUDA_MPS_PIPE_DIRECTORY": "/run/nvidia/mps/x/pipe",
+    }
+    assert [(m.host_path, m.container_path) for m in response.mounts] == [
+        ("/run/nvidia/mps/x/pipe", "/run/nvidia/mps/x/pipe"),
+        ("/run/nvidia/mps/shm", "/dev/shm"),
+    ]

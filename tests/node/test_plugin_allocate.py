@@ -18,6 +18,7 @@ MPS = "gpuconf.dev/h100-mps"
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
+    files = tmp_path_factory.mktemp("allocate")
     config = node_config(
         [
             resource("h100", list(range(8))),
@@ -36,24 +37,26 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeProcess]:
                 sharing={
                     "strategy": "mps",
                     "replicas": 2,
-                    "mpsPipeDirectory": "/run/nvidia/mps",
+                    "mpsPipeDirectory": str(files / "mps" / "h100-mps" / "pipe"),
+                    "mpsShmDirectory": str(files / "mps" / "shm"),
                     "mpsMemoryLimitMiB": 40000,
                     "mpsActiveThreadPercentage": 50,
                 },
             ),
         ],
         gpus=10,
+        deviceListStrategy="envvar",
     )
-    process = NodeProcess(
-        tmp_path_factory.mktemp("allocate"), config, [*nvlink_box(), plain_gpu(8), plain_gpu(9, 1)]
-    )
+    process = NodeProcess(files, config, [*nvlink_box(), plain_gpu(8), plain_gpu(9, 1)])
     with serving(process) as kubelet:
         for name in (WHOLE, SLICED, MPS):
             kubelet.wait_registered(name, timeout=10)
         yield process
 
 
-def test_whole_gpus_are_given_by_uuid_in_nvidia_visible_devices(node: NodeProcess) -> None:
+def test_legacy_envvar_gives_whole_gpus_by_uuid_in_nvidia_visible_devices(
+    node: NodeProcess,
+) -> None:
     before = node.metric("gpuconf_node_allocations_total", resource=WHOLE)
     with node.plugin(WHOLE) as plugin:
         response = allocate(plugin, [gpu_uuid(0), gpu_uuid(3)], [gpu_uuid(5)])
@@ -85,19 +88,19 @@ def test_one_replica_is_fine_but_two_are_refused_when_fail_requests_greater_than
     assert "at most 1" in str(raised.value.details())
 
 
-def test_mps_replicas_get_the_pipe_directory_memory_limit_and_thread_share(
+def test_mps_replicas_get_the_daemon_pipe_and_shm_and_no_limits_of_their_own(
     node: NodeProcess,
 ) -> None:
+    pipe = str(node.files / "mps" / "h100-mps" / "pipe")
     with node.plugin(MPS) as plugin:
         response = allocate(plugin, [f"{gpu_uuid(9)}::1"]).container_responses[0]
     assert dict(response.envs) == {
         "NVIDIA_VISIBLE_DEVICES": gpu_uuid(9),
-        "CUDA_MPS_PIPE_DIRECTORY": "/run/nvidia/mps",
-        "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": f"{gpu_uuid(9)}=40000M",
-        "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "50",
+        "CUDA_MPS_PIPE_DIRECTORY": pipe,
     }
     assert [(m.host_path, m.container_path) for m in response.mounts] == [
-        ("/run/nvidia/mps", "/run/nvidia/mps")
+        (pipe, pipe),
+        (str(node.files / "mps" / "shm"), "/dev/shm"),
     ]
 
 

@@ -116,7 +116,10 @@ def test_sigterm_stops_serving_removes_the_sockets_and_exits_zero(
     process, _ = running
     assert process.socket(WHOLE).is_socket()
     assert process.stop() == 0
-    assert sorted(p.name for p in process.plugin_dir.iterdir()) == ["kubelet.sock"]
+    assert sorted(p.name for p in process.plugin_dir.iterdir()) == [
+        "kubelet.sock",
+        "pod-resources.sock",
+    ]
 
 
 def test_sighup_reloads_the_config(running: tuple[NodeProcess, KubeletStub]) -> None:

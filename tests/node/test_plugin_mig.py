@@ -32,6 +32,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[NodeProcess
             resource("h100-3g", [0], migProfile="3g.40gb"),
         ],
         gpus=1,
+        deviceListStrategy="cdi",
     )
     config["inventory"]["default"][0]["mig"] = {"1g.10gb": 3, "3g.40gb": 1}
     process = NodeProcess(tmp_path_factory.mktemp("mig"), config, [mig_gpu()])
@@ -45,14 +46,17 @@ def test_each_profile_lists_its_mig_devices(node: tuple[NodeProcess, KubeletStub
     assert sorted(kubelet.wait_devices(LARGE, timeout=10)) == [mig_uuid(0, 2)]
 
 
-def test_mig_devices_are_allocated_by_mig_uuid(node: tuple[NodeProcess, KubeletStub]) -> None:
+def test_mig_devices_are_allocated_as_cdi_devices_named_by_mig_uuid(
+    node: tuple[NodeProcess, KubeletStub],
+) -> None:
     process, kubelet = node
     kubelet.wait_registered(SMALL, timeout=10)
     with process.plugin(SMALL) as plugin:
-        response = allocate(plugin, [mig_uuid(0, 7), mig_uuid(0, 9)])
-    assert dict(response.container_responses[0].envs) == {
-        "NVIDIA_VISIBLE_DEVICES": f"{mig_uuid(0, 7)},{mig_uuid(0, 9)}"
-    }
+        response = allocate(plugin, [mig_uuid(0, 7), mig_uuid(0, 9)]).container_responses[0]
+    assert [d.name for d in response.cdi_devices] == [
+        f"nvidia.com/gpu={mig_uuid(0, 7)}",
+        f"nvidia.com/gpu={mig_uuid(0, 9)}",
+    ]
 
 
 def test_an_xid_for_one_gpu_instance_marks_only_its_mig_device(
@@ -60,7 +64,7 @@ def test_an_xid_for_one_gpu_instance_marks_only_its_mig_device(
 ) -> None:
     process, kubelet = node
     kubelet.wait_devices(SMALL, timeout=10)
-    process.send_xid(plain_gpu(0)["uuid"], 79, gpu_instance_id=8)
+    process.send_xid(plain_gpu(0)["uuid"], 94, gpu_instance_id=8)  # contained: workload class
     devices = kubelet.wait_devices(SMALL, lambda d: d[mig_uuid(0, 8)][0] == "Unhealthy", timeout=5)
     assert devices[mig_uuid(0, 7)][0] == "Healthy"
     assert kubelet.wait_devices(LARGE)[mig_uuid(0, 2)][0] == "Healthy"

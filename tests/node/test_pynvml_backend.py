@@ -133,6 +133,14 @@ class StubPynvml:
             raise StubNvmlError(self.NVML_ERROR_NOT_SUPPORTED)
         return [1, 1]
 
+    def nvmlDeviceGetRemappedRows(self, handle: str) -> tuple[int, int, int, int]:
+        if handle == "gpu1":
+            raise StubNvmlError(self.NVML_ERROR_NOT_SUPPORTED)
+        return (0, 1, 1, 0)
+
+    def nvmlDeviceGetRetiredPagesPendingStatus(self, handle: str) -> int:
+        return 0
+
     def nvmlDeviceGetMaxMigDeviceCount(self, handle: str) -> int:
         return 2
 
@@ -178,6 +186,7 @@ def test_stubbed_nvml_is_translated(stub: StubPynvml) -> None:
     )
     assert first.mig_devices == (MigDevice("MIG-mig0", "3g.40gb", 2, 0),)
     assert (second.mig_enabled, dict(second.nvlinks)) == (False, {0: 4})
+    assert (first.reset_pending, second.reset_pending) == (True, False)
     assert nvml.wait_for_events(0.01) == [XidEvent("GPU-gpu1", 79)]
     assert nvml.wait_for_events(0.01) == []
     nvml.close()

@@ -14,8 +14,6 @@ from gpuconf.api.cluster.resource_class import ResourceClass
 from gpuconf.api.gpu_model import GpuModel
 from gpuconf.api.version import ApiVersion
 
-DEFAULT_IGNORED_XIDS = (13, 31, 43, 45, 68, 109)
-
 
 class Metadata(Model):
     name: DnsLabel
@@ -38,17 +36,23 @@ class Images(Model):
 
 
 class Health(Model):
-    ignored_xids: list[int] = Field(default_factory=lambda: list(DEFAULT_IGNORED_XIDS))
-    """XID errors that do not make a GPU unhealthy (application faults, not hardware)."""
+    ignored_xids: list[int] | None = None
+    """XIDs that never make a GPU unhealthy (application faults); default: NVIDIA's catalog's
+    RESTART_APP and IGNORE XIDs (13, 31, 43, 45, 63, 68, 69, 92, 121)."""
+    reset_xids: list[int] | None = None
+    """XIDs after which a GPU stays unhealthy until NVML shows it reset or re-enumerated;
+    default: the catalog's reset actions (48, 62, 64, 74, 79, 95, 109, 119, 120, 140)."""
     recover_after_seconds: int = Field(default=300, ge=0, le=86_400)
-    """Seconds without a new critical XID after which an unhealthy GPU is offered again; 0 never."""
+    """Seconds without a new XID of any other class after which the GPU is offered again; 0 never."""
 
 
 class NodeSettings(Model):
     drift_policy: Literal["warn", "strict"] = "warn"
     """On inventory drift: warn and advertise what is there, or advertise only matching GPUs."""
-    device_list_strategy: Literal["envvar", "volume-mounts"] = "envvar"
-    """How allocated GPUs are passed to the container runtime."""
+    device_list_strategy: Literal["cdi", "volume-mounts", "envvar"] | None = None
+    """How allocated GPUs reach the container runtime: CDI device names, NVIDIA's volume-mounts,
+    or (legacy) the NVIDIA_VISIBLE_DEVICES variable. Default per pool: cdi where the engine
+    has CDI on (containerd 2.x, k3s), else volume-mounts."""
     health: Health = Field(default_factory=Health)
     """GPU health checking."""
     metrics_port: int = Field(default=9400, ge=1024, le=65535)

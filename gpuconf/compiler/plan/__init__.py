@@ -39,10 +39,11 @@ def _pool_artifacts(validated: Validated, pool: NodePool) -> list[Artifact]:
             cluster, pool, _pool_classes(pool, classes), validated.inventory
         )
     uses_mps = any(r.sharing.strategy == "mps" for r in config.resources)
+    uses_mig = any(r.mig_profile is not None for r in config.resources)
     return [
         *artifacts,
         node_config_map(cluster, pool, config),
-        node_daemonset(cluster, pool, uses_mps),
+        node_daemonset(cluster, pool, uses_mps, uses_mig),
     ]
 
 

@@ -19,9 +19,11 @@ from gpuconf.compiler.plan.pod import (
     node_selector,
     tolerations,
 )
-from gpuconf.compiler.plan.pool_node_config import MPS_ROOT, config_map_name
+from gpuconf.compiler.plan.pool_node_config import MPS_ROOT, MPS_SHM, config_map_name
 
 PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
+POD_RESOURCES_DIR = "/var/lib/kubelet/pod-resources"
+"""The kubelet's PodResources socket: which devices running containers hold (day-2 safety)."""
 CONFIG_DIR = "/etc/gpuconf"
 HOST_ROOT = "/host"
 
@@ -70,14 +72,21 @@ def _runtime_volumes(pool: NodePool) -> tuple[list[dict[str, Any]], list[dict[st
     return volumes, mounts
 
 
-def node_daemonset(cluster: Cluster, pool: NodePool, uses_mps: bool) -> Artifact:
+def node_daemonset(
+    cluster: Cluster, pool: NodePool, uses_mps: bool, uses_mig: bool = False
+) -> Artifact:
     image = cluster.spec.images.gpuconf
     config_mount = {"name": "node-config", "mountPath": CONFIG_DIR, "readOnly": True}
     runtime_volumes, runtime_mounts = _runtime_volumes(pool)
-    main_mounts = [config_mount, {"name": "device-plugins", "mountPath": PLUGIN_DIR}]
+    main_mounts = [
+        config_mount,
+        {"name": "device-plugins", "mountPath": PLUGIN_DIR},
+        {"name": "pod-resources", "mountPath": POD_RESOURCES_DIR, "readOnly": True},
+    ]
     volumes = [
         {"name": "node-config", "configMap": {"name": config_map_name(pool)}},
         host_path("device-plugins", PLUGIN_DIR, "Directory"),
+        host_path("pod-resources", POD_RESOURCES_DIR, "Directory"),
         *runtime_volumes,
     ]
     if pool.platform == "tegra":
@@ -85,9 +94,29 @@ def node_daemonset(cluster: Cluster, pool: NodePool, uses_mps: bool) -> Artifact
         main_mounts.append(
             {"name": "tegra-release", "mountPath": TEGRA_RELEASE_FILE, "readOnly": True}
         )
+    env = [
+        {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+        {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
+        # MPS control daemons run here: nvidia-cuda-mps-control comes with `compute`.
+        {
+            "name": "NVIDIA_DRIVER_CAPABILITIES",
+            "value": "compute,utility" if uses_mps else "utility",
+        },
+    ]
+    security = hardened()
     if uses_mps:
+        # The daemons' pipes and shared memory are the clients' too (Allocate mounts both).
         volumes.append(host_path("mps-root", MPS_ROOT, "DirectoryOrCreate"))
-        main_mounts.append({"name": "mps-root", "mountPath": MPS_ROOT, "readOnly": True})
+        volumes.append(host_path("mps-shm", MPS_SHM, "DirectoryOrCreate"))
+        main_mounts.append({"name": "mps-root", "mountPath": MPS_ROOT})
+        main_mounts.append({"name": "mps-shm", "mountPath": "/dev/shm"})
+    if uses_mps or uses_mig:
+        # Setting EXCLUSIVE_PROCESS compute mode is an admin operation, and with MIG NVML
+        # lists the MIG devices only to a process that may monitor them all; NVIDIA's chart
+        # gives its plugin SYS_ADMIN and NVIDIA_MIG_MONITOR_DEVICES=all for the same reason.
+        security["capabilities"] = {"drop": ["ALL"], "add": ["SYS_ADMIN"]}
+    if uses_mig:
+        env.append({"name": "NVIDIA_MIG_MONITOR_DEVICES", "value": "all"})
     port = cluster.spec.node.metrics_port
     pod: dict[str, Any] = {
         "serviceAccountName": NODE_SERVICE_ACCOUNT,
@@ -114,21 +143,14 @@ def node_daemonset(cluster: Cluster, pool: NodePool, uses_mps: bool) -> Artifact
                 "name": "gpuconf-node",
                 "image": image,
                 "command": run_command(cluster, pool),
-                "env": [
-                    {
-                        "name": "NODE_NAME",
-                        "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}},
-                    },
-                    {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
-                    {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "utility"},
-                ],
+                "env": env,
                 "ports": [{"name": "metrics", "containerPort": port, "protocol": "TCP"}],
                 "livenessProbe": {
                     "httpGet": {"path": "/healthz", "port": "metrics"},
                     "periodSeconds": 10,
                     "failureThreshold": 3,
                 },
-                "securityContext": hardened(),
+                "securityContext": security,
                 "resources": PLUGIN_RESOURCES,
                 "volumeMounts": main_mounts,
             }

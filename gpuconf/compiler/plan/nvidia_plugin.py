@@ -33,6 +33,7 @@ from gpuconf.compiler.plan.pod import (
 from gpuconf.compiler.plan.pool_node_config import MPS_ROOT
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory
+from gpuconf.compiler.resolve.device_lists import device_list_strategy
 from gpuconf.formats.yaml_writer import dump
 from gpuconf.gpus.mig import mig_strategy
 from gpuconf.gpus.nvidia_plugin_releases import (
@@ -51,22 +52,25 @@ NVIDIA_DEVICE_LISTS = {"cdi": "cdi-cri", "volume-mounts": "volume-mounts", "envv
 """NVIDIA's plugin hands CDI names to the kubelet as cdi_devices under `cdi-cri`."""
 
 
-def device_list_strategies(cluster: Cluster) -> list[str]:
-    """NVIDIA's deviceListStrategy for the cluster's `node.deviceListStrategy`."""
-    return [NVIDIA_DEVICE_LISTS[cluster.spec.node.device_list_strategy]]
+def device_list_strategies(cluster: Cluster, pool: NodePool) -> list[str]:
+    """NVIDIA's deviceListStrategy for the pool's device list strategy (declared in
+    `node.deviceListStrategy`, or the pool engine's default)."""
+    return [NVIDIA_DEVICE_LISTS[device_list_strategy(cluster, pool)]]
 
 
 def plugin_image(cluster: Cluster) -> str:
     return cluster.spec.images.nvidia_device_plugin or image(cluster.spec.nvidia_plugin.version)
 
 
-def nvidia_config(cluster: Cluster, classes: list[ResolvedClass], strategy: str) -> dict[str, Any]:
+def nvidia_config(
+    cluster: Cluster, pool: NodePool, classes: list[ResolvedClass], strategy: str
+) -> dict[str, Any]:
     """`strategy`: the pool's migStrategy (gpuconf.gpus.mig.mig_strategy over all its GPUs)."""
     shared = [c for c in classes if c.spec.sharing.strategy != "none"]
     uses_mps = any(c.spec.sharing.strategy == "mps" for c in shared)
     plugin: dict[str, Any] = {
         "passDeviceSpecs": False,
-        "deviceListStrategy": device_list_strategies(cluster),
+        "deviceListStrategy": device_list_strategies(cluster, pool),
         "deviceIDStrategy": "uuid",
     }
     if shared and at_least(cluster.spec.nvidia_plugin.version, ALLOCATION_POLICY_SINCE):
@@ -160,7 +164,7 @@ def nvidia_plugin(
     namespace = cluster.spec.namespace
     config_name = f"nvidia-device-plugin-{pool.name}"
     strategy = mig_strategy(g.mig for group in inventory.by_pool(pool.name) for g in group.gpus)
-    config = nvidia_config(cluster, classes, strategy)
+    config = nvidia_config(cluster, pool, classes, strategy)
     files = {CONFIG_FILE: dump(config)}
     config_map = pool_config_map(
         cluster, pool, "nvidia-device-plugin", config_name, "device-plugin", files

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpuconf.api.cluster import Cluster, NodePool
+from gpuconf.api.cluster.document import Health
 from gpuconf.api.node_config import (
     NODE_CONFIG_FILE,
     ExpectedGpu,
@@ -19,9 +20,13 @@ from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.config_map import pool_config_map
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory, Gpu, NodeGroup
+from gpuconf.compiler.resolve.device_lists import device_list_strategy
 from gpuconf.formats.yaml_writer import dump
+from gpuconf.gpus.xid import APPLICATION_XIDS, RESET_XIDS
 
 MPS_ROOT = "/run/nvidia/mps"
+MPS_SHM = f"{MPS_ROOT}/shm"
+"""Shared as /dev/shm by the control daemons (in gpuconf-node) and their clients, as NVIDIA does."""
 
 
 def config_map_name(pool: NodePool) -> str:
@@ -49,10 +54,22 @@ def _sharing(resolved: ResolvedClass) -> SharingSettings:
     if sharing.strategy == "mps":
         settings["failRequestsGreaterThanOne"] = True
         settings["mpsPipeDirectory"] = f"{MPS_ROOT}/{resolved.name}/pipe"
+        settings["mpsShmDirectory"] = MPS_SHM
         settings["mpsMemoryLimitMiB"] = resolved.mps_memory_limit_mib
         if sharing.active_thread_percentage is not None:
             settings["mpsActiveThreadPercentage"] = sharing.active_thread_percentage
     return SharingSettings.model_validate(settings)
+
+
+def _health(health: Health) -> HealthSettings:
+    """A declared list replaces the catalog's; an XID ignored on purpose is never a reset fault."""
+    ignored = set(APPLICATION_XIDS if health.ignored_xids is None else health.ignored_xids)
+    reset = set(RESET_XIDS if health.reset_xids is None else health.reset_xids) - ignored
+    return HealthSettings(
+        ignored_xids=sorted(ignored),
+        reset_xids=sorted(reset),
+        recover_after_seconds=health.recover_after_seconds,
+    )
 
 
 def _indices(resolved: ResolvedClass, groups: list[NodeGroup]) -> GpuIndices | None:
@@ -104,12 +121,9 @@ def build_node_config(
             binary_path=runtime.binary_path,
             containerd_config_version=runtime.containerd_config_version,
         ),
-        device_list_strategy=spec.node.device_list_strategy,
+        device_list_strategy=device_list_strategy(cluster, pool),
         drift_policy=spec.node.drift_policy,
-        health=HealthSettings(
-            ignored_xids=sorted(set(spec.node.health.ignored_xids)),
-            recover_after_seconds=spec.node.health.recover_after_seconds,
-        ),
+        health=_health(spec.node.health),
         metrics_port=spec.node.metrics_port,
         inventory=ExpectedInventory(
             default=[_expected(g) for g in undeclared.gpus] if undeclared else [],

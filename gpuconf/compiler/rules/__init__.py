@@ -11,7 +11,9 @@ from gpuconf.compiler.rules import (
     jetson_sharing,
     kubernetes_version,
     mig,
+    mps,
     names,
+    node_settings,
     nvidia_plugin,
     platforms,
     pools,
@@ -30,12 +32,14 @@ DOCUMENT_RULES: tuple[Rule, ...] = (
     pools.check,
     platforms.check,
     kubernetes_version.check,
+    node_settings.check,
 )
 INVENTORY_RULES: tuple[Rule, ...] = (
     classes.check,
     quotas.check,
     nvidia_plugin.check,
     mig.check,
+    mps.check,
     dra.check,
     jetson_sharing.check,
 )

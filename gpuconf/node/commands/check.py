@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import json
+import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,8 +15,10 @@ from gpuconf.node.drift import DriftReport, compare
 from gpuconf.node.node_annotation import annotate_node
 from gpuconf.node.nvml.api import GpuInfo, NvmlError
 from gpuconf.node.nvml.select import open_nvml
+from gpuconf.node.reclass import PendingChange
 
 MISSING = "-"
+STATUS_TIMEOUT = 2.0
 
 
 def run(options: argparse.Namespace) -> int:
@@ -37,8 +41,28 @@ def run(options: argparse.Namespace) -> int:
     print(f"node {options.node_name} (pool {config.pool}, driver {driver})")
     print(inventory_table(expected, discovered, report))
     print(report.as_text(), end="")
+    url = options.runtime_url or f"http://127.0.0.1:{config.metrics_port}"
+    print(pending_text(url), end="")
     annotate_node(options.node_name, report)
     return ExitCode.INVALID_INPUT if report.drifted else ExitCode.OK
+
+
+def pending_text(runtime_url: str) -> str:
+    """The running node runtime's deferred GPU changes, or why they are unknown."""
+    try:
+        with urllib.request.urlopen(f"{runtime_url}/status", timeout=STATUS_TIMEOUT) as reply:
+            status = json.loads(reply.read())
+        pending = [
+            PendingChange(int(c["gpu"]), tuple(c["held"]), tuple(c["current"]), tuple(c["wanted"]))
+            for c in status["pendingChanges"]
+        ]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        return f"pending GPU changes: unknown (no node runtime at {runtime_url}: {error})\n"
+    if not pending:
+        return "pending GPU changes: none\n"
+    lines = [f"pending GPU changes: {len(pending)}"]
+    lines += [f"  {change.as_text()}" for change in pending]
+    return "\n".join(lines) + "\n"
 
 
 def inventory_table(

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from gpuconf.errors import ArgumentParser
 
 DEFAULT_PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
+DEFAULT_POD_RESOURCES_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"
 
 
 def build_parser(prog: str = "gpuconf node") -> argparse.ArgumentParser:
@@ -23,6 +24,11 @@ def build_parser(prog: str = "gpuconf node") -> argparse.ArgumentParser:
         "--plugin-dir", default=DEFAULT_PLUGIN_DIR, help="kubelet device-plugin directory"
     )
     run.add_argument("--nvml", default="real", help="real, tegra[:DIR], auto, or fake:FILE")
+    run.add_argument(
+        "--pod-resources-socket",
+        default=DEFAULT_POD_RESOURCES_SOCKET,
+        help="the kubelet's PodResources socket (which devices running containers hold)",
+    )
     run.add_argument(
         "--metrics-port",
         type=int,
@@ -41,6 +47,12 @@ def build_parser(prog: str = "gpuconf node") -> argparse.ArgumentParser:
     check.add_argument("--config", required=True, help="node config file")
     check.add_argument("--node-name", required=True, help="this node's Kubernetes name")
     check.add_argument("--nvml", default="real", help="real, tegra[:DIR], auto, or fake:FILE")
+    check.add_argument(
+        "--runtime-url",
+        default=None,
+        help="the running `gpuconf node run` to ask for pending changes "
+        "(default: http://127.0.0.1:<metricsPort>)",
+    )
     return parser
 
 

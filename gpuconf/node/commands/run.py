@@ -47,7 +47,12 @@ def run(options: argparse.Namespace) -> int:
 
 
 def _run(options: argparse.Namespace) -> int:
-    settings = RunSettings(options.node_name, Path(options.plugin_dir), Path(options.config))
+    settings = RunSettings(
+        options.node_name,
+        Path(options.plugin_dir),
+        Path(options.config),
+        Path(options.pod_resources_socket),
+    )
     config = read_config(settings.config_path)
     _check_plugin_dir(settings.plugin_dir, [r.socket_name() for r in config.config.resources])
     nvml = _open_nvml(options.nvml)
@@ -102,7 +107,7 @@ def _open_nvml(spec: str) -> Nvml:
 
 def _start_metrics(port: int, metrics: Metrics, supervisor: Supervisor) -> MetricsServer:
     try:
-        server = MetricsServer(port, metrics.registry, supervisor.alive)
+        server = MetricsServer(port, metrics.registry, supervisor.alive, supervisor.status)
     except OSError as error:
         raise _StartFailed(f"cannot serve metrics on port {port}: {error.strerror}") from None
     server.start()

@@ -10,10 +10,22 @@ from gpuconf.node.resource_view import ResourceView
 VISIBLE_DEVICES_ENV = "NVIDIA_VISIBLE_DEVICES"
 VOLUME_MOUNTS_ROOT = "/var/run/nvidia-container-devices"
 """NVIDIA's volume-mounts strategy: one /dev/null mount per device under this directory."""
+CDI_KIND = "nvidia.com/gpu"
+"""The kind `nvidia-ctk cdi generate` writes; with --device-name-strategy=uuid, GPUs and MIG
+devices are named by their UUIDs."""
+NO_LEGACY_DEVICES = "void"
+"""With CDI the runtime already has the devices; `void` keeps NVIDIA's legacy hook from adding
+the ones an image's own NVIDIA_VISIBLE_DEVICES (CUDA images say `all`) would name."""
+MPS_PIPE_ENV = "CUDA_MPS_PIPE_DIRECTORY"
+SHM = "/dev/shm"
 
 
 class AllocationRefused(Exception):
     """The request cannot be served; the message tells the kubelet (and the user) why."""
+
+
+def cdi_name(uuid: str) -> str:
+    return f"{CDI_KIND}={uuid}"
 
 
 def container_allocation(
@@ -34,7 +46,10 @@ def container_allocation(
         )
     uuids = list(dict.fromkeys(view.by_id[i].visible_uuid for i in device_ids))
     response = api_pb2.ContainerAllocateResponse()
-    if view.device_list_strategy == "volume-mounts":
+    if view.device_list_strategy == "cdi":
+        response.cdi_devices.extend(api_pb2.CDIDevice(name=cdi_name(uuid)) for uuid in uuids)
+        response.envs[VISIBLE_DEVICES_ENV] = NO_LEGACY_DEVICES
+    elif view.device_list_strategy == "volume-mounts":
         response.envs[VISIBLE_DEVICES_ENV] = VOLUME_MOUNTS_ROOT
         response.mounts.extend(
             api_pb2.Mount(host_path="/dev/null", container_path=f"{VOLUME_MOUNTS_ROOT}/{uuid}")
@@ -43,25 +58,18 @@ def container_allocation(
     else:
         response.envs[VISIBLE_DEVICES_ENV] = ",".join(uuids)
     if sharing.strategy == "mps":
-        _add_mps(response, view, uuids)
+        _add_mps(response, view)
     return response
 
 
-def _add_mps(
-    response: api_pb2.ContainerAllocateResponse, view: ResourceView, uuids: list[str]
-) -> None:
+def _add_mps(response: api_pb2.ContainerAllocateResponse, view: ResourceView) -> None:
+    """The daemon's pipe and shared memory; its limits are set server-side, out of the pod's reach."""
     sharing = view.resource.sharing
     if sharing.mps_pipe_directory is not None:
-        response.envs["CUDA_MPS_PIPE_DIRECTORY"] = sharing.mps_pipe_directory
+        pipe = sharing.mps_pipe_directory
+        response.envs[MPS_PIPE_ENV] = pipe
+        response.mounts.append(api_pb2.Mount(host_path=pipe, container_path=pipe))
+    if sharing.mps_shm_directory is not None:
         response.mounts.append(
-            api_pb2.Mount(
-                host_path=sharing.mps_pipe_directory, container_path=sharing.mps_pipe_directory
-            )
-        )
-    if sharing.mps_memory_limit_mi_b is not None:
-        limit = sharing.mps_memory_limit_mi_b
-        response.envs["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = ",".join(f"{u}={limit}M" for u in uuids)
-    if sharing.mps_active_thread_percentage is not None:
-        response.envs["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(
-            sharing.mps_active_thread_percentage
+            api_pb2.Mount(host_path=sharing.mps_shm_directory, container_path=SHM)
         )

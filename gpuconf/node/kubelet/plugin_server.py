@@ -20,7 +20,10 @@ from gpuconf.node.resource_view import ResourceView
 
 STREAM_CHECK_SECONDS = 0.5
 """How often an idle ListAndWatch stream looks whether its client or server went away."""
-WORKER_THREADS = 8
+MAX_STREAMS = 32
+"""Open ListAndWatch streams per socket; each holds a worker thread for its whole life."""
+UNARY_WORKERS = 8
+"""Threads left for Allocate and the other short calls however many streams are open."""
 
 _log = log.get("plugin")
 
@@ -46,6 +49,7 @@ class DevicePluginService(api_pb2_grpc.DevicePluginServicer):
         self._views = views
         self._metrics = metrics
         self._stopping = stopping
+        self._stream_slots = threading.BoundedSemaphore(MAX_STREAMS)
 
     def GetDevicePluginOptions(
         self, request: api_pb2.Empty, context: grpc.ServicerContext
@@ -55,6 +59,17 @@ class DevicePluginService(api_pb2_grpc.DevicePluginServicer):
     def ListAndWatch(
         self, request: api_pb2.Empty, context: grpc.ServicerContext
     ) -> Iterator[api_pb2.ListAndWatchResponse]:
+        if not self._stream_slots.acquire(blocking=False):
+            context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"{MAX_STREAMS} ListAndWatch streams are open on this socket already",
+            )
+        try:
+            yield from self._watch(context)
+        finally:
+            self._stream_slots.release()
+
+    def _watch(self, context: grpc.ServicerContext) -> Iterator[api_pb2.ListAndWatchResponse]:
         version, view = self._views.current()
         yield _device_message(view)
         while context.is_active() and not self._stopping.is_set():
@@ -119,7 +134,9 @@ class PluginServer:
         self.socket_path.unlink(missing_ok=True)
         self._stopping = threading.Event()
         server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=WORKER_THREADS, thread_name_prefix="grpc"),
+            futures.ThreadPoolExecutor(
+                max_workers=MAX_STREAMS + UNARY_WORKERS, thread_name_prefix="grpc"
+            ),
             options=[("grpc.so_reuseport", 0)],
         )
         service = DevicePluginService(self._views, self._metrics, self._stopping)

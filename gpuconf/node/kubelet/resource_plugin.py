@@ -1,7 +1,12 @@
-"""One resource's life: its server, its published device list, its registration."""
+"""One resource's life: its server, its published device list, its registration.
+
+Registration runs on a thread of its own: a kubelet that accepts the call and never answers
+holds up only the next registration attempt, never health, serving or the main loop.
+"""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -25,15 +30,22 @@ class ResourcePlugin:
         self._metrics = metrics
         self._views = Latest(view)
         self._server = PluginServer(plugin_dir / self.endpoint, self._views, metrics)
+        self._lock = threading.Lock()
+        self._generation = 0
+        """Bumped on every (re)start: a registration begun before belongs to an old server."""
         self._registered = False
+        self._in_flight = False
         self._next_attempt = 0.0
         self._failures_logged = 0
         self._count(view)
 
     def start(self) -> None:
         self._server.start()
-        self._registered = False
-        self._next_attempt = 0.0
+        with self._lock:
+            self._generation += 1
+            self._registered = False
+            self._in_flight = False
+            self._next_attempt = 0.0
         _log.info("serving", extra=log.kv(resource=self.name, socket=self._server.socket_path))
 
     def stop(self) -> None:
@@ -61,27 +73,47 @@ class ResourcePlugin:
                 ),
             )
 
+    @property
+    def registered(self) -> bool:
+        with self._lock:
+            return self._registered
+
     def tick(self, now: float) -> None:
         if not self._server.serving:
             self.restart("our socket was deleted (kubelet restart?)")
-        if not self._registered and now >= self._next_attempt:
-            self._register(now)
+        with self._lock:
+            if self._registered or self._in_flight or now < self._next_attempt:
+                return
+            self._in_flight = True
+            generation = self._generation
+        threading.Thread(
+            target=self._register, args=(generation,), name=f"register-{self.name}", daemon=True
+        ).start()
 
-    def _register(self, now: float) -> None:
+    def _register(self, generation: int) -> None:
         started = time.monotonic()
         try:
             register(self._plugin_dir, self.endpoint, self.name)
         except RegistrationFailed as failed:
             self._metrics.registrations.labels(self.name, "failed").inc()
-            self._next_attempt = now + REGISTER_RETRY_SECONDS
-            if self._failures_logged < 3:  # then quiet until it works: the kubelet may be down long
+            with self._lock:
+                if generation != self._generation:
+                    return
+                self._in_flight = False
+                self._next_attempt = time.monotonic() + REGISTER_RETRY_SECONDS
+                self._failures_logged += 1
+                quiet = self._failures_logged > 3  # the kubelet may be down long
+            if not quiet:
                 _log.warning(
                     "registration failed", extra=log.kv(resource=self.name, error=str(failed))
                 )
-            self._failures_logged += 1
             return
-        self._registered = True
-        self._failures_logged = 0
+        with self._lock:
+            if generation != self._generation:
+                return
+            self._in_flight = False
+            self._registered = True
+            self._failures_logged = 0
         self._metrics.registrations.labels(self.name, "ok").inc()
         _log.info(
             "registered with the kubelet",

@@ -31,6 +31,8 @@ class GpuInfo:
     """Peer GPU index -> number of NVLinks between the two."""
     mig_enabled: bool = False
     mig_devices: Sequence[MigDevice] = ()
+    reset_pending: bool = False
+    """NVML says the GPU waits for a reset (row remapping or page retirement pending)."""
 
 
 @dataclass(frozen=True)

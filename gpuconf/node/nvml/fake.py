@@ -44,6 +44,7 @@ class _FakeGpu(Model):
     )
     mig_enabled: bool = False
     mig_devices: list[_FakeMigDevice] = Field(default_factory=list)
+    reset_pending: bool = False
 
 
 class _FakeFile(Model):
@@ -87,6 +88,7 @@ def _gpu_info(gpu: _FakeGpu) -> GpuInfo:
             MigDevice(m.uuid, m.profile, m.gpu_instance_id, m.compute_instance_id)
             for m in gpu.mig_devices
         ),
+        reset_pending=gpu.reset_pending,
     )
 
 

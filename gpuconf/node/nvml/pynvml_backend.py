@@ -137,7 +137,25 @@ class PynvmlNvml:
             nvlinks=self._nvlink_peers(handle, index_by_bus_id),
             mig_enabled=mig_enabled,
             mig_devices=self._mig_devices(handle) if mig_enabled else (),
+            reset_pending=self._reset_pending(handle),
         )
+
+    def _reset_pending(self, handle: Any) -> bool:
+        """Row remapping (Ampere and later) or page retirement (before) waiting for a reset."""
+        nvml = self._pynvml
+        try:
+            _corrected, _uncorrected, pending, _failed = nvml.nvmlDeviceGetRemappedRows(handle)
+            return bool(pending)
+        except nvml.NVMLError as error:
+            if error.value != nvml.NVML_ERROR_NOT_SUPPORTED:
+                raise NvmlError(f"nvmlDeviceGetRemappedRows failed: {error}") from None
+        try:
+            status = nvml.nvmlDeviceGetRetiredPagesPendingStatus(handle)
+        except nvml.NVMLError as error:
+            if error.value != nvml.NVML_ERROR_NOT_SUPPORTED:
+                raise NvmlError(f"nvmlDeviceGetRetiredPagesPendingStatus failed: {error}") from None
+            return False
+        return bool(status == nvml.NVML_FEATURE_ENABLED)
 
     def _nvlink_peers(self, handle: Any, index_by_bus_id: dict[str, int]) -> dict[int, int]:
         nvml = self._pynvml

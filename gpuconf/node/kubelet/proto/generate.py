@@ -1,4 +1,5 @@
-"""Regenerate api_pb2.py, api_pb2_grpc.py and api_pb2.pyi from api.proto with grpcio-tools.
+"""Regenerate the Python modules of api.proto (device plugins) and podresources.proto with
+grpcio-tools: <name>_pb2.py, <name>_pb2_grpc.py and <name>_pb2.pyi.
 
 Run from anywhere: ``python -m gpuconf.node.kubelet.proto.generate``. The proto is compiled with the
 repository root as include path, so the generated gRPC module imports
@@ -10,14 +11,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-PROTO = Path(__file__).with_name("api.proto")
-REPOSITORY_ROOT = PROTO.parents[3]
+PROTOS = [Path(__file__).with_name(name) for name in ("api.proto", "podresources.proto")]
+REPOSITORY_ROOT = PROTOS[0].parents[4]
 
 
 def main() -> int:
     from grpc_tools import protoc
 
-    relative = PROTO.relative_to(REPOSITORY_ROOT).as_posix()
+    relative = [proto.relative_to(REPOSITORY_ROOT).as_posix() for proto in PROTOS]
     return protoc.main(
         [
             "grpc_tools.protoc",
@@ -25,7 +26,7 @@ def main() -> int:
             f"--python_out={REPOSITORY_ROOT}",
             f"--pyi_out={REPOSITORY_ROOT}",
             f"--grpc_python_out={REPOSITORY_ROOT}",
-            relative,
+            *relative,
         ]
     )
 

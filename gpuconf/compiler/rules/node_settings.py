@@ -1,0 +1,61 @@
+"""spec.node: device list strategy per engine, XID classes that do not overlap."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpuconf.api.base import kubernetes_minor
+from gpuconf.compiler.resolve.device_lists import CDI_DEVICES_FROM_MINOR, engine_runs_cdi
+from gpuconf.compiler.rules.context import SPEC, RuleContext
+from gpuconf.diagnostics import Diagnostic
+
+NODE = (*SPEC, "node")
+
+
+def check(ctx: RuleContext) -> Iterator[Diagnostic]:
+    yield from _device_lists(ctx)
+    yield from _xid_classes(ctx)
+
+
+def _device_lists(ctx: RuleContext) -> Iterator[Diagnostic]:
+    spec = ctx.cluster.spec
+    declared = spec.node.device_list_strategy
+    path = (*NODE, "deviceListStrategy")
+    if declared == "envvar":
+        yield ctx.warning(
+            path,
+            "envvar is legacy: on nodes where nvidia is the default runtime a pod can set "
+            "NVIDIA_VISIBLE_DEVICES itself and take GPUs past the plugin and the quotas",
+            "use cdi or volume-mounts (or leave deviceListStrategy out)",
+        )
+    if declared != "cdi" or spec.allocation == "dra":
+        return
+    if kubernetes_minor(spec.kubernetes.version) < CDI_DEVICES_FROM_MINOR:
+        yield ctx.error(
+            path,
+            f"Kubernetes {spec.kubernetes.version} drops the CDI devices a device plugin "
+            f"returns (DevicePluginCDIDevices is on by default from 1.{CDI_DEVICES_FROM_MINOR})",
+            "use volume-mounts, or target a newer Kubernetes",
+        )
+        return
+    for pool in spec.node_pools:
+        if not engine_runs_cdi(pool):
+            yield ctx.warning(
+                path,
+                f"pool {pool.name!r} ({pool.runtime.engine}) may not run CDI: containerd 1.6 "
+                "has none, 1.7 needs enable_cdi, Docker needs 25 or later",
+                "make sure the engine supports CDI, or leave deviceListStrategy out",
+            )
+
+
+def _xid_classes(ctx: RuleContext) -> Iterator[Diagnostic]:
+    health = ctx.cluster.spec.node.health
+    if health.ignored_xids is None or health.reset_xids is None:
+        return
+    both = sorted(set(health.ignored_xids) & set(health.reset_xids))
+    if both:
+        yield ctx.error(
+            (*NODE, "health", "resetXids"),
+            f"XID {', '.join(map(str, both))} is both ignored and a reset fault",
+            "list each XID in one of ignoredXids and resetXids",
+        )

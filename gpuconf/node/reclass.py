@@ -1,0 +1,127 @@
+"""Day-2 changes that never double-book a GPU.
+
+A node config change moves GPUs between resources, or changes how many replicas a GPU offers.
+Each GPU's part of the change applies at once unless it would withdraw a device ID a running
+container holds (the kubelet's PodResources API says which); then that GPU keeps its current
+assignment, its withdrawn IDs advertised Unhealthy so nothing new lands on them, until the
+holders are gone. Everything else applies at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from gpuconf.api.node_config import ResourceSettings
+from gpuconf.node.devices import BuiltDevices, PluginDevice, build_devices
+from gpuconf.node.kubelet.pod_resources import HeldDevices
+from gpuconf.node.nvml.api import GpuInfo
+
+Assignment = Mapping[int, tuple[ResourceSettings, ...]]
+"""GPU index -> the resources that offer (part of) it; several only with MIG profiles."""
+
+
+def assignment_of(resources: Iterable[tuple[ResourceSettings, Iterable[int]]]) -> Assignment:
+    claims: dict[int, tuple[ResourceSettings, ...]] = {}
+    for resource, indices in resources:
+        for index in sorted(set(indices)):
+            claims[index] = (*claims.get(index, ()), resource)
+    return claims
+
+
+@dataclass(frozen=True)
+class PendingChange:
+    gpu_index: int
+    held: tuple[str, ...]
+    """"<resource>/<device ID>" the change would withdraw while a container holds it."""
+    current: tuple[str, ...]
+    """Resources offering the GPU now."""
+    wanted: tuple[str, ...]
+    """Resources the config wants to offer it."""
+
+    def as_text(self) -> str:
+        return (
+            f"GPU {self.gpu_index}: {_names(self.current)} -> {_names(self.wanted)} "
+            f"waits for {', '.join(self.held)} to be released"
+        )
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "gpu": self.gpu_index,
+            "held": list(self.held),
+            "current": list(self.current),
+            "wanted": list(self.wanted),
+        }
+
+
+def _names(resources: tuple[str, ...]) -> str:
+    return ",".join(resources) or "(none)"
+
+
+@dataclass(frozen=True)
+class Reclass:
+    effective: Assignment
+    pending: tuple[PendingChange, ...]
+    draining: frozenset[tuple[str, str]]
+    """(resource, device ID) advertised Unhealthy: withdrawn by a pending change."""
+
+
+def _device_ids(
+    resources: tuple[ResourceSettings, ...], gpu_index: int, gpus: Mapping[int, GpuInfo]
+) -> set[tuple[str, str]]:
+    return {
+        (resource.name, device.id)
+        for resource in resources
+        for device in build_devices(resource, gpus, [gpu_index]).devices
+    }
+
+
+def reclass(
+    effective: Assignment,
+    wanted: Assignment,
+    held: HeldDevices | None,
+    gpus: Mapping[int, GpuInfo],
+) -> Reclass:
+    """The next effective assignment: ``wanted`` for every GPU whose change withdraws nothing
+    held. ``held`` None: the kubelet cannot say, so every withdrawn ID counts as held."""
+    result: dict[int, tuple[ResourceSettings, ...]] = {}
+    pending: list[PendingChange] = []
+    draining: set[tuple[str, str]] = set()
+    for index in sorted(effective.keys() | wanted.keys()):
+        now, then = effective.get(index, ()), wanted.get(index, ())
+        if now == then:
+            result[index] = then
+            continue
+        withdrawn = _device_ids(now, index, gpus) - _device_ids(then, index, gpus)
+        blocking = sorted(
+            (name, i) for name, i in withdrawn if held is None or i in held.get(name, frozenset())
+        )
+        if not blocking:
+            if then:
+                result[index] = then
+            continue
+        result[index] = now
+        draining |= withdrawn
+        pending.append(
+            PendingChange(
+                index,
+                tuple(f"{name}/{i}" for name, i in blocking),
+                tuple(r.name for r in now),
+                tuple(r.name for r in then),
+            )
+        )
+    return Reclass(result, tuple(pending), frozenset(draining))
+
+
+def devices_by_resource(
+    effective: Assignment, gpus: Mapping[int, GpuInfo]
+) -> dict[str, BuiltDevices]:
+    """What each resource advertises under ``effective``, and why any of its GPUs is not."""
+    devices: dict[str, list[PluginDevice]] = {}
+    problems: dict[str, list[str]] = {}
+    for index in sorted(effective):
+        for resource in effective[index]:
+            built = build_devices(resource, gpus, [index])
+            devices.setdefault(resource.name, []).extend(built.devices)
+            problems.setdefault(resource.name, []).extend(built.problems)
+    return {name: BuiltDevices(tuple(devices[name]), tuple(problems[name])) for name in devices}
