@@ -188,9 +188,11 @@ def plain_gpu(index: int, numa_node: int = 0) -> dict[str, Any]:
 
 
 @contextmanager
-def serving(process: NodeProcess) -> Iterator[KubeletStub]:
+def serving(process: NodeProcess, kubelet: KubeletStub | None = None) -> Iterator[KubeletStub]:
     """A kubelet stand-in first, then the plugin process; both stopped afterwards."""
-    kubelet = KubeletStub(process.plugin_dir, process.pod_resources_socket).start()
+    if kubelet is None:
+        kubelet = KubeletStub(process.plugin_dir, process.pod_resources_socket)
+    kubelet.start()
     process.start()
     try:
         yield kubelet

@@ -1,0 +1,116 @@
+"""Day 2 over real sockets: a config change never takes a GPU from a container that holds it.
+
+The kubelet stand-in serves PodResourcesLister/List on its own socket and says which device
+IDs the test's pods hold; the node runtime must defer exactly the held GPUs' part of a change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from builders import gpu_uuid, node_config, resource, run_cli
+from kubelet_stub import Devices, KubeletStub
+from plugin_process import NodeProcess, plain_gpu, serving, wait_until
+
+WHOLE = "gpuconf.dev/h100"
+SHARED = "gpuconf.dev/h100-shared"
+
+
+def config(whole: list[int], shared: list[int], replicas: int) -> dict[str, Any]:
+    sharing = {"strategy": "time-slicing", "replicas": replicas}
+    return node_config(
+        [resource("h100", whole), resource("h100-shared", shared, sharing=sharing)], gpus=4
+    )
+
+
+def replicas(gpu: int, count: int) -> list[str]:
+    return [f"{gpu_uuid(gpu)}::{n}" for n in range(count)]
+
+
+def health(devices: Devices) -> dict[str, str]:
+    return {device: state for device, (state, _) in devices.items()}
+
+
+@pytest.fixture
+def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[NodeProcess, KubeletStub]]:
+    process = NodeProcess(
+        tmp_path_factory.mktemp("reclass"), config([0, 1], [2], 4), [plain_gpu(i) for i in range(4)]
+    )
+    with serving(process) as kubelet:
+        kubelet.wait_devices(WHOLE, timeout=10)
+        kubelet.wait_devices(SHARED, timeout=10)
+        yield process, kubelet
+
+
+def test_a_held_gpu_moves_to_another_class_only_after_it_is_released(
+    node: tuple[NodeProcess, KubeletStub],
+) -> None:
+    process, kubelet = node
+    kubelet.pod_resources.hold(WHOLE, gpu_uuid(1))
+    wait_until(lambda: kubelet.pod_resources.calls >= 2, what="a PodResources poll")
+    process.write_config(config([0, 3], [1, 2], 4))  # GPU 1 to the shared class; GPU 3 added
+
+    whole = kubelet.wait_devices(WHOLE, lambda d: gpu_uuid(3) in d, timeout=5)
+    assert health(whole) == {
+        gpu_uuid(0): "Healthy",
+        gpu_uuid(1): "Unhealthy",  # still listed for its holder, offered to nobody new
+        gpu_uuid(3): "Healthy",
+    }
+    assert sorted(kubelet.wait_devices(SHARED)) == replicas(2, 4)
+    assert process.metric("gpuconf_node_pending_gpu_changes") == 1
+    assert process.status() == {
+        "pendingChanges": [
+            {"gpu": 1, "held": [f"{WHOLE}/{gpu_uuid(1)}"], "current": [WHOLE], "wanted": [SHARED]}
+        ]
+    }
+    checked = run_cli(
+        "node", "check", "--config", str(process.config_path), "--node-name", "node-a",
+        "--nvml", f"fake:{process.fake_path}",
+        "--runtime-url", f"http://127.0.0.1:{process.metrics_port}",
+    )  # fmt: skip
+    assert (
+        f"GPU 1: {WHOLE} -> {SHARED} waits for {WHOLE}/{gpu_uuid(1)} to be released"
+    ) in checked.out
+
+    kubelet.pod_resources.release_all()
+    shared = kubelet.wait_devices(SHARED, lambda d: len(d) == 8, timeout=5)
+    assert sorted(shared) == sorted(replicas(1, 4) + replicas(2, 4))
+    assert sorted(kubelet.wait_devices(WHOLE)) == [gpu_uuid(0), gpu_uuid(3)]
+    wait_until(lambda: process.metric("gpuconf_node_pending_gpu_changes") == 0)
+    assert process.status() == {"pendingChanges": []}
+
+
+def test_lowering_replicas_withdraws_held_ids_only_after_release(
+    node: tuple[NodeProcess, KubeletStub],
+) -> None:
+    process, kubelet = node
+    kubelet.pod_resources.hold(SHARED, f"{gpu_uuid(2)}::3")
+    wait_until(lambda: kubelet.pod_resources.calls >= 2, what="a PodResources poll")
+    process.write_config(config([0, 1], [2], 2))
+
+    devices = kubelet.wait_devices(
+        SHARED, lambda d: d[f"{gpu_uuid(2)}::3"][0] == "Unhealthy", timeout=5
+    )
+    assert health(devices) == {
+        f"{gpu_uuid(2)}::0": "Healthy",
+        f"{gpu_uuid(2)}::1": "Healthy",
+        f"{gpu_uuid(2)}::2": "Unhealthy",
+        f"{gpu_uuid(2)}::3": "Unhealthy",
+    }
+    kubelet.pod_resources.release_all()
+    assert sorted(kubelet.wait_devices(SHARED, lambda d: len(d) == 2, timeout=5)) == replicas(2, 2)
+
+
+def test_a_kubelet_that_cannot_say_what_is_held_defers_every_move(
+    node: tuple[NodeProcess, KubeletStub],
+) -> None:
+    process, kubelet = node
+    assert kubelet.pod_resources_socket is not None
+    kubelet.pod_resources_socket.unlink()  # List now fails: nothing is known to be free
+    wait_until(lambda: process.metric("gpuconf_node_pod_resources_up") == 0)
+    process.write_config(config([0], [1, 2], 4))
+    whole = kubelet.wait_devices(WHOLE, lambda d: d[gpu_uuid(1)][0] == "Unhealthy", timeout=5)
+    assert sorted(whole) == [gpu_uuid(0), gpu_uuid(1)]
+    assert process.metric("gpuconf_node_pending_gpu_changes") == 1
