@@ -21,7 +21,11 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[NodeProcess
             resource("h100", [0, 1, 2, 3, 4, 5]),
             resource("h100-shared", [6, 7], sharing={"strategy": "time-slicing", "replicas": 2}),
         ],
-        health={"ignoredXids": [13, 43], "recoverAfterSeconds": RECOVER_AFTER_SECONDS},
+        health={
+            "ignoredXids": [13, 43],
+            "resetXids": [48, 95],
+            "recoverAfterSeconds": RECOVER_AFTER_SECONDS,
+        },
     )
     process = NodeProcess(tmp_path_factory.mktemp("health"), config, nvlink_box())
     with serving(process) as kubelet:
@@ -33,12 +37,12 @@ def health(devices: dict[str, tuple[str, tuple[int, ...]]], device_id: str) -> s
     return devices[device_id][0]
 
 
-def test_a_critical_xid_makes_a_gpu_unhealthy_until_a_quiet_period_passes(
+def test_a_workload_xid_makes_a_gpu_unhealthy_until_a_quiet_period_passes(
     node: tuple[NodeProcess, KubeletStub],
 ) -> None:
     process, kubelet = node
     process.send_xid(gpu_uuid(3), 13)  # ignored
-    process.send_xid(gpu_uuid(2), 79)
+    process.send_xid(gpu_uuid(2), 94)  # contained ECC error: recovers with the workload
     marked = time.monotonic()
     sick = kubelet.wait_devices(WHOLE, lambda d: health(d, gpu_uuid(2)) == "Unhealthy", timeout=5)
     assert health(sick, gpu_uuid(3)) == "Healthy"
@@ -50,7 +54,7 @@ def test_an_xid_makes_every_replica_of_the_gpu_unhealthy(
     node: tuple[NodeProcess, KubeletStub],
 ) -> None:
     process, kubelet = node
-    process.send_xid(gpu_uuid(7), 48)
+    process.send_xid(gpu_uuid(7), 94)
     devices = kubelet.wait_devices(
         "gpuconf.dev/h100-shared",
         lambda d: health(d, f"{gpu_uuid(7)}::0") == "Unhealthy",
@@ -72,3 +76,24 @@ def test_a_gpu_that_falls_off_the_bus_is_unhealthy_and_returns_when_seen_again(
     process.write_gpus(box)
     kubelet.wait_devices(WHOLE, lambda d: health(d, gpu_uuid(5)) == "Healthy", timeout=5)
     assert process.metric("gpuconf_node_inventory_drift") == 0
+
+
+def test_a_reset_xid_keeps_the_gpu_unhealthy_until_nvml_shows_it_reset(
+    node: tuple[NodeProcess, KubeletStub],
+) -> None:
+    process, kubelet = node
+    box = nvlink_box()
+    process.send_xid(gpu_uuid(4), 95)
+    kubelet.wait_devices(WHOLE, lambda d: health(d, gpu_uuid(4)) == "Unhealthy", timeout=5)
+    before = process.metric("gpuconf_node_xid_events_total", **{"class": "reset"})
+    assert before >= 1
+    time.sleep(RECOVER_AFTER_SECONDS + 0.5)  # a quiet period forgives workload XIDs, not this
+    assert health(kubelet.wait_devices(WHOLE), gpu_uuid(4)) == "Unhealthy"
+    assert process.metric("gpuconf_node_gpus_awaiting_reset") == 1
+    pending = [dict(g, resetPending=True) if g["index"] == 4 else g for g in box]
+    process.write_gpus(pending)  # NVML: row remapping waits for a reset
+    time.sleep(0.5)
+    assert health(kubelet.wait_devices(WHOLE), gpu_uuid(4)) == "Unhealthy"
+    process.write_gpus(box)  # the reset happened
+    kubelet.wait_devices(WHOLE, lambda d: health(d, gpu_uuid(4)) == "Healthy", timeout=5)
+    assert process.metric("gpuconf_node_gpus_awaiting_reset") == 0

@@ -1,14 +1,13 @@
-"""Which device list strategy a pool's plugin uses: declared, or the safest the engine runs."""
+"""Which device list strategy a pool's plugin uses: declared, or the safest the engine runs.
+
+Every Kubernetes gpuconf targets (1.29 and later) passes Allocate's cdi_devices to the runtime
+(DevicePluginCDIDevices, on by default from 1.29); whether the runtime then injects them
+depends on the engine."""
 
 from __future__ import annotations
 
-from gpuconf.api.base import kubernetes_minor
 from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.node_config import DeviceListStrategy
-
-CDI_DEVICES_FROM_MINOR = 29
-"""The kubelet hands Allocate's cdi_devices to the runtime by default from 1.29
-(DevicePluginCDIDevices beta; GA in 1.31); before, it drops them and the pod gets no GPU."""
 
 
 def engine_runs_cdi(pool: NodePool) -> bool:
@@ -25,5 +24,4 @@ def device_list_strategy(cluster: Cluster, pool: NodePool) -> DeviceListStrategy
     declared = cluster.spec.node.device_list_strategy
     if declared is not None:
         return declared
-    cdi_ready = kubernetes_minor(cluster.spec.kubernetes.version) >= CDI_DEVICES_FROM_MINOR
-    return "cdi" if cdi_ready and engine_runs_cdi(pool) else "volume-mounts"
+    return "cdi" if engine_runs_cdi(pool) else "volume-mounts"

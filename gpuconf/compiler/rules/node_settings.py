@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuconf.api.base import kubernetes_minor
-from gpuconf.compiler.resolve.device_lists import CDI_DEVICES_FROM_MINOR, engine_runs_cdi
+from gpuconf.compiler.resolve.device_lists import engine_runs_cdi
 from gpuconf.compiler.rules.context import SPEC, RuleContext
 from gpuconf.diagnostics import Diagnostic
 
@@ -29,14 +28,6 @@ def _device_lists(ctx: RuleContext) -> Iterator[Diagnostic]:
             "use cdi or volume-mounts (or leave deviceListStrategy out)",
         )
     if declared != "cdi" or spec.allocation == "dra":
-        return
-    if kubernetes_minor(spec.kubernetes.version) < CDI_DEVICES_FROM_MINOR:
-        yield ctx.error(
-            path,
-            f"Kubernetes {spec.kubernetes.version} drops the CDI devices a device plugin "
-            f"returns (DevicePluginCDIDevices is on by default from 1.{CDI_DEVICES_FROM_MINOR})",
-            "use volume-mounts, or target a newer Kubernetes",
-        )
         return
     for pool in spec.node_pools:
         if not engine_runs_cdi(pool):

@@ -1,0 +1,76 @@
+"""Day-2 re-class as pure data: what applies at once and what waits for its holders."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuconf.api.node_config import ResourceSettings
+from gpuconf.node.nvml.api import GpuInfo
+from gpuconf.node.reclass import assignment_of, devices_by_resource, reclass
+
+GPUS = {i: GpuInfo(i, f"GPU-{i}", "x", 1, f"0000:0{i}:00.0") for i in range(3)}
+
+
+def settings(name: str, replicas: int = 1) -> ResourceSettings:
+    sharing: dict[str, Any] = {"strategy": "time-slicing" if replicas > 1 else "none"}
+    if replicas > 1:
+        sharing["replicas"] = replicas
+    return ResourceSettings.model_validate(
+        {"name": f"gpuconf.dev/{name}", "class": name, "gpus": {"default": []}, "sharing": sharing}
+    )
+
+
+WHOLE, SHARED = settings("whole"), settings("shared", 4)
+
+
+def test_a_change_that_withdraws_nothing_held_applies_at_once() -> None:
+    now = assignment_of([(WHOLE, [0, 1]), (SHARED, [2])])
+    wanted = assignment_of([(WHOLE, [0]), (SHARED, [1, 2])])
+    change = reclass(now, wanted, {"gpuconf.dev/shared": frozenset({"GPU-2::0"})}, GPUS)
+    assert change.effective == wanted
+    assert change.pending == ()
+    assert change.draining == frozenset()
+
+
+def test_a_held_gpu_keeps_its_class_and_drains_while_the_rest_moves() -> None:
+    now = assignment_of([(WHOLE, [0, 1]), (SHARED, [2])])
+    wanted = assignment_of([(SHARED, [0, 1, 2])])
+    change = reclass(now, wanted, {"gpuconf.dev/whole": frozenset({"GPU-1"})}, GPUS)
+    assert change.effective == {0: (SHARED,), 1: (WHOLE,), 2: (SHARED,)}
+    assert change.draining == {("gpuconf.dev/whole", "GPU-1")}
+    (pending,) = change.pending
+    assert pending.as_text() == (
+        "GPU 1: gpuconf.dev/whole -> gpuconf.dev/shared waits for gpuconf.dev/whole/GPU-1 "
+        "to be released"
+    )
+    devices = devices_by_resource(change.effective, GPUS)
+    assert [d.id for d in devices["gpuconf.dev/whole"].devices] == ["GPU-1"]
+    assert len(devices["gpuconf.dev/shared"].devices) == 8
+
+
+def test_fewer_replicas_wait_only_for_the_withdrawn_ids() -> None:
+    now = assignment_of([(SHARED, [2])])
+    wanted = assignment_of([(settings("shared", 2), [2])])
+    low = {"gpuconf.dev/shared": frozenset({"GPU-2::0", "GPU-2::1"})}
+    assert reclass(now, wanted, low, GPUS).effective == wanted
+    high = {"gpuconf.dev/shared": frozenset({"GPU-2::3"})}
+    change = reclass(now, wanted, high, GPUS)
+    assert change.effective == now
+    assert change.draining == {
+        ("gpuconf.dev/shared", "GPU-2::2"),
+        ("gpuconf.dev/shared", "GPU-2::3"),
+    }
+
+
+def test_unknown_holders_defer_every_withdrawal_but_not_additions() -> None:
+    now = assignment_of([(WHOLE, [0])])
+    wanted = assignment_of([(SHARED, [0]), (WHOLE, [1])])
+    change = reclass(now, wanted, None, GPUS)
+    assert change.effective == {0: (WHOLE,), 1: (WHOLE,)}
+    assert [p.gpu_index for p in change.pending] == [0]
+
+
+def test_a_gpu_that_left_the_config_goes_once_free() -> None:
+    now = assignment_of([(WHOLE, [0, 1])])
+    wanted = assignment_of([(WHOLE, [0])])
+    assert reclass(now, wanted, {}, GPUS).effective == {0: (WHOLE,)}
