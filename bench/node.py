@@ -2,7 +2,10 @@
 
 Prints: time from process start to registration with a kubelet stand-in; Allocate and
 GetPreferredAllocation latency (p50/p99) beside an empty round trip
-(GetDevicePluginOptions) on the same socket; the process's resident memory.
+(GetDevicePluginOptions) on the same socket; Allocate's p99 with 12 extra ListAndWatch streams
+open beside its floor (2x the idle p99); with a kubelet that accepts Register and never
+answers, how long an XID takes to reach an open stream as Unhealthy, beside its floor (100 ms);
+the process's resident memory.
 Run: .venv/bin/python bench/node.py [--calls N]
 """
 
@@ -29,6 +32,22 @@ from gpuconf.node.kubelet.proto import api_pb2, api_pb2_grpc
 
 GPUS = 8
 RESOURCE = "gpuconf.dev/h100"
+EXTRA_STREAMS = 12
+XID_FLOOR_MS = 100.0
+WORKLOAD_XID = 94
+
+
+class _HungKubelet(api_pb2_grpc.RegistrationServicer):
+    """Accepts Register and never answers (until released at the end)."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def Register(
+        self, request: api_pb2.RegisterRequest, context: grpc.ServicerContext
+    ) -> api_pb2.Empty:
+        self.release.wait(60)
+        return api_pb2.Empty()
 
 
 class _Kubelet(api_pb2_grpc.RegistrationServicer):
@@ -58,7 +77,8 @@ def _write_inputs(folder: Path) -> tuple[Path, Path]:
         for i in range(GPUS)
     ]  # fmt: skip
     fake = folder / "fake.yaml"
-    fake.write_text(json.dumps({"gpus": gpus}))
+    (folder / "xid.jsonl").touch()
+    fake.write_text(json.dumps({"gpus": gpus, "events": "xid.jsonl"}))
     config = folder / "node-config.yaml"
     config.write_text(
         json.dumps(
@@ -90,12 +110,112 @@ def _latencies(call: Callable[[], Any], count: int) -> list[float]:
     return out
 
 
+def _p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(len(ordered) * 0.99))]
+
+
 def _report(name: str, micros: list[float]) -> None:
-    ordered = sorted(micros)
-    p99 = ordered[min(len(ordered) - 1, round(len(ordered) * 0.99))]
     print(
-        f"{name:<34} p50 {statistics.median(ordered):8.0f} us   p99 {p99:8.0f} us   (n={len(ordered)})"
+        f"{name:<34} p50 {statistics.median(micros):8.0f} us   p99 {_p99(micros):8.0f} us"
+        f"   (n={len(micros)})"
     )
+
+
+class _Streams:
+    """ListAndWatch streams, each drained on its own thread; remembers each device's health."""
+
+    def __init__(self, socket: Path, count: int) -> None:
+        self.channel = grpc.insecure_channel(f"unix://{socket}")
+        stub = api_pb2_grpc.DevicePluginStub(self.channel)  # type: ignore[no-untyped-call]
+        self.health: dict[str, str] = {}
+        self.changed = threading.Condition()
+        self.calls = [stub.ListAndWatch(api_pb2.Empty()) for _ in range(count)]
+        for n, call in enumerate(self.calls):
+            threading.Thread(target=self._drain, args=(call, n == 0), daemon=True).start()
+
+    def _drain(self, call: Any, record: bool) -> None:
+        try:
+            for message in call:
+                if record:
+                    with self.changed:
+                        self.health = {d.ID: d.health for d in message.devices}
+                        self.changed.notify_all()
+        except grpc.RpcError:
+            return
+
+    def wait(self, check: Callable[[dict[str, str]], bool], timeout: float) -> bool:
+        with self.changed:
+            return self.changed.wait_for(lambda: check(self.health), timeout)
+
+    def close(self) -> None:
+        for call in self.calls:
+            call.cancel()
+        self.channel.close()
+
+
+def _start(config: Path, fake: Path, plugin_dir: Path) -> subprocess.Popen[bytes]:
+    command = [
+        sys.executable, "-m", "gpuconf", "node", "run", "--config", str(config),
+        "--node-name", "bench", "--plugin-dir", str(plugin_dir), "--nvml", f"fake:{fake}",
+        "--pod-resources-socket", str(plugin_dir / "no-pod-resources.sock"),
+        "--metrics-port", "0",
+    ]  # fmt: skip
+    return subprocess.Popen(command, stderr=subprocess.DEVNULL)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def _socket(plugin_dir: Path) -> Path:
+    return plugin_dir / ("gpuconf-" + RESOURCE.replace("/", "_") + ".sock")
+
+
+def _xid_with_hung_kubelet(files: Path) -> list[float]:
+    """Milliseconds from an XID appended to NVML's events to Unhealthy on an open stream."""
+    plugin_dir = Path(tempfile.mkdtemp(prefix="gc-bench-hung-", dir="/tmp"))
+    config, fake = _write_inputs(files)
+    kubelet = _HungKubelet()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    api_pb2_grpc.add_RegistrationServicer_to_server(kubelet, server)  # type: ignore[no-untyped-call]
+    server.add_insecure_port(f"unix://{plugin_dir / 'kubelet.sock'}")
+    server.start()
+    process = _start(config, fake, plugin_dir)
+    latencies: list[float] = []
+    try:
+        deadline = time.monotonic() + 30
+        while not _socket(plugin_dir).exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        streams = _Streams(_socket(plugin_dir), 1)
+        try:
+            streams.wait(lambda health: len(health) == GPUS, 10)
+            time.sleep(1.0)  # registration is now hung inside the kubelet
+            for index in range(GPUS):
+                uuid = _uuid(index)
+
+                def unhealthy(health: dict[str, str], uuid: str = uuid) -> bool:
+                    return health.get(uuid) == "Unhealthy"
+
+                with (files / "xid.jsonl").open("a") as events:
+                    events.write(json.dumps({"uuid": uuid, "xid": WORKLOAD_XID}) + "\n")
+                sent = time.perf_counter()
+                if not streams.wait(unhealthy, 5):
+                    latencies.append(float("inf"))
+                    continue
+                latencies.append((time.perf_counter() - sent) * 1000)
+        finally:
+            streams.close()
+    finally:
+        kubelet.release.set()
+        _stop(process)
+        server.stop(0)
+        shutil.rmtree(plugin_dir, ignore_errors=True)
+    return latencies
 
 
 def _rss_mib(pid: int) -> float:
@@ -117,13 +237,8 @@ def main() -> int:
     api_pb2_grpc.add_RegistrationServicer_to_server(kubelet, server)  # type: ignore[no-untyped-call]
     server.add_insecure_port(f"unix://{plugin_dir / 'kubelet.sock'}")
     server.start()
-    command = [
-        sys.executable, "-m", "gpuconf", "node", "run", "--config", str(config),
-        "--node-name", "bench", "--plugin-dir", str(plugin_dir), "--nvml", f"fake:{fake}",
-        "--metrics-port", "0",
-    ]  # fmt: skip
     started = time.monotonic()
-    process = subprocess.Popen(command, stderr=subprocess.DEVNULL)
+    process = _start(config, fake, plugin_dir)
     try:
         if not kubelet.registered.wait(30):
             print("the node runtime did not register within 30 s")
@@ -131,7 +246,7 @@ def main() -> int:
         print(
             f"{'process start to registration':<34} {(kubelet.registered_at - started) * 1000:8.0f} ms"
         )
-        socket = plugin_dir / ("gpuconf-" + RESOURCE.replace("/", "_") + ".sock")
+        socket = _socket(plugin_dir)
         with grpc.insecure_channel(f"unix://{socket}") as channel:
             plugin = api_pb2_grpc.DevicePluginStub(channel)  # type: ignore[no-untyped-call]
             empty = api_pb2.Empty()
@@ -150,21 +265,38 @@ def main() -> int:
                 "GetDevicePluginOptions (empty)",
                 _latencies(lambda: plugin.GetDevicePluginOptions(empty), calls),
             )
-            _report("Allocate (1 GPU)", _latencies(lambda: plugin.Allocate(allocate), calls))
+            idle = _latencies(lambda: plugin.Allocate(allocate), calls)
+            _report("Allocate (1 GPU)", idle)
             _report(
                 "GetPreferredAllocation (4 of 7)",
                 _latencies(lambda: plugin.GetPreferredAllocation(preferred), calls),
             )
+            streams = _Streams(socket, EXTRA_STREAMS)
+            try:
+                busy = _latencies(lambda: plugin.Allocate(allocate), calls)
+            finally:
+                streams.close()
+            _report(f"Allocate, {EXTRA_STREAMS} extra streams open", busy)
+            floor = 2 * _p99(idle)
+            verdict = "ok" if _p99(busy) <= floor else "OVER"
+            print(
+                f"{'  p99 beside its floor (2x idle)':<34} {_p99(busy):8.0f} us <= {floor:.0f} us {verdict}"
+            )
         print(f"{'resident memory (RSS)':<34} {_rss_mib(process.pid):8.1f} MiB")
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        _stop(process)
         server.stop(0)
         shutil.rmtree(plugin_dir, ignore_errors=True)
+    try:
+        xid = _xid_with_hung_kubelet(files)
+    finally:
         shutil.rmtree(files, ignore_errors=True)
+    worst = max(xid)
+    verdict = "ok" if worst <= XID_FLOOR_MS else "OVER"
+    print(
+        f"{'XID to stream, kubelet hung':<34} p50 {statistics.median(xid):8.1f} ms   "
+        f"max {worst:8.1f} ms <= {XID_FLOOR_MS:.0f} ms {verdict}   (n={len(xid)})"
+    )
     return 0
 
 
