@@ -140,7 +140,9 @@ def test_mig_pools_give_the_plugin_sys_admin_and_mig_monitor_devices() -> None:
         {"name": "slices", "select": {"pools": ["h100"], "migProfile": "1g.10gb"}},
         {"name": "whole", "select": {"pools": ["t4"]}},
     ]
-    tree = rendered(_nvidia(classes, mig, pool("t4", "Tesla-T4", 2)))
+    # containerd 2.x: CDI by default; volume-mounts would add SYS_ADMIN as NVIDIA's chart does.
+    cdi = {"engine": "containerd", "containerdConfigVersion": 3}
+    tree = rendered(_nvidia(classes, mig, pool("t4", "Tesla-T4", 2, runtime=cdi)))
     with_mig = _pod(tree, PLUGIN.format("h100"))["spec"]["containers"][0]
     without = _pod(tree, PLUGIN.format("t4"))["spec"]["containers"][0]
     assert with_mig["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["SYS_ADMIN"]}

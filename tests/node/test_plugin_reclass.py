@@ -77,7 +77,8 @@ def test_a_held_gpu_moves_to_another_class_only_after_it_is_released(
     kubelet.pod_resources.release_all()
     shared = kubelet.wait_devices(SHARED, lambda d: len(d) == 8, timeout=5)
     assert sorted(shared) == sorted(replicas(1, 4) + replicas(2, 4))
-    assert sorted(kubelet.wait_devices(WHOLE)) == [gpu_uuid(0), gpu_uuid(3)]
+    whole = kubelet.wait_devices(WHOLE, lambda d: gpu_uuid(1) not in d, timeout=5)
+    assert sorted(whole) == [gpu_uuid(0), gpu_uuid(3)]
     wait_until(lambda: process.metric("gpuconf_node_pending_gpu_changes") == 0)
     assert process.status() == {"pendingChanges": []}
 
