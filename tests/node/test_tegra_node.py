@@ -66,7 +66,9 @@ def test_a_container_is_given_the_igpu_as_the_toolkit_csv_mode_names_it(
     with process.plugin(RESOURCE) as plugin:
         response = allocate(plugin, [f"{IGPU_ID}::2"])
     (container,) = response.container_responses
-    assert container.envs["NVIDIA_VISIBLE_DEVICES"] == "0"
+    # agx-orin runs Docker, so its default device list is volume-mounts: the ID is the mount's name.
+    assert container.envs["NVIDIA_VISIBLE_DEVICES"] == "/var/run/nvidia-container-devices"
+    assert [m.container_path for m in container.mounts] == ["/var/run/nvidia-container-devices/0"]
 
 
 def test_the_declared_module_matches_what_the_soc_shows(
