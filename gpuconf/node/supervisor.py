@@ -211,6 +211,8 @@ class Supervisor:
             extra=log.kv(
                 present=",".join(map(str, sorted(self._inventory.present))) or "none",
                 vanished=",".join(map(str, sorted(self._inventory.vanished))) or "none",
+                reset_pending=",".join(str(g.index) for g in discovered if g.reset_pending)
+                or "none",
             ),
         )
         self._rebuild()

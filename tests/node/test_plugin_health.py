@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from builders import gpu_uuid, node_config, nvlink_box, resource
 from kubelet_stub import KubeletStub
-from plugin_process import NodeProcess, serving
+from plugin_process import NodeProcess, serving, wait_until
 
 WHOLE = "gpuconf.dev/h100"
 RECOVER_AFTER_SECONDS = 1
@@ -92,7 +92,7 @@ def test_a_reset_xid_keeps_the_gpu_unhealthy_until_nvml_shows_it_reset(
     assert process.metric("gpuconf_node_gpus_awaiting_reset") == 1
     pending = [dict(g, resetPending=True) if g["index"] == 4 else g for g in box]
     process.write_gpus(pending)  # NVML: row remapping waits for a reset
-    time.sleep(0.5)
+    wait_until(lambda: "reset_pending=4" in process.log(), what="the runtime seeing it")
     assert health(kubelet.wait_devices(WHOLE), gpu_uuid(4)) == "Unhealthy"
     process.write_gpus(box)  # the reset happened
     kubelet.wait_devices(WHOLE, lambda d: health(d, gpu_uuid(4)) == "Healthy", timeout=5)

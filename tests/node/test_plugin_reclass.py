@@ -29,6 +29,14 @@ def replicas(gpu: int, count: int) -> list[str]:
     return [f"{gpu_uuid(gpu)}::{n}" for n in range(count)]
 
 
+def hold(kubelet: KubeletStub, resource_name: str, device_id: str) -> None:
+    """Hold a device, then wait until the runtime has stored a List answer that says so
+    (a List that began after the hold has finished once the next one begins)."""
+    kubelet.pod_resources.hold(resource_name, device_id)
+    seen = kubelet.pod_resources.calls
+    wait_until(lambda: kubelet.pod_resources.calls >= seen + 2, what="two PodResources polls")
+
+
 def health(devices: Devices) -> dict[str, str]:
     return {device: state for device, (state, _) in devices.items()}
 
@@ -48,8 +56,7 @@ def test_a_held_gpu_moves_to_another_class_only_after_it_is_released(
     node: tuple[NodeProcess, KubeletStub],
 ) -> None:
     process, kubelet = node
-    kubelet.pod_resources.hold(WHOLE, gpu_uuid(1))
-    wait_until(lambda: kubelet.pod_resources.calls >= 2, what="a PodResources poll")
+    hold(kubelet, WHOLE, gpu_uuid(1))
     process.write_config(config([0, 3], [1, 2], 4))  # GPU 1 to the shared class; GPU 3 added
 
     whole = kubelet.wait_devices(WHOLE, lambda d: gpu_uuid(3) in d, timeout=5)
@@ -87,8 +94,7 @@ def test_lowering_replicas_withdraws_held_ids_only_after_release(
     node: tuple[NodeProcess, KubeletStub],
 ) -> None:
     process, kubelet = node
-    kubelet.pod_resources.hold(SHARED, f"{gpu_uuid(2)}::3")
-    wait_until(lambda: kubelet.pod_resources.calls >= 2, what="a PodResources poll")
+    hold(kubelet, SHARED, f"{gpu_uuid(2)}::3")
     process.write_config(config([0, 1], [2], 2))
 
     devices = kubelet.wait_devices(
