@@ -24,6 +24,9 @@ def format_path(path: Sequence[PathPart]) -> str:
     for part in path:
         if isinstance(part, int):
             out += f"[{part}]"
+        elif not part.isprintable():
+            # A key holding a line break or control character must not split the report line.
+            out += f"[{json.dumps(part)}]"
         else:
             out += f".{part}" if out else part
     return out or "(document)"
@@ -47,7 +50,11 @@ class Diagnostic:
         where = f"{self.file}:{self.line}:{self.column}"
         kind = "" if self.is_error else "warning: "
         hint = f" (hint: {self.hint})" if self.hint else ""
-        return f"{where}: {format_path(self.path)}: {kind}{self.message}{hint}"
+        line = f"{where}: {format_path(self.path)}: {kind}{self.message}{hint}"
+        if line.isprintable():
+            return line
+        # One diagnostic, one line: a value quoted into the message may hold a line break.
+        return "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)
 
     def as_json(self) -> dict[str, object]:
         return {

@@ -16,6 +16,7 @@ from gpuconf.formats.located_yaml import LoadFailed, load_file
 from gpuconf.gpus.catalog import Catalog
 
 CLUSTER_SUFFIXES = (".yaml", ".yml")
+CLUSTER_DOCUMENT_HINT = "a cluster file holds one mapping with apiVersion, kind, metadata and spec"
 
 
 @dataclass
@@ -69,7 +70,7 @@ def compile_paths(
     for file in files:
         source = display_path(file, relative_to)
         try:
-            located = load_file(file, source)
+            located = load_file(file, source, CLUSTER_DOCUMENT_HINT)
         except LoadFailed as failure:
             result.diagnostics.append(failure.diagnostic)
             continue

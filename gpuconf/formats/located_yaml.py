@@ -1,21 +1,46 @@
-"""Load YAML into plain data plus the position of every key, so any later stage can say where."""
+"""Load YAML into plain data plus the position of every key, so any later stage can say where.
+
+libyaml's C parser produces the events; one loop here turns them into dicts, lists and YAML
+1.2 core-schema scalars while recording each key's and item's line and column. Nothing
+outside the core schema is accepted: no tags beyond str/int/float/bool/null/map/seq, no
+merge keys, no numbers beyond 64 bits, no complex keys. The loop keeps its own stack, so
+no nesting, alias or input makes it recurse.
+"""
 
 from __future__ import annotations
 
-import datetime
+import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from yaml import MarkedYAMLError, YAMLError
+from yaml._yaml import CParser
+from yaml.events import (
+    AliasEvent,
+    DocumentEndEvent,
+    DocumentStartEvent,
+    MappingEndEvent,
+    MappingStartEvent,
+    ScalarEvent,
+    SequenceEndEvent,
+    SequenceStartEvent,
+    StreamEndEvent,
+)
+from yaml.reader import ReaderError
 
 from gpuconf.diagnostics import Diagnostic, KeyPath
 
 # Values reached again through aliases beyond this many make an alias bomb, not a cluster.
 MAX_ALIASED_VALUES = 100_000
+# Deeper than any file gpuconf reads; stopping here keeps a hostile file cheap to refuse.
+MAX_NESTING = 64
+MAX_FILE_BYTES = 16 * 1024 * 1024
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+DOCUMENT_HINT = "the file holds one YAML mapping"
 
 Position = tuple[int, int]
 
@@ -68,178 +93,374 @@ class LoadFailed(Exception):
         self.diagnostic = diagnostic
 
 
-class _Converter:
-    def __init__(self, file: str) -> None:
+# YAML 1.2 core schema (yaml.org/spec/1.2.2 §10.3.2), applied to plain scalars only.
+_NULL = frozenset({"", "~", "null", "Null", "NULL"})
+_BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
+_INT = re.compile(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+")
+_FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+_SPECIAL_FLOAT = {
+    **{f"{sign}{inf}": sign_value * math.inf for sign, sign_value in (("", 1), ("+", 1), ("-", -1)) for inf in (".inf", ".Inf", ".INF")},
+    **dict.fromkeys((".nan", ".NaN", ".NAN"), math.nan),
+}  # fmt: skip
+
+_CORE = "tag:yaml.org,2002:"
+_TAGGED_TYPES: dict[str, tuple[type, ...]] = {
+    f"{_CORE}int": (int,),
+    f"{_CORE}float": (int, float),
+    f"{_CORE}bool": (bool,),
+    f"{_CORE}null": (type(None),),
+}
+_SCALAR_TAGS = frozenset({"!", f"{_CORE}str", *_TAGGED_TYPES})
+_MAPPING_TAGS = frozenset({"!", f"{_CORE}map"})
+_SEQUENCE_TAGS = frozenset({"!", f"{_CORE}seq"})
+_MERGE_KEY = "<<"
+# Longer integer texts are outside 64 bits (or padded with zeros past reason): refused unread.
+_LONGEST_INT_TEXT = 32
+
+
+def _int64(text: str) -> int | None:
+    """The integer a core-schema integer text means, or None outside 64 bits."""
+    if len(text) > _LONGEST_INT_TEXT:
+        return None
+    if text.startswith("0x"):
+        number = int(text[2:], 16)
+    elif text.startswith("0o"):
+        number = int(text[2:], 8)
+    else:
+        number = int(text)
+    return number if INT64_MIN <= number <= INT64_MAX else None
+
+
+def _at(mark: Any) -> Position:
+    """libyaml's 0-based mark as the 1-based line and column editors show."""
+    return (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+
+
+def _shown_tag(tag: str) -> str:
+    return "!!" + tag.removeprefix(_CORE) if tag.startswith(_CORE) else tag
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int | float):
+        return "a number"
+    return "a string"
+
+
+class _Document:
+    """Build one document from parser events: plain data, positions, and the anchors seen."""
+
+    def __init__(self, parser: CParser, file: str) -> None:
+        self.parser = parser
         self.file = file
         self.positions: dict[KeyPath, Position] = {(): (1, 1)}
+        self.anchors: dict[str, tuple[Any, int]] = {}
+        """Anchor name → its value and how many values it holds (aliases count them again)."""
+        self.open_anchors: set[str] = set()
+        self.values = 0
         self.aliased_values = 0
-        self.seen: set[int] = set()
-        self.active: set[int] = set()
-        self.alias_depth = 0
 
-    def fail(self, path: KeyPath, message: str, hint: str = "") -> LoadFailed:
-        line, column = self.positions.get(path, (1, 1))
-        return LoadFailed(Diagnostic(self.file, line, column, path, message, hint))
+    def fail(self, mark: Any, path: KeyPath, message: str, hint: str = "") -> LoadFailed:
+        return LoadFailed(Diagnostic(self.file, *_at(mark), path, message, hint))
 
-    def convert(self, node: Any, path: KeyPath) -> Any:
-        if self.alias_depth:
-            self.aliased_values += 1
-            if self.aliased_values > MAX_ALIASED_VALUES:
+    def build(self) -> Any:
+        """The value of the document whose start event was just read."""
+        get_event = self.parser.get_event
+        root: Any = None
+        container: Any = None
+        path: KeyPath = ()
+        key: str | None = None
+        # Each open container: (itself, its path, its parent, its anchor, the value count when
+        # it opened).
+        stack: list[tuple[Any, KeyPath, Any, str | None, int]] = []
+        while True:
+            event: Any = get_event()
+            kind = type(event)
+            if kind is DocumentEndEvent:
+                return root
+            if kind is MappingEndEvent or kind is SequenceEndEvent:
+                finished, _, container, anchor, opened = stack.pop()
+                path = stack[-1][1] if stack else ()
+                if anchor is not None:
+                    self.anchors[anchor] = (finished, self.values - opened + 1)
+                    self.open_anchors.discard(anchor)
+                key = None
+                continue
+            here: KeyPath
+            if type(container) is dict:
+                if key is None:
+                    key = self._key(event, container, path)
+                    continue
+                here = (*path, key)
+            elif type(container) is list:
+                here = (*path, len(container))
+                self.positions[here] = _at(event.start_mark)
+            else:
+                here = ()
+            self.values += 1
+            if kind is ScalarEvent:
+                value = self._scalar(event, here)
+                if event.anchor is not None:
+                    self.anchors[event.anchor] = (value, 1)
+            elif kind is AliasEvent:
+                value = self._alias(event, here)
+            elif kind is MappingStartEvent or kind is SequenceStartEvent:
+                value = self._open(event, here, len(stack))
+                stack.append((value, here, container, event.anchor, self.values))
+            else:
+                raise self.fail(event.start_mark, here, "unexpected YAML structure")
+            if type(container) is dict:
+                container[key] = value
+                key = None
+            elif type(container) is list:
+                container.append(value)
+            else:
+                root = value
+            if kind is MappingStartEvent or kind is SequenceStartEvent:
+                container, path, key = value, here, None
+
+    def _key(self, event: Any, mapping: dict[str, Any], path: KeyPath) -> str:
+        mark = event.start_mark
+        if type(event) is ScalarEvent:
+            if event.tag is not None and event.tag not in _SCALAR_TAGS:
+                raise self._tag_refused(event, path)
+            name: str = event.value
+            if event.implicit[0] and name == _MERGE_KEY:
                 raise self.fail(
-                    path,
-                    f"aliases expand to more than {MAX_ALIASED_VALUES:,} values",
-                    "anchors and aliases that refer to each other repeatedly make an alias bomb; "
-                    "write the values out",
+                    mark,
+                    (*path, name),
+                    "merge keys (<<) are not supported",
+                    "write the keys out in this mapping; an alias (*name) may still stand for "
+                    "a whole value",
                 )
-        if isinstance(node, CommentedMap | CommentedSeq):
-            return self._container(node, path)
-        if isinstance(node, datetime.datetime | datetime.date):
-            return node.isoformat()
-        if isinstance(node, bool | int | float | str) or node is None:
-            return _plain_scalar(node)
-        raise self.fail(path, f"unsupported YAML value of type {type(node).__name__}")
-
-    def _container(self, node: CommentedMap | CommentedSeq, path: KeyPath) -> Any:
-        if id(node) in self.active:
+        elif type(event) is AliasEvent and event.anchor in self.anchors:
+            name = self.anchors[event.anchor][0]
+            if not isinstance(name, str):
+                raise self.fail(mark, path, f"a key must be a plain value, not {_kind(name)}")
+        elif type(event) is AliasEvent:
+            raise self._alias_unknown(event, path)
+        else:
+            shape = "a mapping" if type(event) is MappingStartEvent else "a list"
+            raise self.fail(mark, path, f"a key must be a plain value, not {shape}")
+        if event.anchor is not None:
+            self.anchors[event.anchor] = (name, 1)
+        here = (*path, name)
+        if name in mapping:
             raise self.fail(
-                path, "an alias refers to a value that contains it", "remove the recursive alias"
+                mark, here, f"duplicate key {name!r}", "each key may appear once in a mapping"
             )
-        repeated = id(node) in self.seen
-        self.seen.add(id(node))
-        self.active.add(id(node))
-        self.alias_depth += repeated
-        try:
-            if isinstance(node, CommentedMap):
-                return self._mapping(node, path)
-            return self._sequence(node, path)
-        finally:
-            self.alias_depth -= repeated
-            self.active.discard(id(node))
+        self.positions[here] = _at(mark)
+        return name
 
-    def _mapping(self, node: CommentedMap, path: KeyPath) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            name = key if isinstance(key, str) else _key_text(key)
-            here = (*path, name)
-            line, column = node.lc.key(key)
-            self.positions.setdefault(here, (line + 1, column + 1))
-            if name in out:
+    def _scalar(self, event: Any, path: KeyPath) -> Any:
+        text: str = event.value
+        tag = event.tag
+        if tag is None and event.implicit[0]:
+            return self._plain(event, text, path)
+        if tag is None or tag == "!" or tag == f"{_CORE}str":
+            return text
+        accepted = _TAGGED_TYPES.get(tag)
+        if accepted is None:
+            raise self._tag_refused(event, path)
+        value = self._plain(event, text, path)
+        if type(value) not in accepted:
+            raise self.fail(
+                event.start_mark,
+                path,
+                f"{text!r} is not a value of tag {_shown_tag(tag)}",
+                "remove the tag, or quote the value to make it a string",
+            )
+        return float(value) if tag == f"{_CORE}float" else value
+
+    def _plain(self, event: Any, text: str, path: KeyPath) -> Any:
+        if text in _NULL:
+            return None
+        found = _BOOL.get(text)
+        if found is not None:
+            return found
+        if _INT.fullmatch(text):
+            number = _int64(text)
+            if number is None:
                 raise self.fail(
-                    here, f"duplicate key {name!r}", "each key may appear once in a mapping"
+                    event.start_mark,
+                    path,
+                    "this integer does not fit in 64 bits",
+                    f"use a value between {INT64_MIN:,} and {INT64_MAX:,}, or quote it to make "
+                    "it a string",
                 )
-            out[name] = self.convert(value, here)
-        return out
+            return number
+        special = _SPECIAL_FLOAT.get(text)
+        if special is not None:
+            return special
+        if _FLOAT.fullmatch(text):
+            return float(text)
+        return text
 
-    def _sequence(self, node: CommentedSeq, path: KeyPath) -> list[Any]:
-        out: list[Any] = []
-        for index, value in enumerate(node):
-            here = (*path, index)
-            line, column = node.lc.item(index)
-            self.positions.setdefault(here, (line + 1, column + 1))
-            out.append(self.convert(value, here))
-        return out
-
-
-def _plain_scalar(value: bool | int | float | str | None) -> Any:
-    # ruamel's round-trip scalars subclass the builtins; hand on the builtins themselves.
-    if value is None or isinstance(value, bool):
+    def _alias(self, event: Any, path: KeyPath) -> Any:
+        name = event.anchor
+        if name in self.open_anchors:
+            raise self.fail(
+                event.start_mark,
+                path,
+                "an alias refers to a value that contains it",
+                "remove the recursive alias",
+            )
+        if name not in self.anchors:
+            raise self._alias_unknown(event, path)
+        value, count = self.anchors[name]
+        self.values += count - 1
+        self.aliased_values += count
+        if self.aliased_values > MAX_ALIASED_VALUES:
+            raise self.fail(
+                event.start_mark,
+                path,
+                f"aliases expand to more than {MAX_ALIASED_VALUES:,} values",
+                "anchors and aliases that refer to each other repeatedly make an alias bomb; "
+                "write the values out",
+            )
         return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    return str(value)
+
+    def _open(self, event: Any, path: KeyPath, depth: int) -> Any:
+        is_mapping = type(event) is MappingStartEvent
+        allowed = _MAPPING_TAGS if is_mapping else _SEQUENCE_TAGS
+        if event.tag is not None and event.tag not in allowed:
+            raise self._tag_refused(event, path)
+        if depth >= MAX_NESTING:
+            raise self.fail(
+                event.start_mark,
+                path,
+                f"YAML nesting is deeper than {MAX_NESTING} levels",
+                "a file gpuconf reads nests only a few levels",
+            )
+        if event.anchor is not None:
+            self.open_anchors.add(event.anchor)
+        return {} if is_mapping else []
+
+    def _tag_refused(self, event: Any, path: KeyPath) -> LoadFailed:
+        return self.fail(
+            event.start_mark,
+            path,
+            f"the tag {_shown_tag(event.tag)} is not supported",
+            "remove the tag: gpuconf reads plain YAML (strings, numbers, true/false, null, "
+            "lists and mappings)",
+        )
+
+    def _alias_unknown(self, event: Any, path: KeyPath) -> LoadFailed:
+        return self.fail(
+            event.start_mark,
+            path,
+            f"the alias *{event.anchor} names no anchor defined before it",
+            f"define &{event.anchor} on a value earlier in the file",
+        )
 
 
-def _key_text(key: Any) -> str:
-    if isinstance(key, bool):
-        return "true" if key else "false"
-    if key is None:
-        return "null"
-    return str(key)
+def _syntax_error(error: MarkedYAMLError, text: str, file: str) -> LoadFailed:
+    mark = error.problem_mark or error.context_mark
+    line, column = _at(mark)
+    problem = " ".join(str(error.problem or error.context or "invalid YAML").split())
+    if mark is not None and text[mark.index : mark.index + 1] == "\t":
+        hint = "indent with spaces, not tabs"
+    else:
+        hint = "check indentation and quoting near this position"
+    return LoadFailed(Diagnostic(file, line, column, (), f"YAML syntax error: {problem}", hint))
 
 
-def _yaml() -> YAML:
-    yaml = YAML(typ="rt", pure=True)
-    yaml.allow_duplicate_keys = False
-    return yaml
+def _unreadable_character(error: ReaderError, text: str, file: str) -> LoadFailed:
+    # libyaml counts the offset in the UTF-8 bytes it was given.
+    before = text.encode("utf-8")[: error.position].decode("utf-8", errors="ignore")
+    line = before.count("\n") + 1
+    column = len(before) - (before.rfind("\n") + 1) + 1
+    character = error.character if isinstance(error.character, int) else ord(error.character)
+    return LoadFailed(
+        Diagnostic(
+            file,
+            line,
+            column,
+            (),
+            f"the character U+{character:04X} is not allowed in YAML",
+            "remove it; inside double quotes it may be written as an escape such as \\x00",
+        )
+    )
 
 
-def parse_text(text: str, file: str) -> Located:
-    """Parse one YAML document; raise LoadFailed with a located diagnostic."""
+def _whole_file(file: str, message: str, hint: str = "") -> LoadFailed:
+    return LoadFailed(Diagnostic(file, 1, 1, (), message, hint))
+
+
+def _parse(text: str, file: str, document_hint: str) -> Located:
+    parser = CParser(text)
     try:
-        documents = list(_yaml().load_all(text))
+        parser.get_event()  # the stream's start
+        first = parser.get_event()
+        if type(first) is StreamEndEvent:
+            raise _whole_file(file, "the file is empty", document_hint)
+        document = _Document(parser, file)
+        data = document.build()
+        extra: Any = parser.get_event()
+        if type(extra) is DocumentStartEvent:
+            count = 1
+            event: Any = extra
+            while type(event) is not StreamEndEvent:
+                count += type(event) is DocumentStartEvent
+                event = parser.get_event()
+            raise LoadFailed(
+                Diagnostic(
+                    file,
+                    *_at(extra.start_mark),
+                    (),
+                    f"the file holds {count} YAML documents",
+                    "keep one document in each file",
+                )
+            )
     except MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        line, column = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
-        problem = " ".join(str(error.problem or error.context or "invalid YAML").split())
-        raise LoadFailed(
-            Diagnostic(
-                file, line, column, (), f"YAML syntax error: {problem}", _syntax_hint(problem)
-            )
-        ) from None
+        raise _syntax_error(error, text, file) from None
+    except ReaderError as error:
+        raise _unreadable_character(error, text, file) from None
     except YAMLError as error:
-        raise LoadFailed(Diagnostic(file, 1, 1, (), f"YAML error: {error}")) from None
-    except RecursionError:
-        raise LoadFailed(Diagnostic(file, 1, 1, (), "YAML nesting is too deep")) from None
-    if not documents or all(d is None for d in documents):
-        raise LoadFailed(
-            Diagnostic(
-                file,
-                1,
-                1,
-                (),
-                "the file is empty",
-                "a cluster file holds one mapping with apiVersion, kind, metadata and spec",
-            )
-        )
-    if len(documents) > 1:
-        raise LoadFailed(
-            Diagnostic(
-                file,
-                1,
-                1,
-                (),
-                f"the file holds {len(documents)} YAML documents",
-                "put one Cluster in each file",
-            )
-        )
-    converter = _Converter(file)
-    try:
-        data = converter.convert(documents[0], ())
-    except RecursionError:
-        raise LoadFailed(Diagnostic(file, 1, 1, (), "YAML nesting is too deep")) from None
+        raise _whole_file(file, "YAML error: " + " ".join(str(error).split())) from None
+    finally:
+        parser.dispose()
+    if data is None:
+        raise _whole_file(file, "the file is empty", document_hint)
     if not isinstance(data, dict):
-        kind = "a list" if isinstance(data, list) else f"a {type(data).__name__}"
-        raise LoadFailed(
-            Diagnostic(
-                file,
-                1,
-                1,
-                (),
-                f"the document is {kind}, not a mapping",
-                "a cluster file holds one mapping with apiVersion, kind, metadata and spec",
-            )
-        )
-    return Located(file, data, converter.positions)
+        raise _whole_file(file, f"the document is {_kind(data)}, not a mapping", document_hint)
+    return Located(file, data, document.positions)
 
 
-def _syntax_hint(problem: str) -> str:
-    if "duplicate key" in problem:
-        return "each key may appear once in a mapping"
-    if "tab" in problem:
-        return "indent with spaces, not tabs"
-    return "check indentation and quoting near this position"
+def parse_text(text: str, file: str, document_hint: str = DOCUMENT_HINT) -> Located:
+    """Parse one YAML document holding a mapping; raise LoadFailed with a located diagnostic."""
+    if len(text) > MAX_FILE_BYTES:
+        raise _too_big(file, len(text.encode("utf-8")))
+    return _parse(text, file, document_hint)
 
 
-def load_file(path: Path, display: str | None = None) -> Located:
+def _too_big(file: str, size: int) -> LoadFailed:
+    return _whole_file(
+        file,
+        f"the file is {size / 2**20:.1f} MiB; gpuconf reads files up to "
+        f"{MAX_FILE_BYTES // 2**20} MiB",
+        "split it into several files, or describe nodes by pool size instead of one by one",
+    )
+
+
+def load_file(
+    path: Path, display: str | None = None, document_hint: str = DOCUMENT_HINT
+) -> Located:
     name = display if display is not None else path.as_posix()
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+            if len(data) > MAX_FILE_BYTES:
+                handle.seek(0, 2)
+                raise _too_big(name, handle.tell())
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise LoadFailed(Diagnostic(name, 1, 1, (), "the file is not UTF-8 text")) from None
+        raise _whole_file(name, "the file is not UTF-8 text") from None
     except OSError as error:
-        raise LoadFailed(
-            Diagnostic(name, 1, 1, (), f"cannot read the file: {error.strerror}")
-        ) from None
-    return parse_text(text, name)
+        raise _whole_file(name, f"cannot read the file: {error.strerror}") from None
+    return _parse(text, name, document_hint)
