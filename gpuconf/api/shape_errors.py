@@ -90,14 +90,22 @@ _TYPE_NOUNS = {
 }
 
 
+_KEYED = frozenset({"missing", "extra_forbidden"})
+"""Error types whose loc ends in a key of the document, present or missing."""
+
+
 def _show(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _data_path(located: Located, loc: tuple[int | str, ...]) -> tuple[KeyPath, bool]:
+def _data_path(
+    located: Located, loc: tuple[int | str, ...], names_a_key: bool
+) -> tuple[KeyPath, bool]:
     """Map pydantic's loc onto the document, dropping union-member and tag names.
 
+    `names_a_key`: the loc ends in a key the document lacks (a missing required key), not in
+    the name of a union member such as ``list[MigLayout]``.
     Returns the path and whether a union member name was dropped along the way."""
     path: list[int | str] = []
     node: Any = located.data
@@ -107,7 +115,7 @@ def _data_path(located: Located, loc: tuple[int | str, ...]) -> tuple[KeyPath, b
         if found is not MISSING:
             node = found
             path.append(part)
-        elif isinstance(node, dict) and position == len(loc) - 1:
+        elif names_a_key and isinstance(node, dict) and position == len(loc) - 1:
             path.append(part)
         else:
             dropped = True
@@ -247,11 +255,21 @@ def diagnostics_from(
 ) -> list[Diagnostic]:
     by_path: dict[KeyPath, list[tuple[ErrorDetails, bool]]] = {}
     for detail in error.errors(include_url=False):
-        path, dropped = _data_path(located, tuple(detail["loc"]))
+        path, dropped = _data_path(located, tuple(detail["loc"]), detail["type"] in _KEYED)
         by_path.setdefault(path, []).append((detail, dropped))
     diagnostics: list[Diagnostic] = []
     for path, details in by_path.items():
         value = located.value_at(path)
+        if any(p[: len(path)] == path and len(p) > len(path) for p in by_path):
+            # The value took one member's shape (a mapping): that member's errors say what is
+            # wrong inside it; "should be a list" from another member would only mislead.
+            details = [
+                (d, dropped)
+                for d, dropped in details
+                if not dropped or d["type"] not in _TYPE_NOUNS
+            ]
+            if not details:
+                continue
         if len(details) > 1 and all(dropped for _, dropped in details):
             nouns = sorted({_TYPE_NOUNS.get(d["type"], "") for d, _ in details} - {""})
             if nouns:
