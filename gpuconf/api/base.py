@@ -22,6 +22,11 @@ QUANTITY = r"^[0-9]+(Ki|Mi|Gi|Ti)?$"
 MIG_PROFILE = r"^[0-9]g\.[0-9]+gb$"
 ABSOLUTE_PATH = r"^/[A-Za-z0-9._/-]*$"
 
+# Kubernetes stores integer fields as int32 or int64 (its API types say which); a value
+# outside the type is refused by the API server, so it is refused here, where the file says.
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
 DnsLabel = Annotated[str, StringConstraints(pattern=DNS_LABEL)]
 DnsSubdomain = Annotated[str, StringConstraints(pattern=DNS_SUBDOMAIN, max_length=253)]
 LabelKey = Annotated[str, StringConstraints(pattern=LABEL_KEY, max_length=317)]

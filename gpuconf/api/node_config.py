@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field
 
-from gpuconf.api.base import Model
+from gpuconf.api.base import INT32_MAX, Model
 from gpuconf.api.version import ApiVersion
 
 NODE_CONFIG_FILE = "node-config.yaml"
@@ -37,17 +37,17 @@ class HealthSettings(_Model):
     """XIDs that never make a GPU unhealthy."""
     reset_xids: list[int] = Field(default_factory=list)
     """XIDs after which a GPU is unhealthy until NVML shows it reset or re-enumerated."""
-    recover_after_seconds: int = Field(ge=0)
+    recover_after_seconds: int = Field(ge=0, le=INT32_MAX)
     """Quiet period after the last other XID before the GPU is healthy again; 0 never."""
 
 
 class ExpectedGpu(_Model):
-    index: int = Field(ge=0)
+    index: int = Field(ge=0, le=INT32_MAX)
     model: str
     """Catalog model name."""
     nvml_name: str
     """What NVML's device name must be."""
-    memory_mi_b: int = Field(alias="memoryMiB", ge=1)
+    memory_mi_b: int = Field(alias="memoryMiB", ge=1, le=INT32_MAX)
     uuid: str | None = None
     mig: dict[str, int] | None = None
     """Declared MIG layout {profile: count}; None when MIG is disabled."""
@@ -74,7 +74,7 @@ class GpuIndices(_Model):
 
 class SharingSettings(_Model):
     strategy: Literal["none", "time-slicing", "mps"]
-    replicas: int = Field(default=1, ge=1)
+    replicas: int = Field(default=1, ge=1, le=INT32_MAX)
     fail_requests_greater_than_one: bool = False
     mps_pipe_directory: str | None = None
     """MPS only: the control daemon's pipe directory on the host, mounted into containers."""
@@ -108,6 +108,6 @@ class NodeConfig(_Model):
     device_list_strategy: DeviceListStrategy = "volume-mounts"
     drift_policy: Literal["warn", "strict"] = "warn"
     health: HealthSettings
-    metrics_port: int = 9400
+    metrics_port: int = Field(default=9400, ge=1, le=65535)
     inventory: ExpectedInventory
     resources: Annotated[list[ResourceSettings], Field(default_factory=list)]

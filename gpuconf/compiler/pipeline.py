@@ -6,14 +6,16 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from gpuconf.compiler.plan import plan
-from gpuconf.compiler.render import RenderedTree, render
 from gpuconf.compiler.validate import Validated, validate
 from gpuconf.diagnostics import Diagnostic, has_errors
 from gpuconf.errors import UserError
 from gpuconf.formats.located_yaml import LoadFailed, load_file
 from gpuconf.gpus.catalog import Catalog
+
+if TYPE_CHECKING:
+    from gpuconf.compiler.render import RenderedTree
 
 CLUSTER_SUFFIXES = (".yaml", ".yml")
 CLUSTER_DOCUMENT_HINT = "a cluster file holds one mapping with apiVersion, kind, metadata and spec"
@@ -93,6 +95,10 @@ def compile_paths(
         sources[name] = file.name if Path(source).is_absolute() else source
         result.validated[name] = outcome
     if result.ok and render_output:
+        # Planning and rendering (jinja2 among them) load only for commands that write.
+        from gpuconf.compiler.plan import plan
+        from gpuconf.compiler.render import render
+
         result.rendered = {
             name: render(plan(validated, sources[name]))
             for name, validated in sorted(result.validated.items())

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
-from gpuconf.api.base import DnsLabel, DnsSubdomain, ImageReference, KubernetesVersion, Model
+from gpuconf.api.base import (
+    INT32_MAX,
+    DnsLabel,
+    DnsSubdomain,
+    ImageReference,
+    KubernetesVersion,
+    Model,
+)
 from gpuconf.api.cluster.nvidia_components import Dra, MigManager, NvidiaPlugin
 from gpuconf.api.cluster.pool import NodePool
 from gpuconf.api.cluster.quota import Quota
@@ -36,10 +43,10 @@ class Images(Model):
 
 
 class Health(Model):
-    ignored_xids: list[int] | None = None
+    ignored_xids: list[Annotated[int, Field(ge=0, le=INT32_MAX)]] | None = None
     """XIDs that never make a GPU unhealthy (application faults); default: NVIDIA's catalog's
     RESTART_APP and IGNORE XIDs (13, 31, 43, 45, 63, 68, 69, 92, 121)."""
-    reset_xids: list[int] | None = None
+    reset_xids: list[Annotated[int, Field(ge=0, le=INT32_MAX)]] | None = None
     """XIDs after which a GPU stays unhealthy until NVML shows it reset or re-enumerated;
     default: the catalog's reset actions (48, 62, 64, 74, 79, 95, 109, 119, 120, 140)."""
     recover_after_seconds: int = Field(default=300, ge=0, le=86_400)

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from gpuconf.api.base import (
+    INT64_MAX,
     AbsolutePath,
     DnsLabel,
     DnsSubdomain,
@@ -50,7 +51,7 @@ class Toleration(Model):
     operator: Literal["Exists", "Equal"] = "Equal"
     value: LabelValue | None = None
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
-    toleration_seconds: int | None = Field(default=None, ge=0)
+    toleration_seconds: int | None = Field(default=None, ge=0, le=INT64_MAX)
     """Only with effect NoExecute: how long the pod stays bound after the taint appears."""
 
 

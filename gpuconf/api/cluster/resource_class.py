@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from gpuconf.api.base import (
+    INT32_MAX,
     DnsLabel,
     DnsSubdomain,
     ExtendedResourceName,
@@ -54,7 +55,7 @@ class Mps(Model):
     """CUDA Multi-Process Service: containers share a GPU with separated memory."""
     replicas: int = Field(ge=2, le=48)
     """How many clients may share one GPU (at least 2)."""
-    memory_limit_mi_b: int | None = Field(default=None, ge=1, alias="memoryLimitMiB")
+    memory_limit_mi_b: int | None = Field(default=None, ge=1, le=INT32_MAX, alias="memoryLimitMiB")
     """Pinned device memory per client, in MiB; defaults to the GPU's memory / replicas."""
     active_thread_percentage: int | None = Field(default=None, ge=1, le=100)
     """Share of the GPU's threads each client may use."""
