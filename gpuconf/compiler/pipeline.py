@@ -95,12 +95,21 @@ def compile_paths(
         sources[name] = file.name if Path(source).is_absolute() else source
         result.validated[name] = outcome
     if result.ok and render_output:
-        # Planning and rendering (jinja2 among them) load only for commands that write.
-        from gpuconf.compiler.plan import plan
-        from gpuconf.compiler.render import render
-
-        result.rendered = {
-            name: render(plan(validated, sources[name]))
-            for name, validated in sorted(result.validated.items())
-        }
+        _render_all(result, sources)
     return result
+
+
+def _render_all(result: Compiled, sources: dict[str, str]) -> None:
+    # Planning and rendering (jinja2 among them) load only for commands that write.
+    from gpuconf.compiler.object_limits import oversized
+    from gpuconf.compiler.plan import plan
+    from gpuconf.compiler.render import render
+
+    for name, validated in sorted(result.validated.items()):
+        artifacts = plan(validated, sources[name])
+        tree = render(artifacts)
+        too_big = oversized(validated, artifacts, tree)
+        if too_big:
+            result.diagnostics += too_big
+        else:
+            result.rendered[name] = tree
