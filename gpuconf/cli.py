@@ -144,6 +144,11 @@ def _render(options: argparse.Namespace) -> int:
     if not compiled.ok:
         return ExitCode.INVALID_INPUT
     if options.check:
+        for entry in emit.foreign(options.output, compiled.rendered):
+            print(
+                f"{options.output_shown / entry.name}: not written by gpuconf (left alone)",
+                file=sys.stderr,
+            )
         changes = list(emit.diff(options.output, compiled.rendered, compiled.whole_directories))
         if changes:
             sys.stdout.writelines(changes)

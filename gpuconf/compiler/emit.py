@@ -6,6 +6,7 @@ import difflib
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from gpuconf.compiler.render import RenderedTree
 from gpuconf.errors import UserError
 
 STAGING_PREFIX = ".gpuconf-staging-"
+STAGING_MAX_AGE_S = 3600
 
 
 def _owned(folder: Path) -> bool:
@@ -36,6 +38,47 @@ def _write_files(root: Path, tree: RenderedTree) -> None:
         target.chmod(0o644)
 
 
+def _writer_alive(staging: Path) -> bool:
+    """Whether the render that made this staging folder (its pid is in the name) still runs."""
+    pid_text = staging.name.removeprefix(STAGING_PREFIX).partition("-")[0]
+    try:
+        if not pid_text.isdigit() or time.time() - staging.stat().st_mtime > STAGING_MAX_AGE_S:
+            return False  # a reused pid must not keep an old leftover forever
+    except OSError:
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def interrupted_staging(out: Path) -> list[Path]:
+    """Staging folders a killed render left behind (a running render's own is not among them)."""
+    if not out.is_dir():
+        return []
+    return sorted(
+        p
+        for p in out.iterdir()
+        if p.name.startswith(STAGING_PREFIX) and p.is_dir() and not _writer_alive(p)
+    )
+
+
+def foreign(out: Path, clusters: Mapping[str, RenderedTree]) -> list[Path]:
+    """What else is in the output folder: not a cluster gpuconf wrote, nor its staging."""
+    if not out.is_dir():
+        return []
+    return sorted(
+        p
+        for p in out.iterdir()
+        if p.name not in clusters
+        and not p.name.startswith(STAGING_PREFIX)
+        and not (p.is_dir() and _owned(p))
+    )
+
+
 def stale_clusters(out: Path, clusters: Mapping[str, RenderedTree]) -> list[Path]:
     if not out.is_dir():
         return []
@@ -53,7 +96,9 @@ def write(out: Path, clusters: Mapping[str, RenderedTree], prune: bool) -> None:
         if existing.exists() and not _owned(existing):
             raise UserError(f"{existing} exists and was not written by gpuconf; move it away first")
     out.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out))
+    for leftover in interrupted_staging(out):
+        shutil.rmtree(leftover, ignore_errors=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=out))
     try:
         for name, tree in clusters.items():
             _write_files(staging / name, tree)
@@ -86,6 +131,9 @@ def _text(data: bytes) -> list[str]:
 
 def diff(out: Path, clusters: Mapping[str, RenderedTree], prune: bool) -> Iterator[str]:
     """Unified diff lines from what is in `out` to what would be written."""
+    for leftover in interrupted_staging(out):
+        # Render removes these; until then the folder is not what render would leave.
+        yield f"Only in {out.name}: {leftover.name} (left by an interrupted render)\n"
     for name, tree in sorted(clusters.items()):
         current = _on_disk(out / name)
         for relative in sorted(set(current) | set(tree)):
