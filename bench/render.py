@@ -1,32 +1,45 @@
-"""Render a large generated fleet through the real CLI path and print wall time and peak memory.
+"""Compile speed beside its floor: whole processes, CPU seconds (user + system), median of N.
 
-2,000 nodes in 40 pools (10 of them declared node by node, with UUIDs), 12 classes,
-500 namespaces with quotas. Figures only, no assertions: `make bench`.
+Each figure is printed next to the floor it is measured against and their ratio:
+
+- render of a generated fleet (2,000 nodes in 40 pools, 10 of them declared node by node
+  with UUIDs, 12 classes, 500 namespaces) against the floor: start Python, compose the same
+  file with libyaml keeping every node's position (``yaml.compose(..., Loader=CSafeLoader)``)
+  and write the same files;
+- ``validate clusters/lab.yaml`` against ``python -c "import pydantic, yaml"`` and against
+  check-jsonschema with our schema on the same file (column skipped where it is not
+  installed: ``.venv/bin/pip install check-jsonschema``);
+- a scaling table: render at 200 / 2,000 / 20,000 nodes and 12 / 1,000 classes, and
+  validate at 1,250 / 2,500 / 5,000 / 10,000 classes, with peak memory.
+
+Figures only, no assertions: `make bench` or `.venv/bin/python bench/render.py [--runs N]`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
-import resource
+import argparse
+import marshal
+import os
+import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
-import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
+import yaml
 
-from gpuconf.cli import main
-
-POOLS = 40
-NODES_PER_POOL = 50
-DECLARED_EVERY = 4
-CLASSES = 12
-NAMESPACES = 500
+REPO = Path(__file__).resolve().parent.parent
+LAB = REPO / "clusters" / "lab.yaml"
+CLUSTER_SCHEMA = REPO / "schemas" / "cluster.schema.json"
 MODELS = ["Tesla-T4", "L4", "A10", "L40S", "A100-SXM4-80GB", "H100-SXM5-80GB"]
 ENGINES = ["docker", "containerd", "k3s"]
 GPUS_PER_NODE = 8
+NODES_PER_POOL = 50
+DECLARED_EVERY = 4
 
 
 def _uuid(pool: int, node: int, gpu: int) -> str:
@@ -35,7 +48,7 @@ def _uuid(pool: int, node: int, gpu: int) -> str:
 
 def _pool(i: int) -> dict[str, Any]:
     pool: dict[str, Any] = {
-        "name": f"pool-{i:02d}",
+        "name": f"pool-{i:03d}",
         "runtime": {"engine": ENGINES[i % len(ENGINES)]},
         "driver": {"version": "550.90.07", "install": i % 5 == 0},
         "gpus": {"model": MODELS[i % len(MODELS)], "count": GPUS_PER_NODE},
@@ -44,7 +57,7 @@ def _pool(i: int) -> dict[str, Any]:
     if i % DECLARED_EVERY == 0:
         pool["nodes"] = [
             {
-                "name": f"pool-{i:02d}-node-{n:03d}",
+                "name": f"pool-{i:03d}-node-{n:03d}",
                 "gpus": [{"index": g, "uuid": _uuid(i, n, g)} for g in range(GPUS_PER_NODE)],
             }
             for n in range(NODES_PER_POOL)
@@ -54,76 +67,235 @@ def _pool(i: int) -> dict[str, Any]:
     return pool
 
 
-def _classes() -> list[dict[str, Any]]:
-    """Every pool belongs to one class for GPUs 0-3 and another for GPUs 4-7."""
-    classes = []
-    for c in range(CLASSES):
-        pools = [f"pool-{i:02d}" for i in range(POOLS) if i % (CLASSES // 2) == c // 2]
-        half = [0, 1, 2, 3] if c % 2 == 0 else [4, 5, 6, 7]
-        sharing: dict[str, Any] = (
-            {"strategy": "time-slicing", "replicas": 4} if c % 4 == 0 else {"strategy": "none"}
-        )
-        classes.append(
+def _selections(pools: int, classes: int) -> list[dict[str, Any]]:
+    """Disjoint selections, one per class: up to two per pool group (GPUs 0-3 and 4-7 of
+    every pool in the group); beyond that, one GPU index of one node or one pool each."""
+    if classes <= 2 * pools:
+        groups = max(1, classes // 2)
+        return [
             {
-                "name": f"class-{c:02d}",
-                "select": {"pools": pools, "indices": half},
-                "sharing": sharing,
+                "pools": [f"pool-{i:03d}" for i in range(pools) if i % groups == c // 2],
+                "indices": [0, 1, 2, 3] if c % 2 == 0 else [4, 5, 6, 7],
             }
-        )
-    return classes
+            for c in range(classes)
+        ]
+    units: list[dict[str, Any]] = []
+    for i in range(pools):
+        if i % DECLARED_EVERY == 0:
+            units += [
+                {"nodes": [f"pool-{i:03d}-node-{n:03d}"], "indices": [g]}
+                for n in range(NODES_PER_POOL)
+                for g in range(GPUS_PER_NODE)
+            ]
+        else:
+            units += [{"pools": [f"pool-{i:03d}"], "indices": [g]} for g in range(GPUS_PER_NODE)]
+    if len(units) < classes:
+        sys.exit(f"{pools} pools hold too few GPUs for {classes} disjoint classes")
+    return units[:classes]
 
 
-def fleet() -> dict[str, Any]:
+def _classes(pools: int, classes: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": f"class-{c:05d}",
+            "select": select,
+            "sharing": (
+                {"strategy": "time-slicing", "replicas": 4} if c % 4 == 0 else {"strategy": "none"}
+            ),
+        }
+        for c, select in enumerate(_selections(pools, classes))
+    ]
+
+
+def fleet(
+    pools: int = 40, classes: int = 12, namespaces: int = 500, name: str = "bench"
+) -> dict[str, Any]:
+    class_names = [c["name"] for c in _classes(pools, classes)]
     return {
         "apiVersion": "gpuconf.dev/v1alpha1",
         "kind": "Cluster",
-        "metadata": {"name": "bench"},
+        "metadata": {"name": name},
         "spec": {
             "kubernetes": {"version": "1.34"},
-            "nodePools": [_pool(i) for i in range(POOLS)],
-            "resourceClasses": _classes(),
+            "nodePools": [_pool(i) for i in range(pools)],
+            "resourceClasses": _classes(pools, classes),
             "quotas": [
                 {
-                    "namespace": f"team-{n:03d}",
-                    "classes": {f"class-{n % CLASSES:02d}": 2, f"class-{(n + 5) % CLASSES:02d}": 1},
+                    "namespace": f"team-{n:05d}",
+                    "classes": {
+                        class_names[n % len(class_names)]: 1,
+                        class_names[(n + len(class_names) // 2) % len(class_names)]: 1,
+                    },
                 }
-                for n in range(NAMESPACES)
+                for n in range(namespaces)
             ],
         },
     }
 
 
-def _timed(argv: list[str]) -> float:
-    start = time.perf_counter()
-    with (
-        contextlib.redirect_stdout(io.StringIO()),
-        contextlib.redirect_stderr(io.StringIO()) as err,
-    ):
-        code = main(argv)
-    elapsed = time.perf_counter() - start
-    if code != 0:
-        sys.exit(f"gpuconf {' '.join(argv)} exited {code}:\n{err.getvalue()}")
-    return elapsed
+@dataclass(frozen=True)
+class Run:
+    cpu_s: float
+    peak_mib: float
 
 
-def run() -> None:
+def _run(argv: Sequence[str], cwd: Path) -> Run:
+    """One child process: its own CPU seconds and peak memory (wait4 reports them)."""
+    process = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    err = process.stderr.read().decode() if process.stderr else ""
+    if process.stderr:
+        process.stderr.close()
+    if process.returncode not in (0,):
+        sys.exit(f"{' '.join(map(str, argv))} exited {process.returncode}:\n{err}")
+    return Run(usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
+
+
+def _median(argv: Sequence[str], cwd: Path, runs: int, before: Any = None) -> Run:
+    results = []
+    for _ in range(runs):
+        if before is not None:
+            before()
+        results.append(_run(argv, cwd))
+    return Run(statistics.median(r.cpu_s for r in results), max(r.peak_mib for r in results))
+
+
+FLOOR_SCRIPT = """
+import marshal, os, sys, yaml
+source, tree_file, out = sys.argv[1:]
+with open(source, encoding="utf-8") as handle:
+    yaml.compose(handle.read(), Loader=yaml.CSafeLoader)
+with open(tree_file, "rb") as handle:
+    tree = marshal.load(handle)
+for relative, data in tree.items():
+    target = os.path.join(out, relative)
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    with open(target, "wb") as handle:
+        handle.write(data)
+"""
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _gpuconf(*args: str) -> list[str]:
+    return [sys.executable, "-m", "gpuconf", *args]
+
+
+def _write_fleet(path: Path, **shape: Any) -> float:
+    with path.open("w", encoding="utf-8") as handle:
+        yaml.dump(fleet(**shape), handle, Dumper=yaml.CSafeDumper, sort_keys=False)
+    return path.stat().st_size / 1024
+
+
+def _ratio(value: float, floor: float) -> str:
+    return f"{value / floor:4.1f}× floor" if floor > 0 else "  n/a"
+
+
+def render_vs_floor(root: Path, runs: int) -> None:
+    cluster = root / "bench.yaml"
+    size_kib = _write_fleet(cluster)
+    out = root / "out"
+
+    def fresh() -> None:
+        shutil.rmtree(out, ignore_errors=True)
+
+    render = _median(_gpuconf("render", str(cluster), "-o", str(out)), root, runs, fresh)
+    tree = _tree(out / "bench")
+    tree_file = root / "tree.marshal"
+    tree_file.write_bytes(marshal.dumps(tree))
+    floor_out = root / "floor"
+
+    def fresh_floor() -> None:
+        shutil.rmtree(floor_out, ignore_errors=True)
+
+    floor = _median(
+        [sys.executable, "-c", FLOOR_SCRIPT, str(cluster), str(tree_file), str(floor_out)],
+        root,
+        runs,
+        fresh_floor,
+    )
+    print(
+        f"fleet: 40 pools, 2,000 nodes, 12 classes, 500 namespaces; "
+        f"{size_kib:.0f} KiB; {len(tree):,} files; CPU s, median of {runs}"
+    )
+    print(f"  floor (python + libyaml compose with positions + write): {floor.cpu_s:6.2f}")
+    print(
+        f"  gpuconf render:                                         {render.cpu_s:6.2f}  "
+        f"{_ratio(render.cpu_s, floor.cpu_s)}  (target ≤ 1.5×)  peak {render.peak_mib:.0f} MiB"
+    )
+
+
+def validate_vs_floor(root: Path, runs: int) -> None:
+    floor = _median([sys.executable, "-c", "import pydantic, yaml"], root, runs)
+    validate = _median(_gpuconf("validate", str(LAB)), root, runs)
+    print(f"validate clusters/lab.yaml; CPU s, median of {runs}")
+    print(f"  floor (python -c 'import pydantic, yaml'):              {floor.cpu_s:6.2f}")
+    print(
+        f"  gpuconf validate:                                       {validate.cpu_s:6.2f}  "
+        f"{_ratio(validate.cpu_s, floor.cpu_s)}  (target ≤ 2×)"
+    )
+    checker = Path(sys.executable).with_name("check-jsonschema")
+    if not checker.exists():
+        print("  check-jsonschema: not installed (pip install check-jsonschema); column skipped")
+        return
+    schema_check = _median(
+        [str(checker), "--schemafile", str(CLUSTER_SCHEMA), str(LAB)], root, runs
+    )
+    print(
+        f"  check-jsonschema --schemafile cluster.schema.json:      {schema_check.cpu_s:6.2f}  "
+        f"gpuconf is {validate.cpu_s / schema_check.cpu_s:.2f}× it  (target ≤ 0.5×)"
+    )
+
+
+def scaling(root: Path, runs: int) -> None:
+    print(f"scaling; CPU s, median of {runs}, peak memory")
+    print(f"  {'command':9} {'nodes':>7} {'classes':>7} {'file KiB':>9} {'CPU s':>7} {'MiB':>6}")
+    shapes = [
+        ("render", 4, 12),
+        ("render", 40, 12),
+        ("render", 400, 12),
+        ("render", 40, 1_000),
+        ("validate", 400, 1_250),
+        ("validate", 400, 2_500),
+        ("validate", 400, 5_000),
+        ("validate", 400, 10_000),
+        ("render", 400, 10_000),
+    ]
+    for command, pools, classes in shapes:
+        cluster = root / f"scale-{pools}-{classes}.yaml"
+        size_kib = _write_fleet(cluster, pools=pools, classes=classes)
+        out = root / "scale-out"
+        argv = [command, str(cluster)] + (["-o", str(out)] if command == "render" else [])
+
+        def fresh(folder: Path = out) -> None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+        result = _median(_gpuconf(*argv), root, runs, fresh)
+        print(
+            f"  {command:9} {pools * NODES_PER_POOL:>7,} {classes:>7,} {size_kib:>9,.0f} "
+            f"{result.cpu_s:>7.2f} {result.peak_mib:>6.0f}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5, help="runs per figure (median)")
+    parser.add_argument("--no-scaling", action="store_true", help="skip the scaling table")
+    options = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
-        cluster = root / "bench.yaml"
-        with cluster.open("w", encoding="utf-8") as handle:
-            YAML(typ="safe", pure=True).dump(fleet(), handle)
-        size_kib = cluster.stat().st_size / 1024
-        validate_s = _timed(["validate", str(cluster)])
-        render_s = _timed(["render", str(cluster), "-o", str(root / "out")])
-        files = sum(1 for p in (root / "out").rglob("*") if p.is_file())
-    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"fleet: {POOLS} pools, {POOLS * NODES_PER_POOL} nodes, {CLASSES} classes, "
-          f"{NAMESPACES} namespaces; cluster file {size_kib:.0f} KiB; {files} files rendered")  # fmt: skip
-    print(f"validate: {validate_s:.2f} s")
-    print(f"render (load, validate, plan, render, write): {render_s:.2f} s")
-    print(f"total: {validate_s + render_s:.2f} s")
-    print(f"peak memory (max RSS): {peak_mib:.0f} MiB")
+        render_vs_floor(root, options.runs)
+        validate_vs_floor(root, options.runs)
+        if not options.no_scaling:
+            scaling(root, max(1, options.runs // 2))
 
 
 if __name__ == "__main__":
-    run()
+    main()

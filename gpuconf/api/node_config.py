@@ -108,6 +108,6 @@ class NodeConfig(_Model):
     device_list_strategy: DeviceListStrategy = "volume-mounts"
     drift_policy: Literal["warn", "strict"] = "warn"
     health: HealthSettings
-    metrics_port: int = Field(default=9400, ge=1, le=65535)
+    metrics_port: int = Field(default=9400, ge=0, le=65535)
     inventory: ExpectedInventory
     resources: Annotated[list[ResourceSettings], Field(default_factory=list)]

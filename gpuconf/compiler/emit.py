@@ -28,14 +28,21 @@ def _owned(folder: Path) -> bool:
 
 
 def _write_files(root: Path, tree: RenderedTree) -> None:
+    # Readers see the old tree or the new one: the swap below is a rename. Files are not
+    # fsynced one by one: the tree is regenerated from its sources (and kept in git), and
+    # `render --check` finds one a crash damaged, so a thousand fsyncs would buy nothing.
+    made: set[Path] = set()
     for relative, data in tree.items():
         target = root / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with target.open("wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        target.chmod(0o644)
+        if target.parent not in made:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            made.add(target.parent)
+        descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.fchmod(descriptor, 0o644)  # whatever the umask
+            os.write(descriptor, data)
+        finally:
+            os.close(descriptor)
 
 
 def _writer_alive(staging: Path) -> bool:

@@ -22,7 +22,7 @@ __all__ = ["Artifact", "plan"]
 
 
 def _pool_classes(pool: NodePool, classes: tuple[ResolvedClass, ...]) -> list[ResolvedClass]:
-    return [c for c in classes if pool.name in c.pools]
+    return [c for c in classes if c.members_in(pool.name)]
 
 
 def _pool_artifacts(validated: Validated, pool: NodePool) -> list[Artifact]:

@@ -72,9 +72,12 @@ def _health(health: Health) -> HealthSettings:
     )
 
 
-def _indices(resolved: ResolvedClass, groups: list[NodeGroup]) -> GpuIndices | None:
+def _indices(resolved: ResolvedClass, pool: str, groups: list[NodeGroup]) -> GpuIndices | None:
+    members = resolved.members_in(pool)
+    if not members:
+        return None
     by_group: dict[int, list[int]] = {}
-    for member in resolved.members:
+    for member in members:
         by_group.setdefault(id(member.group), []).append(member.gpu.index)
     if not any(id(g) in by_group for g in groups):
         return None
@@ -94,7 +97,7 @@ def build_node_config(
     undeclared = next((g for g in groups if g.node is None), None)
     resources = []
     for resolved in classes:
-        indices = _indices(resolved, groups)
+        indices = _indices(resolved, pool.name, groups)
         if indices is None:
             continue
         resources.append(

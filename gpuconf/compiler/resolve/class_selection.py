@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 
 from gpuconf.api.cluster import ClusterSpec, ResourceClass, Selector
 from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory, Gpu, NodeGroup
@@ -30,6 +30,18 @@ class ResolvedClass:
     members: tuple[Member, ...]
     claims_take_whole_devices: bool = False
     """DRA: each ResourceClaim gets whole devices, so sharing adds no capacity."""
+    _by_pool: Mapping[str, tuple[Member, ...]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Indexed once: planning asks each pool for its members of every class.
+        by_pool: dict[str, list[Member]] = {}
+        for member in self.members:
+            by_pool.setdefault(member.group.pool, []).append(member)
+        object.__setattr__(self, "_by_pool", {k: tuple(v) for k, v in by_pool.items()})
+
+    def members_in(self, pool: str) -> tuple[Member, ...]:
+        """The class's members in one pool, in inventory order."""
+        return self._by_pool.get(pool, ())
 
     @property
     def name(self) -> str:
@@ -51,7 +63,7 @@ class ResolvedClass:
 
     @property
     def pools(self) -> list[str]:
-        return sorted({m.group.pool for m in self.members})
+        return sorted(self._by_pool)
 
     @property
     def mps_memory_limit_mib(self) -> int:
@@ -116,13 +128,28 @@ def pool_mig_strategies(inventory: DeclaredInventory) -> dict[str, str]:
     return {pool: mig_strategy(found) for pool, found in layouts.items()}
 
 
+def _candidates(selector: Selector, inventory: DeclaredInventory) -> Iterator[NodeGroup]:
+    """The groups a selector can take GPUs from: those of its nodes or pools when it names
+    any, so that classes over a few nodes each cost their nodes, not the fleet."""
+    if selector.nodes is not None:
+        for node in dict.fromkeys(selector.nodes):
+            yield from inventory.by_node(node)
+    elif selector.pools is not None:
+        for pool in dict.fromkeys(selector.pools):
+            yield from inventory.by_pool(pool)
+    else:
+        yield from inventory.groups
+
+
 def resolve_classes(spec: ClusterSpec, inventory: DeclaredInventory) -> tuple[ResolvedClass, ...]:
     resolved = []
     strategies = pool_mig_strategies(inventory)
+    order = {id(group): position for position, group in enumerate(inventory.groups)}
     for index, resource_class in enumerate(spec.resource_classes):
+        groups = sorted(_candidates(resource_class.select, inventory), key=lambda g: order[id(g)])
         members = tuple(
             Member(group, gpu, units)
-            for group in inventory.groups
+            for group in groups
             for gpu in group.gpus
             if (units := units_selected(resource_class.select, group, gpu))
         )

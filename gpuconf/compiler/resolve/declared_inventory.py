@@ -7,7 +7,7 @@ multiplicity; a 2,000-node fleet is a few dozen groups, not 16,000 GPU records.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.gpu_model import GpuModel
@@ -43,9 +43,25 @@ class NodeGroup:
 @dataclass(frozen=True)
 class DeclaredInventory:
     groups: tuple[NodeGroup, ...]
+    _by_pool: Mapping[str, tuple[NodeGroup, ...]] = field(init=False, repr=False, compare=False)
+    _by_node: Mapping[str, tuple[NodeGroup, ...]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Indexed once, so asking for a pool's or a node's groups never scans the fleet.
+        by_pool: dict[str, list[NodeGroup]] = {}
+        by_node: dict[str, list[NodeGroup]] = {}
+        for group in self.groups:
+            by_pool.setdefault(group.pool, []).append(group)
+            if group.node is not None:
+                by_node.setdefault(group.node, []).append(group)
+        object.__setattr__(self, "_by_pool", {k: tuple(v) for k, v in by_pool.items()})
+        object.__setattr__(self, "_by_node", {k: tuple(v) for k, v in by_node.items()})
 
     def by_pool(self, pool: str) -> Iterator[NodeGroup]:
-        return (g for g in self.groups if g.pool == pool)
+        return iter(self._by_pool.get(pool, ()))
+
+    def by_node(self, node: str) -> Iterator[NodeGroup]:
+        return iter(self._by_node.get(node, ()))
 
 
 def pool_size(pool: NodePool) -> int:

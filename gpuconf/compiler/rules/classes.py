@@ -13,8 +13,10 @@ _PARTITION_HINT = "a GPU (or a MIG profile of it) belongs to at most one class: 
 
 
 def check(ctx: RuleContext) -> Iterator[Diagnostic]:
+    pools = {p.name for p in ctx.cluster.spec.node_pools}
+    nodes = {n.name for p in ctx.cluster.spec.node_pools for n in p.nodes}
     for resolved in ctx.classes:
-        yield from _references(ctx, resolved)
+        yield from _references(ctx, resolved, pools, nodes)
         yield from _selects_something(ctx, resolved)
         yield from _sharing(ctx, resolved)
     yield from _partition(ctx)
@@ -22,10 +24,10 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
     yield from _unclassified(ctx)
 
 
-def _references(ctx: RuleContext, resolved: ResolvedClass) -> Iterator[Diagnostic]:
-    spec = ctx.cluster.spec
+def _references(
+    ctx: RuleContext, resolved: ResolvedClass, pools: set[str], nodes: set[str]
+) -> Iterator[Diagnostic]:
     selector = resolved.spec.select
-    pools = [p.name for p in spec.node_pools]
     for k, pool in enumerate(selector.pools or []):
         if pool not in pools:
             yield ctx.error(
@@ -33,7 +35,6 @@ def _references(ctx: RuleContext, resolved: ResolvedClass) -> Iterator[Diagnosti
                 f"no pool is named {pool!r}",
                 did_you_mean(pool, pools, otherwise="known: " + ", ".join(sorted(pools))),
             )
-    nodes = [n.name for p in spec.node_pools for n in p.nodes]
     for k, node in enumerate(selector.nodes or []):
         if node not in nodes:
             hint = (

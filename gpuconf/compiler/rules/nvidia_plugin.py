@@ -30,7 +30,7 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
             )
         yield from _mps_settings(ctx, resolved)
     for i, pool in enumerate(spec.node_pools):
-        covering = [c for c in ctx.classes if pool.name in c.pools]
+        covering = [c for c in ctx.classes if c.members_in(pool.name)]
         for resolved in covering:
             profile = resolved.spec.select.mig_profile
             wanted = {
