@@ -23,8 +23,9 @@ lint: $(VENV)/.installed-test
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+# Two workers: the suite is mostly waiting on processes and sockets, and CI has two cores.
 test: lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/render.py

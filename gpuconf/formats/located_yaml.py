@@ -114,6 +114,9 @@ _SCALAR_TAGS = frozenset({"!", f"{_CORE}str", *_TAGGED_TYPES})
 _MAPPING_TAGS = frozenset({"!", f"{_CORE}map"})
 _SEQUENCE_TAGS = frozenset({"!", f"{_CORE}seq"})
 _MERGE_KEY = "<<"
+_KEY_HINT = "write the key as a string"
+# How much of a too-deep key path a diagnostic shows; the line and column say the rest.
+_SHOWN_NESTING = 8
 # Longer integer texts are outside 64 bits (or padded with zeros past reason): refused unread.
 _LONGEST_INT_TEXT = 32
 
@@ -241,12 +244,14 @@ class _Document:
         elif type(event) is AliasEvent and event.anchor in self.anchors:
             name = self.anchors[event.anchor][0]
             if not isinstance(name, str):
-                raise self.fail(mark, path, f"a key must be a plain value, not {_kind(name)}")
+                raise self.fail(
+                    mark, path, f"a key must be a plain value, not {_kind(name)}", _KEY_HINT
+                )
         elif type(event) is AliasEvent:
             raise self._alias_unknown(event, path)
         else:
             shape = "a mapping" if type(event) is MappingStartEvent else "a list"
-            raise self.fail(mark, path, f"a key must be a plain value, not {shape}")
+            raise self.fail(mark, path, f"a key must be a plain value, not {shape}", _KEY_HINT)
         if event.anchor is not None:
             self.anchors[event.anchor] = (name, 1)
         here = (*path, name)
@@ -333,7 +338,7 @@ class _Document:
         if depth >= MAX_NESTING:
             raise self.fail(
                 event.start_mark,
-                path,
+                path[:_SHOWN_NESTING],
                 f"YAML nesting is deeper than {MAX_NESTING} levels",
                 "a file gpuconf reads nests only a few levels",
             )

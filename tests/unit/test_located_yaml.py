@@ -1,0 +1,235 @@
+"""The located YAML loader: YAML 1.2 core-schema data with positions, or one located diagnostic."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from gpuconf.diagnostics import Diagnostic
+from gpuconf.formats.located_yaml import (
+    INT64_MAX,
+    INT64_MIN,
+    MAX_ALIASED_VALUES,
+    MAX_FILE_BYTES,
+    LoadFailed,
+    load_file,
+    parse_text,
+)
+
+
+def _refused(text: str) -> Diagnostic:
+    with pytest.raises(LoadFailed) as failed:
+        parse_text(text, "f.yaml")
+    return failed.value.diagnostic
+
+
+def test_every_key_and_list_item_has_its_line_and_column() -> None:
+    located = parse_text("a:\n  b: [x, {c: 1}]\n  d:\n    - e\n", "f.yaml")
+    assert located.data == {"a": {"b": ["x", {"c": 1}], "d": ["e"]}}
+    assert located.positions == {
+        (): (1, 1),
+        ("a",): (1, 1),
+        ("a", "b"): (2, 3),
+        ("a", "b", 0): (2, 7),
+        ("a", "b", 1): (2, 10),
+        ("a", "b", 1, "c"): (2, 11),
+        ("a", "d"): (3, 3),
+        ("a", "d", 0): (4, 7),
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("1.34", 1.34),
+        ("1.30", 1.3),
+        ('"1.34"', "1.34"),
+        ("42", 42),
+        ("-7", -7),
+        ("0x1F", 31),
+        ("0o17", 15),
+        ("017", 17),
+        ("1e3", 1000.0),
+        ("true", True),
+        ("False", False),
+        ("yes", "yes"),
+        ("on", "on"),
+        ("~", None),
+        ("null", None),
+        ("", None),
+        ("2001-12-14", "2001-12-14"),
+        ("1_000", "1_000"),
+        ("'5'", "5"),
+        ("! 5", "5"),
+        ("!!str 5", "5"),
+        ("!!float 3", 3.0),
+        ("!!int 3", 3),
+        ("!!bool true", True),
+        ("!!null ~", None),
+        (str(INT64_MAX), INT64_MAX),
+        (str(INT64_MIN), INT64_MIN),
+    ],
+    ids=lambda v: repr(v),
+)
+def test_scalars_follow_the_yaml_1_2_core_schema(text: str, value: object) -> None:
+    assert parse_text(f"v: {text}\n", "f.yaml").data == {"v": value}
+
+
+def test_infinity_and_nan_are_floats() -> None:
+    data = parse_text("a: .inf\nb: -.Inf\nc: .nan\n", "f.yaml").data
+    assert data["a"] == math.inf
+    assert data["b"] == -math.inf
+    assert math.isnan(data["c"])
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("v: !!omap [a: 1]\n", "!!omap"),
+        ("v: !!pairs [a: 1]\n", "!!pairs"),
+        ("v: !!set {a}\n", "!!set"),
+        ("v: !!python/tuple [1, 2]\n", "!!python/tuple"),
+        ("v: !!python/object/apply:os.system [echo]\n", "!!python/object/apply:os.system"),
+        ("v: !!binary aGk=\n", "!!binary"),
+        ("v: !!timestamp 2001-12-14\n", "!!timestamp"),
+        ("v: !gpu T4\n", "!gpu"),
+        ("v: !<tag:example.com,2024:x> 1\n", "tag:example.com,2024:x"),
+        ("v: !!map [1]\n", "!!map"),
+        ("v: !!seq {a: 1}\n", "!!seq"),
+    ],
+    ids=lambda v: v if v.startswith("!") or ":" in v else None,
+)
+def test_every_tag_outside_the_core_schema_is_refused_where_it_stands(
+    text: str, shown: str
+) -> None:
+    assert _refused(text) == Diagnostic(
+        "f.yaml",
+        1,
+        4,
+        ("v",),
+        f"the tag {shown} is not supported",
+        "remove the tag: gpuconf reads plain YAML (strings, numbers, true/false, null, lists "
+        "and mappings)",
+    )
+
+
+def test_a_tagged_value_must_be_of_its_tag() -> None:
+    diagnostic = _refused("v: !!int seven\n")
+    assert (diagnostic.line, diagnostic.column, diagnostic.message) == (
+        1,
+        4,
+        "'seven' is not a value of tag !!int",
+    )
+
+
+def test_merge_keys_are_refused_at_the_key() -> None:
+    diagnostic = _refused("base: &b {x: 1}\nuse:\n  <<: *b\n")
+    assert (diagnostic.line, diagnostic.column, diagnostic.path) == (3, 3, ("use", "<<"))
+    assert diagnostic.message == "merge keys (<<) are not supported"
+
+
+def test_a_quoted_double_angle_key_is_an_ordinary_key() -> None:
+    assert parse_text('"<<": 1\n', "f.yaml").data == {"<<": 1}
+
+
+@pytest.mark.parametrize(
+    "number", [str(INT64_MAX + 1), str(INT64_MIN - 1), "9" * 5000, "0x" + "f" * 17]
+)
+def test_integers_beyond_64_bits_are_refused(number: str) -> None:
+    diagnostic = _refused(f"v: {number}\n")
+    assert (diagnostic.line, diagnostic.column, diagnostic.path) == (1, 4, ("v",))
+    assert diagnostic.message == "this integer does not fit in 64 bits"
+
+
+def test_a_nul_byte_is_located_at_its_own_line_and_column() -> None:
+    diagnostic = _refused("a: ü\nb: x\x00y\n")
+    assert diagnostic.as_text() == (
+        "f.yaml:2:5: (document): the character U+0000 is not allowed in YAML "
+        "(hint: remove it; inside double quotes it may be written as an escape such as \\x00)"
+    )
+
+
+def test_a_key_holding_a_line_break_stays_on_one_report_line() -> None:
+    located = parse_text('"a\\nb": 1\n', "f.yaml")
+    text = located.diagnostic(("a\nb",), "unknown key 'a\\nb'").as_text()
+    assert text == "f.yaml:1:1: [\"a\\nb\"]: unknown key 'a\\nb'"
+    assert "\n" not in Diagnostic("f", 1, 1, (), "two\nlines", "and\rmore").as_text()
+
+
+def test_a_reused_anchor_name_refers_to_its_latest_value_without_a_warning(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    data = parse_text("a: &x 1\nb: &x 2\nc: *x\n", "f.yaml").data
+    assert data == {"a": 1, "b": 2, "c": 2}
+    assert capfd.readouterr() == ("", "")
+
+
+def test_aliases_expanding_too_far_are_an_alias_bomb() -> None:
+    lines = ["a: &a [" + ", ".join(["x"] * 10) + "]"]
+    for previous, name in zip("abcdef", "bcdefg", strict=True):
+        lines.append(f"{name}: &{name} [" + ", ".join([f"*{previous}"] * 10) + "]")
+    diagnostic = _refused("\n".join(lines) + "\n")
+    assert diagnostic.message == f"aliases expand to more than {MAX_ALIASED_VALUES:,} values"
+    assert (diagnostic.line, diagnostic.path) == (5, ("e", 7))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("a: &a [*a]\n", "an alias refers to a value that contains it"),
+        ("a: *nowhere\n", "the alias *nowhere names no anchor defined before it"),
+        ("? [a]\n: 1\n", "a key must be a plain value, not a list"),
+        ("{a: 1}: 2\n", "a key must be a plain value, not a mapping"),
+        ("a: 1\na: 2\n", "duplicate key 'a'"),
+    ],
+)
+def test_structures_plain_data_cannot_hold_are_refused(text: str, message: str) -> None:
+    assert _refused(text).message == message
+
+
+@pytest.mark.parametrize("depth", [65, 1_000_000])
+def test_deep_nesting_is_refused_whatever_the_depth(depth: int) -> None:
+    diagnostic = _refused("a: " + "[" * depth + "]" * depth + "\n")
+    assert diagnostic.message == "YAML nesting is deeper than 64 levels"
+    assert len(diagnostic.path) <= 8
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "the file is empty"),
+        ("# only a comment\n", "the file is empty"),
+        ("~\n", "the file is empty"),
+        ("- a\n", "the document is a list, not a mapping"),
+        ("text\n", "the document is a string, not a mapping"),
+        ("a: 1\n---\nb: 2\n---\nc: 3\n", "the file holds 3 YAML documents"),
+    ],
+)
+def test_a_file_holds_one_mapping(text: str, message: str) -> None:
+    assert _refused(text).message == message
+
+
+def test_a_second_document_is_located_where_it_starts() -> None:
+    diagnostic = _refused("a: 1\n---\nb: 2\n")
+    assert (diagnostic.line, diagnostic.column) == (2, 1)
+
+
+def test_a_file_over_the_size_cap_is_refused_unread(tmp_path: Path) -> None:
+    big = tmp_path / "big.yaml"
+    big.write_bytes(b"a: 1\n" + b"#" * MAX_FILE_BYTES)
+    with pytest.raises(LoadFailed) as failed:
+        load_file(big, "big.yaml")
+    assert failed.value.diagnostic.as_text() == (
+        "big.yaml:1:1: (document): the file is 16.0 MiB; gpuconf reads files up to 16 MiB "
+        "(hint: split it into several files, or describe nodes by pool size instead of one "
+        "by one)"
+    )
+
+
+def test_a_file_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(b"a: \xe9\n")
+    with pytest.raises(LoadFailed, match="not UTF-8"):
+        load_file(path)
