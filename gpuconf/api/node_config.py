@@ -26,10 +26,19 @@ class _Model(Model):
 
 
 class RuntimeSettings(_Model):
-    engine: Literal["docker", "containerd", "k3s"]
+    """What `gpuconf node setup` configures on the host, and how it makes the engine load it."""
+
+    engine: Literal["docker", "containerd", "k3s", "cri-o"]
     set_as_default: bool
     binary_path: str
-    containerd_config_version: Literal[2, 3] = 2
+    containerd_config_version: Literal[2, 3, 4] | None = None
+    """Only for a host without a containerd main config; otherwise the host's file decides."""
+    restart: Literal["auto", "signal", "systemd", "none"] = "auto"
+    revert_on_stop: bool = False
+    driver_root: str = "/"
+    """Where the driver's files are: / for a host driver, /run/nvidia/driver for gpuconf's installer."""
+    enable_cdi: bool = False
+    """Turn on CDI in the engine (DRA, and the cdi device list strategy, need it)."""
 
 
 class HealthSettings(_Model):

@@ -1,104 +1,79 @@
-"""The container-runtime config that makes ``nvidia`` a runtime: Docker, containerd and k3s.
+"""The host files `gpuconf node setup` owns or edits, and the markers the node's pods share.
 
-Pure functions of the pool's RuntimeSettings, shared by the compiler (which renders them
-into the GitOps tree) and ``gpuconf node apply-runtime`` (which installs them on the host).
+Both halves read this: the compiler mounts these paths and explains per pool what setup will
+write; `gpuconf node setup` writes them. How each engine merges its files is the node's
+business (gpuconf.node.runtimes); this module only names them.
 """
 
 from __future__ import annotations
 
-import copy
-import json
-from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
 
 from gpuconf.api.node_config import RuntimeSettings
-from gpuconf.formats import toml_writer
+
+RUNTIME_NAME = "nvidia"
 
 DOCKER_DAEMON_JSON = "/etc/docker/daemon.json"
 CONTAINERD_CONFIG = "/etc/containerd/config.toml"
-CONTAINERD_DROPIN = "/etc/containerd/conf.d/99-nvidia.toml"
-CONTAINERD_DROPIN_GLOB = "/etc/containerd/conf.d/*.toml"
-K3S_TEMPLATE = "/var/lib/rancher/k3s/agent/etc/containerd/config.toml.tmpl"
+CONTAINERD_DROPIN_DIR = "/etc/containerd/conf.d"
+CONTAINERD_DROPIN = f"{CONTAINERD_DROPIN_DIR}/99-nvidia.toml"
+CONTAINERD_DROPIN_GLOB = f"{CONTAINERD_DROPIN_DIR}/*.toml"
+K3S_TEMPLATE_DIR = "/var/lib/rancher/k3s/agent/etc/containerd"
+K3S_TEMPLATE_V2 = f"{K3S_TEMPLATE_DIR}/config.toml.tmpl"
+K3S_TEMPLATE_V3 = f"{K3S_TEMPLATE_DIR}/config-v3.toml.tmpl"
+K3S_RENDERED_CONFIG = f"{K3S_TEMPLATE_DIR}/config.toml"
 K3S_AGENT_CONFIG_DROPIN = "/etc/rancher/k3s/config.yaml.d/90-gpuconf-nvidia.yaml"
-# k3s finds nvidia-container-runtime at these paths itself and declares the `nvidia` runtime
-# in its base template.
-K3S_DETECTED_BINARIES = frozenset(
-    {"/usr/bin/nvidia-container-runtime", "/usr/local/nvidia/toolkit/nvidia-container-runtime"}
-)
+CRIO_CONFIG = "/etc/crio/crio.conf"
+CRIO_DROPIN_DIR = "/etc/crio/crio.conf.d"
+CRIO_DROPIN = f"{CRIO_DROPIN_DIR}/99-nvidia.conf"
+TOOLKIT_CONFIG = "/etc/nvidia-container-runtime/config.toml"
+CDI_SPEC = "/var/run/cdi/nvidia.json"
 
-RUNTIME_NAME = "nvidia"
-K3S_BASE_TEMPLATE_LINE = '{{ template "base" . }}'
-_CRI_PLUGIN_BY_VERSION = {2: "io.containerd.grpc.v1.cri", 3: "io.containerd.cri.v1.runtime"}
+# Ready markers under /run (tmpfs): gone after a reboot, when nothing is configured yet.
+SETUP_MARKER_DIR = "/run/gpuconf"
+SETUP_READY_MARKER = f"{SETUP_MARKER_DIR}/setup-ready"
+DRIVER_VALIDATIONS_DIR = "/run/nvidia/validations"
+DRIVER_READY_MARKER = f"{DRIVER_VALIDATIONS_DIR}/driver-ready"
+CONTAINERISED_DRIVER_ROOT = "/run/nvidia/driver"
+# The kernel module publishes this as soon as a host driver is loaded.
+HOST_DRIVER_LOADED = "/proc/driver/nvidia/version"
+# Where setup keeps the first original of every host file it changed.
+BACKUP_DIR = "/var/lib/gpuconf/backup"
 
 
-def docker_daemon_fragment(settings: RuntimeSettings) -> dict[str, Any]:
-    fragment: dict[str, Any] = {
-        "runtimes": {RUNTIME_NAME: {"args": [], "path": settings.binary_path}}
-    }
+@dataclass(frozen=True)
+class HostFile:
+    path: str
+    purpose: str
+
+
+def engine_files(settings: RuntimeSettings) -> list[HostFile]:
+    """The engine config files setup may write or edit, in the order it writes them."""
+    if settings.engine == "docker":
+        return [HostFile(DOCKER_DAEMON_JSON, "merged: nvidia runtime (path, runtimeArgs)")]
+    if settings.engine == "containerd":
+        return [
+            HostFile(
+                CONTAINERD_DROPIN,
+                "drop-in in the main file's config version; for version 2 it carries the "
+                "host's whole CRI plugin table (containerd 1.x replaces whole plugin tables)",
+            ),
+            HostFile(CONTAINERD_CONFIG, f"only `imports` gains {CONTAINERD_DROPIN_GLOB!r}"),
+        ]
+    if settings.engine == "cri-o":
+        return [HostFile(CRIO_DROPIN, "drop-in: [crio.runtime.runtimes.nvidia]")]
+    files = [
+        HostFile(
+            f"{K3S_TEMPLATE_V2} or {K3S_TEMPLATE_V3}",
+            "only when k3s would not find the runtime on its PATH: merged into the "
+            "template k3s reads, after its base template",
+        )
+    ]
     if settings.set_as_default:
-        fragment["default-runtime"] = RUNTIME_NAME
-    return fragment
+        files.append(HostFile(K3S_AGENT_CONFIG_DROPIN, "default-runtime: nvidia"))
+    return files
 
 
-def merge_docker_daemon(existing: Mapping[str, Any], settings: RuntimeSettings) -> dict[str, Any]:
-    """``existing`` with the nvidia runtime added; every other key and runtime is kept."""
-    merged = copy.deepcopy(dict(existing))
-    fragment = docker_daemon_fragment(settings)
-    runtimes = merged.get("runtimes")
-    merged["runtimes"] = {
-        **(runtimes if isinstance(runtimes, dict) else {}),
-        **fragment["runtimes"],
-    }
-    if "default-runtime" in fragment:
-        merged["default-runtime"] = fragment["default-runtime"]
-    return merged
-
-
-def docker_daemon_text(daemon: Mapping[str, Any]) -> str:
-    return json.dumps(daemon, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-
-
-def _cri_tables(settings: RuntimeSettings, version: int) -> dict[str, Any]:
-    containerd: dict[str, Any] = {
-        "runtimes": {
-            RUNTIME_NAME: {
-                "runtime_type": "io.containerd.runc.v2",
-                "options": {"BinaryName": settings.binary_path},
-            }
-        }
-    }
-    if settings.set_as_default:
-        containerd["default_runtime_name"] = RUNTIME_NAME
-    return {"plugins": {_CRI_PLUGIN_BY_VERSION[version]: {"containerd": containerd}}}
-
-
-def containerd_dropin(settings: RuntimeSettings) -> str:
-    """The drop-in for CONTAINERD_DROPIN, in the config version of the host's containerd."""
-    version = settings.containerd_config_version
-    return toml_writer.dumps({"version": version, **_cri_tables(settings, version)})
-
-
-def k3s_config_template(settings: RuntimeSettings) -> str:
-    """K3S_TEMPLATE: k3s's base config, plus the nvidia runtime only where k3s would not find it.
-
-    The base template already declares the CRI `containerd` table and the runtimes k3s detects;
-    declaring either again is a TOML error that stops containerd. So the default runtime goes
-    through k3s's own `default-runtime` setting (k3s_agent_config), never this file."""
-    text = K3S_BASE_TEMPLATE_LINE + "\n"
-    if settings.binary_path in K3S_DETECTED_BINARIES:
-        return text
-    runtime = {
-        "runtime_type": "io.containerd.runc.v2",
-        "options": {"BinaryName": settings.binary_path},
-    }
-    tables = {
-        "plugins": {
-            _CRI_PLUGIN_BY_VERSION[2]: {"containerd": {"runtimes": {RUNTIME_NAME: runtime}}}
-        }
-    }
-    return text + "\n" + toml_writer.dumps(tables)
-
-
-def k3s_agent_config(settings: RuntimeSettings) -> str | None:
-    """K3S_AGENT_CONFIG_DROPIN: makes nvidia k3s's default runtime; None when it should not be."""
-    return f"default-runtime: {RUNTIME_NAME}\n" if settings.set_as_default else None
+def default_restart(engine: str) -> str:
+    """What `restart: auto` does for an engine whose version setup cannot read."""
+    return {"docker": "signal", "containerd": "systemd", "cri-o": "systemd", "k3s": "none"}[engine]

@@ -1,4 +1,4 @@
-"""Write the small TOML documents gpuconf emits: tables of strings, integers, booleans, lists.
+"""Write the TOML documents gpuconf emits: tables of strings, numbers, booleans, lists, inline tables.
 
 Built from data, never by pasting values into text, and read back with tomllib before it
 is handed on, so a value can neither break the syntax nor smuggle in a key.
@@ -7,6 +7,7 @@ is handed on, so a value can neither break the syntax nor smuggle in a key.
 from __future__ import annotations
 
 import json
+import math
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -26,9 +27,18 @@ def toml_value(value: object) -> str:
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
+    if isinstance(value, float):
+        return (
+            repr(value)
+            if math.isfinite(value)
+            else ("nan" if math.isnan(value) else ("inf" if value > 0 else "-inf"))
+        )
     if isinstance(value, str):
         # JSON escapes every control character TOML forbids in a basic string except DEL.
         return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+    if isinstance(value, Mapping):
+        # Host files (containerd's, CRI-O's) may hold tables inside arrays; they stay inline.
+        return "{" + ", ".join(f"{toml_key(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
     if isinstance(value, Sequence):
         return "[" + ", ".join(toml_value(item) for item in value) + "]"
     raise TypeError(f"no TOML form for {type(value).__name__}")

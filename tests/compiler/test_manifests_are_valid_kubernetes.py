@@ -19,6 +19,8 @@ CLUSTER_SCOPED = {
     "ClusterRoleBinding",
     "RuntimeClass",
     "DeviceClass",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
     "PriorityClass",
     "CustomResourceDefinition",
     "StorageClass",

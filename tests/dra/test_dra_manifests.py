@@ -132,15 +132,17 @@ def test_quota_counts_devices_of_each_device_class() -> None:
     }
 
 
-def test_no_device_plugin_daemonsets_but_runtime_config_and_driver_stay() -> None:
+def test_no_device_plugin_daemonsets_but_setup_and_driver_stay() -> None:
     cluster = _hetero("1.34")
     cluster["spec"]["nodePools"][0]["driver"] = {"version": "560.35.03", "install": True}
     tree = rendered(cluster)
     objects = _manifests(tree)
     daemonsets = [o["metadata"]["name"] for o in objects.values() if o.get("kind") == "DaemonSet"]
-    assert daemonsets == ["nvidia-driver-h100"]
+    pools = [pool["name"] for pool in cluster["spec"]["nodePools"]]
+    assert sorted(daemonsets) == sorted(
+        ["nvidia-driver-h100", *(f"gpuconf-setup-{pool}" for pool in pools)]
+    )
     assert "cluster/runtimeclass-nvidia.yaml" in tree
-    assert any(p.startswith("host/h100/") for p in tree)
 
 
 def test_quota_beyond_devices_is_an_error_because_claims_take_whole_devices() -> None:

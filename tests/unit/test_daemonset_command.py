@@ -8,6 +8,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from gpuconf.api.node_config import NODE_CONFIG_FILE
+from gpuconf.api.runtime_files import SETUP_READY_MARKER
 from gpuconf.compiler.pipeline import compile_paths
 from gpuconf.node.commands.parser import DEFAULT_PLUGIN_DIR, build_parser
 
@@ -46,15 +47,35 @@ def test_the_plugin_container_command_parses_with_the_node_cli() -> None:
     } in container["env"]
 
 
-def test_the_init_container_applies_the_runtime_config_from_the_same_file() -> None:
+def test_the_init_container_waits_for_the_setup_marker_it_mounts() -> None:
     pod = _daemonset()["spec"]["template"]["spec"]
     init = pod["initContainers"][0]
     options = build_parser().parse_args(_arguments(init["command"]))
-    plugin = build_parser().parse_args(_arguments(pod["containers"][0]["command"]))
-    assert options.command == "apply-runtime"
+    assert options.command == "wait"
+    assert options.files == [SETUP_READY_MARKER]
+    mounts = {m["mountPath"] for m in init["volumeMounts"]}
+    assert str(Path(SETUP_READY_MARKER).parent) in mounts
+
+
+def test_the_setup_container_reads_the_plugin_s_node_config_with_the_host_at_its_root() -> None:
+    compiled = compile_paths([LAB])
+    text = compiled.rendered["lab"]["pools/t4/daemonset-gpuconf-setup.yaml"]
+    setup_pod = YAML(typ="safe", pure=True).load(text)["spec"]["template"]["spec"]
+    container = setup_pod["containers"][0]
+    options = build_parser().parse_args(_arguments(container["command"]))
+    plugin = build_parser().parse_args(
+        _arguments(_daemonset()["spec"]["template"]["spec"]["containers"][0]["command"])
+    )
+    assert options.command == "setup"
     assert options.config == plugin.config
-    assert not options.dry_run
-    assert any(m["mountPath"].startswith(options.root) for m in init["volumeMounts"])
+    assert not options.dry_run and not options.once
+    assert options.host_commands == "chroot"
+    assert {
+        "name": "host-root",
+        "mountPath": options.root,
+        "mountPropagation": "HostToContainer",
+    } in (container["volumeMounts"])
+    assert "runtimeClassName" not in setup_pod
 
 
 def test_the_plugin_runs_without_privilege() -> None:

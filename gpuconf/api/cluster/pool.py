@@ -20,6 +20,7 @@ from gpuconf.api.base import (
     Model,
 )
 from gpuconf.api.gpu_model import GpuModelReference
+from gpuconf.api.runtime_files import CONTAINERISED_DRIVER_ROOT
 
 GpuIndex = Annotated[int, Field(ge=0, le=63)]
 ARCH_LABEL = "kubernetes.io/arch"
@@ -27,14 +28,18 @@ ARCH_LABEL = "kubernetes.io/arch"
 
 
 class ContainerRuntime(Model):
-    engine: Literal["docker", "containerd", "k3s"]
-    """The container engine on the pool's nodes; decides which runtime config file is written."""
+    engine: Literal["docker", "containerd", "k3s", "cri-o"]
+    """The container engine on the pool's nodes; decides which runtime config `gpuconf node setup` writes."""
     set_as_default: bool = True
     """Make nvidia the default runtime, so pods need no runtimeClassName."""
     binary_path: AbsolutePath = "/usr/bin/nvidia-container-runtime"
     """Where nvidia-container-runtime is installed on the host."""
-    containerd_config_version: Literal[2, 3] = 2
-    """containerd config schema: 2 for containerd 1.x, 3 for containerd 2.x (containerd engine only)."""
+    containerd_config_version: Literal[2, 3, 4] | None = None
+    """containerd only: the config version of the pool's containerd (2 for 1.x, 3 for 2.0–2.2, 4 from 2.3). Setup follows the host's main file when there is one and uses this for a host without one; 3 or 4 lets the device list default to CDI."""
+    restart: Literal["auto", "signal", "systemd", "none"] = "auto"
+    """How setup makes the engine load a changed config: auto picks the safe way per engine (docker: SIGHUP reload; containerd: systemd restart; cri-o: SIGHUP from 1.26, else systemd; k3s: none, an operator restarts k3s)."""
+    revert_on_stop: bool = False
+    """When setup's pod stops, put the host's original runtime files back and reload the engine."""
 
 
 class Driver(Model):
@@ -118,6 +123,11 @@ class NodePool(Model):
     def cpu_architecture(self) -> str | None:
         """The architecture the pool's pods must land on; None when any will do."""
         return self.architecture or ("arm64" if self.platform == "tegra" else None)
+
+    def driver_root(self) -> str:
+        """Where the driver's files are: gpuconf's installer puts them under /run/nvidia/driver."""
+        installed = self.driver is not None and self.driver.install
+        return CONTAINERISED_DRIVER_ROOT if installed else "/"
 
     def mig_layouts(self) -> list[MigLayout]:
         """The pool's MIG layouts as a list (empty when the pool declares none)."""

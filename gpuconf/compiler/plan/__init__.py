@@ -7,7 +7,6 @@ from gpuconf.compiler.plan import cluster_objects
 from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.dra import dra_objects, dra_quota_key
 from gpuconf.compiler.plan.driver import driver_daemonset
-from gpuconf.compiler.plan.host_runtime import host_runtime_files
 from gpuconf.compiler.plan.kustomization import kustomization
 from gpuconf.compiler.plan.mig_parted import mig_parted, mig_rows
 from gpuconf.compiler.plan.node_daemonset import node_daemonset
@@ -15,6 +14,7 @@ from gpuconf.compiler.plan.nvidia_plugin import nvidia_plugin
 from gpuconf.compiler.plan.pool_node_config import build_node_config, node_config_map
 from gpuconf.compiler.plan.quotas import quotas
 from gpuconf.compiler.plan.readme import readme
+from gpuconf.compiler.plan.setup_daemonset import setup_daemonset
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.compiler.validate import Validated
 
@@ -28,7 +28,8 @@ def _pool_classes(pool: NodePool, classes: tuple[ResolvedClass, ...]) -> list[Re
 def _pool_artifacts(validated: Validated, pool: NodePool) -> list[Artifact]:
     cluster, classes = validated.cluster, validated.classes
     config = build_node_config(cluster, pool, validated.inventory, classes)
-    artifacts = host_runtime_files(pool, config)
+    # Setup runs in every mode: it reads the runtime settings from the pool's node config.
+    artifacts = [node_config_map(cluster, pool, config), setup_daemonset(cluster, pool, config)]
     if (driver := driver_daemonset(cluster, pool)) is not None:
         artifacts.append(driver)
     artifacts += mig_parted(cluster, pool, validated.inventory)
@@ -40,11 +41,7 @@ def _pool_artifacts(validated: Validated, pool: NodePool) -> list[Artifact]:
         )
     uses_mps = any(r.sharing.strategy == "mps" for r in config.resources)
     uses_mig = any(r.mig_profile is not None for r in config.resources)
-    return [
-        *artifacts,
-        node_config_map(cluster, pool, config),
-        node_daemonset(cluster, pool, uses_mps, uses_mig),
-    ]
+    return [*artifacts, node_daemonset(cluster, pool, uses_mps, uses_mig)]
 
 
 def plan(validated: Validated, source: str) -> list[Artifact]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpuconf.api.base import kubernetes_minor
 from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, WAVE_NAMESPACES, metadata
@@ -10,19 +11,30 @@ NODE_SERVICE_ACCOUNT = "gpuconf-node"
 RUNTIME_CLASS = "nvidia"
 
 
+# gpuconf's own namespace runs node installers: setup (privileged, host / mounted, hostPID)
+# and the driver installer. Pod Security must admit them there, and only there; tenant
+# namespaces keep whatever the cluster enforces.
+POD_SECURITY_PRIVILEGED = {
+    "pod-security.kubernetes.io/enforce": "privileged",
+    "pod-security.kubernetes.io/warn": "privileged",
+    "pod-security.kubernetes.io/audit": "privileged",
+}
+
+
 def namespaces(cluster: Cluster) -> list[Artifact]:
     names = {cluster.spec.namespace, *(q.namespace for q in cluster.spec.quotas)}
-    return [
-        manifest(
-            f"namespaces/{name}.yaml",
-            {
-                "apiVersion": "v1",
-                "kind": "Namespace",
-                "metadata": metadata(cluster, name, "namespace", wave=WAVE_NAMESPACES),
-            },
+    artifacts = []
+    for name in sorted(names):
+        meta = metadata(cluster, name, "namespace", wave=WAVE_NAMESPACES)
+        if name == cluster.spec.namespace:
+            meta["labels"].update(POD_SECURITY_PRIVILEGED)
+        artifacts.append(
+            manifest(
+                f"namespaces/{name}.yaml",
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": meta},
+            )
         )
-        for name in sorted(names)
-    ]
+    return artifacts
 
 
 def runtime_class(cluster: Cluster) -> Artifact:
@@ -41,7 +53,14 @@ def node_rbac(cluster: Cluster) -> list[Artifact]:
     """`gpuconf node` annotates its Node with inventory drift, and nothing else."""
     namespace = cluster.spec.namespace
     role_name = f"gpuconf-node-{namespace}"
+    # RBAC cannot say "only your own Node": patch is granted only where an admission policy
+    # (GA in 1.30) narrows it to the pod's own Node and gpuconf's annotations. Before 1.30 the
+    # node runtime only reads Nodes and logs that it could not annotate.
+    own_node_policy = kubernetes_minor(cluster.spec.kubernetes.version) >= 30
+    verbs = ["get", "patch"] if own_node_policy else ["get"]
+    policy = own_node_policy_objects(cluster) if own_node_policy else []
     return [
+        *policy,
         manifest(
             "cluster/serviceaccount-gpuconf-node.yaml",
             {
@@ -62,7 +81,7 @@ def node_rbac(cluster: Cluster) -> list[Artifact]:
                 "apiVersion": "rbac.authorization.k8s.io/v1",
                 "kind": "ClusterRole",
                 "metadata": metadata(cluster, role_name, "node-runtime", wave=WAVE_CONFIG),
-                "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}],
+                "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": verbs}],
             },
         ),
         manifest(
@@ -79,6 +98,86 @@ def node_rbac(cluster: Cluster) -> list[Artifact]:
                 "subjects": [
                     {"kind": "ServiceAccount", "name": NODE_SERVICE_ACCOUNT, "namespace": namespace}
                 ],
+            },
+        ),
+    ]
+
+
+ANNOTATION_PREFIX = "gpuconf.dev/"
+
+
+def own_node_policy_objects(cluster: Cluster) -> list[Artifact]:
+    """A ValidatingAdmissionPolicy: gpuconf-node may change only its own Node's gpuconf annotations."""
+    namespace = cluster.spec.namespace
+    name = f"gpuconf-node-own-node-{namespace}"
+    user = f"system:serviceaccount:{namespace}:{NODE_SERVICE_ACCOUNT}"
+    node_key = "authentication.kubernetes.io/node-name"
+    others = (
+        "(has({o}.metadata.annotations) ? {o}.metadata.annotations : {{}})"
+        ".filter(k, !k.startsWith('" + ANNOTATION_PREFIX + "'))"
+    )
+    old_others, new_others = others.format(o="oldObject"), others.format(o="object")
+    kept = (
+        f"{new_others}.all(k, {old_others}.exists(j, j == k) && "
+        "object.metadata.annotations[k] == oldObject.metadata.annotations[k]) && "
+        f"{old_others}.all(k, {new_others}.exists(j, j == k))"
+    )
+    labels = "(has({o}.metadata.labels) ? {o}.metadata.labels : {{}})"
+    return [
+        manifest(
+            "cluster/validatingadmissionpolicy-gpuconf-node.yaml",
+            {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingAdmissionPolicy",
+                "metadata": metadata(cluster, name, "node-runtime", wave=WAVE_CONFIG),
+                "spec": {
+                    "failurePolicy": "Fail",
+                    "matchConstraints": {
+                        "resourceRules": [
+                            {
+                                "apiGroups": [""],
+                                "apiVersions": ["v1"],
+                                "operations": ["UPDATE"],
+                                "resources": ["nodes"],
+                            }
+                        ]
+                    },
+                    "matchConditions": [
+                        {
+                            "name": "gpuconf-node",
+                            "expression": f"request.userInfo.username == '{user}'",
+                        }
+                    ],
+                    "validations": [
+                        {
+                            "expression": (
+                                f"'{node_key}' in request.userInfo.extra && "
+                                f"request.userInfo.extra['{node_key}'] == [object.metadata.name]"
+                            ),
+                            "message": "gpuconf-node may change only the Node its pod runs on",
+                        },
+                        {
+                            "expression": (
+                                "object.spec == oldObject.spec && "
+                                + labels.format(o="object")
+                                + " == "
+                                + labels.format(o="oldObject")
+                                + " && "
+                                + kept
+                            ),
+                            "message": f"gpuconf-node may change only {ANNOTATION_PREFIX} annotations",
+                        },
+                    ],
+                },
+            },
+        ),
+        manifest(
+            "cluster/validatingadmissionpolicybinding-gpuconf-node.yaml",
+            {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingAdmissionPolicyBinding",
+                "metadata": metadata(cluster, name, "node-runtime", wave=WAVE_CONFIG),
+                "spec": {"policyName": name, "validationActions": ["Deny"]},
             },
         ),
     ]

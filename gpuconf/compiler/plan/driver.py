@@ -1,8 +1,14 @@
-"""The driver-installer DaemonSet, for pools that ask gpuconf to install the NVIDIA driver."""
+"""The driver-installer DaemonSet, for pools that ask gpuconf to install the NVIDIA driver.
+
+Its files land under /run/nvidia/driver; once nvidia-smi answers it writes the driver-ready
+marker setup waits for. Updates are OnDelete: a new driver means unloading the kernel module
+under every GPU pod of the node, so an operator drains a node and deletes its driver pod
+(docs/node-setup.md), rather than a rollout doing it to every node on its own."""
 
 from __future__ import annotations
 
 from gpuconf.api.cluster import Cluster, NodePool
+from gpuconf.api.runtime_files import DRIVER_READY_MARKER, DRIVER_VALIDATIONS_DIR
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_DRIVER, metadata
 from gpuconf.compiler.plan.pod import POOL_LABEL, daemonset, host_path, node_selector, tolerations
@@ -32,8 +38,10 @@ def driver_daemonset(cluster: Cluster, pool: NodePool) -> Artifact | None:
                 "name": "nvidia-driver",
                 "image": f"{cluster.spec.images.driver}:{driver.version}-{driver.os}",
                 "args": ["init"],
-                # Loading kernel modules needs a privileged container; this is the only one gpuconf emits.
+                # Loading kernel modules needs a privileged container.
                 "securityContext": {"privileged": True, "seLinuxOptions": {"level": "s0"}},
+                # Consumers must not see a ready driver that is being unloaded.
+                "lifecycle": {"preStop": {"exec": {"command": ["rm", "-f", DRIVER_READY_MARKER]}}},
                 "resources": {
                     "requests": {"cpu": "100m", "memory": "256Mi"},
                     "limits": {"memory": "2Gi"},
@@ -43,7 +51,8 @@ def driver_daemonset(cluster: Cluster, pool: NodePool) -> Artifact | None:
                         "command": [
                             "sh",
                             "-c",
-                            "nvidia-smi && touch /run/nvidia/validations/.driver-ctr-ready",
+                            f"nvidia-smi && mkdir -p {DRIVER_VALIDATIONS_DIR} "
+                            f"&& touch {DRIVER_READY_MARKER}",
                         ]
                     },
                     "initialDelaySeconds": 60,
@@ -74,4 +83,6 @@ def driver_daemonset(cluster: Cluster, pool: NodePool) -> Artifact | None:
             host_path("dev-log", "/dev/log", "Socket"),
         ],
     }
-    return manifest(f"pools/{pool.name}/daemonset-nvidia-driver.yaml", daemonset(meta, match, pod))
+    workload = daemonset(meta, match, pod)
+    workload["spec"]["updateStrategy"] = {"type": "OnDelete"}
+    return manifest(f"pools/{pool.name}/daemonset-nvidia-driver.yaml", workload)

@@ -1,4 +1,4 @@
-"""The DaemonSet that runs `gpuconf node` on a pool: runtime config first, then the device plugin."""
+"""The DaemonSet that runs `gpuconf node run` on a pool, once setup has readied the host."""
 
 from __future__ import annotations
 
@@ -20,19 +20,11 @@ from gpuconf.compiler.plan.pod import (
     tolerations,
 )
 from gpuconf.compiler.plan.pool_node_config import MPS_ROOT, MPS_SHM, config_map_name
+from gpuconf.compiler.plan.setup_daemonset import CONFIG_DIR, setup_marker_volume, wait_for_setup
 
 PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
 POD_RESOURCES_DIR = "/var/lib/kubelet/pod-resources"
 """The kubelet's PodResources socket: which devices running containers hold (day-2 safety)."""
-CONFIG_DIR = "/etc/gpuconf"
-HOST_ROOT = "/host"
-
-# The host directories `apply-runtime` writes, per engine, mounted under HOST_ROOT.
-RUNTIME_CONFIG_DIRS = {
-    "docker": ["/etc/docker"],
-    "containerd": ["/etc/containerd"],
-    "k3s": ["/var/lib/rancher/k3s/agent/etc/containerd", "/etc/rancher/k3s/config.yaml.d"],
-}
 
 
 # Tegra discovery reads the L4T release from the host; the rest of its files are in /sys and /proc.
@@ -51,33 +43,11 @@ def run_command(cluster: Cluster, pool: NodePool) -> list[str]:
     ]  # fmt: skip
 
 
-def apply_runtime_command() -> list[str]:
-    return [
-        "gpuconf",
-        "node",
-        "apply-runtime",
-        "--config",
-        f"{CONFIG_DIR}/{NODE_CONFIG_FILE}",
-        "--root",
-        HOST_ROOT,
-    ]
-
-
-def _runtime_volumes(pool: NodePool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    volumes, mounts = [], []
-    for k, directory in enumerate(RUNTIME_CONFIG_DIRS[pool.runtime.engine]):
-        name = f"host-runtime-config-{k}"
-        volumes.append(host_path(name, directory, "DirectoryOrCreate"))
-        mounts.append({"name": name, "mountPath": f"{HOST_ROOT}{directory}"})
-    return volumes, mounts
-
-
 def node_daemonset(
     cluster: Cluster, pool: NodePool, uses_mps: bool, uses_mig: bool = False
 ) -> Artifact:
     image = cluster.spec.images.gpuconf
     config_mount = {"name": "node-config", "mountPath": CONFIG_DIR, "readOnly": True}
-    runtime_volumes, runtime_mounts = _runtime_volumes(pool)
     main_mounts = [
         config_mount,
         {"name": "device-plugins", "mountPath": PLUGIN_DIR},
@@ -87,7 +57,7 @@ def node_daemonset(
         {"name": "node-config", "configMap": {"name": config_map_name(pool)}},
         host_path("device-plugins", PLUGIN_DIR, "Directory"),
         host_path("pod-resources", POD_RESOURCES_DIR, "Directory"),
-        *runtime_volumes,
+        setup_marker_volume(),
     ]
     if pool.platform == "tegra":
         volumes.append(host_path("tegra-release", TEGRA_RELEASE_FILE, "File"))
@@ -125,19 +95,7 @@ def node_daemonset(
         "affinity": pause_affinity(),
         "tolerations": tolerations(pool),
         "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
-        "initContainers": [
-            {
-                "name": "apply-runtime",
-                "image": image,
-                "command": apply_runtime_command(),
-                "securityContext": hardened(),
-                "resources": {
-                    "requests": {"cpu": "10m", "memory": "32Mi"},
-                    "limits": {"cpu": "100m", "memory": "128Mi"},
-                },
-                "volumeMounts": [config_mount, *runtime_mounts],
-            }
-        ],
+        "initContainers": [wait_for_setup(cluster)],
         "containers": [
             {
                 "name": "gpuconf-node",
@@ -158,7 +116,8 @@ def node_daemonset(
         "volumes": volumes,
     }
     if not pool.runtime.set_as_default:
-        # Without nvidia as the default runtime, NVML reaches the pod only through the RuntimeClass.
+        # Without nvidia as the default runtime, NVML reaches the pod only through the RuntimeClass;
+        # the sandbox starts once setup has installed it, and the init container waits for setup.
         pod["runtimeClassName"] = RUNTIME_CLASS
     name = f"gpuconf-node-{pool.name}"
     meta = metadata(

@@ -17,6 +17,7 @@ from gpuconf.compiler.plan.meta import WAVE_PLUGIN, metadata
 from gpuconf.compiler.plan.mig_pause import pause_affinity
 from gpuconf.compiler.plan.pod import POOL_LABEL, daemonset, host_path, node_selector, tolerations
 from gpuconf.compiler.plan.pool_node_config import MPS_ROOT
+from gpuconf.compiler.plan.setup_daemonset import setup_marker_volume, wait_for_setup
 
 CONTAINER_MPS_ROOT = "/mps"
 MPS_SHM = f"{MPS_ROOT}/shm"
@@ -49,6 +50,7 @@ def mps_control_daemon(
         "affinity": pause_affinity(),
         "tolerations": tolerations(pool),
         "initContainers": [
+            wait_for_setup(cluster),
             {
                 "name": "mps-control-daemon-mounts",
                 "image": image,
@@ -88,7 +90,11 @@ def mps_control_daemon(
                 ],
             }
         ],
-        "volumes": [*mps_volumes(), {"name": "config", "configMap": {"name": config_map}}],
+        "volumes": [
+            *mps_volumes(),
+            {"name": "config", "configMap": {"name": config_map}},
+            setup_marker_volume(),
+        ],
     }
     name = f"nvidia-mps-control-daemon-{pool.name}"
     meta = metadata(

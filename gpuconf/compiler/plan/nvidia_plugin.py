@@ -31,6 +31,7 @@ from gpuconf.compiler.plan.pod import (
     tolerations,
 )
 from gpuconf.compiler.plan.pool_node_config import MPS_ROOT
+from gpuconf.compiler.plan.setup_daemonset import setup_marker_volume, wait_for_setup
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory
 from gpuconf.compiler.resolve.device_lists import device_list_strategy
@@ -81,7 +82,7 @@ def nvidia_config(
     flags: dict[str, Any] = {
         "migStrategy": strategy,
         "failOnInitError": True,
-        "nvidiaDriverRoot": "/",
+        "nvidiaDriverRoot": pool.driver_root(),
         "plugin": plugin,
     }
     if uses_mps:
@@ -170,13 +171,14 @@ def nvidia_plugin(
         cluster, pool, "nvidia-device-plugin", config_name, "device-plugin", files
     )
     volumes, mounts = _volumes(config)
-    volumes.append({"name": "config", "configMap": {"name": config_name}})
+    volumes += [{"name": "config", "configMap": {"name": config_name}}, setup_marker_volume()]
     pod: dict[str, Any] = {
         "priorityClassName": "system-node-critical",
         "nodeSelector": node_selector(pool),
         "affinity": pause_affinity(),
         "tolerations": tolerations(pool),
         "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+        "initContainers": [wait_for_setup(cluster)],
         "containers": [
             {
                 "name": "nvidia-device-plugin",

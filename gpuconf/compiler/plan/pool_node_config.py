@@ -86,6 +86,23 @@ def _indices(resolved: ResolvedClass, pool: str, groups: list[NodeGroup]) -> Gpu
     return GpuIndices(default=default, nodes=nodes)
 
 
+def runtime_settings(cluster: Cluster, pool: NodePool) -> RuntimeSettings:
+    """What `gpuconf node setup` configures on the pool's hosts."""
+    runtime = pool.runtime
+    return RuntimeSettings(
+        engine=runtime.engine,
+        set_as_default=runtime.set_as_default,
+        binary_path=runtime.binary_path,
+        containerd_config_version=runtime.containerd_config_version,
+        restart=runtime.restart,
+        revert_on_stop=runtime.revert_on_stop,
+        driver_root=pool.driver_root(),
+        # DRA drivers hand devices over as CDI names; the cdi device list strategy turns it on
+        # from the node config itself.
+        enable_cdi=cluster.spec.allocation == "dra",
+    )
+
+
 def build_node_config(
     cluster: Cluster,
     pool: NodePool,
@@ -112,18 +129,12 @@ def build_node_config(
                 }
             )
         )
-    runtime = pool.runtime
     return NodeConfig(
         api_version=API_VERSION,
         kind="NodeConfig",
         cluster=cluster.metadata.name,
         pool=pool.name,
-        runtime=RuntimeSettings(
-            engine=runtime.engine,
-            set_as_default=runtime.set_as_default,
-            binary_path=runtime.binary_path,
-            containerd_config_version=runtime.containerd_config_version,
-        ),
+        runtime=runtime_settings(cluster, pool),
         device_list_strategy=device_list_strategy(cluster, pool),
         drift_policy=spec.node.drift_policy,
         health=_health(spec.node.health),

@@ -16,7 +16,7 @@ def engine_runs_cdi(pool: NodePool) -> bool:
     needs 25 or later, which a pool does not declare."""
     runtime = pool.runtime
     if runtime.engine == "containerd":
-        return runtime.containerd_config_version >= 3
+        return (runtime.containerd_config_version or 2) >= 3
     return runtime.engine == "k3s"
 
 

@@ -36,12 +36,34 @@ def build_parser(prog: str = "gpuconf node") -> argparse.ArgumentParser:
         help="Prometheus metrics and /healthz port (0: off)",
     )
 
-    apply = commands.add_parser(
-        "apply-runtime", help="install the pool's container-runtime config on this host"
+    setup = commands.add_parser(
+        "setup",
+        help="configure this host's container engine for GPUs, reload it, write the ready marker",
     )
-    apply.add_argument("--config", required=True, help="node config file")
-    apply.add_argument("--root", default="/", help="host root the config paths are under")
-    apply.add_argument("--dry-run", action="store_true", help="print a diff, write nothing")
+    setup.add_argument("--config", required=True, help="node config file")
+    setup.add_argument("--root", default="/", help="where the host's / is mounted")
+    setup.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
+    setup.add_argument(
+        "--once", action="store_true", help="exit once ready instead of waiting for SIGTERM"
+    )
+    setup.add_argument(
+        "--host-commands",
+        choices=["chroot", "direct"],
+        default="chroot",
+        help="run host programs (systemctl, containerd --version, nvidia-ctk) chrooted into "
+        "--root, or as they are found on PATH",
+    )
+    setup.add_argument("--proc", default="/proc", help="the host's /proc (the pod uses hostPID)")
+    setup.add_argument(
+        "--driver-timeout", type=float, default=0, help="seconds to wait for the driver (0: ever)"
+    )
+    setup.add_argument("--wait-interval", type=float, default=5.0, help=argparse.SUPPRESS)
+    setup.add_argument("--metrics-port", type=int, default=0, help="Prometheus metrics (0: off)")
+
+    wait = commands.add_parser("wait", help="wait until every FILE exists (init containers)")
+    wait.add_argument("files", nargs="+", metavar="FILE")
+    wait.add_argument("--timeout", type=float, default=0, help="seconds (0: wait forever)")
+    wait.add_argument("--interval", type=float, default=2.0, help=argparse.SUPPRESS)
 
     check = commands.add_parser("check", help="compare declared and discovered GPU inventory")
     check.add_argument("--config", required=True, help="node config file")
@@ -60,8 +82,10 @@ def main(argv: Sequence[str]) -> int:
     options = build_parser().parse_args(list(argv))
     if options.command == "run":
         from gpuconf.node.commands.run import run
-    elif options.command == "apply-runtime":
-        from gpuconf.node.commands.apply_runtime import run
+    elif options.command == "setup":
+        from gpuconf.node.commands.setup import run
+    elif options.command == "wait":
+        from gpuconf.node.commands.wait import run
     else:
         from gpuconf.node.commands.check import run
     return run(options)

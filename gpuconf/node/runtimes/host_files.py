@@ -1,14 +1,20 @@
-"""Write host config files so that a crash never leaves a half-written file behind."""
+"""Write host config files so that a crash never leaves a half-written file behind.
+
+The first original of every file setup changes is kept under the backup directory (outside
+the engines' config directories: CRI-O reads every file in crio.conf.d, whatever its name).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
-BACKUP_SUFFIX = ".gpuconf.bak"
 NEW_FILE_MODE = 0o644
+ABSENT_SUFFIX = ".gpuconf-absent"
 
 
 def read_optional(path: Path) -> bytes | None:
@@ -18,24 +24,36 @@ def read_optional(path: Path) -> bytes | None:
         return None
 
 
-def backup_path(path: Path) -> Path:
-    return path.with_name(path.name + BACKUP_SUFFIX)
+def backup_of(backup_dir: Path, host_path: str) -> Path:
+    return backup_dir / host_path.lstrip("/")
 
 
-def back_up_once(path: Path) -> Path | None:
-    """Copy ``path`` to its backup unless a backup exists: the first original is the one to keep."""
-    backup = backup_path(path)
-    if backup.exists() or not path.exists():
-        return None
-    write_atomically(backup, path.read_bytes(), like=path)
-    return backup
+def back_up_once(backup_dir: Path, host_path: str, original: bytes | None) -> bool:
+    """Keep ``original`` (None: the file did not exist) unless a first original is already kept."""
+    backup = backup_of(backup_dir, host_path)
+    absent = backup.with_name(backup.name + ABSENT_SUFFIX)
+    if backup.exists() or absent.exists():
+        return False
+    if original is None:
+        write_atomically(absent, b"")
+    else:
+        write_atomically(backup, original)
+    return True
 
 
-def write_atomically(path: Path, data: bytes, like: Path | None = None) -> None:
-    """Replace ``path`` with ``data``, keeping the mode and owner of ``like`` (or ``path``)."""
-    template = like if like is not None else path
+def original_of(backup_dir: Path, host_path: str) -> tuple[bool, bytes | None]:
+    """(known, bytes): the kept first original; bytes None when the file did not exist."""
+    backup = backup_of(backup_dir, host_path)
+    if backup.with_name(backup.name + ABSENT_SUFFIX).exists():
+        return True, None
+    kept = read_optional(backup)
+    return (kept is not None, kept)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data``, keeping its mode and owner when it exists."""
     try:
-        stat: os.stat_result | None = template.stat()
+        stat: os.stat_result | None = path.stat()
     except FileNotFoundError:
         stat = None
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -54,6 +72,24 @@ def write_atomically(path: Path, data: bytes, like: Path | None = None) -> None:
             os.unlink(temporary)
         raise
     _fsync_directory(path.parent)
+
+
+def remove(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+        _fsync_directory(path.parent)
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``path``: a second setup on the same host waits for the first."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)
 
 
 def _owner(path: str) -> tuple[int, int]:

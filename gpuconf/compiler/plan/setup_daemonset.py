@@ -1,0 +1,133 @@
+"""The setup DaemonSet per pool (`gpuconf node setup`), and the wait every GPU consumer does for it.
+
+Setup is the node installer: it runs under runc (never the nvidia runtime it installs, so a
+fresh node can start it), before anything that needs a GPU, in every mode.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from gpuconf.api.cluster import Cluster, NodePool
+from gpuconf.api.node_config import NODE_CONFIG_FILE, NodeConfig
+from gpuconf.api.runtime_files import SETUP_MARKER_DIR, SETUP_READY_MARKER
+from gpuconf.compiler.plan.artifact import Artifact, manifest
+from gpuconf.compiler.plan.meta import WAVE_DRIVER, metadata
+from gpuconf.compiler.plan.pod import POOL_LABEL, daemonset, host_path, node_selector, tolerations
+from gpuconf.compiler.plan.pool_node_config import config_map_name
+
+HOST_ROOT = "/host"
+CONFIG_DIR = "/etc/gpuconf"
+SETUP_NAME = "gpuconf-setup"
+WAIT_CONTAINER = "wait-for-setup"
+SETUP_MARKER_VOLUME = "gpuconf-setup-marker"
+RUNTIME_DIGEST_ANNOTATION = "gpuconf.dev/runtime-settings"
+
+
+def setup_command() -> list[str]:
+    """`gpuconf node setup …` exactly as the container runs it (tests parse it with the node CLI)."""
+    return [
+        "gpuconf", "node", "setup",
+        "--config", f"{CONFIG_DIR}/{NODE_CONFIG_FILE}",
+        "--root", HOST_ROOT,
+    ]  # fmt: skip
+
+
+def wait_command() -> list[str]:
+    return ["gpuconf", "node", "wait", SETUP_READY_MARKER]
+
+
+def wait_for_setup(cluster: Cluster) -> dict[str, Any]:
+    """The init container a GPU consumer starts with: it holds the pod until setup is ready."""
+    return {
+        "name": WAIT_CONTAINER,
+        "image": cluster.spec.images.gpuconf,
+        "command": wait_command(),
+        "securityContext": {
+            "privileged": False,
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+            "runAsUser": 65534,
+            "runAsNonRoot": True,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "resources": {
+            "requests": {"cpu": "5m", "memory": "16Mi"},
+            "limits": {"cpu": "50m", "memory": "64Mi"},
+        },
+        "volumeMounts": [
+            {"name": SETUP_MARKER_VOLUME, "mountPath": SETUP_MARKER_DIR, "readOnly": True}
+        ],
+    }
+
+
+def setup_marker_volume() -> dict[str, Any]:
+    return host_path(SETUP_MARKER_VOLUME, SETUP_MARKER_DIR, "DirectoryOrCreate")
+
+
+def runtime_digest(config: NodeConfig) -> str:
+    """Names what setup configures: a change rolls the setup pods (a ConfigMap edit alone would not)."""
+    settings = {
+        "runtime": config.runtime.model_dump(mode="json"),
+        "devices": config.device_list_strategy,
+    }
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def setup_daemonset(cluster: Cluster, pool: NodePool, config: NodeConfig) -> Artifact:
+    config_mount = {"name": "node-config", "mountPath": CONFIG_DIR, "readOnly": True}
+    pod: dict[str, Any] = {
+        "priorityClassName": "system-node-critical",
+        "nodeSelector": node_selector(pool),
+        "tolerations": tolerations(pool),
+        # Signalling dockerd/containerd/crio needs the host's PIDs.
+        "hostPID": True,
+        # Setup must run where the nvidia runtime is not needed: no runtimeClassName, ever.
+        "containers": [
+            {
+                "name": SETUP_NAME,
+                "image": cluster.spec.images.gpuconf,
+                "command": setup_command(),
+                # A node installer: it rewrites root-owned engine config under the host's /,
+                # runs the host's systemctl and nvidia-ctk through chroot, and signals the
+                # engine's daemon. That is what privileged means; nothing less can do it.
+                "securityContext": {"privileged": True},
+                "resources": {
+                    "requests": {"cpu": "10m", "memory": "32Mi"},
+                    "limits": {"cpu": "200m", "memory": "128Mi"},
+                },
+                "volumeMounts": [
+                    config_mount,
+                    {
+                        "name": "host-root",
+                        "mountPath": HOST_ROOT,
+                        "mountPropagation": "HostToContainer",
+                    },
+                ],
+            }
+        ],
+        # The ready marker must go before the pod does: give setup time to revert and reload.
+        "terminationGracePeriodSeconds": 60,
+        "volumes": [
+            {"name": "node-config", "configMap": {"name": config_map_name(pool)}},
+            host_path("host-root", "/", "Directory"),
+        ],
+    }
+    name = f"{SETUP_NAME}-{pool.name}"
+    meta = metadata(
+        cluster,
+        name,
+        "node-setup",
+        namespace=cluster.spec.namespace,
+        wave=WAVE_DRIVER,
+        **{POOL_LABEL: pool.name},
+    )
+    match = {"app.kubernetes.io/name": SETUP_NAME, POOL_LABEL: pool.name}
+    workload = daemonset(meta, match, pod)
+    workload["spec"]["template"]["metadata"]["annotations"] = {
+        RUNTIME_DIGEST_ANNOTATION: runtime_digest(config)
+    }
+    return manifest(f"pools/{pool.name}/daemonset-gpuconf-setup.yaml", workload)

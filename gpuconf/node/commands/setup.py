@@ -1,0 +1,196 @@
+"""`gpuconf node setup`: make this host's container engine run GPU containers, then say so.
+
+Runs as the pool's setup DaemonSet (runc, privileged, the host's / at --root): waits for the
+driver, writes the engine's config the way that engine merges it (plus the toolkit config
+and CDI spec), reloads the engine only when its config changed, and writes the ready marker
+every GPU consumer waits for. On SIGTERM the marker goes (and, if asked, the originals come
+back). `--dry-run` prints the exact diff and writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from types import FrameType
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from gpuconf.api.node_config import NodeConfig
+from gpuconf.api.runtime_files import (
+    CONTAINERISED_DRIVER_ROOT,
+    DRIVER_READY_MARKER,
+    SETUP_MARKER_DIR,
+    SETUP_READY_MARKER,
+)
+from gpuconf.errors import UserError
+from gpuconf.node import log
+from gpuconf.node.config_watch import read_config
+from gpuconf.node.metrics_http import MetricsServer
+from gpuconf.node.runtimes import apply, reload
+from gpuconf.node.runtimes.changes import config_hash, unified_diff
+from gpuconf.node.runtimes.host import Host
+from gpuconf.node.runtimes.host_files import exclusive_lock, remove
+from gpuconf.node.runtimes.host_plan import HostPlan, plan_host
+
+LOCK_FILE = f"{SETUP_MARKER_DIR}/setup.lock"
+
+_log = log.get("setup")
+
+
+class SetupMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.ready = Gauge(
+            "gpuconf_setup_ready",
+            "1 while the setup-ready marker is written",
+            registry=self.registry,
+        )
+        self.changed_files = Gauge(
+            "gpuconf_setup_changed_files",
+            "Host files the last setup run changed",
+            registry=self.registry,
+        )
+        self.reloads = Counter(
+            "gpuconf_setup_engine_reloads",
+            "Engine reloads by setup, by engine and mode (signal, systemd, none)",
+            ["engine", "mode"],
+            registry=self.registry,
+        )
+
+
+def run(options: argparse.Namespace) -> int:
+    config = read_config(Path(options.config)).config
+    host = Host(
+        Path(options.root), chroot=options.host_commands == "chroot", proc=Path(options.proc)
+    )
+    if options.dry_run:
+        return _dry_run(config, host)
+    log.configure()
+    metrics = SetupMetrics()
+    http = (
+        MetricsServer(options.metrics_port, metrics.registry, lambda: True)
+        if options.metrics_port
+        else None
+    )
+    if http is not None:
+        http.start()
+    stop = threading.Event()
+    _on_stop_signals(stop)
+    try:
+        if not _wait_for_driver(config, host, options, stop):
+            return 0
+        host_plan = _set_up(config, host, metrics)
+        if options.once:
+            return 0
+        stop.wait()
+        _tear_down(config, host, host_plan, metrics)
+        return 0
+    finally:
+        if http is not None:
+            http.stop()
+
+
+def _dry_run(config: NodeConfig, host: Host) -> int:
+    host_plan = plan_host(config, host)
+    changed = host_plan.changed
+    sys.stdout.writelines(unified_diff(change) for change in changed)
+    if not changed:
+        print(f"{config.runtime.engine}: already configured; nothing to write, nothing to reload")
+        return 0
+    what = reload.chosen(config.runtime, host)
+    action = (
+        f"then reload {config.runtime.engine} by {what.mode} ({what.why})"
+        if host_plan.engine_changed
+        else "no engine reload needed"
+    )
+    paths = ", ".join(change.host_path for change in changed)
+    print(f"dry run: nothing written; would change {paths}; {action}")
+    return 0
+
+
+def _set_up(config: NodeConfig, host: Host, metrics: SetupMetrics) -> HostPlan:
+    engine = config.runtime.engine
+    with exclusive_lock(host.path(LOCK_FILE)):
+        host_plan = plan_host(config, host)
+        kept = apply.write_changes(host, host_plan.files)
+        for host_path in kept:
+            _log.info("kept the original", extra=log.kv(file=host_path))
+        for change in host_plan.changed:
+            _log.info("wrote", extra=log.kv(file=change.host_path))
+        outcome = _reload_if_needed(config, host, host_plan, metrics)
+        digest = config_hash(host_plan.files)
+        apply.write_marker(
+            host.path(SETUP_READY_MARKER), apply.marker_text(digest, engine, outcome)
+        )
+    metrics.changed_files.set(len(host_plan.changed))
+    metrics.ready.set(1)
+    _log.info("ready", extra=log.kv(engine=engine, hash=digest, reload=outcome))
+    return host_plan
+
+
+def _reload_if_needed(
+    config: NodeConfig, host: Host, host_plan: HostPlan, metrics: SetupMetrics
+) -> str:
+    if not host_plan.engine_changed:
+        _log.info(
+            "engine config unchanged; nothing restarted", extra=log.kv(engine=config.runtime.engine)
+        )
+        return "unchanged"
+    what = reload.chosen(config.runtime, host)
+    done = reload.perform(config.runtime, host, what)
+    metrics.reloads.labels(config.runtime.engine, what.mode).inc()
+    _log.info(
+        "engine reload", extra=log.kv(engine=config.runtime.engine, mode=what.mode, done=done)
+    )
+    return "pending (restart the engine to load it)" if what.mode == "none" else what.mode
+
+
+def _tear_down(config: NodeConfig, host: Host, host_plan: HostPlan, metrics: SetupMetrics) -> None:
+    remove(host.path(SETUP_READY_MARKER))
+    metrics.ready.set(0)
+    _log.info("stopping; ready marker removed")
+    if not config.runtime.revert_on_stop:
+        return
+    with exclusive_lock(host.path(LOCK_FILE)):
+        reverted = apply.revert(host, [change.host_path for change in host_plan.files])
+        for host_path in reverted:
+            _log.info("reverted", extra=log.kv(file=host_path))
+        if {change.host_path for change in host_plan.engine}.intersection(reverted):
+            what = reload.chosen(config.runtime, host)
+            _log.info(
+                "engine reload", extra=log.kv(done=reload.perform(config.runtime, host, what))
+            )
+
+
+def _wait_for_driver(
+    config: NodeConfig, host: Host, options: argparse.Namespace, stop: threading.Event
+) -> bool:
+    """Wait until the driver is loaded; False when stopped first. Raises on --driver-timeout."""
+    containerised = config.runtime.driver_root == CONTAINERISED_DRIVER_ROOT
+    ready = host.path(DRIVER_READY_MARKER) if containerised else host.proc / "driver/nvidia/version"
+    deadline = time.monotonic() + options.driver_timeout if options.driver_timeout else None
+    announced = False
+    while not ready.exists():
+        if not announced:
+            _log.info("waiting for the NVIDIA driver", extra=log.kv(until=str(ready)))
+            announced = True
+        if deadline is not None and time.monotonic() > deadline:
+            raise UserError(
+                f"the NVIDIA driver is not ready after {options.driver_timeout}s ({ready} is missing)"
+            )
+        if stop.wait(options.wait_interval):
+            return False
+    return True
+
+
+def _on_stop_signals(stop: threading.Event) -> None:
+    def handler(signum: int, _: FrameType | None) -> None:
+        _log.info("stopping", extra=log.kv(signal=signal.Signals(signum).name))
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)

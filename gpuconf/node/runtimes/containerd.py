@@ -1,0 +1,246 @@
+"""containerd: a drop-in that makes `nvidia` a CRI runtime, in the way the host's containerd merges it.
+
+What the real binaries showed (DESIGN §5, facts/runtimes):
+- containerd 1.x replaces a whole top-level plugin table with the last imported file that has
+  it (2.0 deep-merges), so a version-2 drop-in carries the host's whole CRI table.
+- containerd 2.0–2.2 ignores (or half-migrates) a drop-in whose config version differs from
+  the main file's, and 1.x silently ignores a version-3 drop-in: the drop-in always takes the
+  main file's version.
+- A runtime without runc's options (SystemdCgroup above all) puts pods outside kubepods.slice:
+  the nvidia runtime starts as a copy of the host's runc-type runtime.
+"""
+
+from __future__ import annotations
+
+import copy
+import fnmatch
+import logging
+from pathlib import PurePosixPath
+from typing import Any
+
+from gpuconf.api.node_config import RuntimeSettings
+from gpuconf.api.runtime_files import (
+    CONTAINERD_CONFIG,
+    CONTAINERD_DROPIN,
+    CONTAINERD_DROPIN_GLOB,
+    RUNTIME_NAME,
+)
+from gpuconf.formats import toml_writer
+from gpuconf.node.runtimes.changes import FileChange, current
+from gpuconf.node.runtimes.containerd_imports import (
+    ImportsEditError,
+    ensure_imported,
+    new_main_config,
+)
+from gpuconf.node.runtimes.host import Host, HostPathError
+from gpuconf.node.runtimes.toml_files import parse_toml
+from gpuconf.node.runtimes.versions import Version, engine_version, shown
+
+log = logging.getLogger(__name__)
+
+RUNC_SHIM = "io.containerd.runc.v2"
+CDI_SPEC_DIRS = ["/etc/cdi", "/var/run/cdi"]
+_CRI_RUNTIME_PLUGIN = {2: "io.containerd.grpc.v1.cri", 3: "io.containerd.cri.v1.runtime"}
+_MAX_IMPORT_DEPTH = 16
+
+
+def cri_runtime_plugin(config_version: int) -> str:
+    return _CRI_RUNTIME_PLUGIN[min(config_version, 3)]
+
+
+def native_config_version(binary: Version) -> int:
+    """The version `containerd config default` writes: 2 for 1.x, 3 for 2.0–2.2, 4 from 2.3."""
+    return 2 if binary < (2, 0, 0) else 3 if binary < (2, 3, 0) else 4
+
+
+def plan(settings: RuntimeSettings, host: Host) -> list[FileChange]:
+    main_path, main_old = current(host, CONTAINERD_CONFIG)
+    main = parse_toml(CONTAINERD_CONFIG, main_old)
+    binary = engine_version(host, "containerd")
+    version = config_version(settings, main, main_old is not None, binary)
+    tables = [main, *_imported(host, main, depth=0, seen=set())]
+    plugin = cri_runtime_plugin(version)
+    effective = effective_plugin_table(tables, plugin, replaced=version == 2)
+    dropin = dropin_tables(settings, version, effective, binary)
+    dropin_path, dropin_old = current(host, CONTAINERD_DROPIN)
+    dropin_new = toml_writer.dumps(dropin).encode()
+    return [
+        FileChange(CONTAINERD_DROPIN, dropin_path, dropin_old, dropin_new),
+        FileChange(CONTAINERD_CONFIG, main_path, main_old, _main_with_import(main_old, version)),
+    ]
+
+
+def config_version(
+    settings: RuntimeSettings, main: dict[str, Any], main_exists: bool, binary: Version | None
+) -> int:
+    """The config version the drop-in must use: the main file's, else what the binary writes."""
+    if main_exists and "version" in main:
+        version = main["version"]
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise HostPathError(f"{CONTAINERD_CONFIG}: `version` is not a number; left untouched")
+    elif main_exists and main.get("plugins"):
+        version = 1
+    elif settings.containerd_config_version is not None:
+        version = settings.containerd_config_version
+    else:
+        version = 2 if binary is None else native_config_version(binary)
+    if version < 2:
+        raise HostPathError(
+            f"{CONTAINERD_CONFIG}: config version 1 (short plugin names) is not supported; "
+            "migrate it first (`containerd config migrate` on containerd 2, or set "
+            "version = 2 and full plugin names)"
+        )
+    if binary is not None and version > native_config_version(binary):
+        raise HostPathError(
+            f"{CONTAINERD_CONFIG}: config version {version} is newer than containerd "
+            f"{shown(binary)} reads (at most {native_config_version(binary)}); left untouched"
+        )
+    return int(version)
+
+
+def effective_plugin_table(
+    tables: list[dict[str, Any]], plugin: str, *, replaced: bool
+) -> dict[str, Any]:
+    """The host's table for ``plugin`` over the main file and its imports, in load order.
+
+    ``replaced``: containerd 1.x semantics, the last file that has the table wins it whole.
+    For version 2 this is also what 2.x ends up with, since 2.x deep-merges our full copy."""
+    effective: dict[str, Any] = {}
+    for table in tables:
+        own = table.get("plugins", {}).get(plugin)
+        if not isinstance(own, dict):
+            continue
+        effective = copy.deepcopy(own) if replaced else deep_merged(effective, own)
+    return effective
+
+
+def deep_merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    merged = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merged(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def dropin_tables(
+    settings: RuntimeSettings, version: int, effective: dict[str, Any], binary: Version | None
+) -> dict[str, Any]:
+    """The drop-in as data: for version 2 the whole effective CRI table with nvidia added."""
+    containerd_effective = effective.get("containerd", {})
+    nvidia = nvidia_runtime(settings, containerd_effective)
+    if version == 2:
+        cri = copy.deepcopy(effective)
+        containerd = cri.setdefault("containerd", {})
+        runtimes = containerd.setdefault("runtimes", {})
+        default_name = containerd.get("default_runtime_name", "runc")
+        if default_name == "runc" and "runc" not in runtimes:
+            # Declaring any runtime replaces containerd 1.x's built-in list, runc included.
+            runtimes["runc"] = {"runtime_type": RUNC_SHIM}
+    else:
+        cri = {}
+        containerd = cri.setdefault("containerd", {})
+        runtimes = containerd.setdefault("runtimes", {})
+    runtimes[RUNTIME_NAME] = nvidia
+    if settings.set_as_default:
+        containerd["default_runtime_name"] = RUNTIME_NAME
+    if settings.enable_cdi:
+        _enable_cdi(cri, version, effective, binary)
+    return {"version": version, "plugins": {cri_runtime_plugin(version): cri}}
+
+
+def nvidia_runtime(settings: RuntimeSettings, containerd: dict[str, Any]) -> dict[str, Any]:
+    """A copy of the runc-type runtime pods use today, running nvidia-container-runtime instead."""
+    runtime = copy.deepcopy(base_runtime(containerd))
+    runtime["runtime_type"] = RUNC_SHIM
+    options = runtime.get("options")
+    runtime["options"] = {**(options if isinstance(options, dict) else {})}
+    runtime["options"]["BinaryName"] = settings.binary_path
+    return runtime
+
+
+def base_runtime(containerd: dict[str, Any]) -> dict[str, Any]:
+    """The host's default runtime when it is a runc-type one (not nvidia), else runc, else crun."""
+    runtimes = containerd.get("runtimes", {})
+    if not isinstance(runtimes, dict):
+        return {}
+    default = containerd.get("default_runtime_name", "runc")
+    for name in (default, "runc", "crun"):
+        runtime = runtimes.get(name)
+        if (
+            isinstance(runtime, dict)
+            and not str(name).startswith(RUNTIME_NAME)
+            and runtime.get("runtime_type", RUNC_SHIM) in (RUNC_SHIM, "")
+        ):
+            return runtime
+    return {}
+
+
+def _enable_cdi(
+    cri: dict[str, Any], version: int, effective: dict[str, Any], binary: Version | None
+) -> None:
+    if version == 2:
+        if binary is not None and binary < (1, 7, 0):
+            raise HostPathError(
+                f"containerd {shown(binary)} has no CDI support (it came in 1.7); upgrade "
+                "containerd or use the envvar or volume-mounts device list strategy"
+            )
+        if binary is None:
+            log.warning(
+                "containerd version unknown: CDI needs 1.7 or later, which reads enable_cdi"
+            )
+        cri["enable_cdi"] = True
+        cri.setdefault("cdi_spec_dirs", CDI_SPEC_DIRS)
+    elif effective.get("enable_cdi") is False:
+        cri["enable_cdi"] = True  # on by default in containerd 2; only a host that turned it off
+
+
+def _main_with_import(old: bytes | None, version: int) -> bytes:
+    if old is None:
+        return new_main_config(version, CONTAINERD_DROPIN_GLOB).encode()
+    try:
+        return ensure_imported(old.decode(), CONTAINERD_DROPIN_GLOB).encode()
+    except ImportsEditError as error:
+        raise HostPathError(
+            f"{CONTAINERD_CONFIG}: {error}; left untouched "
+            f"(add {CONTAINERD_DROPIN_GLOB!r} to imports by hand)"
+        ) from None
+
+
+def _imported(
+    host: Host, table: dict[str, Any], depth: int, seen: set[str]
+) -> list[dict[str, Any]]:
+    """The files ``table`` imports (globs expanded, sorted), recursively, without our drop-in."""
+    imports = table.get("imports", [])
+    if not isinstance(imports, list) or depth > _MAX_IMPORT_DEPTH:
+        return []
+    found: list[dict[str, Any]] = []
+    for entry in imports:
+        if not isinstance(entry, str):
+            continue
+        for host_path in _expand(host, entry):
+            if host_path == CONTAINERD_DROPIN or host_path in seen:
+                continue
+            seen.add(host_path)
+            _, data = current(host, host_path)
+            if data is None:
+                continue
+            imported = parse_toml(host_path, data)
+            found += [imported, *_imported(host, imported, depth + 1, seen)]
+    return found
+
+
+def _expand(host: Host, entry: str) -> list[str]:
+    """An `imports` entry as host paths; relative ones are relative to the main file's folder."""
+    path = PurePosixPath(entry)
+    if not path.is_absolute():
+        path = PurePosixPath(CONTAINERD_CONFIG).parent / path
+    if not any(char in path.name for char in "*?["):
+        return [str(path)]
+    folder = host.path(str(path.parent))
+    try:
+        names = sorted(p.name for p in folder.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return [str(path.parent / name) for name in names if fnmatch.fnmatchcase(name, path.name)]

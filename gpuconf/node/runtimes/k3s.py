@@ -1,0 +1,115 @@
+"""k3s: its embedded containerd's template, merged rather than replaced, and the default runtime.
+
+k3s renders containerd's config at every start from the first template that exists,
+config-v3.toml.tmpl before config.toml.tmpl (releases with containerd 2 only read the v3 name);
+its base template already declares the `nvidia` runtime when it finds nvidia-container-runtime
+on its PATH, and declaring a table twice stops containerd ("table nvidia already exists").
+The default runtime goes through k3s's own `default-runtime` setting, never the template.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+from gpuconf.api.node_config import RuntimeSettings
+from gpuconf.api.runtime_files import (
+    K3S_AGENT_CONFIG_DROPIN,
+    K3S_TEMPLATE_V2,
+    K3S_TEMPLATE_V3,
+    RUNTIME_NAME,
+)
+from gpuconf.formats.toml_writer import toml_value
+from gpuconf.node.runtimes.changes import FileChange, current
+from gpuconf.node.runtimes.host import Host, HostPathError
+from gpuconf.node.runtimes.versions import Version, engine_version
+
+BASE_TEMPLATE_LINE = '{{ template "base" . }}'
+# k3s looks nvidia-container-runtime up on its service PATH (and, in older releases, in the
+# GPU Operator's toolkit folder); a binary there is declared by k3s itself.
+K3S_SEARCHED_DIRS = frozenset(
+    {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
+    | {"/usr/local/nvidia/toolkit"}
+)
+DETECTED_BINARY_NAME = "nvidia-container-runtime"
+_CRI_PLUGIN = {2: '"io.containerd.grpc.v1.cri"', 3: "'io.containerd.cri.v1.runtime'"}
+
+
+def detected_by_k3s(binary_path: str) -> bool:
+    path = PurePosixPath(binary_path)
+    return path.name == DETECTED_BINARY_NAME and str(path.parent) in K3S_SEARCHED_DIRS
+
+
+def ships_containerd_2(k3s: Version) -> bool:
+    """containerd 2 (and the v3 template) came with v1.31.6+k3s1 and v1.32.2+k3s1."""
+    minor, patch = k3s[1], k3s[2]
+    return minor >= 33 or (minor == 32 and patch >= 2) or (minor == 31 and patch >= 6)
+
+
+def plan(settings: RuntimeSettings, host: Host) -> list[FileChange]:
+    changes = []
+    if not detected_by_k3s(settings.binary_path):
+        changes.append(_template_change(settings, host))
+    if settings.set_as_default:
+        path, old = current(host, K3S_AGENT_CONFIG_DROPIN)
+        changes.append(FileChange(K3S_AGENT_CONFIG_DROPIN, path, old, default_runtime_dropin()))
+    return changes
+
+
+def default_runtime_dropin() -> bytes:
+    return f"default-runtime: {RUNTIME_NAME}\n".encode()
+
+
+def _template_change(settings: RuntimeSettings, host: Host) -> FileChange:
+    for host_path, generation in ((K3S_TEMPLATE_V3, 3), (K3S_TEMPLATE_V2, 2)):
+        path, old = current(host, host_path)
+        if old is not None:
+            return FileChange(host_path, path, old, merged_template(old, generation, settings))
+    k3s = engine_version(host, "k3s")
+    # Unknown release: the v2 name, which every k3s reads (newer ones as legacy config).
+    generation = 3 if k3s is not None and ships_containerd_2(k3s) else 2
+    host_path = K3S_TEMPLATE_V3 if generation == 3 else K3S_TEMPLATE_V2
+    path, old = current(host, host_path)
+    text = BASE_TEMPLATE_LINE + "\n\n" + runtime_tables(generation, settings.binary_path)
+    return FileChange(host_path, path, old, text.encode())
+
+
+def merged_template(old: bytes, generation: int, settings: RuntimeSettings) -> bytes:
+    """The host's template with the nvidia runtime appended, unless it declares one already."""
+    try:
+        text = old.decode()
+    except UnicodeDecodeError:
+        raise HostPathError(f"{_name(generation)}: not UTF-8 text; left untouched") from None
+    if declares_runtime(text, RUNTIME_NAME):
+        return old
+    separator = "" if not text or text.endswith("\n\n") else "\n" if text.endswith("\n") else "\n\n"
+    return (text + separator + runtime_tables(generation, settings.binary_path)).encode()
+
+
+def declares_runtime(template: str, name: str) -> bool:
+    """Whether a table header in the template names runtime ``name`` (quoted or bare)."""
+    for line in template.splitlines():
+        header = line.strip()
+        if not header.startswith("["):
+            continue
+        for spelling in (name, f'"{name}"', f"'{name}'"):
+            if f"runtimes.{spelling}]" in header or f"runtimes.{spelling}." in header:
+                return True
+    return False
+
+
+def runtime_tables(generation: int, binary_path: str) -> str:
+    """The runtime as template text; SystemdCgroup follows k3s's own choice for runc."""
+    if "{{" in binary_path or "}}" in binary_path:
+        raise HostPathError(f"binary path {binary_path!r} would be read as template code")
+    table = f"plugins.{_CRI_PLUGIN[generation]}.containerd.runtimes.{toml_value(RUNTIME_NAME)}"
+    return (
+        f"[{table}]\n"
+        f'  runtime_type = "io.containerd.runc.v2"\n'
+        f"\n[{table}.options]\n"
+        f"  BinaryName = {toml_value(binary_path)}\n"
+        "  SystemdCgroup = {{ .SystemdCgroup }}\n"
+    )
+
+
+def _name(generation: int) -> str:
+    return K3S_TEMPLATE_V3 if generation == 3 else K3S_TEMPLATE_V2

@@ -1,0 +1,118 @@
+"""Make the engine load its changed config: a signal, a systemd restart, or nothing.
+
+- dockerd reloads `runtimes`, `default-runtime` and `features` on SIGHUP; containers keep
+  running (a restart would stop them unless live-restore is on).
+- containerd has no reload: SIGHUP makes it exit and systemd starts it again (what NVIDIA's
+  installer does); a systemd restart is the same thing said out loud. Containers keep running
+  in their shims; CRI calls fail for a few seconds.
+- CRI-O reloads its runtimes table on SIGHUP from 1.26; before that only a restart loads it.
+- k3s renders containerd's config only when it starts: it is restarted only when asked.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from dataclasses import dataclass
+
+from gpuconf.api.node_config import RuntimeSettings
+from gpuconf.api.runtime_files import default_restart
+from gpuconf.errors import UserError
+from gpuconf.node.runtimes import crio
+from gpuconf.node.runtimes.host import Host
+from gpuconf.node.runtimes.versions import engine_version
+
+PROCESS_NAMES = {"docker": "dockerd", "containerd": "containerd", "cri-o": "crio"}
+SYSTEMD_UNITS = {"docker": ["docker"], "containerd": ["containerd"], "cri-o": ["crio"]}
+K3S_UNITS = ["k3s", "k3s-agent"]
+
+
+class ReloadError(UserError):
+    """The engine could not be made to load its config; the files are written."""
+
+
+@dataclass(frozen=True)
+class Reload:
+    mode: str
+    """signal, systemd or none: what was (or would be) done."""
+    why: str
+
+
+def chosen(settings: RuntimeSettings, host: Host) -> Reload:
+    """The reload a changed config gets, ``restart: auto`` resolved for this engine and host."""
+    engine, mode = settings.engine, settings.restart
+    if engine == "k3s" and mode == "signal":
+        raise ReloadError("k3s has no config reload; use restart: systemd or none")
+    if mode != "auto":
+        return Reload(mode, "restart: " + mode)
+    if engine == "cri-o":
+        version = engine_version(host, "crio")
+        if crio.reloads_runtimes(version):
+            return Reload("signal", "CRI-O reloads runtimes on SIGHUP from 1.26")
+        return Reload("systemd", "CRI-O before 1.26 (or unknown) loads runtimes only at start")
+    why = {
+        "docker": "dockerd reloads runtimes on SIGHUP; running containers are untouched",
+        "containerd": "containerd has no reload; its shims keep containers running",
+        "k3s": "k3s reads its config only at start; restart it when convenient",
+    }[engine]
+    return Reload(default_restart(engine), why)
+
+
+def perform(settings: RuntimeSettings, host: Host, reload: Reload) -> str:
+    """Do ``reload``; returns what was done, in words for the log."""
+    if reload.mode == "none":
+        return f"{settings.engine} not reloaded ({reload.why})"
+    if reload.mode == "signal":
+        return _signal(settings.engine, host)
+    return _systemd_restart(settings.engine, host)
+
+
+def engine_processes(engine: str, host: Host) -> list[int]:
+    """PIDs whose command name is exactly the engine's daemon (never its shims)."""
+    name = PROCESS_NAMES[engine]
+    found = []
+    for entry in host.proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "comm").read_text().strip()
+        except OSError:
+            continue
+        if command == name:
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def _signal(engine: str, host: Host) -> str:
+    pids = engine_processes(engine, host)
+    if not pids:
+        return f"{PROCESS_NAMES[engine]} is not running; it reads the new config when it starts"
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGHUP)
+        except ProcessLookupError:
+            continue
+        except PermissionError as error:
+            raise ReloadError(
+                f"cannot signal {PROCESS_NAMES[engine]} (pid {pid}): {error}"
+            ) from None
+    return f"sent SIGHUP to {PROCESS_NAMES[engine]} (pid {', '.join(map(str, pids))})"
+
+
+def _systemd_restart(engine: str, host: Host) -> str:
+    units = K3S_UNITS if engine == "k3s" else SYSTEMD_UNITS[engine]
+    for unit in units:
+        if len(units) > 1:
+            active = host.run(["systemctl", "is-active", "--quiet", unit])
+            if active is None or active.returncode != 0:
+                continue
+        result = host.run(["systemctl", "restart", unit])
+        if result is None:
+            raise ReloadError("systemctl is not on the host; use restart: signal or none")
+        if result.returncode != 0:
+            raise ReloadError(
+                f"systemctl restart {unit} failed (exit {result.returncode}): "
+                f"{result.stderr.strip()[-300:]}"
+            )
+        return f"restarted {unit} (systemctl restart {unit})"
+    raise ReloadError(f"none of the units {', '.join(units)} is active on the host")
