@@ -292,3 +292,85 @@ def jetson_root(
             (folder / relative).parent.mkdir(parents=True, exist_ok=True)
             (folder / relative).write_text(text, encoding="utf-8")
     return folder
+
+
+# --- hosts for `gpuconf node setup` -------------------------------------------------------
+
+NVIDIA_RUNTIME = "/usr/bin/nvidia-container-runtime"
+RUNTIME_FACTS = REPO / "tests" / "node" / "runtimes" / "facts"
+
+
+def setup_config(
+    engine: str, device_list_strategy: str = "envvar", **runtime: Any
+) -> dict[str, Any]:
+    """A node config for setup: ``runtime`` overrides the pool's runtime settings (camelCase)."""
+    settings = {
+        "engine": engine,
+        "setAsDefault": True,
+        "binaryPath": NVIDIA_RUNTIME,
+        "restart": "none",
+    }
+    return node_config(
+        [], gpus=1, runtime={**settings, **runtime}, deviceListStrategy=device_list_strategy
+    )
+
+
+@dataclass
+class HostTree:
+    """A host's / in a temporary folder, with the toolkit installed and the driver loaded."""
+
+    folder: Path
+
+    def __post_init__(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.write(NVIDIA_RUNTIME, "#!/bin/sh\n")
+        (self.proc / "driver" / "nvidia").mkdir(parents=True, exist_ok=True)
+        (self.proc / "driver" / "nvidia" / "version").write_text("NVRM version: 550.54.15\n")
+
+    @property
+    def root(self) -> Path:
+        return self.folder / "host"
+
+    @property
+    def proc(self) -> Path:
+        return self.folder / "proc"
+
+    def at(self, host_path: str) -> Path:
+        return self.root / host_path.lstrip("/")
+
+    def write(self, host_path: str, text: str | bytes, mode: int = 0o644) -> Path:
+        path = self.at(host_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text.encode() if isinstance(text, str) else text)
+        path.chmod(mode)
+        return path
+
+    def program(self, name: str, script: str) -> Path:
+        """A host program in /usr/local/bin: a shell script that runs ``script``."""
+        return self.write(f"/usr/local/bin/{name}", f"#!/bin/sh\n{script}\n", mode=0o755)
+
+    def read(self, host_path: str) -> str:
+        return self.at(host_path).read_text()
+
+    def config_file(self, config: dict[str, Any]) -> Path:
+        path = self.folder / "node-config.yaml"
+        path.write_text(dump(config))
+        return path
+
+    def setup_argv(self, config: dict[str, Any], *extra: str) -> list[str]:
+        return [
+            "node", "setup", "--config", str(self.config_file(config)), "--root", str(self.root),
+            "--host-commands", "direct", "--proc", str(self.proc), "--wait-interval", "0.05", *extra,
+        ]  # fmt: skip
+
+    def setup(self, config: dict[str, Any], *extra: str) -> CliResult:
+        """`gpuconf node setup --once` (or ``extra``) on this host, in this process."""
+        return run_cli(*self.setup_argv(config, *(extra or ("--once",))))
+
+    def files(self) -> dict[str, bytes]:
+        """Every file under the root except the toolkit binary, by host path."""
+        return {
+            "/" + str(p.relative_to(self.root)): p.read_bytes()
+            for p in sorted(self.root.rglob("*"))
+            if p.is_file() and not p.is_symlink()
+        }

@@ -51,7 +51,7 @@ def build_parser(prog: str = "gpuconf node") -> argparse.ArgumentParser:
         choices=["chroot", "direct"],
         default="chroot",
         help="run host programs (systemctl, containerd --version, nvidia-ctk) chrooted into "
-        "--root, or as they are found on PATH",
+        "--root, or run the ones found under --root directly",
     )
     setup.add_argument("--proc", default="/proc", help="the host's /proc (the pod uses hostPID)")
     setup.add_argument(

@@ -69,7 +69,7 @@ def run(options: argparse.Namespace) -> int:
     )
     if options.dry_run:
         return _dry_run(config, host)
-    log.configure()
+    log.configure(sys.stderr)
     metrics = SetupMetrics()
     http = (
         MetricsServer(options.metrics_port, metrics.registry, lambda: True)

@@ -16,6 +16,7 @@ from gpuconf.errors import UserError
 
 MAX_SYMLINKS = 40  # what Linux allows in one lookup (MAXSYMLINKS)
 COMMAND_TIMEOUT_SECONDS = 60
+HOST_PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 
 
 class HostPathError(UserError):
@@ -27,7 +28,8 @@ class Host:
     root: Path
     """Where the host's / is mounted (the DaemonSet mounts it at /host)."""
     chroot: bool = True
-    """Run host commands with chroot into root; false runs them as they are (tests, --root /)."""
+    """Run host commands chrooted into root; false runs the host's binary found under root
+    (HOST_PATH) directly, in this container's environment."""
     proc: Path = Path("/proc")
     """The host's /proc (the pod shares the host's PID namespace)."""
 
@@ -37,7 +39,13 @@ class Host:
 
     def run(self, argv: list[str]) -> subprocess.CompletedProcess[str] | None:
         """Run a host command; None when the host has no such program."""
-        command = ["chroot", str(self.root), *argv] if self._chrooted else argv
+        if self._chrooted:
+            command = ["chroot", str(self.root), *argv]
+        else:
+            program = self.program(argv[0])
+            if program is None:
+                return None
+            command = [str(program), *argv[1:]]
         try:
             return subprocess.run(
                 command,
@@ -48,6 +56,14 @@ class Host:
             )
         except FileNotFoundError:
             return None
+
+    def program(self, name: str) -> Path | None:
+        """The host's ``name`` on the host's usual PATH, as this process reaches it."""
+        for folder in HOST_PATH:
+            candidate = self.root / folder.lstrip("/") / name
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return candidate
+        return None
 
     @property
     def _chrooted(self) -> bool:

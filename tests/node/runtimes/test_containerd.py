@@ -1,0 +1,181 @@
+"""containerd: the drop-in follows the host's config version and carries what 1.x would otherwise lose."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from builders import NVIDIA_RUNTIME, RUNTIME_FACTS, HostTree, setup_config
+from gpuconf.node.runtimes.containerd import native_config_version
+
+DROPIN = "/etc/containerd/conf.d/99-nvidia.toml"
+MAIN = "/etc/containerd/config.toml"
+V2 = "io.containerd.grpc.v1.cri"
+V3 = "io.containerd.cri.v1.runtime"
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> HostTree:
+    return HostTree(tmp_path)
+
+
+def fact(name: str) -> str:
+    return (RUNTIME_FACTS / name).read_text()
+
+
+def dropin(host: HostTree) -> dict[str, Any]:
+    return tomllib.loads(host.read(DROPIN))
+
+
+def test_version_2_dropin_equals_what_nvidia_ctk_writes_for_the_same_host(host: HostTree) -> None:
+    host.write(MAIN, fact("containerd-1.6-main-systemd.toml"))
+    assert host.setup(setup_config("containerd")).code == 0
+    expected = tomllib.loads(fact("nvidia-ctk-1.20-dropin-for-1.6-systemd-main.toml"))
+    assert dropin(host) == expected
+
+
+def test_version_2_dropin_carries_the_host_s_whole_cri_table(host: HostTree) -> None:
+    host.write(MAIN, fact("containerd-1.6-main-systemd.toml"))
+    host.setup(setup_config("containerd"))
+    main_cri = tomllib.loads(fact("containerd-1.6-main-systemd.toml"))["plugins"][V2]
+    cri = dropin(host)["plugins"][V2]
+    assert cri["sandbox_image"] == main_cri["sandbox_image"] == "registry.k8s.io/pause:3.9"
+    assert cri["registry"]["config_path"] == "/etc/containerd/certs.d"
+    assert cri["containerd"]["runtimes"]["runc"] == main_cri["containerd"]["runtimes"]["runc"]
+    without_ours = {k: v for k, v in cri["containerd"]["runtimes"].items() if k != "nvidia"}
+    assert without_ours == main_cri["containerd"]["runtimes"]
+
+
+def test_the_nvidia_runtime_inherits_runc_options_and_swaps_the_binary(host: HostTree) -> None:
+    host.write(MAIN, fact("containerd-1.6-main-systemd.toml"))
+    host.setup(setup_config("containerd"))
+    runtimes = dropin(host)["plugins"][V2]["containerd"]["runtimes"]
+    runc, nvidia = runtimes["runc"], runtimes["nvidia"]
+    assert nvidia["options"] == {**runc["options"], "BinaryName": NVIDIA_RUNTIME}
+    assert nvidia["options"]["SystemdCgroup"] is True
+    assert {k: v for k, v in nvidia.items() if k != "options"} == {
+        k: v for k, v in runc.items() if k != "options"
+    }
+
+
+def test_a_main_file_without_cri_table_still_keeps_runc_declared(host: HostTree) -> None:
+    host.write(MAIN, "version = 2\n")
+    host.setup(setup_config("containerd", setAsDefault=False))
+    containerd = dropin(host)["plugins"][V2]["containerd"]
+    assert containerd["runtimes"]["runc"] == {"runtime_type": "io.containerd.runc.v2"}
+    assert "default_runtime_name" not in containerd
+
+
+@pytest.mark.parametrize(
+    ("fixture", "version"),
+    [
+        ("containerd-2.0.11-config-default.toml", 3),
+        ("containerd-2.1.5-config-default.toml", 3),
+        ("containerd-2.4-config-default.toml", 4),
+    ],
+)
+def test_version_3_and_4_hosts_get_a_dropin_of_their_own_version_with_only_our_keys(
+    host: HostTree, fixture: str, version: int
+) -> None:
+    text = fact(fixture).replace("SystemdCgroup = false", "SystemdCgroup = true")
+    host.write(MAIN, text)
+    host.setup(setup_config("containerd"))
+    written = dropin(host)
+    assert written["version"] == version
+    assert list(written["plugins"]) == [V3]
+    containerd = written["plugins"][V3]["containerd"]
+    assert containerd["default_runtime_name"] == "nvidia"
+    assert list(containerd["runtimes"]) == ["nvidia"]
+    assert containerd["runtimes"]["nvidia"]["options"]["SystemdCgroup"] is True
+    assert containerd["runtimes"]["nvidia"]["options"]["BinaryName"] == NVIDIA_RUNTIME
+
+
+def test_a_v2_main_file_on_a_v3_capable_host_gets_a_v2_dropin(host: HostTree) -> None:
+    host.write(MAIN, 'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\nsandbox_image = "x"\n')
+    host.setup(setup_config("containerd", containerdConfigVersion=3))
+    assert dropin(host)["version"] == 2
+    assert dropin(host)["plugins"][V2]["sandbox_image"] == "x"
+
+
+def test_a_missing_main_file_is_created_in_the_pool_s_version_importing_the_dropin(
+    host: HostTree,
+) -> None:
+    host.setup(setup_config("containerd", containerdConfigVersion=3))
+    assert host.read(MAIN) == 'version = 3\nimports = ["/etc/containerd/conf.d/*.toml"]\n'
+    assert dropin(host)["version"] == 3
+
+
+def test_imports_are_added_without_touching_any_other_byte(host: HostTree) -> None:
+    original = (
+        "# kubeadm wrote this\nversion = 2\n\n"
+        '[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "registry.k8s.io/pause:3.9"  # pinned\n'
+    )
+    host.write(MAIN, original)
+    host.setup(setup_config("containerd"))
+    assert host.read(MAIN) == original.replace(
+        "version = 2\n", 'version = 2\nimports = ["/etc/containerd/conf.d/*.toml"]\n'
+    )
+
+
+def test_other_imported_files_count_as_the_host_s_cri_table_in_load_order(host: HostTree) -> None:
+    host.write(
+        MAIN,
+        'version = 2\nimports = ["/etc/containerd/conf.d/*.toml"]\n'
+        '[plugins."io.containerd.grpc.v1.cri"]\nsandbox_image = "main"\n',
+    )
+    host.write(
+        "/etc/containerd/conf.d/50-site.toml",
+        'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\nsandbox_image = "site"\n',
+    )
+    host.setup(setup_config("containerd"))
+    # containerd 1.x: the last file with the table wins it whole.
+    assert dropin(host)["plugins"][V2]["sandbox_image"] == "site"
+
+
+def test_a_dropin_the_host_binary_cannot_read_is_refused(host: HostTree) -> None:
+    host.write(MAIN, "version = 4\n")
+    host.program("containerd", "echo 'containerd github.com/containerd/containerd/v2 v2.1.5 abc'")
+    result = host.setup(setup_config("containerd"))
+    assert result.code == 1
+    assert "config version 4 is newer than containerd 2.1.5 reads (at most 3)" in result.err
+    assert not host.at(DROPIN).exists()
+
+
+def test_a_version_1_main_file_is_refused_with_the_migration_hint(host: HostTree) -> None:
+    original = '[plugins.cri]\nsandbox_image = "x"\n'
+    host.write(MAIN, original)
+    result = host.setup(setup_config("containerd"))
+    assert result.code == 1
+    assert "config version 1" in result.err and "containerd config migrate" in result.err
+    assert host.read(MAIN) == original
+
+
+@pytest.mark.parametrize(
+    ("release", "version"),
+    [((1, 6, 20), 2), ((1, 7, 30), 2), ((2, 0, 0), 3), ((2, 2, 7), 3), ((2, 3, 0), 4)],
+)
+def test_native_config_version_follows_the_release(
+    release: tuple[int, int, int], version: int
+) -> None:
+    assert native_config_version(release) == version
+
+
+def test_cdi_is_enabled_in_a_version_2_dropin_with_the_spec_dirs(host: HostTree) -> None:
+    host.write(MAIN, fact("containerd-1.6-main-systemd.toml"))
+    config = setup_config("containerd", enableCdi=True)
+    host.setup(config)
+    cri = dropin(host)["plugins"][V2]
+    assert cri["enable_cdi"] is True
+    assert cri["cdi_spec_dirs"] == ["/etc/cdi", "/var/run/cdi"]
+
+
+def test_cdi_on_a_version_3_host_is_left_to_its_default_unless_turned_off(host: HostTree) -> None:
+    host.write(MAIN, 'version = 3\n[plugins."io.containerd.cri.v1.runtime"]\nenable_cdi = false\n')
+    host.setup(setup_config("containerd", enableCdi=True))
+    assert dropin(host)["plugins"][V3]["enable_cdi"] is True
+    host.write(MAIN, "version = 3\n")
+    host.setup(setup_config("containerd", enableCdi=True))
+    assert "enable_cdi" not in dropin(host)["plugins"][V3]

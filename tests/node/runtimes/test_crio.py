@@ -1,0 +1,75 @@
+"""CRI-O: a drop-in copying the host's low-level runtime, reloaded by SIGHUP only where CRI-O can."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from builders import NVIDIA_RUNTIME, HostTree, setup_config
+from gpuconf.api.node_config import RuntimeSettings
+from gpuconf.node.runtimes import reload
+from gpuconf.node.runtimes.host import Host
+
+DROPIN = "/etc/crio/crio.conf.d/99-nvidia.conf"
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> HostTree:
+    return HostTree(tmp_path)
+
+
+def test_the_nvidia_runtime_copies_the_default_runtime_s_table(host: HostTree) -> None:
+    host.write(
+        "/etc/crio/crio.conf",
+        '[crio.runtime]\ndefault_runtime = "crun"\n'
+        '[crio.runtime.runtimes.crun]\nruntime_path = "/usr/bin/crun"\nruntime_root = "/run/crun"\n'
+        'monitor_path = "/usr/libexec/crio/conmon"\nallowed_annotations = ["io.containers.trace-syscall"]\n',
+    )
+    host.write(
+        "/etc/crio/crio.conf.d/10-site.conf",
+        '[crio.runtime.runtimes.crun]\nmonitor_cgroup = "pod"\n',
+    )
+    assert host.setup(setup_config("cri-o")).code == 0
+    written = tomllib.loads(host.read(DROPIN))
+    assert written == {
+        "crio": {
+            "runtime": {
+                "default_runtime": "nvidia",
+                "runtimes": {
+                    "nvidia": {
+                        "runtime_path": NVIDIA_RUNTIME,
+                        "runtime_type": "oci",
+                        "monitor_cgroup": "pod",
+                    }
+                },
+            }
+        }
+    }
+
+
+def test_without_host_runtimes_the_dropin_names_only_the_binary(host: HostTree) -> None:
+    host.setup(setup_config("cri-o", setAsDefault=False))
+    assert tomllib.loads(host.read(DROPIN)) == {
+        "crio": {
+            "runtime": {
+                "runtimes": {"nvidia": {"runtime_path": NVIDIA_RUNTIME, "runtime_type": "oci"}}
+            }
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    ("version", "mode"),
+    [("1.25.4", "systemd"), ("1.26.0", "signal"), ("1.31.2", "signal"), (None, "systemd")],
+)
+def test_auto_restart_signals_only_releases_that_reload_runtimes(
+    host: HostTree, version: str | None, mode: str
+) -> None:
+    if version is not None:
+        host.program("crio", f"echo 'crio version {version}'")
+    settings = RuntimeSettings.model_validate(
+        {"engine": "cri-o", "setAsDefault": True, "binaryPath": NVIDIA_RUNTIME, "restart": "auto"}
+    )
+    assert reload.chosen(settings, Host(host.root, chroot=False)).mode == mode

@@ -1,0 +1,115 @@
+"""k3s: the template k3s reads is merged, never replaced; nothing k3s declares itself is declared twice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from builders import HostTree, setup_config
+from gpuconf.node.runtimes.k3s import declares_runtime, ships_containerd_2
+
+TEMPLATES = "/var/lib/rancher/k3s/agent/etc/containerd"
+V2 = f"{TEMPLATES}/config.toml.tmpl"
+V3 = f"{TEMPLATES}/config-v3.toml.tmpl"
+DEFAULT_DROPIN = "/etc/rancher/k3s/config.yaml.d/90-gpuconf-nvidia.yaml"
+CUSTOM = "/opt/nvidia/bin/nvidia-container-runtime"
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> HostTree:
+    tree = HostTree(tmp_path)
+    tree.write(CUSTOM, "#!/bin/sh\n")
+    return tree
+
+
+def test_a_binary_k3s_finds_itself_gets_no_template_only_the_default_runtime(
+    host: HostTree,
+) -> None:
+    assert host.setup(setup_config("k3s")).code == 0
+    assert not host.at(V2).exists() and not host.at(V3).exists()
+    assert host.read(DEFAULT_DROPIN) == "default-runtime: nvidia\n"
+
+
+def test_an_existing_custom_template_keeps_its_runtimes_and_gains_ours(host: HostTree) -> None:
+    custom = (
+        '{{ template "base" . }}\n\n'
+        '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes."runsc"]\n'
+        '  runtime_type = "io.containerd.runsc.v1"\n'
+    )
+    host.write(V2, custom)
+    host.setup(setup_config("k3s", binaryPath=CUSTOM))
+    merged = host.read(V2)
+    assert merged.startswith(custom)
+    assert '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes."nvidia"]' in merged
+    assert f'BinaryName = "{CUSTOM}"' in merged
+    assert "SystemdCgroup = {{ .SystemdCgroup }}" in merged
+    assert not host.at(V3).exists()
+
+
+def test_the_v3_template_wins_when_the_host_has_one(host: HostTree) -> None:
+    host.write(V2, '{{ template "base" . }}\n')
+    host.write(V3, '{{ template "base" . }}\n')
+    host.setup(setup_config("k3s", binaryPath=CUSTOM))
+    assert "'io.containerd.cri.v1.runtime'" in host.read(V3)
+    assert host.read(V2) == '{{ template "base" . }}\n'
+
+
+@pytest.mark.parametrize(
+    ("version", "template"),
+    [("v1.30.9+k3s1", V2), ("v1.31.6+k3s1", V3), ("v1.32.1+k3s1", V2), ("v1.33.0+k3s1", V3)],
+)
+def test_a_new_template_takes_the_name_the_k3s_release_reads(
+    host: HostTree, version: str, template: str
+) -> None:
+    host.program("k3s", f"echo 'k3s version {version} (abcdef)'; echo 'go version go1.23'")
+    host.setup(setup_config("k3s", binaryPath=CUSTOM))
+    assert host.read(template).startswith('{{ template "base" . }}\n')
+    other = V3 if template == V2 else V2
+    assert not host.at(other).exists()
+
+
+def test_an_unknown_k3s_release_gets_the_template_name_every_release_reads(host: HostTree) -> None:
+    host.setup(setup_config("k3s", binaryPath=CUSTOM))
+    assert host.at(V2).exists() and not host.at(V3).exists()
+
+
+def test_a_template_that_declares_nvidia_already_is_left_alone(host: HostTree) -> None:
+    custom = (
+        '{{ template "base" . }}\n'
+        "[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.nvidia.options]\n"
+        '  BinaryName = "/x"\n'
+    )
+    host.write(V3, custom)
+    host.setup(setup_config("k3s", binaryPath=CUSTOM))
+    assert host.read(V3) == custom
+
+
+def test_setting_nothing_as_default_writes_no_default_runtime(host: HostTree) -> None:
+    host.setup(setup_config("k3s", setAsDefault=False))
+    assert not host.at(DEFAULT_DROPIN).exists()
+
+
+def test_k3s_is_never_signalled(host: HostTree) -> None:
+    result = host.setup(setup_config("k3s", binaryPath=CUSTOM, restart="signal"))
+    assert result.code == 1
+    assert "k3s has no config reload" in result.err
+
+
+@pytest.mark.parametrize(
+    ("header", "declared"),
+    [
+        ('[plugins."io.containerd.grpc.v1.cri".containerd.runtimes."nvidia"]', True),
+        ("[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.'nvidia'.options]", True),
+        ('[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia-cdi]', False),
+        ("# [plugins.x.containerd.runtimes.nvidia]", False),
+    ],
+)
+def test_declared_runtimes_are_read_from_table_headers(header: str, declared: bool) -> None:
+    assert declares_runtime(header + "\n", "nvidia") is declared
+
+
+def test_containerd_2_came_with_1_31_6_and_1_32_2() -> None:
+    assert [ships_containerd_2((1, m, p)) for m, p in [(31, 5), (31, 6), (32, 1), (32, 2), (34, 0)]] == [
+        False, True, False, True, True,
+    ]  # fmt: skip
