@@ -372,5 +372,5 @@ class HostTree:
         return {
             "/" + str(p.relative_to(self.root)): p.read_bytes()
             for p in sorted(self.root.rglob("*"))
-            if p.is_file() and not p.is_symlink()
+            if p.is_file() and not p.is_symlink() and p != self.at(NVIDIA_RUNTIME)
         }

@@ -7,7 +7,7 @@ byte for byte: the key is added before the first table, or the glob is appended 
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from gpuconf.formats.toml_writer import toml_value
@@ -64,7 +64,10 @@ def _insert_imports_key(text: str, glob: str) -> str:
 
 
 def _append_to_imports(text: str, glob: str) -> str:
-    tokens = list(_tokens(text))
+    # `imports` is a top-level key: it sits before the first table, so only that part is read
+    # token by token (a token per character would cost ~100 bytes each on a 1 MB file).
+    top_end = _first_table_line_start(text)
+    tokens = list(_tokens(text if top_end is None else text[:top_end]))
     opening = _imports_array_start(text, tokens)
     depth = 0
     last_item_end = None
@@ -101,13 +104,13 @@ def _imports_array_start(text: str, tokens: list[_Token]) -> int:
 
 
 def _first_table_line_start(text: str) -> int | None:
-    for token in _line_starts(list(_tokens(text))):
+    for token in _line_starts(_tokens(text)):
         if token.kind == "[":
             return text.rfind("\n", 0, token.start) + 1
     return None
 
 
-def _line_starts(tokens: list[_Token]) -> Iterator[_Token]:
+def _line_starts(tokens: Iterable[_Token]) -> Iterator[_Token]:
     """The first significant token of each line that is not inside an array or inline table."""
     depth = 0
     at_line_start = True

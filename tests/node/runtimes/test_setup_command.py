@@ -1,0 +1,166 @@
+"""`gpuconf node setup` end to end: preview, idempotence, reload, marker, stop, revert, driver wait."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from builders import NVIDIA_RUNTIME, RUNTIME_FACTS, HostTree, setup_config
+
+DAEMON = "/etc/docker/daemon.json"
+MARKER = "/run/gpuconf/setup-ready"
+MAIN = "/etc/containerd/config.toml"
+DROPIN = "/etc/containerd/conf.d/99-nvidia.toml"
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> HostTree:
+    return HostTree(tmp_path)
+
+
+def marker(host: HostTree) -> dict[str, str]:
+    return dict(line.split(": ", 1) for line in host.read(MARKER).splitlines())
+
+
+def test_dry_run_prints_the_exact_diff_and_writes_nothing(host: HostTree, tmp_path: Path) -> None:
+    host.write(MAIN, (RUNTIME_FACTS / "containerd-1.6-main-systemd.toml").read_text())
+    before = host.files()
+    preview = host.setup(setup_config("containerd", restart="systemd"), "--dry-run")
+    assert preview.code == 0
+    assert host.files() == before
+    assert preview.out.endswith(
+        "dry run: nothing written; would change /etc/containerd/conf.d/99-nvidia.toml, "
+        "/etc/containerd/config.toml; then reload containerd by systemd (restart: systemd)\n"
+    )
+    diff = preview.out.rsplit("dry run:", 1)[0]
+    assert "--- /dev/null\n+++ /etc/containerd/conf.d/99-nvidia.toml\n" in diff
+    patched = tmp_path / "patched"
+    shutil.copytree(host.root, patched, symlinks=True)
+    subprocess.run(["patch", "-s", "-p1", "-d", str(patched)], input=diff, text=True, check=True)
+    host.program("systemctl", "true")
+    host.setup(setup_config("containerd", restart="systemd"))
+    for host_path in (MAIN, DROPIN):
+        assert (patched / host_path.lstrip("/")).read_text() == host.read(host_path)
+
+
+def test_a_second_run_changes_nothing_and_restarts_nothing(host: HostTree) -> None:
+    host.program("systemctl", f'echo "$@" >> {host.folder}/systemctl-calls')
+    config = setup_config("containerd", restart="systemd")
+    first = host.setup(config)
+    written, first_marker = host.files(), marker(host)
+    second = host.setup(config)
+    assert (host.folder / "systemctl-calls").read_text() == "restart containerd\n"
+    assert "engine config unchanged; nothing restarted" in second.err
+    assert {**host.files(), MARKER: b""} == {**written, MARKER: b""}
+    assert first.code == second.code == 0
+    assert marker(host) == {**first_marker, "reload": "unchanged"}
+    assert first_marker["hash"].startswith("sha256:") and first_marker["reload"] == "systemd"
+
+
+def test_docker_is_reloaded_by_sighup_to_dockerd_only(host: HostTree) -> None:
+    dockerd = subprocess.Popen(["sleep", "60"])
+    shim = subprocess.Popen(["sleep", "60"])
+    try:
+        for process, name in ((dockerd, "dockerd"), (shim, "containerd-shim")):
+            (host.proc / str(process.pid)).mkdir()
+            (host.proc / str(process.pid) / "comm").write_text(name + "\n")
+        result = host.setup(setup_config("docker", restart="auto"))
+        assert result.code == 0
+        assert dockerd.wait(timeout=10) == -signal.SIGHUP
+        assert shim.poll() is None
+        assert f"sent SIGHUP to dockerd (pid {dockerd.pid})" in result.err
+    finally:
+        for process in (dockerd, shim):
+            process.kill()
+            process.wait()
+
+
+def test_a_failed_restart_leaves_no_ready_marker(host: HostTree) -> None:
+    host.program("systemctl", "echo 'Unit containerd.service not found.' >&2; exit 5")
+    result = host.setup(setup_config("containerd", restart="systemd"))
+    assert result.code == 1
+    assert (
+        "systemctl restart containerd failed (exit 5): Unit containerd.service not found."
+        in result.err
+    )
+    assert not host.at(MARKER).exists()
+
+
+def start_setup(host: HostTree, config: dict[str, object]) -> subprocess.Popen[str]:
+    argv = [sys.executable, "-m", "gpuconf", *host.setup_argv(config)]
+    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def stop(process: subprocess.Popen[str]) -> str:
+    """SIGTERM, as the kubelet sends it; returns what setup logged. Fails unless it exits 0."""
+    process.send_signal(signal.SIGTERM)
+    _, log = process.communicate(timeout=30)
+    assert process.returncode == 0, log
+    return log
+
+
+def wait_for(path: Path, present: bool = True) -> None:
+    deadline = time.monotonic() + 30
+    while path.exists() != present:
+        assert time.monotonic() < deadline, f"{path} {'never appeared' if present else 'stayed'}"
+        time.sleep(0.05)
+
+
+def test_sigterm_removes_the_marker_and_keeps_the_config(host: HostTree) -> None:
+    host.write(DAEMON, '{"log-level": "warn"}')
+    process = start_setup(host, setup_config("docker"))
+    wait_for(host.at(MARKER))
+    assert "ready marker removed" in stop(process)
+    assert not host.at(MARKER).exists()
+    assert json.loads(host.read(DAEMON))["default-runtime"] == "nvidia"
+
+
+def test_revert_on_stop_puts_back_the_first_originals(host: HostTree) -> None:
+    original = (RUNTIME_FACTS / "containerd-1.6-main-systemd.toml").read_bytes()
+    host.write(MAIN, original)
+    host.write("/etc/nvidia-container-runtime/config.toml", "disable-require = false\n")
+    process = start_setup(
+        host, setup_config("containerd", device_list_strategy="volume-mounts", revertOnStop=True)
+    )
+    wait_for(host.at(MARKER))
+    assert host.at(DROPIN).exists()
+    assert "reverted" in stop(process)
+    assert host.at(MAIN).read_bytes() == original
+    assert not host.at(DROPIN).exists()
+    assert host.read("/etc/nvidia-container-runtime/config.toml") == "disable-require = false\n"
+
+
+def test_setup_waits_for_the_containerised_driver_s_marker(host: HostTree) -> None:
+    config = setup_config("docker", driverRoot="/run/nvidia/driver")
+    timer = threading.Timer(0.3, lambda: host.write("/run/nvidia/validations/driver-ready", ""))
+    timer.start()
+    result = host.setup(config)
+    timer.join()
+    assert result.code == 0
+    assert "waiting for the NVIDIA driver" in result.err
+    assert host.at(MARKER).exists()
+
+
+def test_without_a_driver_setup_writes_nothing_and_says_what_it_waited_for(host: HostTree) -> None:
+    (host.proc / "driver" / "nvidia" / "version").unlink()
+    result = host.setup(setup_config("docker"), "--once", "--driver-timeout", "0.2")
+    assert result.code == 1
+    assert "the NVIDIA driver is not ready after 0.2s" in result.err
+    assert host.files() == {}
+
+
+def test_a_host_without_the_toolkit_is_told_to_install_it(host: HostTree) -> None:
+    host.at(NVIDIA_RUNTIME).unlink()
+    result = host.setup(setup_config("docker"))
+    assert result.code == 1
+    assert (
+        f"{NVIDIA_RUNTIME} is not on the host: install the NVIDIA container toolkit" in result.err
+    )
