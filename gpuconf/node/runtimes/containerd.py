@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import fnmatch
 import logging
+import tomllib
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -61,7 +62,9 @@ def plan(settings: RuntimeSettings, host: Host) -> list[FileChange]:
     tables = [main, *_imported(host, main, depth=0, seen=set())]
     plugin = cri_runtime_plugin(version)
     effective = effective_plugin_table(tables, plugin, replaced=version == 2)
-    dropin = dropin_tables(settings, version, effective, binary)
+    runtimes = effective.get("containerd", {}).get("runtimes", {})
+    built_in_runc = None if "runc" in runtimes else default_runc(host)
+    dropin = dropin_tables(settings, version, effective, binary, built_in_runc)
     dropin_path, dropin_old = current(host, CONTAINERD_DROPIN)
     dropin_new = toml_writer.dumps(dropin).encode()
     return [
@@ -124,11 +127,35 @@ def deep_merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def default_runc(host: Host) -> dict[str, Any] | None:
+    """runc as the host's containerd declares it when no file does (`containerd config default`)."""
+    result = host.run(["containerd", "config", "default"])
+    if result is None or result.returncode != 0:
+        return None
+    try:
+        plugins = tomllib.loads(result.stdout).get("plugins", {})
+    except tomllib.TOMLDecodeError:
+        return None
+    for plugin in (_CRI_RUNTIME_PLUGIN[3], _CRI_RUNTIME_PLUGIN[2]):
+        runc = plugins.get(plugin, {}).get("containerd", {}).get("runtimes", {}).get("runc")
+        if isinstance(runc, dict):
+            return runc
+    return None
+
+
 def dropin_tables(
-    settings: RuntimeSettings, version: int, effective: dict[str, Any], binary: Version | None
+    settings: RuntimeSettings,
+    version: int,
+    effective: dict[str, Any],
+    binary: Version | None,
+    built_in_runc: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The drop-in as data: for version 2 the whole effective CRI table with nvidia added."""
-    containerd_effective = effective.get("containerd", {})
+    """The drop-in as data: for version 2 the whole effective CRI table with nvidia added.
+
+    ``built_in_runc``: runc as containerd declares it by itself, when no host file does."""
+    containerd_effective = copy.deepcopy(effective.get("containerd", {}))
+    if built_in_runc is not None:
+        containerd_effective.setdefault("runtimes", {}).setdefault("runc", built_in_runc)
     nvidia = nvidia_runtime(settings, containerd_effective)
     if version == 2:
         cri = copy.deepcopy(effective)
@@ -137,7 +164,7 @@ def dropin_tables(
         default_name = containerd.get("default_runtime_name", "runc")
         if default_name == "runc" and "runc" not in runtimes:
             # Declaring any runtime replaces containerd 1.x's built-in list, runc included.
-            runtimes["runc"] = {"runtime_type": RUNC_SHIM}
+            runtimes["runc"] = copy.deepcopy(built_in_runc or {"runtime_type": RUNC_SHIM})
     else:
         cri = {}
         containerd = cri.setdefault("containerd", {})

@@ -1,0 +1,211 @@
+"""The real engines load what setup writes: containerd's `config dump` and dockerd's own validation.
+
+Runs the binaries when they are installed (`make test-runtimes` installs Debian's containerd
+1.6 and docker.io 20.10); more containerd builds can be named in GPUCONF_TEST_CONTAINERD
+(colon-separated paths, e.g. containerd 2.x built from its tags). Skips cleanly otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from builders import NVIDIA_RUNTIME, RUNTIME_FACTS, HostTree, setup_config
+from gpuconf.node.runtimes.versions import parse_version
+
+pytestmark = pytest.mark.runtimes
+
+MAIN = "/etc/containerd/config.toml"
+DROPIN_GLOB = "/etc/containerd/conf.d/*.toml"
+V2, V3 = "io.containerd.grpc.v1.cri", "io.containerd.cri.v1.runtime"
+
+
+def containerd_binaries() -> list[str]:
+    found = [shutil.which("containerd") or ""]
+    found += os.environ.get("GPUCONF_TEST_CONTAINERD", "").split(":")
+    return [path for path in found if path and os.access(path, os.X_OK)]
+
+
+def release(binary: str) -> tuple[int, int, int]:
+    output = subprocess.run([binary, "--version"], capture_output=True, text=True, check=True)
+    version = parse_version(output.stdout)
+    assert version is not None, output.stdout
+    return version
+
+
+def fact(name: str, **replace: str) -> str:
+    text = (RUNTIME_FACTS / name).read_text()
+    for old, new in replace.items():
+        text = text.replace(old, new)
+    return text
+
+
+CUSTOM_V2 = """\
+version = 2
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "registry.example.com/pause:3.9"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = true
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runsc]
+      runtime_type = "io.containerd.runsc.v1"
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "/etc/containerd/certs.d"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "/opt/site/containerd"
+"""
+CUSTOM_V3 = """\
+version = 3
+[plugins."io.containerd.cri.v1.images".pinned_images]
+  sandbox = "registry.example.com/pause:3.10"
+[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+  SystemdCgroup = true
+[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.kata]
+  runtime_type = "io.containerd.kata.v2"
+"""
+HOSTS_1X = {
+    "1.6 kubeadm main": lambda: fact("containerd-1.6-main-systemd.toml"),
+    "1.6 default": lambda: fact("containerd-1.6.20-config-default.toml"),
+    "custom v2 with runsc": lambda: CUSTOM_V2,
+    "bare version 2": lambda: "version = 2\n",
+    "no main file": lambda: None,
+}
+HOSTS_2X = {
+    "2.0 default, systemd": lambda: fact(
+        "containerd-2.0.11-config-default.toml", **{"SystemdCgroup = false": "SystemdCgroup = true"}
+    ),
+    "2.1 default": lambda: fact("containerd-2.1.5-config-default.toml"),
+    "custom v3 with kata": lambda: CUSTOM_V3,
+    "v2 main kept from 1.x": lambda: fact("containerd-1.6-main-systemd.toml"),
+    "custom v2 with runsc": lambda: CUSTOM_V2,
+    "no main file": lambda: None,
+}
+CASES = [
+    pytest.param(binary, host, id=f"{release(binary)[0]}.{release(binary)[1]}-{host}")
+    for binary in containerd_binaries()
+    for host in (HOSTS_1X if release(binary) < (2, 0, 0) else HOSTS_2X)
+]
+
+
+def dump(binary: str, main: Path, tmp: Path) -> dict[str, Any]:
+    result = subprocess.run(
+        [binary, "--config", str(main), "config", "dump"],
+        capture_output=True,
+        text=True,
+        cwd=tmp,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return tomllib.loads(result.stdout)
+
+
+def leaves(table: Any, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]:
+    if not isinstance(table, dict):
+        return {prefix: table}
+    found: dict[tuple[str, ...], Any] = {}
+    for key, value in table.items():
+        found.update(leaves(value, (*prefix, key)))
+    return found
+
+
+@pytest.mark.skipif(not CASES, reason="no containerd binary installed (make test-runtimes)")
+@pytest.mark.parametrize(("binary", "shape"), CASES)
+def test_containerd_loads_nvidia_as_intended_and_keeps_every_host_setting(
+    tmp_path: Path, binary: str, shape: str
+) -> None:
+    text = (HOSTS_1X | HOSTS_2X)[shape]()
+    host = HostTree(tmp_path)
+    (host.at("/usr/local/bin")).mkdir(parents=True)
+    host.at("/usr/local/bin/containerd").symlink_to(binary)
+    if text is not None:
+        host.write(MAIN, text)
+    result = host.setup(setup_config("containerd"))
+    assert result.code == 0, result.err
+    # The main file imports the host path; point it at this test's root to load it here.
+    rooted = tmp_path / "main-rooted.toml"
+    rooted.write_text(host.read(MAIN).replace(DROPIN_GLOB, str(host.at(DROPIN_GLOB))))
+    after = dump(binary, rooted, tmp_path)
+    cri = after["plugins"][V3 if release(binary) >= (2, 0, 0) else V2]
+    runtimes = cri["containerd"]["runtimes"]
+    assert cri["containerd"]["default_runtime_name"] == "nvidia"
+    assert runtimes["nvidia"]["options"]["BinaryName"] == NVIDIA_RUNTIME
+    assert runtimes["nvidia"]["runtime_type"] == "io.containerd.runc.v2"
+    assert runtimes["nvidia"]["options"].get("SystemdCgroup") == runtimes["runc"]["options"].get(
+        "SystemdCgroup"
+    )
+    if text is None:
+        return
+    original = tmp_path / "main-original.toml"
+    original.write_text(text)
+    before = leaves(dump(binary, original, tmp_path))
+    now = leaves(after)
+    ours = {("imports",), ("version",)}
+    lost = {
+        key: (value, now.get(key, "<absent>"))
+        for key, value in before.items()
+        if key not in ours and key[-1] != "default_runtime_name" and now.get(key) != value
+    }
+    assert lost == {}
+
+
+DAEMON_JSON_HOSTS = {
+    "absent": None,
+    "empty": "",
+    "logging and runsc": json.dumps(
+        {"log-driver": "journald", "runtimes": {"runsc": {"path": "/usr/bin/runsc"}}}
+    ),
+    "old nvidia args key": json.dumps(
+        {"default-runtime": "nvidia", "runtimes": {"nvidia": {"path": "x", "args": []}}}
+    ),
+    "live-restore and mirrors": json.dumps(
+        {"live-restore": True, "registry-mirrors": ["https://mirror.example.com"]}
+    ),
+}
+
+
+@pytest.mark.skipif(
+    shutil.which("dockerd") is None, reason="dockerd not installed (make test-runtimes)"
+)
+@pytest.mark.parametrize("shape", sorted(DAEMON_JSON_HOSTS))
+@pytest.mark.parametrize("default", [True, False], ids=["default", "runtime-class"])
+def test_dockerd_accepts_every_daemon_json_setup_writes(
+    tmp_path: Path, shape: str, default: bool
+) -> None:
+    host = HostTree(tmp_path)
+    text = DAEMON_JSON_HOSTS[shape]
+    if text is not None:
+        host.write("/etc/docker/daemon.json", text)
+    assert host.setup(setup_config("docker", setAsDefault=default)).code == 0
+    # A copy nobody can read: pytest's folders are private to root.
+    readable = Path(tempfile.mkdtemp(prefix="gpuconf-daemon-"))
+    try:
+        readable.chmod(0o755)
+        daemon = readable / "daemon.json"
+        daemon.write_bytes(host.at("/etc/docker/daemon.json").read_bytes())
+        daemon.chmod(0o644)
+        result = _validate_as_nobody(daemon)
+    finally:
+        shutil.rmtree(readable)
+    assert "unable to configure the Docker daemon" not in result.stderr, result.stderr
+    assert "needs to be started with root privileges" in result.stderr, result.stderr
+
+
+def _validate_as_nobody(daemon: Path) -> subprocess.CompletedProcess[str]:
+    # dockerd loads and validates --config-file before it checks for root: as nobody it stops
+    # right after validation and creates nothing (facts/runtimes docker-20.10).
+    return subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+         "dockerd", "--config-file", str(daemon)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
