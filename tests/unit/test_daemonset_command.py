@@ -68,7 +68,8 @@ def test_the_setup_container_reads_the_plugin_s_node_config_with_the_host_at_its
     )
     assert options.command == "setup"
     assert options.config == plugin.config
-    assert not options.dry_run and not options.once
+    assert not options.dry_run
+    assert not options.once
     assert options.host_commands == "chroot"
     assert {
         "name": "host-root",

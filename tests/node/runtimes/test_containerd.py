@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from builders import NVIDIA_RUNTIME, RUNTIME_FACTS, HostTree, setup_config
+
 from gpuconf.node.runtimes.containerd import native_config_version
 
 DROPIN = "/etc/containerd/conf.d/99-nvidia.toml"
@@ -149,7 +149,8 @@ def test_a_version_1_main_file_is_refused_with_the_migration_hint(host: HostTree
     host.write(MAIN, original)
     result = host.setup(setup_config("containerd"))
     assert result.code == 1
-    assert "config version 1" in result.err and "containerd config migrate" in result.err
+    assert "config version 1" in result.err
+    assert "containerd config migrate" in result.err
     assert host.read(MAIN) == original
 
 

@@ -6,8 +6,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
 from builders import NVIDIA_RUNTIME, HostTree, setup_config
+
 from gpuconf.api.node_config import RuntimeSettings
 from gpuconf.node.runtimes import reload
 from gpuconf.node.runtimes.host import Host

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from builders import NVIDIA_RUNTIME, HostTree, setup_config
 
 DAEMON = "/etc/docker/daemon.json"
@@ -41,10 +40,7 @@ def test_an_old_args_key_of_our_runtime_is_replaced_by_runtime_args(host: HostTr
 
 
 def test_an_already_configured_file_is_left_byte_for_byte(host: HostTree) -> None:
-    text = (
-        '{"default-runtime":"nvidia","runtimes":{"nvidia":{"path":"%s","runtimeArgs":[]}}}'
-        % NVIDIA_RUNTIME
-    )
+    text = f'{{"default-runtime":"nvidia","runtimes":{{"nvidia":{{"path":"{NVIDIA_RUNTIME}","runtimeArgs":[]}}}}}}'
     host.write(DAEMON, text)
     result = host.setup(setup_config("docker"))
     assert host.read(DAEMON) == text

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from builders import HostTree, setup_config
+
 from gpuconf.node.runtimes.k3s import declares_runtime, ships_containerd_2
 
 TEMPLATES = "/var/lib/rancher/k3s/agent/etc/containerd"
@@ -27,7 +27,8 @@ def test_a_binary_k3s_finds_itself_gets_no_template_only_the_default_runtime(
     host: HostTree,
 ) -> None:
     assert host.setup(setup_config("k3s")).code == 0
-    assert not host.at(V2).exists() and not host.at(V3).exists()
+    assert not host.at(V2).exists()
+    assert not host.at(V3).exists()
     assert host.read(DEFAULT_DROPIN) == "default-runtime: nvidia\n"
 
 
@@ -71,7 +72,8 @@ def test_a_new_template_takes_the_name_the_k3s_release_reads(
 
 def test_an_unknown_k3s_release_gets_the_template_name_every_release_reads(host: HostTree) -> None:
     host.setup(setup_config("k3s", binaryPath=CUSTOM))
-    assert host.at(V2).exists() and not host.at(V3).exists()
+    assert host.at(V2).exists()
+    assert not host.at(V3).exists()
 
 
 def test_a_template_that_declares_nvidia_already_is_left_alone(host: HostTree) -> None:

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from builders import NVIDIA_RUNTIME, RUNTIME_FACTS, HostTree, setup_config
+
 from gpuconf.node.runtimes.versions import parse_version
 
 pytestmark = pytest.mark.runtimes

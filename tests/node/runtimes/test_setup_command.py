@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from builders import NVIDIA_RUNTIME, RUNTIME_FACTS, HostTree, setup_config
 
 DAEMON = "/etc/docker/daemon.json"
@@ -62,7 +61,8 @@ def test_a_second_run_changes_nothing_and_restarts_nothing(host: HostTree) -> No
     assert {**host.files(), MARKER: b""} == {**written, MARKER: b""}
     assert first.code == second.code == 0
     assert marker(host) == {**first_marker, "reload": "unchanged"}
-    assert first_marker["hash"].startswith("sha256:") and first_marker["reload"] == "systemd"
+    assert first_marker["hash"].startswith("sha256:")
+    assert first_marker["reload"] == "systemd"
 
 
 def test_docker_is_reloaded_by_sighup_to_dockerd_only(host: HostTree) -> None:

@@ -7,7 +7,6 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
 from builders import HostTree, gpu_uuid, mig_uuid, setup_config
 
 TOOLKIT = "/etc/nvidia-container-runtime/config.toml"
