@@ -63,7 +63,7 @@ def mps_control_daemon(
                         "mountPropagation": "Bidirectional",
                     }
                 ],
-            }
+            },
         ],
         "containers": [
             {
