@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: render test lint bench clean
+.PHONY: render test test-runtimes lint bench image clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,9 +27,27 @@ lint: $(VENV)/.installed-test
 test: lint
 	$(BIN)/python -m pytest -n 2
 
+# The real engines setup writes for: Debian's containerd (1.6) and docker.io (dockerd 20.10).
+# Installs them when run as root; more containerd builds: GPUCONF_TEST_CONTAINERD=path:path.
+test-runtimes: $(VENV)/.installed-test
+	@if [ "$$(id -u)" = 0 ] && ! { command -v containerd && command -v dockerd; } >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq containerd docker.io; \
+	fi
+	$(BIN)/python -m pytest -m runtimes -rs tests/node/runtimes
+
+# The node image for amd64 and arm64, tagged with the package version (override IMAGE or
+# PLATFORMS; PUSH=1 pushes instead of loading into the local builder's cache).
+IMAGE ?= ghcr.io/gpuconf/gpuconf
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+PLATFORMS ?= linux/amd64,linux/arm64
+image:
+	docker buildx build --platform $(PLATFORMS) -f Containerfile \
+		--build-arg GPUCONF_VERSION=$(VERSION) --tag $(IMAGE):$(VERSION) $(if $(PUSH),--push,) .
+
 bench: $(VENV)/.installed
 	$(BIN)/python bench/render.py
 	$(BIN)/python bench/node.py
+	$(BIN)/python bench/setup.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

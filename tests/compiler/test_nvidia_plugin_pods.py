@@ -109,8 +109,14 @@ def test_mps_renders_nvidias_control_daemon_with_the_charts_mounts() -> None:
     assert _host_paths(plugin) == _host_paths(daemon) | {
         "device-plugins": "/var/lib/kubelet/device-plugins"
     }
-    assert _host_paths(daemon) == {"mps-root": "/run/nvidia/mps", "mps-shm": "/run/nvidia/mps/shm"}
-    init = daemon["spec"]["initContainers"][0]
+    assert _host_paths(daemon) == {
+        "mps-root": "/run/nvidia/mps",
+        "mps-shm": "/run/nvidia/mps/shm",
+        "gpuconf-setup-marker": "/run/gpuconf",
+    }
+    [init] = [
+        c for c in daemon["spec"]["initContainers"] if c["name"] == "mps-control-daemon-mounts"
+    ]
     assert init["command"] == ["mps-control-daemon", "mount-shm"]
     assert init["volumeMounts"] == [
         {"name": "mps-root", "mountPath": "/mps", "mountPropagation": "Bidirectional"}

@@ -1,0 +1,67 @@
+"""The node image: pinned, multi-arch, and tagged with the version the cluster file defaults to."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tomllib
+
+import pytest
+from builders import REPO, cluster_file, load_yaml, valid
+
+from gpuconf import __version__
+from gpuconf.api.cluster.document import Images
+
+CONTAINERFILE = (REPO / "Containerfile").read_text()
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
+VERSION = PYPROJECT["project"]["version"]
+
+
+def test_the_package_the_cli_and_the_default_image_share_one_version() -> None:
+    assert __version__ == VERSION
+    assert Images().gpuconf.endswith(f":{VERSION}")
+    assert f"ARG GPUCONF_VERSION={VERSION}\n" in CONTAINERFILE
+
+
+def test_every_base_image_is_pinned_to_an_exact_release_or_digest() -> None:
+    bases = re.findall(r"^ARG PYTHON_IMAGE=(\S+)$", CONTAINERFILE, re.MULTILINE)
+    assert len(bases) == 1
+    assert re.fullmatch(r"[\w./-]+:\d+\.\d+\.\d+-slim-\w+(@sha256:[0-9a-f]{64})?", bases[0]), bases
+    for line in re.findall(r"^FROM (\S+)", CONTAINERFILE, re.MULTILINE):
+        assert line == "${PYTHON_IMAGE}"
+
+
+def test_the_base_python_satisfies_requires_python() -> None:
+    [base] = re.findall(r"python:(\d+)\.(\d+)\.\d+", CONTAINERFILE)
+    minimum = re.fullmatch(r">=(\d+)\.(\d+)", PYPROJECT["project"]["requires-python"])
+    assert minimum is not None
+    assert (int(base[0]), int(base[1])) >= (int(minimum[1]), int(minimum[2]))
+
+
+def test_make_image_and_ci_build_both_architectures_with_the_package_version() -> None:
+    makefile = (REPO / "Makefile").read_text()
+    assert "PLATFORMS ?= linux/amd64,linux/arm64" in makefile
+    assert "--tag $(IMAGE):$(VERSION)" in makefile
+    workflow = load_yaml((REPO / ".github" / "workflows" / "image.yml").read_text())
+    assert workflow["on"]["push"]["tags"] == ["v*"]
+    [build] = [
+        s for s in workflow["jobs"]["image"]["steps"] if "build-push-action" in s.get("uses", "")
+    ]
+    assert build["with"]["platforms"] == "linux/amd64,linux/arm64"
+    assert build["with"]["file"] == "Containerfile"
+
+
+def test_a_digest_is_accepted_as_the_node_image() -> None:
+    data = cluster_file("lab")
+    digest = "ghcr.io/example/gpuconf@sha256:" + "a" * 64
+    data["spec"]["images"] = {"gpuconf": digest}
+    assert valid(data).cluster.spec.images.gpuconf == digest
+
+
+@pytest.mark.skipif(shutil.which("hadolint") is None, reason="hadolint not installed")
+def test_hadolint_finds_nothing() -> None:
+    result = subprocess.run(
+        ["hadolint", str(REPO / "Containerfile")], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout
