@@ -183,3 +183,26 @@ def test_an_unknown_jetpack_release_is_a_warning_not_an_error() -> None:
             "gpuconf does not know JetPack 7.9; it cannot check that it supports the modules",
         )
     ]
+
+
+def test_a_jetson_pool_gets_the_igpu_by_volume_mounts_whatever_the_engine() -> None:
+    k3s = _jetson() | {"runtime": {"engine": "k3s"}}
+    tree = rendered(cluster([k3s], [_shared()]))
+    config = load_yaml(
+        load_yaml(tree["pools/orin/configmap-node-config.yaml"])["data"]["node-config.yaml"]
+    )
+    assert config["deviceListStrategy"] == "volume-mounts"
+
+
+def test_cdi_declared_for_a_cluster_with_jetson_pools_warns_how_the_spec_must_name_the_igpu() -> (
+    None
+):
+    document = cluster([_jetson()], [_shared()])
+    document["spec"]["node"] = {"deviceListStrategy": "cdi"}
+    found = valid(document)
+    assert [(format_path(d.path), d.hint) for d in found.warnings if "Jetson" in d.message] == [
+        (
+            "spec.node.deviceListStrategy",
+            "leave deviceListStrategy out: Jetson pools then use volume-mounts",
+        )
+    ]

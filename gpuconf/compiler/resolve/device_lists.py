@@ -24,4 +24,9 @@ def device_list_strategy(cluster: Cluster, pool: NodePool) -> DeviceListStrategy
     declared = cluster.spec.node.device_list_strategy
     if declared is not None:
         return declared
+    if pool.platform == "tegra":
+        # Jetson's CDI spec comes from the toolkit's CSV mode, which names the iGPU by index only
+        # (a UUID-named spec has no device for it), and NVIDIA's plugin takes CDI strategies only
+        # where NVML exists; volume-mounts reach the CSV mode on every toolkit.
+        return "volume-mounts"
     return "cdi" if engine_runs_cdi(pool) else "volume-mounts"

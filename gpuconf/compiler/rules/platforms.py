@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from gpuconf.api.cluster import NodePool
 from gpuconf.api.cluster.pool import ARCH_LABEL
 from gpuconf.api.gpu_model import GpuModel
-from gpuconf.compiler.rules.context import RuleContext, pool_path
+from gpuconf.compiler.rules.context import SPEC, RuleContext, pool_path
 from gpuconf.diagnostics import Diagnostic, KeyPath
 from gpuconf.gpus.jetson import JETPACK_L4T, jetpack_for_l4t_major, soc_of
 
@@ -16,6 +16,20 @@ from gpuconf.gpus.jetson import JETPACK_L4T, jetpack_for_l4t_major, soc_of
 def check(ctx: RuleContext) -> Iterator[Diagnostic]:
     for i, pool in enumerate(ctx.cluster.spec.node_pools):
         yield from _platform(ctx, i, pool)
+    yield from _jetson_cdi(ctx)
+
+
+def _jetson_cdi(ctx: RuleContext) -> Iterator[Diagnostic]:
+    spec = ctx.cluster.spec
+    jetsons = [p.name for p in spec.node_pools if p.platform == "tegra"]
+    if jetsons and spec.node.device_list_strategy == "cdi":
+        yield ctx.warning(
+            (*SPEC, "node", "deviceListStrategy"),
+            f"pools {', '.join(jetsons)} run Jetson modules, whose CDI spec must name the "
+            "integrated GPU 0 (nvidia-ctk cdi generate --mode=csv names it by index, not UUID); "
+            "NVIDIA's plugin takes CDI only where NVML exists",
+            "leave deviceListStrategy out: Jetson pools then use volume-mounts",
+        )
 
 
 def _models(ctx: RuleContext, i: int, pool: NodePool) -> list[tuple[KeyPath, GpuModel]]:
