@@ -4,7 +4,10 @@ A node config change moves GPUs between resources, or changes how many replicas 
 Each GPU's part of the change applies at once unless it would withdraw a device ID a running
 container holds (the kubelet's PodResources API says which); then that GPU keeps its current
 assignment, its withdrawn IDs advertised Unhealthy so nothing new lands on them, until the
-holders are gone. Everything else applies at once.
+holders are gone. Everything else applies at once. A GPU this process does not offer yet
+(at start, or newly configured) is first offered once no container holds it under another
+name or ID: after a restart with a changed config, the old assignment is what the kubelet
+still lists.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from gpuconf.api.node_config import ResourceSettings
-from gpuconf.node.devices import BuiltDevices, PluginDevice, build_devices
+from gpuconf.node.devices import REPLICA_SEPARATOR, BuiltDevices, PluginDevice, build_devices
 from gpuconf.node.kubelet.pod_resources import HeldDevices
 from gpuconf.node.nvml.api import GpuInfo
 
@@ -76,6 +79,20 @@ def _device_ids(
     }
 
 
+def _held_on(index: int, gpus: Mapping[int, GpuInfo], held: HeldDevices) -> set[tuple[str, str]]:
+    """(resource, device ID) held on the GPU or its MIG devices, under any resource name."""
+    gpu = gpus.get(index)
+    if gpu is None:
+        return set()
+    units = {gpu.uuid, *(mig.uuid for mig in gpu.mig_devices)}
+    return {
+        (name, device_id)
+        for name, ids in held.items()
+        for device_id in ids
+        if device_id.split(REPLICA_SEPARATOR)[0] in units
+    }
+
+
 def reclass(
     effective: Assignment,
     wanted: Assignment,
@@ -92,6 +109,20 @@ def reclass(
         if now == then:
             result[index] = then
             continue
+        if not now and held is not None:
+            # Not offered by us now, yet a container may hold it: put there before this process
+            # started (under an older config) or by another plugin. Offer it once free.
+            foreign = sorted(_held_on(index, gpus, held) - _device_ids(then, index, gpus))
+            if foreign:
+                pending.append(
+                    PendingChange(
+                        index,
+                        tuple(f"{name}/{i}" for name, i in foreign),
+                        tuple(sorted({name for name, _ in foreign})),
+                        tuple(r.name for r in then),
+                    )
+                )
+                continue
         withdrawn = _device_ids(now, index, gpus) - _device_ids(then, index, gpus)
         blocking = sorted(
             (name, i) for name, i in withdrawn if held is None or i in held.get(name, frozenset())

@@ -121,3 +121,20 @@ def test_a_kubelet_that_cannot_say_what_is_held_defers_every_move(
     whole = kubelet.wait_devices(WHOLE, lambda d: d[gpu_uuid(1)][0] == "Unhealthy", timeout=5)
     assert sorted(whole) == [gpu_uuid(0), gpu_uuid(1)]
     assert process.metric("gpuconf_node_pending_gpu_changes") == 1
+
+
+def test_a_restart_with_a_changed_config_keeps_held_gpus_out_of_their_new_class(
+    node: tuple[NodeProcess, KubeletStub],
+) -> None:
+    process, kubelet = node
+    hold(kubelet, WHOLE, gpu_uuid(1))
+    assert process.stop() == 0
+    process.write_config(config([0], [1, 2], 4))
+    lists_before = len(kubelet.lists[SHARED])
+    process.start()
+    kubelet.wait(lambda: len(kubelet.lists[SHARED]) > lists_before, 10, "the new process's list")
+    assert sorted(kubelet.wait_devices(SHARED)) == replicas(2, 4)
+    wait_until(lambda: process.metric("gpuconf_node_pending_gpu_changes") == 1, timeout=10)
+    kubelet.pod_resources.release_all()
+    shared = kubelet.wait_devices(SHARED, lambda d: len(d) == 8, timeout=5)
+    assert sorted(shared) == sorted(replicas(1, 4) + replicas(2, 4))

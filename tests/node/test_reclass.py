@@ -74,3 +74,21 @@ def test_a_gpu_that_left_the_config_goes_once_free() -> None:
     now = assignment_of([(WHOLE, [0, 1])])
     wanted = assignment_of([(WHOLE, [0])])
     assert reclass(now, wanted, {}, GPUS).effective == {0: (WHOLE,)}
+
+
+def test_at_start_a_gpu_held_under_an_older_assignment_waits_for_its_holder() -> None:
+    wanted = assignment_of([(SHARED, [0, 1])])
+    held = {
+        "gpuconf.dev/whole": frozenset({"GPU-1"}),
+        "gpuconf.dev/shared": frozenset({"GPU-0::2"}),
+    }
+    change = reclass({}, wanted, held, GPUS)
+    assert change.effective == {0: (SHARED,)}
+    (pending,) = change.pending
+    assert (pending.gpu_index, pending.current, pending.wanted) == (
+        1,
+        ("gpuconf.dev/whole",),
+        ("gpuconf.dev/shared",),
+    )
+    assert reclass({}, wanted, {}, GPUS).effective == wanted
+    assert reclass({}, wanted, None, GPUS).effective == wanted  # unknown at start: nothing to keep
