@@ -97,6 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument(
         "--format", choices=("text", "json"), default="text", help="diagnostics format"
     )
+    explain.add_argument(
+        "--host",
+        action="store_true",
+        help="show per pool what `gpuconf node setup` writes on the hosts and how it reloads",
+    )
 
     commands.add_parser("node", help="the node runtime: gpuconf node --help", add_help=False)
     return parser
@@ -220,7 +225,12 @@ def _explain(options: argparse.Namespace) -> int:
         )
     for validated in found:
         print(f"cluster {validated.cluster.metadata.name}")
-        sys.stdout.write(explain_text(validated))
+        if options.host:
+            from gpuconf.compiler.explain_host import host_setup_text
+
+            sys.stdout.write(host_setup_text(validated))
+        else:
+            sys.stdout.write(explain_text(validated))
     return ExitCode.OK
 
 

@@ -8,8 +8,9 @@ business (gpuconf.node.runtimes); this module only names them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from gpuconf.api.node_config import RuntimeSettings
+from gpuconf.api.node_config import DeviceListStrategy, RuntimeSettings
 
 RUNTIME_NAME = "nvidia"
 
@@ -72,6 +73,43 @@ def engine_files(settings: RuntimeSettings) -> list[HostFile]:
     if settings.set_as_default:
         files.append(HostFile(K3S_AGENT_CONFIG_DROPIN, "default-runtime: nvidia"))
     return files
+
+
+TOOLKIT_ENVVAR_WHEN_UNPRIVILEGED = "accept-nvidia-visible-devices-envvar-when-unprivileged"
+TOOLKIT_AS_VOLUME_MOUNTS = "accept-nvidia-visible-devices-as-volume-mounts"
+TOOLKIT_CLI = "nvidia-container-cli"
+
+
+def toolkit_settings(strategy: DeviceListStrategy, driver_root: str) -> dict[str, Any]:
+    """The TOOLKIT_CONFIG keys setup sets, as nested tables; empty when the defaults are right.
+
+    With volume-mounts or CDI an unprivileged pod must not get GPUs by setting
+    NVIDIA_VISIBLE_DEVICES itself (past the plugin and the quotas); a containerised driver's
+    files are under its root."""
+    wanted: dict[str, Any] = {}
+    if strategy in ("volume-mounts", "cdi"):
+        wanted[TOOLKIT_ENVVAR_WHEN_UNPRIVILEGED] = False
+    if strategy == "volume-mounts":
+        wanted[TOOLKIT_AS_VOLUME_MOUNTS] = True
+    if driver_root != "/":
+        wanted[TOOLKIT_CLI] = {"root": driver_root}
+    return wanted
+
+
+def restart_summary(settings: RuntimeSettings) -> str:
+    """How setup reloads the engine after changing its config, as the pool asks."""
+    if settings.restart != "auto":
+        return {
+            "signal": "SIGHUP to the engine's daemon",
+            "systemd": "systemctl restart of the engine's unit",
+            "none": "none: restart the engine yourself",
+        }[settings.restart]
+    return {
+        "docker": "SIGHUP to dockerd (reloads runtimes; containers keep running)",
+        "containerd": "systemctl restart containerd (no reload exists; shims keep containers)",
+        "cri-o": "SIGHUP to crio from 1.26 (reloads runtimes), else systemctl restart crio",
+        "k3s": "none: k3s reads its config at start; restart k3s yourself",
+    }[settings.engine]
 
 
 def default_restart(engine: str) -> str:

@@ -12,7 +12,6 @@ from gpuconf.api.node_config import (
     HealthSettings,
     NodeConfig,
     ResourceSettings,
-    RuntimeSettings,
     SharingSettings,
 )
 from gpuconf.api.version import API_VERSION
@@ -21,6 +20,7 @@ from gpuconf.compiler.plan.config_map import pool_config_map
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory, Gpu, NodeGroup
 from gpuconf.compiler.resolve.device_lists import device_list_strategy
+from gpuconf.compiler.resolve.runtime_settings import runtime_settings
 from gpuconf.formats.yaml_writer import dump
 from gpuconf.gpus.xid import APPLICATION_XIDS, RESET_XIDS
 
@@ -84,23 +84,6 @@ def _indices(resolved: ResolvedClass, pool: str, groups: list[NodeGroup]) -> Gpu
     default = next((sorted(by_group.get(id(g), [])) for g in groups if g.node is None), [])
     nodes = {g.node: sorted(by_group.get(id(g), [])) for g in groups if g.node is not None}
     return GpuIndices(default=default, nodes=nodes)
-
-
-def runtime_settings(cluster: Cluster, pool: NodePool) -> RuntimeSettings:
-    """What `gpuconf node setup` configures on the pool's hosts."""
-    runtime = pool.runtime
-    return RuntimeSettings(
-        engine=runtime.engine,
-        set_as_default=runtime.set_as_default,
-        binary_path=runtime.binary_path,
-        containerd_config_version=runtime.containerd_config_version,
-        restart=runtime.restart,
-        revert_on_stop=runtime.revert_on_stop,
-        driver_root=pool.driver_root(),
-        # DRA drivers hand devices over as CDI names; the cdi device list strategy turns it on
-        # from the node config itself.
-        enable_cdi=cluster.spec.allocation == "dra",
-    )
 
 
 def build_node_config(

@@ -9,6 +9,7 @@ The default runtime goes through k3s's own `default-runtime` setting, never the 
 
 from __future__ import annotations
 
+import logging
 from pathlib import PurePosixPath
 
 from gpuconf.api.node_config import RuntimeSettings
@@ -22,6 +23,8 @@ from gpuconf.formats.toml_writer import toml_value
 from gpuconf.node.runtimes.changes import FileChange, current
 from gpuconf.node.runtimes.host import Host, HostPathError
 from gpuconf.node.runtimes.versions import Version, engine_version
+
+log = logging.getLogger(__name__)
 
 BASE_TEMPLATE_LINE = '{{ template "base" . }}'
 # k3s looks nvidia-container-runtime up on its service PATH (and, in older releases, in the
@@ -46,6 +49,8 @@ def ships_containerd_2(k3s: Version) -> bool:
 
 
 def plan(settings: RuntimeSettings, host: Host) -> list[FileChange]:
+    if settings.enable_cdi:
+        _check_cdi(host)
     changes = []
     if not detected_by_k3s(settings.binary_path):
         changes.append(_template_change(settings, host))
@@ -53,6 +58,18 @@ def plan(settings: RuntimeSettings, host: Host) -> list[FileChange]:
         path, old = current(host, K3S_AGENT_CONFIG_DROPIN)
         changes.append(FileChange(K3S_AGENT_CONFIG_DROPIN, path, old, default_runtime_dropin()))
     return changes
+
+
+def _check_cdi(host: Host) -> None:
+    """CDI lives in the CRI table k3s's base template owns: setup cannot add it without
+    declaring that table twice. containerd 2 has it on; older k3s releases are on their own."""
+    k3s = engine_version(host, "k3s")
+    if k3s is None or not ships_containerd_2(k3s):
+        log.warning(
+            "CDI is on by default only in k3s releases with containerd 2 (v1.31.6+, v1.32.2+); "
+            "this k3s release (%s) decides it in its own base template",
+            "unknown" if k3s is None else ".".join(map(str, k3s)),
+        )
 
 
 def default_runtime_dropin() -> bytes:

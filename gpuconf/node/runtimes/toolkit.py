@@ -1,12 +1,9 @@
-"""The NVIDIA container toolkit's config.toml: the few keys gpuconf needs, the host's others kept.
+"""The NVIDIA container toolkit's config.toml: the keys gpuconf needs (api.runtime_files.
+toolkit_settings), merged so the host's other keys stay.
 
-- With volume-mounts or CDI device lists, an unprivileged pod must not get GPUs by setting
-  NVIDIA_VISIBLE_DEVICES itself (it would bypass the plugin and the quotas), so the toolkit
-  stops honouring that variable for unprivileged containers.
-- volume-mounts needs the toolkit to read device lists from mounts.
-- A containerised driver lives under /run/nvidia/driver: the toolkit's CLI root and ldconfig
-  point there, as NVIDIA's installer sets them.
-The toolkit reads this file at every container start: nothing to reload.
+A containerised driver lives under /run/nvidia/driver: with the CLI's root, its ldconfig moves
+there too, as NVIDIA's installer sets them. The toolkit reads this file at every container
+start: nothing to reload.
 """
 
 from __future__ import annotations
@@ -15,33 +12,18 @@ import copy
 from typing import Any
 
 from gpuconf.api.node_config import NodeConfig
-from gpuconf.api.runtime_files import TOOLKIT_CONFIG
+from gpuconf.api.runtime_files import TOOLKIT_CLI, TOOLKIT_CONFIG, toolkit_settings
 from gpuconf.formats import toml_writer
 from gpuconf.node.runtimes.changes import FileChange, current
 from gpuconf.node.runtimes.host import Host
 from gpuconf.node.runtimes.toml_files import parse_toml
 
-ENVVAR_WHEN_UNPRIVILEGED = "accept-nvidia-visible-devices-envvar-when-unprivileged"
-AS_VOLUME_MOUNTS = "accept-nvidia-visible-devices-as-volume-mounts"
-CLI = "nvidia-container-cli"
+CLI = TOOLKIT_CLI
 DEFAULT_LDCONFIG = "@/sbin/ldconfig"
 
 
-def wanted_settings(config: NodeConfig) -> dict[str, Any]:
-    """The keys gpuconf sets, as nested tables; empty when the toolkit's defaults are right."""
-    wanted: dict[str, Any] = {}
-    strategy = config.device_list_strategy
-    if strategy in ("volume-mounts", "cdi"):
-        wanted[ENVVAR_WHEN_UNPRIVILEGED] = False
-    if strategy == "volume-mounts":
-        wanted[AS_VOLUME_MOUNTS] = True
-    if config.runtime.driver_root != "/":
-        wanted[CLI] = {"root": config.runtime.driver_root}
-    return wanted
-
-
 def plan(config: NodeConfig, host: Host) -> list[FileChange]:
-    wanted = wanted_settings(config)
+    wanted = toolkit_settings(config.device_list_strategy, config.runtime.driver_root)
     path, old = current(host, TOOLKIT_CONFIG)
     existing = parse_toml(TOOLKIT_CONFIG, old)
     if not wanted:
