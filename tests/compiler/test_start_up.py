@@ -1,0 +1,49 @@
+"""Each command loads only what it needs: `validate` never imports the plan, templates or CEL."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from builders import REPO
+
+NOT_FOR_VALIDATE = (
+    "gpuconf.compiler.plan",
+    "gpuconf.compiler.render",
+    "gpuconf.compiler.emit",
+    "jinja2",
+    "celpy",
+    "ruamel",
+    "grpc",
+    "kubernetes",
+    "prometheus_client",
+)
+
+
+def _imported(*argv: str) -> set[str]:
+    """Every module `python -X importtime -m gpuconf ARGV…` imports."""
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "gpuconf", *argv],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return {
+        line.rsplit("|", 1)[-1].strip()
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+
+
+@pytest.mark.parametrize("cluster", ["lab", "fleet"])
+def test_validate_imports_no_plan_template_or_cel_module(cluster: str) -> None:
+    imported = _imported("validate", f"clusters/{cluster}.yaml")
+    assert "gpuconf.compiler.validate" in imported
+    heavy = sorted(m for m in imported if m.startswith(NOT_FOR_VALIDATE))
+    assert heavy == []
+
+
+def test_cel_is_imported_for_a_dra_cluster_that_needs_its_proof() -> None:
+    assert "celpy" in _imported("validate", "clusters/dra-lab.yaml")
