@@ -55,49 +55,64 @@ def _literal_block(value: str, indent: str) -> str | None:
     return f"|{chomp}{text}"
 
 
-def _emit(value: Any, indent: str, out: list[str]) -> None:
-    if isinstance(value, dict):
-        for key in sorted(value):
-            item = value[key]
-            head = f"{indent}{_scalar(str(key))}:"
-            _emit_entry(head, item, indent, out)
-    elif isinstance(value, list):
-        for item in value:
-            if isinstance(item, dict) and item:
-                first, *rest = sorted(item)
-                inner = indent + "  "
-                _emit_entry(f"{indent}- {_scalar(str(first))}:", item[first], inner, out)
-                for key in rest:
-                    _emit_entry(f"{inner}{_scalar(str(key))}:", item[key], inner, out)
+class _Writer:
+    """One dump: the lines so far, and each string's scalar form (manifests repeat keys)."""
+
+    def __init__(self) -> None:
+        self.out: list[str] = []
+        self.strings: dict[str, str] = {}
+
+    def text(self, value: str) -> str:
+        found = self.strings.get(value)
+        if found is None:
+            found = self.strings[value] = _scalar(value)
+        return found
+
+    def scalar(self, value: Any) -> str:
+        return self.text(value) if type(value) is str else _scalar(value)
+
+    def emit(self, value: Any, indent: str) -> None:
+        if isinstance(value, dict):
+            for key in sorted(value):
+                self.entry(f"{indent}{self.text(str(key))}:", value[key], indent)
+        elif isinstance(value, list):
+            inner = indent + "  "
+            for item in value:
+                if isinstance(item, dict) and item:
+                    first, *rest = sorted(item)
+                    self.entry(f"{indent}- {self.text(str(first))}:", item[first], inner)
+                    for key in rest:
+                        self.entry(f"{inner}{self.text(str(key))}:", item[key], inner)
+                else:
+                    self.entry(f"{indent}-", item, inner, in_list=True)
+        else:
+            self.out.append(indent + self.scalar(value))
+
+    def entry(self, head: str, item: Any, indent: str, in_list: bool = False) -> None:
+        child = indent if in_list else indent + "  "
+        if isinstance(item, dict):
+            if item:
+                self.out.append(head)
+                self.emit(item, child)
             else:
-                _emit_entry(f"{indent}-", item, indent + "  ", out, in_list=True)
-    else:
-        out.append(indent + _scalar(value))
-
-
-def _emit_entry(head: str, item: Any, indent: str, out: list[str], in_list: bool = False) -> None:
-    child = indent if in_list else indent + "  "
-    if isinstance(item, dict) and item:
-        out.append(head)
-        _emit(item, child, out)
-    elif isinstance(item, list) and item:
-        out.append(head)
-        _emit(item, indent if not in_list else child, out)
-    elif isinstance(item, dict):
-        out.append(f"{head} {{}}")
-    elif isinstance(item, list):
-        out.append(f"{head} []")
-    elif isinstance(item, str) and (block := _literal_block(item, child)) is not None:
-        out.append(f"{head} {block}")
-    else:
-        out.append(f"{head} {_scalar(item)}")
+                self.out.append(f"{head} {{}}")
+        elif isinstance(item, list):
+            if item:
+                self.out.append(head)
+                self.emit(item, child if in_list else indent)
+            else:
+                self.out.append(f"{head} []")
+        elif type(item) is str and "\n" in item and (block := _literal_block(item, child)):
+            self.out.append(f"{head} {block}")
+        else:
+            self.out.append(f"{head} {self.scalar(item)}")
 
 
 def dump(value: Any) -> str:
     """One YAML document, LF line ends and a trailing newline."""
-    out: list[str] = []
+    writer = _Writer()
     if isinstance(value, dict | list) and value:
-        _emit(value, "", out)
+        writer.emit(value, "")
     else:
-        _emit_entry("---", value, "", out)
-    return "\n".join(out) + "\n"
+        writer.entry("---", value, "")
+    return "\n".join(writer.out) + "\n"
