@@ -21,11 +21,13 @@ class ClassRow:
 
 def class_rows(validated: Validated) -> list[ClassRow]:
     spec = validated.cluster.spec
+    by_class: dict[str, dict[str, int]] = {}
+    for declared in spec.quotas:
+        for name, count in declared.classes.items():
+            by_class.setdefault(name, {})[declared.namespace] = count
     rows = []
     for resolved in validated.classes:
-        namespaces = {
-            q.namespace: q.classes[resolved.name] for q in spec.quotas if resolved.name in q.classes
-        }
+        namespaces = by_class.get(resolved.name, {})
         quota = sum(namespaces.values())
         request = (
             resolved.resource_name

@@ -21,12 +21,19 @@ from gpuconf.compiler.validate import Validated
 __all__ = ["Artifact", "plan"]
 
 
-def _pool_classes(pool: NodePool, classes: tuple[ResolvedClass, ...]) -> list[ResolvedClass]:
-    return [c for c in classes if c.members_in(pool.name)]
+def _classes_by_pool(classes: tuple[ResolvedClass, ...]) -> dict[str, tuple[ResolvedClass, ...]]:
+    """Each pool's classes in class order, found once rather than per pool over all classes."""
+    by_pool: dict[str, list[ResolvedClass]] = {}
+    for resolved in classes:
+        for pool in resolved.pools:
+            by_pool.setdefault(pool, []).append(resolved)
+    return {pool: tuple(found) for pool, found in by_pool.items()}
 
 
-def _pool_artifacts(validated: Validated, pool: NodePool) -> list[Artifact]:
-    cluster, classes = validated.cluster, validated.classes
+def _pool_artifacts(
+    validated: Validated, pool: NodePool, classes: tuple[ResolvedClass, ...]
+) -> list[Artifact]:
+    cluster = validated.cluster
     config = build_node_config(cluster, pool, validated.inventory, classes)
     # Setup runs in every mode: it reads the runtime settings from the pool's node config.
     artifacts = [node_config_map(cluster, pool, config), setup_daemonset(cluster, pool, config)]
@@ -36,9 +43,7 @@ def _pool_artifacts(validated: Validated, pool: NodePool) -> list[Artifact]:
     if cluster.spec.allocation == "dra":
         return artifacts
     if cluster.spec.plugin == "nvidia":
-        return artifacts + nvidia_plugin(
-            cluster, pool, _pool_classes(pool, classes), validated.inventory
-        )
+        return artifacts + nvidia_plugin(cluster, pool, list(classes), validated.inventory)
     uses_mps = any(r.sharing.strategy == "mps" for r in config.resources)
     uses_mig = any(r.mig_profile is not None for r in config.resources)
     return [*artifacts, node_daemonset(cluster, pool, uses_mps, uses_mig)]
@@ -51,8 +56,9 @@ def plan(validated: Validated, source: str) -> list[Artifact]:
     artifacts = [*cluster_objects.namespaces(cluster), cluster_objects.runtime_class(cluster)]
     if spec.allocation == "device-plugin" and spec.plugin == "gpuconf":
         artifacts += cluster_objects.node_rbac(cluster)
+    by_pool = _classes_by_pool(validated.classes)
     for pool in spec.node_pools:
-        artifacts += _pool_artifacts(validated, pool)
+        artifacts += _pool_artifacts(validated, pool, by_pool.get(pool.name, ()))
     if spec.allocation == "dra":
         artifacts += dra_objects(cluster, validated.classes, validated.catalog)
         artifacts += quotas(cluster, validated.classes, quota_key=dra_quota_key)
