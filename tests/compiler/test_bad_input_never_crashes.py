@@ -176,7 +176,7 @@ DIAGNOSTIC_LINE = re.compile(r"^clusters/[a-z-]+\.yaml:\d+:\d+: \S")
 
 @pytest.mark.slow
 @settings(
-    max_examples=150,
+    max_examples=100,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
