@@ -23,8 +23,8 @@ lint: $(VENV)/.installed-test
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-# Four workers on two cores: the suite mostly waits on processes and sockets (user CPU is
-# about half its wall time at -n 2), so two workers per core finish in half the time.
+# Four workers on two cores: the suite mostly waits on processes and sockets (its CPU time
+# is a quarter of its wall time at -n 2), so two workers per core finish in half the time.
 test: lint
 	$(BIN)/python -m pytest -n 4
 
