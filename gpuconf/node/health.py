@@ -41,6 +41,7 @@ class HealthTracker:
         self._awaiting_reset: set[str] = set()
         self._reset_pending: set[str] = set()
         self._present: set[str] = set()
+        self._observed = False
         self._mig_parent: dict[str, str] = {}
         self._mig_by_instance: dict[tuple[str, int], str] = {}
         self._failing_sources: set[str] = set()
@@ -61,10 +62,13 @@ class HealthTracker:
                     mig_parent[mig.uuid] = gpu.uuid
                     by_instance[(gpu.uuid, mig.gpu_instance_id)] = mig.uuid
             pending = {gpu.uuid for gpu in gpus if gpu.reset_pending}
-            reset = (present - self._present) | (self._reset_pending - pending)
+            # The first look is no news: a GPU "appearing" then was there all along.
+            appeared = present - self._present if self._observed else set()
+            reset = appeared | (self._reset_pending - pending)
             for uuid in reset & present:
                 self._forget(uuid, mig_parent)
             self._present = present
+            self._observed = True
             self._reset_pending = pending
             self._mig_parent.update(mig_parent)
             self._mig_by_instance = by_instance
@@ -109,6 +113,11 @@ class HealthTracker:
                 return False
             units = (gpu_uuid,) if mig_uuid is None else (gpu_uuid, mig_uuid)
             return not any(self._in_quarantine(unit, now) for unit in units)
+
+    def restore_awaiting_reset(self, uuids: frozenset[str]) -> None:
+        """GPUs a previous run saw a reset XID on and never saw reset."""
+        with self._lock:
+            self._awaiting_reset |= uuids
 
     def awaiting_reset(self) -> frozenset[str]:
         """GPUs withheld until NVML shows them reset."""

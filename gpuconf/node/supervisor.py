@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuconf.api.node_config import NodeConfig, ResourceSettings
-from gpuconf.node import log
+from gpuconf.node import log, reset_state
 from gpuconf.node.config_watch import ConfigInvalid, ConfigVersion, ConfigWatch
 from gpuconf.node.devices import BuiltDevices
 from gpuconf.node.discovered import DiscoveredInventory
@@ -55,6 +55,8 @@ class RunSettings:
     plugin_dir: Path
     config_path: Path
     pod_resources_socket: Path
+    state_dir: Path | None = None
+    """Where GPUs awaiting a reset are remembered across restarts; None: nowhere."""
 
 
 def health_policy(config: NodeConfig) -> HealthPolicy:
@@ -78,6 +80,7 @@ class Supervisor:
         self._tracker = HealthTracker(health_policy(config.config))
         self._wake = threading.Event()
         self._health = HealthMonitor(nvml, self._tracker, metrics, self._wake)
+        self._saved_awaiting_reset = self._restore_awaiting_reset()
         self._kubelet = KubeletWatch(settings.plugin_dir)
         self._drift = DriftWatch(settings.node_name, metrics)
         self._inventory = DiscoveredInventory()
@@ -321,7 +324,37 @@ class Supervisor:
             plugin.start()
             self._plugins[name] = plugin
 
+    def _restore_awaiting_reset(self) -> frozenset[str]:
+        if self._settings.state_dir is None:
+            return frozenset()
+        path = self._settings.state_dir / reset_state.STATE_FILE
+        try:
+            uuids = reset_state.load(path)
+        except reset_state.StateUnreadable as error:
+            _log.error("ignoring unreadable reset state", extra=log.kv(error=str(error)))
+            return frozenset()
+        if uuids:
+            _log.warning(
+                "GPUs still await a reset from before this start",
+                extra=log.kv(uuids=",".join(sorted(uuids)), state=path),
+            )
+        self._tracker.restore_awaiting_reset(uuids)
+        return uuids
+
+    def _save_awaiting_reset(self, awaiting: frozenset[str]) -> None:
+        if self._settings.state_dir is None or awaiting == self._saved_awaiting_reset:
+            return
+        path = self._settings.state_dir / reset_state.STATE_FILE
+        try:
+            reset_state.save(path, awaiting)
+        except OSError as error:
+            _log.error("cannot save the reset state", extra=log.kv(path=path, error=str(error)))
+            return
+        self._saved_awaiting_reset = awaiting
+
     def _publish(self, now: float) -> None:
-        self._metrics.gpus_awaiting_reset.set(len(self._tracker.awaiting_reset()))
+        awaiting = self._tracker.awaiting_reset()
+        self._metrics.gpus_awaiting_reset.set(len(awaiting))
+        self._save_awaiting_reset(awaiting)
         for name, plugin in self._plugins.items():
             plugin.publish(self._view(name, now))

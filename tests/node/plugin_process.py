@@ -81,6 +81,7 @@ class NodeProcess:
             "--plugin-dir", str(self.plugin_dir),
             "--nvml", f"fake:{self.fake_path}",
             "--pod-resources-socket", str(self.pod_resources_socket),
+            "--state-dir", str(self.files / "state"),
             "--metrics-port", str(self.metrics_port),
         ]  # fmt: skip
 

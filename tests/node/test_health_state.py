@@ -115,3 +115,14 @@ def test_nvml_failures_make_everything_unhealthy_while_they_last() -> None:
     assert not health.is_healthy("GPU-0", None, now=0)
     health.set_source_failing("events", False)
     assert health.is_healthy("GPU-0", None, now=0)
+
+
+def test_gpus_restored_as_awaiting_a_reset_stay_withheld_at_the_first_look() -> None:
+    health = HealthTracker(HealthPolicy(frozenset(), 10, frozenset({48})))
+    health.restore_awaiting_reset(frozenset({"GPU-0"}))
+    health.observe_inventory([GPU0, GPU1])
+    assert not health.is_healthy("GPU-0", None, now=1e9)
+    assert health.is_healthy("GPU-1", None, now=0)
+    health.observe_inventory([GPU1])
+    health.observe_inventory([GPU0, GPU1])
+    assert health.is_healthy("GPU-0", None, now=0)

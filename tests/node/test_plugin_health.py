@@ -97,3 +97,33 @@ def test_a_reset_xid_keeps_the_gpu_unhealthy_until_nvml_shows_it_reset(
     process.write_gpus(box)  # the reset happened
     kubelet.wait_devices(WHOLE, lambda d: health(d, gpu_uuid(4)) == "Healthy", timeout=5)
     assert process.metric("gpuconf_node_gpus_awaiting_reset") == 0
+
+
+def test_a_gpu_awaiting_a_reset_stays_withheld_across_a_restart(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    config = node_config([resource("h100", [0, 1])], gpus=2, health={
+        "ignoredXids": [13], "resetXids": [48], "recoverAfterSeconds": 1,
+    })  # fmt: skip
+    box = nvlink_box(2)
+    process = NodeProcess(tmp_path_factory.mktemp("reset-restart"), config, box)
+    state = process.files / "state" / "awaiting-reset.json"
+    with serving(process) as kubelet:
+        kubelet.wait_devices(WHOLE, timeout=10)
+        process.send_xid(gpu_uuid(1), 48)
+        kubelet.wait_devices(WHOLE, lambda d: health(d, gpu_uuid(1)) == "Unhealthy", timeout=5)
+        wait_until(lambda: state.exists() and gpu_uuid(1) in state.read_text(), what="the state")
+        assert process.stop() == 0
+        lists_before = len(kubelet.lists[WHOLE])
+        process.start()
+        kubelet.wait(lambda: len(kubelet.lists[WHOLE]) > lists_before, 10, "a new list")
+        devices = kubelet.wait_devices(WHOLE)
+        assert (health(devices, gpu_uuid(0)), health(devices, gpu_uuid(1))) == (
+            "Healthy",
+            "Unhealthy",
+        )
+        process.write_gpus(box[:1])
+        wait_until(lambda: "vanished=1" in process.log(), what="GPU 1 gone")
+        process.write_gpus(box)  # re-enumerated: reset
+        kubelet.wait_devices(WHOLE, lambda d: health(d, gpu_uuid(1)) == "Healthy", timeout=5)
+        wait_until(lambda: gpu_uuid(1) not in state.read_text(), what="the state cleared")

@@ -3,12 +3,14 @@ XID classes, and the privileges MIG and MPS need."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from builders import cluster, compile_example, configmap_data, load_yaml, pool, rendered
 
 from gpuconf.gpus.xid import APPLICATION_XIDS, RESET_XIDS
+from gpuconf.node.commands.parser import build_parser
 
 
 def node_config_of(document: dict[str, Any], pool_name: str) -> Any:
@@ -102,3 +104,13 @@ def test_a_pool_with_mig_classes_may_monitor_every_mig_device() -> None:
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["NVIDIA_MIG_MONITOR_DEVICES"] == "all"
     assert container["securityContext"]["capabilities"]["add"] == ["SYS_ADMIN"]
+
+
+def test_the_node_runtimes_default_state_dir_and_pod_resources_socket_are_mounted() -> None:
+    classes = [{"name": "t4", "select": {"model": "Tesla-T4"}}]
+    container = pod_of(cluster([pool("t4", "Tesla-T4", 1)], classes), "t4")["containers"][0]
+    arguments = [a.replace("$(NODE_NAME)", "n") for a in container["command"][2:]]
+    options = build_parser().parse_args(arguments)
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    assert "readOnly" not in mounts[options.state_dir]
+    assert mounts[str(Path(options.pod_resources_socket).parent)]["readOnly"] is True

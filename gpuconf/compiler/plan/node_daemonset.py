@@ -23,6 +23,8 @@ from gpuconf.compiler.plan.pool_node_config import MPS_ROOT, MPS_SHM, config_map
 from gpuconf.compiler.plan.setup_daemonset import CONFIG_DIR, setup_marker_volume, wait_for_setup
 
 PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
+STATE_DIR = "/run/gpuconf"
+"""GPUs awaiting a reset, remembered across restarts of the pod (tmpfs: a reboot clears it)."""
 POD_RESOURCES_DIR = "/var/lib/kubelet/pod-resources"
 """The kubelet's PodResources socket: which devices running containers hold (day-2 safety)."""
 
@@ -52,11 +54,13 @@ def node_daemonset(
         config_mount,
         {"name": "device-plugins", "mountPath": PLUGIN_DIR},
         {"name": "pod-resources", "mountPath": POD_RESOURCES_DIR, "readOnly": True},
+        {"name": "node-state", "mountPath": STATE_DIR},
     ]
     volumes = [
         {"name": "node-config", "configMap": {"name": config_map_name(pool)}},
         host_path("device-plugins", PLUGIN_DIR, "Directory"),
         host_path("pod-resources", POD_RESOURCES_DIR, "Directory"),
+        host_path("node-state", STATE_DIR, "DirectoryOrCreate"),
         setup_marker_volume(),
     ]
     if pool.platform == "tegra":

@@ -9,6 +9,7 @@ from gpuconf.errors import ArgumentParser
 
 DEFAULT_PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
 DEFAULT_POD_RESOURCES_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"
+DEFAULT_STATE_DIR = "/run/gpuconf"
 
 
 def build_parser(prog: str = "gpuconf node") -> argparse.ArgumentParser:
@@ -24,6 +25,11 @@ def build_parser(prog: str = "gpuconf node") -> argparse.ArgumentParser:
         "--plugin-dir", default=DEFAULT_PLUGIN_DIR, help="kubelet device-plugin directory"
     )
     run.add_argument("--nvml", default="real", help="real, tegra[:DIR], auto, or fake:FILE")
+    run.add_argument(
+        "--state-dir",
+        default=DEFAULT_STATE_DIR,
+        help="where GPUs awaiting a reset are remembered across restarts (tmpfs: a reboot clears it)",
+    )
     run.add_argument(
         "--pod-resources-socket",
         default=DEFAULT_POD_RESOURCES_SOCKET,

@@ -52,6 +52,7 @@ def _run(options: argparse.Namespace) -> int:
         Path(options.plugin_dir),
         Path(options.config),
         Path(options.pod_resources_socket),
+        Path(options.state_dir),
     )
     config = read_config(settings.config_path)
     _check_plugin_dir(settings.plugin_dir, [r.socket_name() for r in config.config.resources])

@@ -1,0 +1,39 @@
+"""GPUs waiting for a reset, kept in a file so a restarted `gpuconf node run` keeps them withheld.
+
+The file lives under /run (tmpfs): a node reboot, which resets every GPU, empties it. A GPU
+reset while the runtime was stopped is not visible to NVML afterwards; remove its UUID from
+the file (or the file) once the GPU has been reset.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+STATE_FILE = "awaiting-reset.json"
+
+
+class StateUnreadable(Exception):
+    pass
+
+
+def load(path: Path) -> frozenset[str]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return frozenset()
+    except (OSError, ValueError) as error:
+        raise StateUnreadable(f"{path}: {error}") from None
+    uuids = data.get("awaitingReset") if isinstance(data, dict) else None
+    if not isinstance(uuids, list) or not all(isinstance(u, str) for u in uuids):
+        raise StateUnreadable(f'{path}: expected {{"awaitingReset": ["GPU-…", …]}}')
+    return frozenset(uuids)
+
+
+def save(path: Path, uuids: frozenset[str]) -> None:
+    """Atomically: a crash mid-write leaves the old file, never half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps({"awaitingReset": sorted(uuids)}, indent=1) + "\n")
+    os.replace(partial, path)
