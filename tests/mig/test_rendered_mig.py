@@ -1,4 +1,5 @@
-"""The MIG examples rendered: mig-parted ConfigMaps, README labels, node configs, NVIDIA configs."""
+"""The MIG examples rendered: the MIG manager's one mig-parted ConfigMap, README labels, node
+configs, NVIDIA configs."""
 
 from __future__ import annotations
 
@@ -51,31 +52,58 @@ def test_every_manifest_passes_kubernetes_validate(
         kubernetes_validate.validate(load_yaml(tree[path]), "1.34.0", strict=True)
 
 
-def _mig_configs(tree: dict[str, bytes], pool_name: str) -> dict[str, Any]:
-    path = f"pools/{pool_name}/configmap-mig-parted.yaml"
-    config_map = load_yaml(tree[path])
-    assert config_map["metadata"]["name"] == f"gpuconf-mig-parted-{pool_name}"
-    assert config_map["metadata"]["namespace"] == "gpuconf-system"
-    assert path in load_yaml(tree["kustomization.yaml"])["resources"]
-    document = configmap_data(tree, path, "config.yaml")
+MIG_MANAGER_CONFIG = "mig-manager/configmap-gpuconf-mig-parted-config.yaml"
+
+
+def _mig_configs(tree: dict[str, bytes], pool_name: str) -> Any:
+    config_map = load_yaml(tree[MIG_MANAGER_CONFIG])
+    # Where the GPU Operator's MIG manager reads it: its namespace, the name ClusterPolicy names.
+    assert config_map["metadata"]["name"] == "gpuconf-mig-parted-config"
+    assert config_map["metadata"]["namespace"] == "gpu-operator"
+    assert MIG_MANAGER_CONFIG in load_yaml(tree["kustomization.yaml"])["resources"]
+    document = configmap_data(tree, MIG_MANAGER_CONFIG, "config.yaml")
     assert document["version"] == "v1"
     assert document["mig-configs"]["all-disabled"] == [{"devices": "all", "mig-enabled": False}]
-    assert set(document["mig-configs"]) == {"all-disabled", f"gpuconf-{pool_name}"}
-    configs: dict[str, Any] = document["mig-configs"]
-    return configs
+    return document["mig-configs"][f"gpuconf-{pool_name}"]
+
+
+def test_one_config_map_holds_every_pools_layout_under_its_own_name(
+    trees: dict[str, dict[str, bytes]],
+) -> None:
+    document = configmap_data(trees["mig"], MIG_MANAGER_CONFIG, "config.yaml")
+    assert sorted(document["mig-configs"]) == [
+        "all-disabled",
+        "gpuconf-a100",
+        "gpuconf-a30",
+        "gpuconf-h100",
+    ]
+    assert not [p for p in trees["mig"] if p.endswith("configmap-mig-parted.yaml")]
+
+
+def test_the_mig_manager_config_map_goes_where_the_cluster_says() -> None:
+    mig = pool("h", "H100-SXM5-80GB", 8, {"strategy": "mig", "layout": "all-1g.10gb"})
+    doc = cluster(
+        [mig],
+        [{"name": "s", "select": {"migProfile": "1g.10gb"}}],
+        migManager={"namespace": "nvidia-gpu-operator", "configMapName": "mig-layouts"},
+    )
+    [artifact] = [a for a in plan(valid(doc), "c.yaml") if a.path.startswith("mig-manager/")]
+    assert artifact.path == "mig-manager/configmap-mig-layouts.yaml"
+    metadata = artifact.content["metadata"]
+    assert (metadata["namespace"], metadata["name"]) == ("nvidia-gpu-operator", "mig-layouts")
 
 
 def test_the_h100_mig_parted_config_follows_the_two_declared_layouts(
     trees: dict[str, dict[str, bytes]],
 ) -> None:
-    assert _mig_configs(trees["mig"], "h100")["gpuconf-h100"] == [
+    assert _mig_configs(trees["mig"], "h100") == [
         {"devices": [0, 1, 2, 3], "mig-enabled": True, "mig-devices": {"1g.10gb": 7}},
         {"devices": [4, 5, 6, 7], "mig-enabled": True, "mig-devices": {"3g.40gb": 2}},
     ]
 
 
 def test_a_named_layout_on_every_gpu_uses_devices_all(trees: dict[str, dict[str, bytes]]) -> None:
-    assert _mig_configs(trees["mig"], "a100")["gpuconf-a100"] == [
+    assert _mig_configs(trees["mig"], "a100") == [
         {
             "devices": "all",
             "mig-enabled": True,
@@ -85,7 +113,7 @@ def test_a_named_layout_on_every_gpu_uses_devices_all(trees: dict[str, dict[str,
 
 
 def test_gpus_left_out_of_the_indices_get_mig_disabled(trees: dict[str, dict[str, bytes]]) -> None:
-    assert _mig_configs(trees["mig"], "a30")["gpuconf-a30"] == [
+    assert _mig_configs(trees["mig"], "a30") == [
         {"devices": [0, 1], "mig-enabled": True, "mig-devices": {"1g.6gb": 4}},
         {"devices": [2, 3], "mig-enabled": False},
     ]
@@ -95,7 +123,7 @@ def test_pools_without_mig_get_no_mig_parted_config() -> None:
     doc = cluster(
         [pool("t", "Tesla-T4", 1, None)], [{"name": "t4", "select": {"model": "Tesla-T4"}}]
     )
-    assert not [a.path for a in plan(valid(doc), "c.yaml") if "mig-parted" in a.path]
+    assert not [a.path for a in plan(valid(doc), "c.yaml") if a.path.startswith("mig-manager/")]
 
 
 def test_pools_mixing_models_filter_devices_by_pci_id() -> None:
@@ -103,7 +131,7 @@ def test_pools_mixing_models_filter_devices_by_pci_id() -> None:
     mixed["nodes"] = [{"name": "n1", "gpus": [{"index": 0}, {"index": 1, "model": "H200-141GB"}]}]
     doc = cluster([mixed], [{"name": "s", "select": {"migProfile": "1g.10gb"}}])
     validated = valid(doc)
-    config = mig_parted_config(validated.cluster.spec.node_pools[0], validated.inventory)
+    config = mig_parted_config(validated.cluster, validated.inventory)
     assert config is not None
     assert config["mig-configs"]["gpuconf-m"] == [
         {
@@ -124,13 +152,26 @@ def test_pools_mixing_models_filter_devices_by_pci_id() -> None:
 def test_the_readme_documents_the_node_labels(trees: dict[str, dict[str, bytes]]) -> None:
     readme = trees["mig"]["README.md"].decode()
     assert "## MIG" in readme
-    for name in ("h100", "a100", "a30"):
+    assert "--set migManager.config.name=gpuconf-mig-parted-config" in readme
+    for name, nodes in (("h100", 4), ("a100", 2), ("a30", 3)):
         assert (
-            f"| {name} | `nvidia.com/mig.config=gpuconf-{name}` | `gpuconf-mig-parted-{name}` |"
+            f"| {name} | {nodes} with `gpuconf.dev/pool={name}` | `nvidia.com/mig.config=gpuconf-{name}` |"
+            in readme
+        )
+        assert (
+            f"kubectl label nodes -l gpuconf.dev/pool={name} nvidia.com/mig.config=gpuconf-{name} --overwrite"
             in readme
         )
     assert "GPUs 0–3: H100-SXM5-80GB 7×1g.10gb; GPUs 4–7: H100-SXM5-80GB 2×3g.40gb" in readme
     assert "GPUs 2, 3: A30 MIG disabled" in readme
+
+
+def test_the_readme_names_declared_nodes_one_by_one() -> None:
+    mig = pool("h", "H100-SXM5-80GB", 1, {"strategy": "mig", "layout": "all-1g.10gb"}, size=3)
+    mig["nodes"] = [{"name": "gpu-a", "gpus": [{"index": 0}]}]
+    doc = cluster([mig], [{"name": "s", "select": {"migProfile": "1g.10gb"}}])
+    [readme] = [a for a in plan(valid(doc), "c.yaml") if a.path == "README.md"]
+    assert "| h | `gpu-a`, 2 more with `gpuconf.dev/pool=h` |" in readme.content
 
 
 def _node_config(tree: dict[str, bytes], pool_name: str) -> NodeConfig:

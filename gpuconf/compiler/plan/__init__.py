@@ -8,7 +8,7 @@ from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.dra import dra_objects, dra_quota_key
 from gpuconf.compiler.plan.driver import driver_daemonset
 from gpuconf.compiler.plan.kustomization import kustomization
-from gpuconf.compiler.plan.mig_parted import mig_parted, mig_rows
+from gpuconf.compiler.plan.mig_parted import mig_manager_config_map, mig_rows
 from gpuconf.compiler.plan.node_daemonset import node_daemonset
 from gpuconf.compiler.plan.nvidia_plugin import nvidia_plugin
 from gpuconf.compiler.plan.pool_node_config import build_node_config, node_config_map
@@ -39,7 +39,6 @@ def _pool_artifacts(
     artifacts = [node_config_map(cluster, pool, config), setup_daemonset(cluster, pool, config)]
     if (driver := driver_daemonset(cluster, pool)) is not None:
         artifacts.append(driver)
-    artifacts += mig_parted(cluster, pool, validated.inventory)
     if cluster.spec.allocation == "dra":
         return artifacts
     if cluster.spec.plugin == "nvidia":
@@ -64,6 +63,7 @@ def plan(validated: Validated, source: str) -> list[Artifact]:
         artifacts += quotas(cluster, validated.classes, quota_key=dra_quota_key)
     else:
         artifacts += quotas(cluster, validated.classes)
+    artifacts += mig_manager_config_map(cluster, validated.inventory)
     artifacts.append(readme(validated, source, mig_rows(cluster, validated.inventory)))
     artifacts.append(kustomization(artifacts))
     return sorted(artifacts, key=lambda a: a.path)

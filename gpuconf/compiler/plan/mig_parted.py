@@ -1,7 +1,10 @@
-"""The mig-parted config per MIG pool: what NVIDIA's MIG manager applies to the pool's nodes.
+"""The mig-parted config the GPU Operator's MIG manager applies: one ConfigMap for the cluster.
 
-Each pool gets one named configuration, selected on its nodes with the label
-`nvidia.com/mig.config=gpuconf-<pool>`; `all-disabled` is there to turn MIG off again."""
+The MIG manager reads one ConfigMap (ClusterPolicy `spec.migManager.config.name`, key
+`config.yaml`) in the operator's namespace. It holds every pool's layout under its own name,
+`gpuconf-<pool>`, which a node selects with the label `nvidia.com/mig.config=gpuconf-<pool>`;
+`all-disabled` is there for the operator's default (nodes without the label) and to turn MIG
+off again."""
 
 from __future__ import annotations
 
@@ -10,9 +13,9 @@ from typing import Any
 
 from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.gpu_model import GpuModel
-from gpuconf.compiler.plan.artifact import Artifact
-from gpuconf.compiler.plan.config_map import pool_config_map
-from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory
+from gpuconf.compiler.plan.artifact import Artifact, manifest
+from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
+from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory, pool_size
 from gpuconf.formats.yaml_writer import dump
 from gpuconf.gpus.mig import DISABLED, describe, resolve_layout
 from gpuconf.hints import index_ranges
@@ -20,10 +23,6 @@ from gpuconf.hints import index_ranges
 CONFIG_FILE = "config.yaml"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 NVIDIA_VENDOR_ID = "10DE"
-
-
-def config_map_name(pool: NodePool) -> str:
-    return f"gpuconf-mig-parted-{pool.name}"
 
 
 def mig_config_name(pool: NodePool) -> str:
@@ -42,11 +41,11 @@ def _entry(
     return entry
 
 
-def mig_parted_config(pool: NodePool, inventory: DeclaredInventory) -> dict[str, Any] | None:
-    """The `version: v1` mig-parted document for the pool; None when it declares no MIG layout."""
+def pool_entries(pool: NodePool, inventory: DeclaredInventory) -> list[dict[str, Any]]:
+    """The mig-parted entries of one pool's configuration; empty when it declares no MIG layout."""
     layouts = pool.mig_layouts()
     if not layouts:
-        return None
+        return []
     gpus = [g for group in inventory.by_pool(pool.name) for g in group.gpus]
     models = {g.model.name: g.model for g in gpus}
     per_model = len(models) > 1
@@ -62,37 +61,50 @@ def mig_parted_config(pool: NodePool, inventory: DeclaredInventory) -> dict[str,
     whole = sorted({g.index for g in gpus} - covered)
     if whole and all(s.indices is not None for s in layouts):
         entries.append(_entry(whole, None, None))
-    return {
-        "version": "v1",
-        "mig-configs": {
-            DISABLED: [_entry("all", None, None)],
-            mig_config_name(pool): entries,
-        },
+    return entries
+
+
+def mig_parted_config(cluster: Cluster, inventory: DeclaredInventory) -> dict[str, Any] | None:
+    """The `version: v1` mig-parted document for the cluster; None when no pool declares MIG."""
+    configs = {
+        mig_config_name(pool): entries
+        for pool in cluster.spec.node_pools
+        if (entries := pool_entries(pool, inventory))
     }
+    if not configs:
+        return None
+    return {"version": "v1", "mig-configs": {DISABLED: [_entry("all", None, None)], **configs}}
 
 
-def mig_parted(cluster: Cluster, pool: NodePool, inventory: DeclaredInventory) -> list[Artifact]:
-    config = mig_parted_config(pool, inventory)
+def mig_manager_config_map(cluster: Cluster, inventory: DeclaredInventory) -> list[Artifact]:
+    config = mig_parted_config(cluster, inventory)
     if config is None:
         return []
+    where = cluster.spec.mig_manager
     return [
-        pool_config_map(
-            cluster,
-            pool,
-            "mig-parted",
-            config_map_name(pool),
-            "mig-manager",
-            {CONFIG_FILE: dump(config)},
+        manifest(
+            f"mig-manager/configmap-{where.config_map_name}.yaml",
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": metadata(
+                    cluster,
+                    where.config_map_name,
+                    "mig-manager",
+                    namespace=where.namespace,
+                    wave=WAVE_CONFIG,
+                ),
+                "data": {CONFIG_FILE: dump(config)},
+            },
         )
     ]
 
 
 def mig_rows(cluster: Cluster, inventory: DeclaredInventory) -> list[dict[str, str]]:
-    """One README row per MIG pool: the node label that selects its configuration, and its layout."""
+    """README rows: for each MIG pool's nodes, the label that selects its layout, and the layout."""
     rows = []
     for pool in cluster.spec.node_pools:
-        layouts = pool.mig_layouts()
-        if not layouts:
+        if not pool.mig_layouts():
             continue
         gpus = [g for group in inventory.by_pool(pool.name) for g in group.gpus]
         parts: dict[str, list[int]] = {}
@@ -103,11 +115,23 @@ def mig_rows(cluster: Cluster, inventory: DeclaredInventory) -> list[dict[str, s
             ("GPU " if len(set(indices)) == 1 else "GPUs ") + f"{index_ranges(indices)}: {text}"
             for text, indices in parts.items()
         )
+        declared = [node.name for node in pool.nodes]
+        undeclared = pool_size(pool) - len(declared)
+        selector = ",".join(f"{k}={v}" for k, v in sorted(pool.node_selector.items())) or (
+            f"gpuconf.dev/pool={pool.name}"
+        )
+        nodes = ", ".join(f"`{name}`" for name in declared)
+        if undeclared > 0:
+            more = f"{undeclared} more" if declared else f"{undeclared}"
+            nodes += (", " if nodes else "") + f"{more} with `{selector}`"
         rows.append(
             {
                 "pool": pool.name,
-                "config": mig_config_name(pool),
-                "configmap": config_map_name(pool),
+                "nodes": nodes,
+                "label": f"{MIG_CONFIG_LABEL}={mig_config_name(pool)}",
+                "command": (
+                    f"kubectl label nodes -l {selector} {MIG_CONFIG_LABEL}={mig_config_name(pool)} --overwrite"
+                ),
                 "layout": layout,
             }
         )
