@@ -41,6 +41,14 @@ def kubernetes_minor(version: KubernetesVersion) -> int:
     return int(version.split(".")[1])
 
 
+def version_parts(version: str) -> tuple[int, int, int]:
+    """ "550.54" -> (550, 54, 0), "v0.20.0" -> (0, 20, 0): dotted versions compared by value."""
+    major, minor, patch = ([int(part) for part in version.removeprefix("v").split(".")] + [0, 0])[
+        :3
+    ]
+    return (major, minor, patch)
+
+
 DriverVersion = Annotated[str, StringConstraints(pattern=DRIVER_VERSION)]
 JetPackVersion = Annotated[str, StringConstraints(pattern=JETPACK_VERSION)]
 GpuUuid = Annotated[str, StringConstraints(pattern=GPU_UUID)]

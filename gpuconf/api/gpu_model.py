@@ -16,6 +16,7 @@ COMPUTE_CAPABILITY = r"^[0-9]{1,2}\.[0-9]$"
 # it into a definition holding the catalog's names (api/ knows no catalog).
 GPU_MODEL_REFERENCE = "gpuconf:gpu-model-reference"
 
+ComputeCapability = Annotated[str, StringConstraints(pattern=COMPUTE_CAPABILITY)]
 GpuModelName = Annotated[str, StringConstraints(pattern=GPU_MODEL_NAME)]
 """A model's own name, where it is defined."""
 GpuModelReference = Annotated[
@@ -62,9 +63,7 @@ class GpuModel(Model):
     """PCI device id ("0x2330"); mig-parted selects MIG layouts by it. Integrated GPUs have none."""
     architecture: str = Field(min_length=1, max_length=32)
     """GPU architecture as NVIDIA names it (Turing, Ampere, Ada Lovelace, Hopper, Blackwell)."""
-    compute_capability: Annotated[str, StringConstraints(pattern=COMPUTE_CAPABILITY)] = Field(
-        alias="computeCapability"
-    )
+    compute_capability: ComputeCapability = Field(alias="computeCapability")
     """CUDA compute capability, quoted ("8.9")."""
     nvlinks: int = Field(default=0, ge=0, le=18)
     """NVLinks per GPU (0: none)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import get_args
 
+from gpuconf.api.base import version_parts
 from gpuconf.api.cluster.nvidia_components import NvidiaPlugin, NvidiaPluginRelease
 
 RELEASES: tuple[str, ...] = get_args(NvidiaPluginRelease)
@@ -16,12 +17,8 @@ IMAGE_REPOSITORY = "nvcr.io/nvidia/k8s-device-plugin"
 ALLOCATION_POLICY_SINCE = "v0.20.0"
 
 
-def release_key(release: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in release.removeprefix("v").split("."))
-
-
 def at_least(release: str, minimum: str) -> bool:
-    return release_key(release) >= release_key(minimum)
+    return version_parts(release) >= version_parts(minimum)
 
 
 def image(release: str) -> str:

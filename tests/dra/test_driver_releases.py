@@ -167,3 +167,67 @@ def test_the_default_release_is_v25_12_0() -> None:
 )
 def test_every_dra_example_pins_a_driver_release(example: str) -> None:
     assert cluster_file(example)["spec"]["dra"]["driverVersion"] in RELEASES
+
+
+# --- selectors on the newer attributes: architecture, compute capability, driver version ----
+
+
+def _with_drivers(classes: list[dict[str, Any]], release: str) -> dict[str, Any]:
+    document = _cluster(classes, release)
+    versions = {"h100": "570.124.06", "l40s": "550.54.15", "l4": "535.183.01"}
+    for found in document["spec"]["nodePools"]:
+        found["driver"] = {"version": versions[found["name"]]}
+    return document
+
+
+NEWER = {
+    "architecture": (
+        {"architecture": "Ada Lovelace"},
+        "device.attributes['gpu.nvidia.com'].architecture == 'Ada Lovelace'",
+        {"l40s", "l4"},
+    ),
+    "compute capability": (
+        {"computeCapabilityAtLeast": "9.0"},
+        "device.attributes['gpu.nvidia.com'].cudaComputeCapability.compareTo(semver('9.0.0')) >= 0",
+        {"h100"},
+    ),
+    "driver version": (
+        {"driverVersionAtLeast": "550.54"},
+        "device.attributes['gpu.nvidia.com'].driverVersion.compareTo(semver('550.54.0')) >= 0",
+        {"h100", "l40s"},
+    ),
+}
+
+
+@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize("case", NEWER.values(), ids=list(NEWER))
+def test_newer_attributes_select_the_same_gpus_in_both_modes(
+    release: str, case: tuple[dict[str, Any], str, set[str]]
+) -> None:
+    select, clause, pools = case
+    validated = valid(_with_drivers([{"name": "chosen", "select": select}], release))
+    resolved = validated.classes[0]
+    assert {m.group.pool for m in resolved.members} == pools
+    expression = cel_selector(resolved, CATALOG, attribute_set(release))
+    assert isinstance(expression, str)
+    assert clause in expression
+    assert _named(expression) <= attribute_set(release).gpu
+    devices = cluster_devices(validated.cluster, validated.inventory).devices
+    chosen = selected_devices(expression, devices)
+    assert isinstance(chosen, frozenset)
+    assert {pool for pool, _, _ in chosen} == pools
+
+
+def test_driver_version_needs_the_pools_to_declare_their_driver() -> None:
+    document = _cluster([{"name": "new", "select": {"driverVersionAtLeast": "550.54"}}], "v25.12.0")
+    found = errors(document)
+    [unknown] = [d for d in found if format_path(d.path).endswith("driverVersionAtLeast")]
+    assert "h100, l40s, l4 declare no driver.version" in unknown.message
+    assert "declare driver.version" in unknown.hint
+
+
+def test_a_compute_capability_is_written_as_major_dot_minor() -> None:
+    found = errors(
+        _cluster([{"name": "cc", "select": {"computeCapabilityAtLeast": "9"}}], "v25.12.0")
+    )
+    assert "is not a compute capability" in found[0].message

@@ -10,13 +10,26 @@ from gpuconf.api.base import (
     INT32_MAX,
     DnsLabel,
     DnsSubdomain,
+    DriverVersion,
     ExtendedResourceName,
     MemoryQuantity,
     MigProfileName,
     Model,
 )
 from gpuconf.api.cluster.pool import GpuIndex
-from gpuconf.api.gpu_model import GpuModelReference
+from gpuconf.api.gpu_model import ComputeCapability, GpuModelReference
+
+Architecture = Literal[
+    "Kepler",
+    "Maxwell",
+    "Pascal",
+    "Volta",
+    "Turing",
+    "Ampere",
+    "Ada Lovelace",
+    "Hopper",
+    "Blackwell",
+]
 
 
 class Selector(Model):
@@ -34,6 +47,12 @@ class Selector(Model):
     """Only GPUs with these indices on their node."""
     mig_profile: MigProfileName | None = None
     """Select MIG devices of this profile (on MIG-partitioned GPUs) instead of whole GPUs."""
+    architecture: Architecture | list[Architecture] | None = None
+    """GPU architecture(s) as NVML names them (NVIDIA's DRA driver publishes the same)."""
+    compute_capability_at_least: ComputeCapability | None = None
+    """Minimum CUDA compute capability, quoted ("8.0")."""
+    driver_version_at_least: DriverVersion | None = None
+    """Minimum driver version, quoted ("550.54"); the pools' driver.version tells."""
 
 
 class NoSharing(Model):

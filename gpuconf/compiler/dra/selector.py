@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from gpuconf.compiler.dra.semver import SemVer
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.formats.quantity import memory_quantity
 from gpuconf.gpus.catalog import Catalog
@@ -117,6 +118,17 @@ def cel_selector(
     if selector.memory_at_least is not None:
         quantity = cel_string(memory_quantity(selector.memory_at_least))
         clauses.append(f"{MEMORY}.compareTo(quantity({quantity})) >= 0")
+    if selector.architecture is not None:
+        chosen = selector.architecture
+        architectures: list[str] = [chosen] if isinstance(chosen, str) else list(chosen)
+        clauses.append(_one_of("architecture", sorted(architectures)))
+    for minimum, attribute in (
+        (selector.compute_capability_at_least, "cudaComputeCapability"),
+        (selector.driver_version_at_least, "driverVersion"),
+    ):
+        if minimum is not None:
+            version = cel_string(str(SemVer.published(minimum)))
+            clauses.append(f"{ATTRIBUTE}.{attribute}.compareTo(semver({version})) >= 0")
     by_uuid = [
         k for k, v in (("pools", selector.pools), ("nodes", selector.nodes)) if v is not None
     ]

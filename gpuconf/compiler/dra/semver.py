@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gpuconf.api.base import version_parts
+
 _SEMVER = re.compile(r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$")
 
 
@@ -28,8 +30,7 @@ class SemVer:
     @classmethod
     def published(cls, text: str) -> SemVer:
         """As the driver publishes a dotted version: missing parts are 0, leading zeros dropped."""
-        parts = [int(part) for part in text.split(".")] + [0, 0]
-        return cls(parts[0], parts[1], parts[2])
+        return cls(*version_parts(text))
 
     def compare(self, other: SemVer) -> int:
         return (self > other) - (self < other)

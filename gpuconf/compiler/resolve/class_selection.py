@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from gpuconf.api.base import version_parts
 from gpuconf.api.cluster import ClusterSpec, ResourceClass, Selector
 from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory, Gpu, NodeGroup
 from gpuconf.formats.quantity import memory_mib
@@ -82,8 +83,11 @@ def device_memory_mib(gpu: Gpu, profile: str | None) -> int:
     return gpu.model.memory_mib
 
 
-def units_selected(selector: Selector, group: NodeGroup, gpu: Gpu) -> int:
-    """How many devices of this GPU the selector takes (0: none)."""
+def units_selected(
+    selector: Selector, group: NodeGroup, gpu: Gpu, driver: str | None = None
+) -> int:
+    """How many devices of this GPU the selector takes (0: none); `driver`: the pool's declared
+    driver version (a GPU of a pool without one never meets driverVersionAtLeast)."""
     if selector.pools is not None and group.pool not in selector.pools:
         return 0
     if selector.nodes is not None and group.node not in selector.nodes:
@@ -94,6 +98,22 @@ def units_selected(selector: Selector, group: NodeGroup, gpu: Gpu) -> int:
         names = [selector.model] if isinstance(selector.model, str) else selector.model
         if gpu.model.name not in names:
             return 0
+    if selector.architecture is not None:
+        wanted = (
+            [selector.architecture]
+            if isinstance(selector.architecture, str)
+            else selector.architecture
+        )
+        if gpu.model.architecture not in wanted:
+            return 0
+    at_least = selector.compute_capability_at_least
+    if at_least is not None and version_parts(gpu.model.compute_capability) < version_parts(
+        at_least
+    ):
+        return 0
+    minimum = selector.driver_version_at_least
+    if minimum is not None and (driver is None or version_parts(driver) < version_parts(minimum)):
+        return 0
     profile = selector.mig_profile
     if profile is None and gpu.mig is not None:
         return 0
@@ -145,13 +165,14 @@ def resolve_classes(spec: ClusterSpec, inventory: DeclaredInventory) -> tuple[Re
     resolved = []
     strategies = pool_mig_strategies(inventory)
     order = {id(group): position for position, group in enumerate(inventory.groups)}
+    drivers = {p.name: p.driver.version if p.driver else None for p in spec.node_pools}
     for index, resource_class in enumerate(spec.resource_classes):
         groups = sorted(_candidates(resource_class.select, inventory), key=lambda g: order[id(g)])
         members = tuple(
             Member(group, gpu, units)
             for group in groups
             for gpu in group.gpus
-            if (units := units_selected(resource_class.select, group, gpu))
+            if (units := units_selected(resource_class.select, group, gpu, drivers[group.pool]))
         )
         single = bool(members) and all(strategies[m.group.pool] == "single" for m in members)
         resolved.append(

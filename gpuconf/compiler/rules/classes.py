@@ -17,11 +17,31 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
     nodes = {n.name for p in ctx.cluster.spec.node_pools for n in p.nodes}
     for resolved in ctx.classes:
         yield from _references(ctx, resolved, pools, nodes)
+        yield from _undeclared_drivers(ctx, resolved)
         yield from _selects_something(ctx, resolved)
         yield from _sharing(ctx, resolved)
     yield from _partition(ctx)
     yield from _unique_resource_names(ctx)
     yield from _unclassified(ctx)
+
+
+def _undeclared_drivers(ctx: RuleContext, resolved: ResolvedClass) -> Iterator[Diagnostic]:
+    """driverVersionAtLeast is decided by the pools' declared drivers; one without is unknown."""
+    selector = resolved.spec.select
+    if selector.driver_version_at_least is None:
+        return
+    unknown = [
+        p.name
+        for p in ctx.cluster.spec.node_pools
+        if p.driver is None and (selector.pools is None or p.name in selector.pools)
+    ]
+    if unknown:
+        yield ctx.error(
+            class_path(resolved.index, "select", "driverVersionAtLeast"),
+            f"pools {', '.join(unknown)} declare no driver.version, so gpuconf cannot tell which "
+            "of their GPUs have at least this driver",
+            "declare driver.version on those pools, or narrow select.pools to pools that do",
+        )
 
 
 def _references(
