@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import get_args
 
 from gpuconf.api.base import version_parts
+from gpuconf.api.cluster import Cluster
 from gpuconf.api.cluster.nvidia_components import NvidiaPlugin, NvidiaPluginRelease
 
 RELEASES: tuple[str, ...] = get_args(NvidiaPluginRelease)
@@ -23,6 +24,24 @@ def at_least(release: str, minimum: str) -> bool:
 
 def image(release: str) -> str:
     return f"{IMAGE_REPOSITORY}:{release}"
+
+
+def image_release(reference: str | None) -> str | None:
+    """The plugin release an image's tag names ("…:v0.19.3" -> v0.19.3); None for other tags."""
+    if reference is None or "@" in reference or ":" not in reference.rsplit("/", 1)[-1]:
+        return None
+    tag = reference.rsplit(":", 1)[1]
+    return tag if tag.startswith("v0.") else None
+
+
+def plugin_release(cluster: Cluster) -> str:
+    """The release gpuconf writes NVIDIA's config for: spec.nvidiaPlugin.version when given,
+    else the release the image's tag names, else the current one."""
+    settings = cluster.spec.nvidia_plugin
+    tagged = image_release(cluster.spec.images.nvidia_device_plugin)
+    if "version" in settings.model_fields_set or tagged not in RELEASES:
+        return settings.version
+    return str(tagged)
 
 
 def allocation_policy(policy: str) -> str:

@@ -15,6 +15,7 @@ from nvidia_config_v1 import advertised_resources, resource_name_errors, validat
 from ruamel.yaml import YAML
 
 from gpuconf.compiler.pipeline import Compiled
+from gpuconf.gpus.nvidia_plugin_releases import plugin_release
 
 CONFIG_MAP = "pools/{pool}/configmap-nvidia-device-plugin.yaml"
 NVIDIA_CASES = sorted(p for p in (CASES / "positive").iterdir() if p.name.startswith("nvidia-"))
@@ -36,7 +37,7 @@ def nvidia_problems(compiled: Compiled) -> list[str]:
             path = CONFIG_MAP.format(pool=pool.name)
             config_map = _yaml(tree[path])
             config = _yaml(config_map["data"]["config.yaml"])
-            release = spec.nvidia_plugin.version
+            release = plugin_release(validated.cluster)
             problems += [f"{name}/{path}: {e}" for e in validate_config(config, release)]
             profiles = {
                 profile

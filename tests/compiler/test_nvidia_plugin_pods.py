@@ -73,11 +73,28 @@ def test_packing_is_refused_on_a_release_that_always_spreads() -> None:
 
 def test_an_image_of_another_release_than_the_version_is_refused() -> None:
     document = _nvidia(
-        [_time_sliced()], images={"nvidiaDevicePlugin": "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"}
+        [_time_sliced()],
+        images={"nvidiaDevicePlugin": "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"},
+        nvidiaPlugin={"version": "v0.20.0"},
     )
     found = errors(document)
     assert [d.path for d in found] == [("spec", "images", "nvidiaDevicePlugin")]
     assert "nvidiaPlugin.version: v0.17.0" in found[0].hint
+
+
+def test_a_pinned_image_alone_decides_the_release() -> None:
+    image = "nvcr.io/nvidia/k8s-device-plugin:v0.17.0"
+    tree = rendered(_nvidia([_time_sliced()], images={"nvidiaDevicePlugin": image}))
+    assert _pod(tree, PLUGIN.format("t4"))["spec"]["containers"][0]["image"] == image
+    config = configmap_data(tree, CONFIG.format("t4"), "config.yaml")
+    assert "sharedDevicesAllocationPolicy" not in config["flags"]["plugin"]
+
+
+def test_an_image_of_a_release_gpuconf_cannot_write_for_is_refused() -> None:
+    image = "nvcr.io/nvidia/k8s-device-plugin:v0.16.2"
+    found = errors(_nvidia([_time_sliced()], images={"nvidiaDevicePlugin": image}))
+    assert [d.path for d in found] == [("spec", "images", "nvidiaDevicePlugin")]
+    assert "v0.17.0 to v0.20.0" in found[0].message
 
 
 def test_a_mirrored_image_of_the_same_release_is_used_as_given() -> None:

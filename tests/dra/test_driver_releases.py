@@ -142,19 +142,31 @@ def test_a_selector_naming_index_fails_the_proof_where_index_is_gone(release: st
 
 
 @pytest.mark.parametrize(
-    ("release", "refused"),
+    ("release", "gated"),
     [("v25.3.2", False), ("v25.8.1", True), ("v25.12.0", True), ("v0.4.0", True)],
 )
-def test_sharing_needs_the_drivers_feature_gate_from_v25_8(release: str, refused: bool) -> None:
+def test_sharing_with_its_gate_declared_off_is_refused_from_v25_8(
+    release: str, gated: bool
+) -> None:
     document = _cluster(EXPRESSIBLE[:2], release)
-    document["spec"]["dra"]["featureGates"] = {"MPSSupport": True}
-    found = errors(document) if refused else []
-    if not refused:
+    document["spec"]["dra"]["featureGates"] = {"MPSSupport": True, "TimeSlicingSettings": False}
+    if not gated:
         valid(document)
         return
+    found = errors(document)
     assert [format_path(d.path) for d in found] == ["spec.resourceClasses[1].sharing.strategy"]
     assert "TimeSlicingSettings" in found[0].message
     assert "featureGates.TimeSlicingSettings=true" in found[0].hint
+
+
+@pytest.mark.parametrize(("release", "warned"), [("v25.3.2", False), ("v25.12.0", True)])
+def test_sharing_with_its_gate_not_declared_is_a_warning(release: str, warned: bool) -> None:
+    document = _cluster(EXPRESSIBLE[:2], release)
+    del document["spec"]["dra"]["featureGates"]
+    warnings = [w for w in valid(document).warnings if "feature gate" in w.message]
+    assert [format_path(w.path) for w in warnings] == (
+        ["spec.resourceClasses[1].sharing.strategy"] if warned else []
+    )
 
 
 def test_the_default_release_is_v25_12_0() -> None:

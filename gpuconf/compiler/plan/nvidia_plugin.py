@@ -42,6 +42,7 @@ from gpuconf.gpus.nvidia_plugin_releases import (
     allocation_policy,
     at_least,
     image,
+    plugin_release,
 )
 from gpuconf.gpus.resource_names import NVIDIA_GPU, SHARED_SUFFIX, unshared
 
@@ -60,7 +61,7 @@ def device_list_strategies(cluster: Cluster, pool: NodePool) -> list[str]:
 
 
 def plugin_image(cluster: Cluster) -> str:
-    return cluster.spec.images.nvidia_device_plugin or image(cluster.spec.nvidia_plugin.version)
+    return cluster.spec.images.nvidia_device_plugin or image(plugin_release(cluster))
 
 
 def nvidia_config(
@@ -74,7 +75,7 @@ def nvidia_config(
         "deviceListStrategy": device_list_strategies(cluster, pool),
         "deviceIDStrategy": "uuid",
     }
-    if shared and at_least(cluster.spec.nvidia_plugin.version, ALLOCATION_POLICY_SINCE):
+    if shared and at_least(plugin_release(cluster), ALLOCATION_POLICY_SINCE):
         # Validation made every shared class of the pool agree on it.
         plugin["sharedDevicesAllocationPolicy"] = allocation_policy(
             shared[0].spec.allocation_policy

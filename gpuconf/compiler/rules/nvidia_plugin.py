@@ -7,7 +7,14 @@ from collections.abc import Callable, Iterator
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.compiler.rules.context import RuleContext, class_path, pool_path
 from gpuconf.diagnostics import Diagnostic
-from gpuconf.gpus.nvidia_plugin_releases import ALLOCATION_POLICY_SINCE, at_least, image
+from gpuconf.gpus.nvidia_plugin_releases import (
+    ALLOCATION_POLICY_SINCE,
+    RELEASES,
+    at_least,
+    image,
+    image_release,
+    plugin_release,
+)
 from gpuconf.gpus.resource_names import nvidia_resources
 
 _USE_GPUCONF = "plugin: gpuconf gives each class its own resource and sharing"
@@ -115,15 +122,13 @@ _IMAGE_PATH = ("spec", "images", "nvidiaDevicePlugin")
 
 
 def _release(ctx: RuleContext) -> Iterator[Diagnostic]:
-    """Options the chosen release does not read, and an image that is another release."""
+    """Options the release does not read, and an image of a release gpuconf cannot write for."""
     spec = ctx.cluster.spec
-    version = spec.nvidia_plugin.version
+    version = plugin_release(ctx.cluster)
     if not at_least(version, ALLOCATION_POLICY_SINCE):
         for resolved in ctx.classes:
-            if (
-                resolved.spec.sharing.strategy != "none"
-                and resolved.spec.allocation_policy == "pack"
-            ):
+            shared = resolved.spec.sharing.strategy != "none"
+            if shared and resolved.spec.allocation_policy == "pack":
                 yield ctx.error(
                     class_path(resolved.index, "allocationPolicy"),
                     f"NVIDIA's device plugin {version} always spreads shared GPUs "
@@ -131,15 +136,23 @@ def _release(ctx: RuleContext) -> Iterator[Diagnostic]:
                     f"set spec.nvidiaPlugin.version to {ALLOCATION_POLICY_SINCE} or later, "
                     "or remove allocationPolicy",
                 )
-    chosen = spec.images.nvidia_device_plugin
-    tag = chosen.rpartition(":")[2] if chosen and "@" not in chosen else None
-    if tag is not None and tag.startswith("v0.") and tag != version:
+    tagged = image_release(spec.images.nvidia_device_plugin)
+    if tagged is None or tagged == version:
+        return
+    if tagged not in RELEASES:
         yield ctx.error(
             _IMAGE_PATH,
-            f"the image is NVIDIA's device plugin {tag}, but spec.nvidiaPlugin.version is {version}",
-            f"gpuconf writes the config {version} reads: set nvidiaPlugin.version: {tag}, "
-            f"or leave the image out to get {image(version)}",
+            f"the image is NVIDIA's device plugin {tagged}; gpuconf writes its config for "
+            f"{RELEASES[0]} to {RELEASES[-1]}",
+            f"use one of those releases, e.g. {image(RELEASES[-1])}",
         )
+        return
+    yield ctx.error(
+        _IMAGE_PATH,
+        f"the image is NVIDIA's device plugin {tagged}, but spec.nvidiaPlugin.version is {version}",
+        f"gpuconf writes the config {version} reads: set nvidiaPlugin.version: {tagged} (or leave "
+        f"it out), or leave the image out to get {image(version)}",
+    )
 
 
 def _shared_names(ctx: RuleContext) -> Iterator[Diagnostic]:
