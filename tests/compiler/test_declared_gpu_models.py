@@ -83,7 +83,9 @@ def test_a_declared_mig_model_is_partitioned_and_matched_by_its_pci_id() -> None
     )
     classes = [{"name": "small", "select": {"migProfile": "1g.12gb"}}]
     tree = rendered(cluster([lab], classes, gpuModels=[LAB_GPU]))
-    mig_parted = configmap_data(tree, "pools/lab/configmap-mig-parted.yaml", "config.yaml")
+    mig_parted = configmap_data(
+        tree, "mig-manager/configmap-gpuconf-mig-parted-config.yaml", "config.yaml"
+    )
     by_filter = {e["device-filter"][0]: e for e in mig_parted["mig-configs"]["gpuconf-lab"]}
     assert by_filter["0xABCD10DE"]["mig-devices"] == {"1g.12gb": 4, "3g.48gb": 1}
     assert by_filter["0x20B210DE"]["mig-devices"] == {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}
