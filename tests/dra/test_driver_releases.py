@@ -243,3 +243,11 @@ def test_a_compute_capability_is_written_as_major_dot_minor() -> None:
         _cluster([{"name": "cc", "select": {"computeCapabilityAtLeast": "9"}}], "v25.12.0")
     )
     assert "is not a compute capability" in found[0].message
+
+
+@pytest.mark.parametrize(("release", "gate"), [("v25.3.2", False), ("v25.12.0", True)])
+def test_the_cluster_readme_says_which_driver_to_install_and_how(release: str, gate: bool) -> None:
+    readme = rendered(_cluster(EXPRESSIBLE, release))["README.md"].decode()
+    assert f"NVIDIA's DRA driver (`gpu.nvidia.com`) {release}" in readme
+    assert "CDI enabled" in readme
+    assert ("`featureGates.TimeSlicingSettings=true`" in readme) is gate
