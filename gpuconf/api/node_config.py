@@ -113,6 +113,9 @@ class NodeConfig(_Model):
     kind: Literal["NodeConfig"]
     cluster: str
     pool: str
+    platform: Literal["tegra"] | None = None
+    """tegra: a Jetson module. Its GPU is found from the SoC instead of NVML, and its driver is
+    part of L4T, ready once the module's L4T release file is there."""
     runtime: RuntimeSettings
     device_list_strategy: DeviceListStrategy = "volume-mounts"
     drift_policy: Literal["warn", "strict"] = "warn"

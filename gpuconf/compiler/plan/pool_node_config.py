@@ -117,6 +117,7 @@ def build_node_config(
         kind="NodeConfig",
         cluster=cluster.metadata.name,
         pool=pool.name,
+        platform="tegra" if pool.platform == "tegra" else None,
         runtime=runtime_settings(cluster, pool),
         device_list_strategy=device_list_strategy(cluster, pool),
         drift_policy=spec.node.drift_policy,

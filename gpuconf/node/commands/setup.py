@@ -30,6 +30,7 @@ from gpuconf.errors import UserError
 from gpuconf.node import log
 from gpuconf.node.config_watch import read_config
 from gpuconf.node.metrics_http import MetricsServer
+from gpuconf.node.nvml.tegra import RELEASE_FILE as TEGRA_RELEASE_FILE
 from gpuconf.node.runtimes import apply, reload
 from gpuconf.node.runtimes.changes import config_hash, unified_diff
 from gpuconf.node.runtimes.host import Host
@@ -172,6 +173,10 @@ def _wait_for_driver(
     """Wait until the driver is loaded; False when stopped first. Raises on --driver-timeout."""
     containerised = config.runtime.driver_root == CONTAINERISED_DRIVER_ROOT
     ready = host.path(DRIVER_READY_MARKER) if containerised else host.proc / "driver/nvidia/version"
+    if config.platform == "tegra":
+        # Jetson's GPU driver (nvgpu) comes with L4T; /proc/driver/nvidia belongs to nvidia.ko,
+        # which a module may not load at all.
+        ready = host.path("/" + TEGRA_RELEASE_FILE)
     deadline = time.monotonic() + options.driver_timeout if options.driver_timeout else None
     announced = False
     while not ready.exists():

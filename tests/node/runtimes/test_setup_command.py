@@ -149,6 +149,17 @@ def test_setup_waits_for_the_containerised_driver_s_marker(host: HostTree) -> No
     assert host.at(MARKER).exists()
 
 
+def test_on_a_jetson_setup_waits_for_l4t_not_for_proc_driver_nvidia(host: HostTree) -> None:
+    (host.proc / "driver" / "nvidia" / "version").unlink()
+    config = setup_config("docker") | {"platform": "tegra"}
+    waited = host.setup(config, "--once", "--driver-timeout", "0.2")
+    assert waited.code == 1
+    assert "etc/nv_tegra_release is missing" in waited.err
+    host.write("/etc/nv_tegra_release", "# R36 (release), REVISION: 4.3\n")
+    assert host.setup(config).code == 0
+    assert host.at(MARKER).exists()
+
+
 def test_without_a_driver_setup_writes_nothing_and_says_what_it_waited_for(host: HostTree) -> None:
     (host.proc / "driver" / "nvidia" / "version").unlink()
     result = host.setup(setup_config("docker"), "--once", "--driver-timeout", "0.2")
