@@ -53,11 +53,24 @@ def plan(settings: RuntimeSettings, host: Host) -> list[FileChange]:
         _check_cdi(host)
     changes = []
     if not detected_by_k3s(settings.binary_path):
+        _refuse_a_second_nvidia(settings, host)
         changes.append(_template_change(settings, host))
     if settings.set_as_default:
         path, old = current(host, K3S_AGENT_CONFIG_DROPIN)
         changes.append(FileChange(K3S_AGENT_CONFIG_DROPIN, path, old, default_runtime_dropin()))
     return changes
+
+
+def _refuse_a_second_nvidia(settings: RuntimeSettings, host: Host) -> None:
+    """k3s declares `nvidia` for a binary it finds itself; ours would be a second table."""
+    for folder in sorted(K3S_SEARCHED_DIRS):
+        found = f"{folder}/{DETECTED_BINARY_NAME}"
+        if host.path(found).exists():
+            raise HostPathError(
+                f"k3s declares the nvidia runtime itself for {found}; declaring it again for "
+                f"{settings.binary_path} would stop containerd (table nvidia already exists): "
+                f"set the pool's runtime.binaryPath to {found}, or remove it from the host"
+            )
 
 
 def _check_cdi(host: Host) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from builders import HostTree, setup_config
+from builders import NVIDIA_RUNTIME, HostTree, setup_config
 
 from gpuconf.node.runtimes.k3s import declares_runtime, ships_containerd_2
 
@@ -20,12 +20,14 @@ CUSTOM = "/opt/nvidia/bin/nvidia-container-runtime"
 def host(tmp_path: Path) -> HostTree:
     tree = HostTree(tmp_path)
     tree.write(CUSTOM, "#!/bin/sh\n")
+    tree.at(NVIDIA_RUNTIME).unlink()  # only the custom binary, unless a test installs k3s's own
     return tree
 
 
 def test_a_binary_k3s_finds_itself_gets_no_template_only_the_default_runtime(
     host: HostTree,
 ) -> None:
+    host.write(NVIDIA_RUNTIME, "#!/bin/sh\n")
     assert host.setup(setup_config("k3s")).code == 0
     assert not host.at(V2).exists()
     assert not host.at(V3).exists()
@@ -88,6 +90,7 @@ def test_a_template_that_declares_nvidia_already_is_left_alone(host: HostTree) -
 
 
 def test_setting_nothing_as_default_writes_no_default_runtime(host: HostTree) -> None:
+    host.write(NVIDIA_RUNTIME, "#!/bin/sh\n")
     host.setup(setup_config("k3s", setAsDefault=False))
     assert not host.at(DEFAULT_DROPIN).exists()
 
@@ -115,3 +118,13 @@ def test_containerd_2_came_with_1_31_6_and_1_32_2() -> None:
     assert [ships_containerd_2((1, m, p)) for m, p in [(31, 5), (31, 6), (32, 1), (32, 2), (34, 0)]] == [
         False, True, False, True, True,
     ]  # fmt: skip
+
+
+def test_a_custom_binary_next_to_one_k3s_finds_is_refused(host: HostTree) -> None:
+    host.write("/usr/local/bin/nvidia-container-runtime", "#!/bin/sh\n")
+    result = host.setup(setup_config("k3s", binaryPath=CUSTOM))
+    assert result.code == 1
+    assert "k3s declares the nvidia runtime itself for /usr/local/bin/nvidia-container-runtime" in (
+        result.err
+    )
+    assert not host.at(V2).exists()
