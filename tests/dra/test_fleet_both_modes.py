@@ -47,11 +47,10 @@ def test_fleet_in_dra_mode_names_what_dra_cannot_express() -> None:
     assert unexpressible == [
         "spec.resourceClasses[3].select.nodes",  # a100-train: nodes 03 and 04 have no UUIDs
         "spec.resourceClasses[3].select.pools",
-        "spec.resourceClasses[4].select.pools",  # big-memory: the h100 pool is not declared
-    ]
+    ]  # big-memory's pools: [h100] is expressed by model: no other pool has H100s
     overcommitted = sorted(d.message.split("'")[1] for d in found if "under DRA" in d.message)
     assert overcommitted == ["a100-mps", "h100-dev", "l4-infer", "t4-shared"]
-    assert len(found) == 7
+    assert len(found) == 6
 
 
 def test_on_a_driver_without_gpu_indices_the_fleets_index_selectors_are_refused() -> None:

@@ -2,21 +2,38 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from builders import errors, heterogeneous, valid
+from builders import CATALOG, errors, heterogeneous, pool, valid
 
 from gpuconf.compiler.dra.cel_proof import CelError, selected_devices
 from gpuconf.compiler.dra.devices import DraDevice, cluster_devices
+from gpuconf.compiler.dra.selector import CelSelector, cel_selector
 from gpuconf.compiler.rules import dra
 from gpuconf.diagnostics import format_path
+from gpuconf.gpus.dra_attributes import attribute_set
+
+
+def _two_l40s_pools(classes: list[dict[str, Any]]) -> dict[str, Any]:
+    document = heterogeneous(classes)
+    document["spec"]["nodePools"].append(pool("l40s-b", "L40S", 4, size=1))
+    return document
+
+
+def test_a_pool_told_apart_by_its_model_alone_is_expressible() -> None:
+    validated = valid(heterogeneous([{"name": "l40s", "select": {"pools": ["l40s"]}}]))
+    expression = cel_selector(validated.classes[0], CATALOG, attribute_set("v25.12.0")).expression
+    assert expression.endswith("device.attributes['gpu.nvidia.com'].productName == 'NVIDIA L40S'")
 
 
 def test_pool_with_undeclared_nodes_is_reported_on_select_pools() -> None:
-    found = errors(heterogeneous([{"name": "l40s", "select": {"pools": ["l40s"]}}]))
+    found = errors(_two_l40s_pools([{"name": "l40s", "select": {"pools": ["l40s"]}}]))
     assert [format_path(d.path) for d in found] == ["spec.resourceClasses[0].select.pools"]
     assert "DRA cannot express select.pools" in found[0].message
     assert "no node or pool attribute" in found[0].message
     assert "pool 'l40s'" in found[0].message
+    assert "by model alone it would also select pool 'l40s-b' GPU 0 (L40S)" in found[0].message
     assert "uuid" in found[0].hint
     assert found[0].line > 1
 
@@ -40,8 +57,8 @@ def test_same_selectors_compile_in_device_plugin_mode() -> None:
 
 def test_checker_reports_a_class_whose_cel_disagrees(monkeypatch: pytest.MonkeyPatch) -> None:
     # A deliberately wrong translation: > instead of >= misses GPUs with exactly 46068 MiB.
-    def wrong(resolved: object, catalog: object, names: object) -> str:
-        return (
+    def wrong(resolved: object, catalog: object, names: object) -> CelSelector:
+        return CelSelector(
             "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"
             " && device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('46068Mi')) > 0"
         )
@@ -56,7 +73,9 @@ def test_checker_reports_a_class_whose_cel_disagrees(monkeypatch: pytest.MonkeyP
 
 def test_checker_reports_gpus_a_wrong_cel_adds(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
-        dra, "cel_selector", lambda resolved, catalog, names: "device.driver == 'gpu.nvidia.com'"
+        dra,
+        "cel_selector",
+        lambda resolved, catalog, names: CelSelector("device.driver == 'gpu.nvidia.com'"),
     )
     found = errors(heterogeneous([{"name": "l4", "select": {"model": "L4"}}]))
     assert "also selects node 'h100-a' GPU 0 (H100-SXM5-80GB)" in found[0].message
@@ -64,7 +83,9 @@ def test_checker_reports_gpus_a_wrong_cel_adds(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_syntax_error_never_reaches_the_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(dra, "cel_selector", lambda resolved, catalog, names: "device.driver == ")
+    monkeypatch.setattr(
+        dra, "cel_selector", lambda resolved, catalog, names: CelSelector("device.driver == ")
+    )
     found = errors(heterogeneous([{"name": "l4", "select": {"model": "L4"}}]))
     assert "class 'l4': the CEL selector does not parse" in found[0].message
 

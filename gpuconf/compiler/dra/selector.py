@@ -2,8 +2,10 @@
 
 DRA selectors see one device's driver, attributes and capacity, never its node: the driver
 publishes no node or pool attribute, and from v25.8.0 no GPU index either. `pools` and `nodes`
-(and `indices`, on those releases) are therefore expressed through the GPUs' declared UUIDs,
-which is possible only when every selected GPU has one.
+(and `indices`, on those releases) are therefore expressed through the GPUs' declared UUIDs.
+Where some selected GPU has none, the selector narrows by the selected GPUs' models instead, and
+leaves it to the compile-time proof to show that this selects exactly the class's GPUs (it does
+when no other GPU of those models matches the rest of the selector).
 """
 
 from __future__ import annotations
@@ -24,6 +26,15 @@ _ELSEWHERE = (
     "or select by model, memoryAtLeast or migProfile and keep pods on the right nodes with a "
     "node selector on the pods that use the claim"
 )
+
+
+@dataclass(frozen=True)
+class CelSelector:
+    expression: str
+    """One condition per line, joined with &&."""
+    unproven: tuple[Unexpressible, ...] = ()
+    """Select keys stood in for by the GPUs' models: the proof must show the expression exact,
+    else these are reported."""
 
 
 @dataclass(frozen=True)
@@ -63,48 +74,50 @@ def _without_uuids(resolved: ResolvedClass) -> str | None:
     return ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
 
 
-def _uuid_clause(
+def _unexpressible(key: str, missing: str, names: AttributeSet) -> Unexpressible:
+    if key == "indices":
+        why = (
+            f"NVIDIA's DRA driver {names.line}.x publishes no GPU index (index and parentIndex "
+            "were removed in v25.8.0)"
+        )
+        hint = (
+            f"declare those nodes with every GPU's uuid, {_ELSEWHERE}, "
+            "or set spec.dra.driverVersion to a v25.3 release, which still publishes index"
+        )
+    else:
+        why = (
+            "a DRA selector sees only device attributes, and NVIDIA's driver publishes no node "
+            "or pool attribute"
+        )
+        hint = f"declare those nodes with every GPU's uuid, {_ELSEWHERE}, or use allocation: device-plugin"
+    return Unexpressible(
+        key,
+        f"DRA cannot express select.{key}: {why}, and GPUs on {missing} have no declared UUID "
+        "to select them by",
+        hint,
+    )
+
+
+def _where_clause(
     resolved: ResolvedClass, keys: list[str], names: AttributeSet
-) -> str | list[Unexpressible]:
-    """The class's GPUs by UUID: how DRA expresses `keys`, which no published attribute can."""
+) -> tuple[str | None, tuple[Unexpressible, ...]]:
+    """How DRA expresses `keys`, which no published attribute can: the class's GPUs by UUID, or,
+    where some have none, their models, with the keys left for the proof to vouch for."""
     missing = _without_uuids(resolved)
     if missing is not None:
-        problems = []
-        for key in keys:
-            if key == "indices":
-                why = (
-                    f"NVIDIA's DRA driver {names.line}.x publishes no GPU index (index and parentIndex "
-                    "were removed in v25.8.0)"
-                )
-                hint = (
-                    f"declare those nodes with every GPU's uuid, {_ELSEWHERE}, "
-                    "or set spec.dra.driverVersion to a v25.3 release, which still publishes index"
-                )
-            else:
-                why = "a DRA selector sees only device attributes, and NVIDIA's driver publishes no node or pool attribute"
-                hint = f"declare those nodes with every GPU's uuid, {_ELSEWHERE}, or use allocation: device-plugin"
-            problems.append(
-                Unexpressible(
-                    key,
-                    f"DRA cannot express select.{key}: {why}, and GPUs on {missing} have no "
-                    "declared UUID to select them by",
-                    hint,
-                )
-            )
-        return problems
+        products = sorted({m.gpu.model.nvml_name for m in resolved.members})
+        clause = _one_of("productName", products) if products else None
+        return clause, tuple(_unexpressible(key, missing, names) for key in keys)
     uuids = sorted({m.gpu.uuid for m in resolved.members if m.gpu.uuid is not None})
     mig = resolved.spec.select.mig_profile is not None
     attribute = "parentUUID" if mig else "uuid"
     assert attribute in names.published(mig)
-    return _one_of(attribute, uuids)
+    return _one_of(attribute, uuids), ()
 
 
-def cel_selector(
-    resolved: ResolvedClass, catalog: Catalog, names: AttributeSet
-) -> str | list[Unexpressible]:
-    """The CEL expression, one condition per line, or every select key it cannot express.
-
-    `names`: what the chosen driver release publishes; no other attribute is named."""
+def cel_selector(resolved: ResolvedClass, catalog: Catalog, names: AttributeSet) -> CelSelector:
+    """The DeviceClass CEL expression for the class, naming only attributes in `names` (what the
+    chosen driver release publishes)."""
     selector = resolved.spec.select
     profile = selector.mig_profile
     clauses = [f"device.driver == {cel_string(DRIVER)}"]
@@ -138,9 +151,9 @@ def cel_selector(
             clauses.append(_one_of(attribute, sorted(set(selector.indices))))
         else:
             by_uuid.append("indices")
+    unproven: tuple[Unexpressible, ...] = ()
     if by_uuid:
-        uuids = _uuid_clause(resolved, by_uuid, names)
-        if isinstance(uuids, list):
-            return uuids
-        clauses.append(uuids)
-    return " &&\n".join(clauses)
+        clause, unproven = _where_clause(resolved, by_uuid, names)
+        if clause is not None and clause not in clauses:
+            clauses.append(clause)
+    return CelSelector(" &&\n".join(clauses), unproven)

@@ -51,11 +51,10 @@ def _driver_config(resolved: ResolvedClass) -> dict[str, Any] | None:
 
 
 def device_class(cluster: Cluster, resolved: ResolvedClass, catalog: Catalog) -> Artifact:
-    expression = cel_selector(resolved, catalog, attribute_set(cluster.spec.dra.driver_version))
-    if not isinstance(expression, str):
-        raise ValueError(
-            f"class {resolved.name!r} passed validation with an unexpressible selector"
-        )
+    # Validation proved the expression selects exactly the class's GPUs.
+    expression = cel_selector(
+        resolved, catalog, attribute_set(cluster.spec.dra.driver_version)
+    ).expression
     spec: dict[str, Any] = {"selectors": [{"cel": {"expression": expression}}]}
     if (parameters := _driver_config(resolved)) is not None:
         spec["config"] = [{"opaque": {"driver": DRIVER, "parameters": parameters}}]

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from gpuconf.compiler.dra.cel_proof import CelError, selected_devices
 from gpuconf.compiler.dra.devices import DraDevice, cluster_devices, expected_devices
-from gpuconf.compiler.dra.selector import cel_selector
+from gpuconf.compiler.dra.selector import CelSelector, cel_selector
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.compiler.rules.context import SPEC, RuleContext, class_path
 from gpuconf.diagnostics import Diagnostic
@@ -26,14 +26,8 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
         return
     published = cluster_devices(ctx.cluster, ctx.inventory)
     for resolved in ctx.classes:
-        expression = cel_selector(resolved, ctx.catalog, published.names)
-        if not isinstance(expression, str):
-            for problem in expression:
-                yield ctx.error(
-                    class_path(resolved.index, "select", problem.key), problem.message, problem.hint
-                )
-            continue
-        yield from _agrees(ctx, resolved, expression, published.devices)
+        selector = cel_selector(resolved, ctx.catalog, published.names)
+        yield from _agrees(ctx, resolved, selector, published.devices)
     yield from _feature_gates(ctx, published.release, published.names.sharing_gated)
     yield from _device_list(ctx)
 
@@ -72,10 +66,10 @@ def _device_list(ctx: RuleContext) -> Iterator[Diagnostic]:
 
 
 def _agrees(
-    ctx: RuleContext, resolved: ResolvedClass, expression: str, devices: list[DraDevice]
+    ctx: RuleContext, resolved: ResolvedClass, selector: CelSelector, devices: list[DraDevice]
 ) -> Iterator[Diagnostic]:
     path = class_path(resolved.index, "select")
-    selected = selected_devices(expression, devices)
+    selected = selected_devices(selector.expression, devices)
     if isinstance(selected, CelError):
         yield ctx.error(path, f"class {resolved.name!r}: {selected.message}", _BUG_HINT)
         return
@@ -85,6 +79,16 @@ def _agrees(
     by_key = {d.key: d for d in devices}
     extra = sorted({by_key[k].describe() for k in selected - expected})
     missed = sorted({by_key[k].describe() for k in expected - selected})
+    if selector.unproven:
+        # Narrowed by model where UUIDs were missing, and that was not enough.
+        also = f"; by model alone it would also select {_listed(extra)}" if extra else ""
+        for problem in selector.unproven:
+            yield ctx.error(
+                class_path(resolved.index, "select", problem.key),
+                problem.message + also,
+                problem.hint,
+            )
+        return
     parts = [f"also selects {_listed(extra)}"] if extra else []
     parts += [f"misses {_listed(missed)}"] if missed else []
     yield ctx.error(
