@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from builders import gpu_uuid, node_config, nvlink_box, resource
 from kubelet_stub import KubeletStub
-from plugin_process import NodeProcess, serving
+from plugin_process import NodeProcess, serving, wait_until
 
 from gpuconf.node.kubelet.proto import api_pb2
 
@@ -72,7 +72,15 @@ def test_metrics_count_registrations_and_advertised_devices(
 ) -> None:
     process, kubelet = node
     kubelet.wait_devices(SHARED, timeout=10)
-    assert process.metric("gpuconf_node_registrations_total", resource=WHOLE, result="ok") >= 1
+    # Resources register on their own threads: SHARED's devices can arrive before WHOLE's
+    # registration is counted.
+    wait_until(
+        lambda: (
+            process.metric("gpuconf_node_registrations_total", resource=WHOLE, result="ok") >= 1
+        ),
+        timeout=10,
+        what="WHOLE's registration in the metrics",
+    )
     assert process.metric("gpuconf_node_devices", resource=SHARED, health="Healthy") == 4
     assert process.metric("gpuconf_node_inventory_drift") == 0
 
