@@ -241,6 +241,8 @@ class _Document:
                     "write the keys out in this mapping; an alias (*name) may still stand for "
                     "a whole value",
                 )
+            if event.anchor is not None:
+                self.anchors[event.anchor] = (name, 1)
         elif type(event) is AliasEvent and event.anchor in self.anchors:
             name = self.anchors[event.anchor][0]
             if not isinstance(name, str):
@@ -252,8 +254,6 @@ class _Document:
         else:
             shape = "a mapping" if type(event) is MappingStartEvent else "a list"
             raise self.fail(mark, path, f"a key must be a plain value, not {shape}", _KEY_HINT)
-        if event.anchor is not None:
-            self.anchors[event.anchor] = (name, 1)
         here = (*path, name)
         if name in mapping:
             raise self.fail(
