@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 
@@ -88,5 +89,13 @@ def test_metrics_count_registrations_and_advertised_devices(
 def test_healthz_answers_ok_while_the_loop_runs(node: tuple[NodeProcess, KubeletStub]) -> None:
     process, _ = node
     url = f"http://127.0.0.1:{process.metrics_port}/healthz"
-    with urllib.request.urlopen(url, timeout=5) as response:
-        assert (response.status, response.read()) == (200, b"ok\n")
+
+    def answer() -> tuple[int, bytes] | None:
+        # The metrics server may open after the first devices are served.
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                return (response.status, response.read())
+        except urllib.error.URLError:
+            return None
+
+    assert wait_until(answer, timeout=10, what="/healthz") == (200, b"ok\n")
