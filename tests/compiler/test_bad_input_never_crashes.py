@@ -3,6 +3,7 @@ never an internal error, never a half-written output folder."""
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 import shutil
@@ -95,7 +96,7 @@ def mutated_examples(draw: st.DrawFn) -> tuple[str, Any]:
         if action == "drop":
             del parent[key]
         elif action == "replace":
-            parent[key] = draw(VALUES)
+            parent[key] = copy.deepcopy(draw(VALUES))
         elif action == "retype":
             parent[key] = _retyped(parent[key])
         elif action == "inject":
@@ -103,7 +104,9 @@ def mutated_examples(draw: st.DrawFn) -> tuple[str, Any]:
         elif action == "number":
             parent[key] = draw(st.sampled_from([0, -1, 1, 2, 63, 64, 65, 10**9, 1.5]))
         elif isinstance(parent[key], dict):
-            parent[key][draw(st.sampled_from(["extra", "replicas", "name", "a: b"]))] = draw(VALUES)
+            parent[key][draw(st.sampled_from(["extra", "replicas", "name", "a: b"]))] = (
+                copy.deepcopy(draw(VALUES))
+            )
     return name, data
 
 
