@@ -18,6 +18,9 @@ NODE_CONFIG_FILE = "node-config.yaml"
 
 DeviceListStrategy = Literal["cdi", "volume-mounts", "envvar"]
 
+DEFAULT_METRICS_PORT = 9402
+"""Prometheus metrics and /healthz; NVIDIA's DCGM exporter usually listens on 9400 on the same nodes."""
+
 
 class _Model(Model):
     """Built by the compiler from Python names, read and written with camelCase keys."""
@@ -120,6 +123,6 @@ class NodeConfig(_Model):
     device_list_strategy: DeviceListStrategy = "volume-mounts"
     drift_policy: Literal["warn", "strict"] = "warn"
     health: HealthSettings
-    metrics_port: int = Field(default=9400, ge=0, le=65535)
+    metrics_port: int = Field(default=DEFAULT_METRICS_PORT, ge=0, le=65535)
     inventory: ExpectedInventory
     resources: Annotated[list[ResourceSettings], Field(default_factory=list)]

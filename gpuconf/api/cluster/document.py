@@ -16,7 +16,8 @@ from gpuconf.api.base import (
 )
 from gpuconf.api.cluster.nvidia_components import Dra, MigManager, NvidiaPlugin
 from gpuconf.api.cluster.pool import NodePool
-from gpuconf.api.cluster.quota import Quota
+from gpuconf.api.cluster.quota import NamespacePolicy, Quota
+from gpuconf.api.node_config import DEFAULT_METRICS_PORT
 from gpuconf.api.cluster.resource_class import ResourceClass
 from gpuconf.api.gpu_model import GpuModel
 from gpuconf.api.version import ApiVersion
@@ -53,6 +54,15 @@ class Health(Model):
     """Seconds without a new XID of any other class after which the GPU is offered again; 0 never."""
 
 
+class Monitoring(Model):
+    pod_monitor: bool = False
+    """Render a PodMonitor (Prometheus Operator, monitoring.coreos.com/v1) for the node runtime."""
+    network_policy: bool = False
+    """Render a NetworkPolicy that admits traffic to the metrics port only from scraperNamespaces."""
+    scraper_namespaces: list[DnsLabel] = Field(default_factory=lambda: ["monitoring"], min_length=1)
+    """Namespaces whose pods may scrape the metrics port when networkPolicy is true."""
+
+
 class NodeSettings(Model):
     drift_policy: Literal["warn", "strict"] = "warn"
     """On inventory drift: warn and advertise what is there, or advertise only matching GPUs."""
@@ -62,8 +72,10 @@ class NodeSettings(Model):
     has CDI on (containerd 2.x, k3s), else volume-mounts."""
     health: Health = Field(default_factory=Health)
     """GPU health checking."""
-    metrics_port: int = Field(default=9400, ge=1024, le=65535)
-    """Port for Prometheus metrics and /healthz on each node."""
+    metrics_port: int = Field(default=DEFAULT_METRICS_PORT, ge=1024, le=65535)
+    """Port for Prometheus metrics and /healthz on each node (9402: the DCGM exporter has 9400)."""
+    monitoring: Monitoring = Field(default_factory=Monitoring)
+    """Scraping the node runtime's metrics."""
 
 
 class ClusterSpec(Model):
@@ -95,6 +107,8 @@ class ClusterSpec(Model):
     """Named, selected sets of GPUs that workloads request."""
     quotas: list[Quota] = Field(default_factory=list)
     """Per-namespace limits per class."""
+    namespace_policy: NamespacePolicy = "create"
+    """Default for every quota's namespacePolicy: create, adopt or external."""
 
 
 class Cluster(Model):

@@ -1,16 +1,24 @@
-"""Quota: how many devices of each class one namespace may request."""
+"""Quota: how many devices of each class one namespace may request, and who owns that namespace."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from gpuconf.api.base import DnsLabel, Model
 
+NamespacePolicy = Literal["create", "adopt", "external"]
+"""create: gpuconf renders the Namespace; adopt: gpuconf only labels an existing one;
+external: gpuconf renders no Namespace, only what goes inside it."""
+
 
 class Quota(Model):
     namespace: DnsLabel
-    """The namespace the quota applies to (created if absent)."""
+    """The namespace the quota applies to."""
     classes: dict[DnsLabel, Annotated[int, Field(ge=0, le=1_000_000)]] = Field(min_length=1)
     """Class name -> how many of the class's devices the namespace may request."""
+    namespace_policy: NamespacePolicy | None = None
+    """Who owns the namespace (default: spec.namespacePolicy). create: gpuconf renders it;
+    adopt: it exists already and gpuconf only adds its labels; external: gpuconf renders only
+    the ResourceQuota. Argo CD and Flux never prune or delete a Namespace gpuconf renders."""

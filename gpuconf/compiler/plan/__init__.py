@@ -9,6 +9,7 @@ from gpuconf.compiler.plan.dra import dra_objects, dra_quota_key
 from gpuconf.compiler.plan.driver import driver_daemonset
 from gpuconf.compiler.plan.kustomization import kustomization
 from gpuconf.compiler.plan.mig_parted import mig_manager_config_map, mig_rows
+from gpuconf.compiler.plan.monitoring import monitoring
 from gpuconf.compiler.plan.node_daemonset import node_daemonset
 from gpuconf.compiler.plan.nvidia_plugin import nvidia_plugin
 from gpuconf.compiler.plan.pool_node_config import build_node_config, node_config_map
@@ -55,6 +56,7 @@ def plan(validated: Validated, source: str) -> list[Artifact]:
     artifacts = [*cluster_objects.namespaces(cluster), cluster_objects.runtime_class(cluster)]
     if spec.allocation == "device-plugin" and spec.plugin == "gpuconf":
         artifacts += cluster_objects.node_rbac(cluster)
+        artifacts += monitoring(cluster)
     by_pool = _classes_by_pool(validated.classes)
     for pool in spec.node_pools:
         artifacts += _pool_artifacts(validated, pool, by_pool.get(pool.name, ()))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gpuconf.api.base import kubernetes_minor
 from gpuconf.api.cluster import Cluster
+from gpuconf.api.cluster.quota import NamespacePolicy
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, WAVE_NAMESPACES, metadata
 
@@ -21,11 +22,39 @@ POD_SECURITY_PRIVILEGED = {
 }
 
 
+def namespace_policies(cluster: Cluster) -> dict[str, NamespacePolicy]:
+    """Every namespace gpuconf puts objects in, with who owns it; gpuconf's own is always created."""
+    spec = cluster.spec
+    policies: dict[str, NamespacePolicy] = {
+        q.namespace: q.namespace_policy or spec.namespace_policy for q in spec.quotas
+    }
+    policies[spec.namespace] = "create"
+    return dict(sorted(policies.items()))
+
+
+# A Namespace holds every workload in it: neither agent may ever delete one because a
+# quota left the cluster file or the Application/Kustomization was removed.
+NEVER_DELETED = {
+    "argocd.argoproj.io/sync-options": "Prune=false,Delete=false",
+    "kustomize.toolkit.fluxcd.io/prune": "disabled",
+}
+# An adopted namespace belongs to someone else: apply only our labels, keep their fields.
+ADOPTED = {
+    "argocd.argoproj.io/sync-options": "Prune=false,Delete=false,ServerSideApply=true",
+    "kustomize.toolkit.fluxcd.io/prune": "disabled",
+    "kustomize.toolkit.fluxcd.io/ssa": "Merge",
+}
+
+
 def namespaces(cluster: Cluster) -> list[Artifact]:
-    names = {cluster.spec.namespace, *(q.namespace for q in cluster.spec.quotas)}
     artifacts = []
-    for name in sorted(names):
+    for name, policy in namespace_policies(cluster).items():
+        if policy == "external":
+            continue
         meta = metadata(cluster, name, "namespace", wave=WAVE_NAMESPACES)
+        if policy == "adopt":
+            meta["labels"] = {"gpuconf.dev/cluster": cluster.metadata.name}
+        meta["annotations"].update(NEVER_DELETED if policy == "create" else ADOPTED)
         if name == cluster.spec.namespace:
             meta["labels"].update(POD_SECURITY_PRIVILEGED)
         artifacts.append(

@@ -29,6 +29,7 @@ def driver_daemonset(cluster: Cluster, pool: NodePool) -> Artifact | None:
     )
     match = {"app.kubernetes.io/name": "nvidia-driver", POOL_LABEL: pool.name}
     pod = {
+        "automountServiceAccountToken": False,
         "priorityClassName": "system-node-critical",
         "nodeSelector": node_selector(pool),
         "tolerations": tolerations(pool),

@@ -174,6 +174,7 @@ def nvidia_plugin(
     volumes, mounts = _volumes(config)
     volumes += [{"name": "config", "configMap": {"name": config_name}}, setup_marker_volume()]
     pod: dict[str, Any] = {
+        "automountServiceAccountToken": False,
         "priorityClassName": "system-node-critical",
         "nodeSelector": node_selector(pool),
         "affinity": pause_affinity(),

@@ -13,6 +13,7 @@ from gpuconf.compiler.rules import (
     mig,
     mps,
     names,
+    namespaces,
     node_settings,
     nvidia_plugin,
     platforms,
@@ -28,6 +29,7 @@ Rule = Callable[[RuleContext], Iterator[Diagnostic]]
 # every model name to be known, so they run only when the first group found no error.
 DOCUMENT_RULES: tuple[Rule, ...] = (
     names.check,
+    namespaces.check,
     gpu_models.check,
     pools.check,
     platforms.check,
