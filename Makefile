@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: render test test-runtimes lint bench image clean
+.PHONY: venv render test test-runtimes lint bench image clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,6 +14,8 @@ $(VENV)/.installed: pyproject.toml
 $(VENV)/.installed-test: $(VENV)/.installed
 	$(PIP) install -e '.[test]'
 	touch $@
+
+venv: $(VENV)/.installed
 
 render: $(VENV)/.installed
 	$(BIN)/gpuconf render clusters -o rendered

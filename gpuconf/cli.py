@@ -1,4 +1,4 @@
-"""The `gpuconf` command line: validate, render, diff, schema, explain, and `node` for the node runtime."""
+"""The `gpuconf` command line: validate, render, diff, schema, explain, gitops, and `node` for the node runtime."""
 
 from __future__ import annotations
 
@@ -6,12 +6,13 @@ import argparse
 import os
 import sys
 import traceback
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from gpuconf.compiler.pipeline import Compiled
+    from gpuconf.compiler.render import RenderedTree
 
 from gpuconf import __version__
 from gpuconf.diagnostics import InvalidInput, report_text, summary_line
@@ -103,6 +104,35 @@ def build_parser() -> argparse.ArgumentParser:
         help="show per pool what `gpuconf node setup` writes on the hosts and how it reloads",
     )
 
+    gitops = commands.add_parser(
+        "gitops", help="write the Argo CD or Flux objects that sync the rendered clusters"
+    )
+    gitops.add_argument("agent", choices=("argocd", "flux"), help="the GitOps agent")
+    with_paths(gitops)
+    gitops.add_argument("--repo", required=True, metavar="URL", help="the Git repository's URL")
+    gitops.add_argument(
+        "--revision", default="main", help="branch (Flux) or revision (Argo CD) (default: main)"
+    )
+    gitops.add_argument(
+        "--path",
+        dest="rendered_path",
+        default=DEFAULT_OUTPUT.as_posix(),
+        metavar="PATH",
+        help="the rendered folder's path inside the repository (default: rendered)",
+    )
+    gitops.add_argument(
+        "--destination",
+        choices=("in-cluster", "by-name"),
+        default="in-cluster",
+        help="Argo CD: sync into its own cluster, or into the Argo CD cluster named like the cluster",
+    )
+    gitops.add_argument(
+        "-o", "--output", type=Path, default=None, help="output folder (default: gitops/AGENT/)"
+    )
+    gitops.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 with a diff when stale"
+    )
+
     commands.add_parser("node", help="the node runtime: gpuconf node --help", add_help=False)
     return parser
 
@@ -142,6 +172,18 @@ def _validate(options: argparse.Namespace) -> int:
     return ExitCode.OK if compiled.ok else ExitCode.INVALID_INPUT
 
 
+def _check(options: argparse.Namespace, folders: Mapping[str, RenderedTree], prune: bool) -> int:
+    from gpuconf.compiler import emit
+
+    changes = list(emit.diff(options.output, folders, prune))
+    if changes:
+        sys.stdout.writelines(changes)
+        print(f"{options.output_shown} is stale: run gpuconf {options.command}", file=sys.stderr)
+        return ExitCode.INVALID_INPUT
+    print(f"{options.output_shown} is up to date")
+    return ExitCode.OK
+
+
 def _render(options: argparse.Namespace) -> int:
     from gpuconf.compiler import emit
 
@@ -154,17 +196,40 @@ def _render(options: argparse.Namespace) -> int:
                 f"{options.output_shown / entry.name}: not written by gpuconf (left alone)",
                 file=sys.stderr,
             )
-        changes = list(emit.diff(options.output, compiled.rendered, compiled.whole_directories))
-        if changes:
-            sys.stdout.writelines(changes)
-            print(f"{options.output_shown} is stale: run gpuconf render", file=sys.stderr)
-            return ExitCode.INVALID_INPUT
-        print(f"{options.output_shown} is up to date")
-        return ExitCode.OK
+        return _check(options, compiled.rendered, compiled.whole_directories)
     emit.write(options.output, compiled.rendered, compiled.whole_directories)
     files = sum(len(tree) for tree in compiled.rendered.values())
     print(
         f"rendered {len(compiled.rendered)} cluster(s), {files} files, into {options.output_shown}"
+    )
+    return ExitCode.OK
+
+
+def _gitops(options: argparse.Namespace) -> int:
+    from gpuconf.compiler import emit
+    from gpuconf.compiler.gitops import GitSource, gitops
+
+    rendered_path = PurePosixPath(options.rendered_path)
+    if rendered_path.is_absolute() or ".." in rendered_path.parts:
+        raise UsageError(
+            f"--path {options.rendered_path}: give the folder's path inside the repository"
+        )
+    compiled = _compile(options)
+    if not compiled.ok:
+        return ExitCode.INVALID_INPUT
+    source = GitSource(
+        options.repo,
+        options.revision,
+        "" if rendered_path == PurePosixPath(".") else rendered_path.as_posix(),
+        destination_by_name=options.destination == "by-name",
+    )
+    folders = gitops(options.agent, source, compiled.rendered)
+    if options.check:
+        return _check(options, folders, compiled.whole_directories)
+    emit.write(options.output, folders, compiled.whole_directories)
+    files = sum(len(tree) for tree in folders.values())
+    print(
+        f"wrote {options.agent} objects for {len(compiled.rendered)} cluster(s), {files} files, into {options.output_shown}"
     )
     return ExitCode.OK
 
@@ -207,23 +272,24 @@ def _schema(options: argparse.Namespace) -> int:
 
 
 def _explain(options: argparse.Namespace) -> int:
-    from gpuconf.compiler.explain import explain_text
+    from gpuconf.compiler.explain import explain_text, files_declaring
+    from gpuconf.compiler.pipeline import find_cluster_files
 
     target = options.base / options.cluster
-    options.paths = [target] if target.exists() else [options.base / DEFAULT_CLUSTERS]
+    if target.exists():
+        options.paths = [target]
+    else:
+        # Only the file declaring the cluster is validated: a broken neighbour is not its problem.
+        folder = options.base / DEFAULT_CLUSTERS
+        options.paths, known = files_declaring(options.cluster, find_cluster_files([folder]))
+        if not options.paths:
+            raise UsageError(
+                f"no cluster named {options.cluster!r} in {DEFAULT_CLUSTERS}/ (known: {', '.join(known)})"
+            )
     compiled = _compile(options, render_output=False)
     if not compiled.ok:
         return ExitCode.INVALID_INPUT
-    found = (
-        list(compiled.validated.values())
-        if target.exists()
-        else [v for n, v in compiled.validated.items() if n == options.cluster]
-    )
-    if not found:
-        raise UsageError(
-            f"no cluster named {options.cluster!r} in {DEFAULT_CLUSTERS}/ (known: {', '.join(sorted(compiled.validated))})"
-        )
-    for validated in found:
+    for validated in compiled.validated.values():
         print(f"cluster {validated.cluster.metadata.name}")
         if options.host:
             from gpuconf.compiler.explain_host import host_setup_text
@@ -240,6 +306,7 @@ _COMMANDS = {
     "diff": _diff,
     "schema": _schema,
     "explain": _explain,
+    "gitops": _gitops,
 }
 
 
@@ -249,6 +316,8 @@ def _anchor(options: argparse.Namespace) -> None:
     options.base = base
     if getattr(options, "paths", None):
         options.paths = [base / p for p in options.paths]
+    if options.command == "gitops" and options.output is None:
+        options.output = Path("gitops") / options.agent
     output = getattr(options, "output", None)
     if output is not None:
         options.output_shown = output

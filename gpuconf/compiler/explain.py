@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from gpuconf.compiler.validate import Validated
+from gpuconf.formats.located_yaml import LoadFailed, load_file
 
 
 @dataclass(frozen=True)
@@ -68,3 +71,21 @@ def explain_text(validated: Validated) -> str:
             lines.append(f"{row.name}: quota per namespace")
             lines.extend(f"  {ns}: {count}" for ns, count in row.namespaces.items())
     return "\n".join(lines) + "\n"
+
+
+def declared_name(file: Path) -> str | None:
+    """The cluster name a file declares, read without validating it; None when unreadable."""
+    try:
+        data = load_file(file).data
+    except LoadFailed:
+        return None
+    metadata = data.get("metadata") if isinstance(data, dict) else None
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    return name if isinstance(name, str) else None
+
+
+def files_declaring(name: str, files: Sequence[Path]) -> tuple[list[Path], list[str]]:
+    """The files declaring cluster `name`, and every name declared (for "known: …")."""
+    names = {file: declared_name(file) for file in files}
+    known = sorted({n for n in names.values() if n is not None})
+    return [file for file, declared in names.items() if declared == name], known
