@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, TextIO
 
@@ -107,34 +107,46 @@ def build_parser() -> argparse.ArgumentParser:
     gitops = commands.add_parser(
         "gitops", help="write the Argo CD or Flux objects that sync the rendered clusters"
     )
-    gitops.add_argument("agent", choices=("argocd", "flux"), help="the GitOps agent")
-    with_paths(gitops)
-    gitops.add_argument("--repo", required=True, metavar="URL", help="the Git repository's URL")
-    gitops.add_argument(
+    agents = gitops.add_subparsers(
+        dest="agent", required=True, metavar="AGENT", parser_class=ArgumentParser
+    )
+    for agent, summary in (
+        ("argocd", "Argo CD Applications (one per cluster) and an ApplicationSet"),
+        ("flux", "a Flux GitRepository and, per cluster, Kustomizations applied in order"),
+    ):
+        _gitops_options(agents.add_parser(agent, help=summary), with_paths)
+
+    commands.add_parser("node", help="the node runtime: gpuconf node --help", add_help=False)
+    return parser
+
+
+def _gitops_options(
+    sub: argparse.ArgumentParser, with_paths: Callable[[argparse.ArgumentParser], None]
+) -> None:
+    with_paths(sub)
+    sub.add_argument("--repo", required=True, metavar="URL", help="the Git repository's URL")
+    sub.add_argument(
         "--revision", default="main", help="branch (Flux) or revision (Argo CD) (default: main)"
     )
-    gitops.add_argument(
+    sub.add_argument(
         "--path",
         dest="rendered_path",
         default=DEFAULT_OUTPUT.as_posix(),
         metavar="PATH",
         help="the rendered folder's path inside the repository (default: rendered)",
     )
-    gitops.add_argument(
+    sub.add_argument(
         "--destination",
         choices=("in-cluster", "by-name"),
         default="in-cluster",
         help="Argo CD: sync into its own cluster, or into the Argo CD cluster named like the cluster",
     )
-    gitops.add_argument(
+    sub.add_argument(
         "-o", "--output", type=Path, default=None, help="output folder (default: gitops/AGENT/)"
     )
-    gitops.add_argument(
+    sub.add_argument(
         "--check", action="store_true", help="write nothing; exit 1 with a diff when stale"
     )
-
-    commands.add_parser("node", help="the node runtime: gpuconf node --help", add_help=False)
-    return parser
 
 
 def _report(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.builders import CLUSTERS, REPO, load_yaml
+from builders import CLUSTERS, REPO, load_yaml
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
 SKIPPED_IN_COPY = {".venv", ".git", ".mypy_cache", ".pytest_cache", ".ruff_cache", "__pycache__"}

@@ -61,9 +61,8 @@ def _kustomization(artifacts: list[Artifact]) -> Artifact:
 
 
 def _readme(title: str, body: str) -> Artifact:
-    return Artifact(
-        "README.md", f"# {title}\n\n{GENERATED_MARK} `gpuconf gitops`.\n\n{body}\n", "text"
-    )
+    mark = f"{GENERATED_MARK} the rendered clusters by `gpuconf gitops`; edits are overwritten."
+    return Artifact("README.md", f"# {title}\n\n{mark}\n\n{body}\n", "text")
 
 
 def _folder(artifacts: list[Artifact], title: str, body: str) -> RenderedTree:

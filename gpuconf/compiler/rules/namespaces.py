@@ -17,7 +17,7 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
     if is_system_namespace(spec.namespace):
         yield ctx.error(
             (*SPEC, "namespace"),
-            f"gpuconf's own objects cannot go in {spec.namespace!r}: gpuconf renders this namespace",
+            f"{spec.namespace!r} is a system namespace; gpuconf creates and owns the namespace of its own objects",
             "use a namespace of gpuconf's own, e.g. gpuconf-system",
         )
     for i, quota in enumerate(spec.quotas):

@@ -1,0 +1,179 @@
+"""`gpuconf gitops`: the committed examples are fresh, build with `kubectl kustomize`, validate
+against Argo CD's and Flux's own CRD schemas, and Flux's stages cover each rendered tree."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from builders import REPO, load_yaml, run_cli
+from ruamel.yaml import YAML
+
+from gpuconf.compiler.gitops import GitSource, flux, stages
+
+EXAMPLE_REPO = "https://github.com/example-org/gpu-clusters.git"
+GITOPS = REPO / "examples" / "gitops"
+CRDS = REPO / "tests" / "fixtures" / "crds"
+FOLDERS = sorted(
+    p.parent.relative_to(GITOPS).as_posix() for p in GITOPS.rglob("kustomization.yaml")
+)
+
+
+def _strict(schema: Any) -> Any:
+    """The CRD schema as a strict API server applies it: unknown fields are errors."""
+    if isinstance(schema, list):
+        return [_strict(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    strict = {k: _strict(v) if k != "enum" else v for k, v in schema.items()}
+    if "properties" in strict and not strict.get("x-kubernetes-preserve-unknown-fields"):
+        strict.setdefault("additionalProperties", False)
+    return strict
+
+
+@cache
+def _validators() -> dict[tuple[str, str], jsonschema.Draft7Validator]:
+    validators = {}
+    for path in CRDS.glob("*.json"):
+        crd = json.loads(path.read_text())
+        key = (f"{crd['group']}/{crd['version']}", crd["kind"])
+        validators[key] = jsonschema.Draft7Validator(_strict(crd["schema"]))
+    return validators
+
+
+def crd_errors(obj: dict[str, Any]) -> list[str]:
+    validator = _validators()[(obj["apiVersion"], obj["kind"])]
+    return [
+        f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(obj)
+    ]
+
+
+def _kustomize(folder: Path) -> list[dict[str, Any]]:
+    kubectl = shutil.which("kubectl")
+    assert kubectl, "kubectl (with kustomize) is needed for this test"
+    built = subprocess.run(
+        [kubectl, "kustomize", str(folder)], capture_output=True, check=False, timeout=120
+    )
+    assert built.returncode == 0, built.stderr.decode()
+    return [d for d in YAML(typ="safe", pure=True).load_all(built.stdout) if d is not None]
+
+
+@pytest.mark.parametrize("agent", ["argocd", "flux"])
+def test_the_committed_examples_are_what_gitops_writes(agent: str) -> None:
+    checked = run_cli(
+        "gitops", agent, "--repo", EXAMPLE_REPO, "-o", f"examples/gitops/{agent}", "--check",
+        cwd=REPO,
+    )  # fmt: skip
+    assert checked.code == 0, checked.out + checked.err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_each_example_folder_builds_and_validates_against_the_crd_schemas(folder: str) -> None:
+    objects = _kustomize(GITOPS / folder)
+    listed = load_yaml((GITOPS / folder / "kustomization.yaml").read_bytes())["resources"]
+    assert len(objects) == len(listed)
+    for obj in objects:
+        assert crd_errors(obj) == [], f"{obj['kind']} {obj['metadata']['name']}"
+        assert obj["metadata"]["namespace"] in {"argocd", "flux-system"}
+
+
+def test_the_schema_check_rejects_a_misspelt_field_and_a_wrong_type() -> None:
+    application = load_yaml((GITOPS / "argocd/applications/application-lab.yaml").read_bytes())
+    application["spec"]["sourc"] = application["spec"].pop("source")
+    application["spec"]["syncPolicy"]["automated"]["prune"] = "yes"
+    errors = crd_errors(application)
+    assert any("'sourc' was unexpected" in e for e in errors), errors
+    assert any(e.startswith("spec.syncPolicy.automated.prune") for e in errors), errors
+
+
+def test_every_application_points_at_a_rendered_cluster_folder() -> None:
+    folder = GITOPS / "argocd" / "applications"
+    paths = {
+        load_yaml(p.read_bytes())["spec"]["source"]["path"]
+        for p in folder.glob("application-*.yaml")
+    }
+    clusters = {f"rendered/{p.name}" for p in (REPO / "rendered").iterdir() if p.is_dir()}
+    assert paths == clusters
+
+
+def test_flux_stages_cover_every_manifest_once_and_nothing_else(compiled_examples) -> None:  # type: ignore[no-untyped-def]
+    for name, tree in compiled_examples.rendered.items():
+        listed = set(load_yaml(tree["kustomization.yaml"])["resources"])
+        folders = [stage for group in stages(tree) for stage in group]
+        # Flux generates a kustomization from every YAML file under a stage's path.
+        picked = [p for p in tree if p.endswith((".yaml", ".yml")) and p.split("/")[0] in folders]
+        assert sorted(picked) == sorted(listed), name
+
+
+def test_flux_applies_namespaces_first_and_pools_last(compiled_examples) -> None:  # type: ignore[no-untyped-def]
+    source = GitSource(EXAMPLE_REPO, "main", "rendered")
+    for name, folder in flux(source, compiled_examples.rendered).items():
+        kustomizations = {
+            obj["metadata"]["name"]: obj
+            for path, data in folder.items()
+            if path.startswith("kustomization-")
+            for obj in [load_yaml(data)]
+        }
+        order = _apply_order(kustomizations)
+        assert order[0] == f"gpuconf-{name}-namespaces"
+        assert order[-1] == f"gpuconf-{name}-pools"
+        assert all(k["spec"]["wait"] for k in kustomizations.values())
+
+
+def _apply_order(kustomizations: dict[str, dict[str, Any]]) -> list[str]:
+    """The order dependsOn forces, one at a time; fails on a missing or circular dependency."""
+    done: list[str] = []
+    while len(done) < len(kustomizations):
+        ready = sorted(
+            name
+            for name, k in kustomizations.items()
+            if name not in done and all(d["name"] in done for d in k["spec"].get("dependsOn", []))
+        )
+        assert ready, f"stuck after {done}"
+        done.append(ready[0])
+    return done
+
+
+@pytest.mark.slow
+def test_each_flux_stage_builds_as_flux_generates_it(
+    tmp_path: Path,
+    compiled_examples,  # type: ignore[no-untyped-def]
+) -> None:
+    tree = compiled_examples.rendered["fleet"]
+    for group in stages(tree):
+        for stage in group:
+            root = tmp_path / stage
+            files = sorted(p for p in tree if p.startswith(f"{stage}/"))
+            for relative in files:
+                (tmp_path / relative).parent.mkdir(parents=True, exist_ok=True)
+                (tmp_path / relative).write_bytes(tree[relative])
+            # What Flux does without a kustomization.yaml: kustomize create --autodetect --recursive.
+            resources = [Path(p).relative_to(stage).as_posix() for p in files]
+            (root / "kustomization.yaml").write_text(json.dumps({"resources": resources}))
+            assert len(_kustomize(root)) == len(files)
+
+
+def test_gitops_refuses_a_path_outside_the_repository() -> None:
+    result = run_cli("gitops", "flux", "--repo", EXAMPLE_REPO, "--path", "/abs", cwd=REPO)
+    assert result.code == 2
+    assert "--path /abs" in result.err
+
+
+def test_argocd_by_name_sends_each_cluster_to_the_argo_cd_cluster_of_that_name(
+    tmp_path: Path,
+) -> None:
+    result = run_cli(
+        "gitops", "argocd", "--repo", EXAMPLE_REPO, "--destination", "by-name",
+        "-o", str(tmp_path), "clusters/lab.yaml", cwd=REPO,
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    application = load_yaml((tmp_path / "applications" / "application-lab.yaml").read_bytes())
+    assert application["spec"]["destination"] == {"name": "lab"}
+    assert crd_errors(application) == []
