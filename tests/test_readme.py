@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from builders import CLUSTERS, REPO, load_yaml
 
 README = (REPO / "README.md").read_text(encoding="utf-8")

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from builders import CASES, CLUSTERS, RENDERED, REPO, read_tree, run_cli
+from builders import CASES, CLUSTERS, RENDERED, REPO, load_yaml, read_tree, run_cli
 
 import gpuconf.compiler.pipeline
 
@@ -204,3 +204,66 @@ def test_render_refuses_to_replace_a_folder_it_did_not_write(tmp_path: Path) -> 
     assert result.code == 1
     assert "was not written by gpuconf" in result.err
     assert (tmp_path / "lab" / "mine.txt").read_text() == "keep me"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("frobnicate",),
+        ("render", "--no-such-flag"),
+        ("gitops", "argo"),
+        ("gitops", "flux"),
+        ("explain",),
+        ("node",),
+        ("node", "check", "--nvml"),
+    ],
+    ids=lambda argv: " ".join(argv),
+)
+def test_usage_errors_read_as_one_clean_line(argv: tuple[str, ...]) -> None:
+    result = run_cli(*argv)
+    assert result.code == 2
+    [line] = result.err.splitlines()
+    assert line.startswith("gpuconf: ")
+    assert "gpuconf: gpuconf" not in line
+    assert "--help'" in line
+
+
+def test_a_file_outside_the_working_directory_is_reported_by_its_absolute_path(
+    tmp_path: Path,
+) -> None:
+    outside = tmp_path / "elsewhere" / "cluster.yaml"
+    outside.parent.mkdir()
+    shutil.copy(BAD, outside)
+    working = tmp_path / "work"
+    working.mkdir()
+    result = run_cli("validate", str(outside), cwd=working)
+    assert result.code == 1
+    assert result.err.startswith(f"{outside}:"), result.err
+
+
+def test_a_relative_path_is_reported_as_given(tmp_path: Path) -> None:
+    (tmp_path / "team").mkdir()
+    shutil.copy(BAD, tmp_path / "team" / "gpus.yaml")
+    result = run_cli("validate", "team/gpus.yaml", cwd=tmp_path)
+    assert result.err.startswith("team/gpus.yaml:"), result.err
+
+
+def test_explain_ignores_broken_files_declaring_other_clusters(tmp_path: Path) -> None:
+    (tmp_path / "clusters").mkdir()
+    shutil.copy(CLUSTERS / "lab.yaml", tmp_path / "clusters" / "lab.yaml")
+    shutil.copy(BAD, tmp_path / "clusters" / "over-capacity.yaml")
+    (tmp_path / "clusters" / "half-typed.yaml").write_text("metadata: {name: [\n")
+    result = run_cli("explain", "lab", cwd=tmp_path)
+    assert result.code == 0, result.err
+    assert result.out.startswith("cluster lab\n")
+    assert result.err == ""
+    assert run_cli("validate", cwd=tmp_path).code == 1
+
+
+def test_explain_still_reports_the_problems_of_the_cluster_it_explains(tmp_path: Path) -> None:
+    (tmp_path / "clusters").mkdir()
+    shutil.copy(BAD, tmp_path / "clusters" / "team.yaml")
+    name = load_yaml(BAD.read_bytes())["metadata"]["name"]
+    result = run_cli("explain", name, cwd=tmp_path)
+    assert result.code == 1
+    assert result.err.startswith("clusters/team.yaml:")

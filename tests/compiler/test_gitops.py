@@ -6,52 +6,21 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from functools import cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 from builders import REPO, load_yaml, run_cli
+from crd_schemas import crd_errors
 from ruamel.yaml import YAML
 
 from gpuconf.compiler.gitops import GitSource, flux, stages
 
 EXAMPLE_REPO = "https://github.com/example-org/gpu-clusters.git"
 GITOPS = REPO / "examples" / "gitops"
-CRDS = REPO / "tests" / "fixtures" / "crds"
 FOLDERS = sorted(
     p.parent.relative_to(GITOPS).as_posix() for p in GITOPS.rglob("kustomization.yaml")
 )
-
-
-def _strict(schema: Any) -> Any:
-    """The CRD schema as a strict API server applies it: unknown fields are errors."""
-    if isinstance(schema, list):
-        return [_strict(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    strict = {k: _strict(v) if k != "enum" else v for k, v in schema.items()}
-    if "properties" in strict and not strict.get("x-kubernetes-preserve-unknown-fields"):
-        strict.setdefault("additionalProperties", False)
-    return strict
-
-
-@cache
-def _validators() -> dict[tuple[str, str], jsonschema.Draft7Validator]:
-    validators = {}
-    for path in CRDS.glob("*.json"):
-        crd = json.loads(path.read_text())
-        key = (f"{crd['group']}/{crd['version']}", crd["kind"])
-        validators[key] = jsonschema.Draft7Validator(_strict(crd["schema"]))
-    return validators
-
-
-def crd_errors(obj: dict[str, Any]) -> list[str]:
-    validator = _validators()[(obj["apiVersion"], obj["kind"])]
-    return [
-        f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(obj)
-    ]
 
 
 def _kustomize(folder: Path) -> list[dict[str, Any]]:
