@@ -17,8 +17,12 @@ $(VENV)/.installed-test: $(VENV)/.installed
 
 venv: $(VENV)/.installed
 
+EXAMPLE_REPO := https://github.com/example-org/gpu-clusters.git
+
 render: $(VENV)/.installed
 	$(BIN)/gpuconf render clusters -o rendered
+	$(BIN)/gpuconf gitops argocd --repo $(EXAMPLE_REPO) -o examples/gitops/argocd
+	$(BIN)/gpuconf gitops flux --repo $(EXAMPLE_REPO) -o examples/gitops/flux
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check gpuconf tests bench

@@ -39,7 +39,7 @@ def test_the_committed_examples_are_what_gitops_writes(agent: str) -> None:
         "gitops", agent, "--repo", EXAMPLE_REPO, "-o", f"examples/gitops/{agent}", "--check",
         cwd=REPO,
     )  # fmt: skip
-    assert checked.code == 0, checked.out + checked.err
+    assert checked.code == 0, "run make render, then commit examples/gitops/\n" + checked.out
 
 
 @pytest.mark.slow
