@@ -17,9 +17,9 @@ from gpuconf.api.base import (
 from gpuconf.api.cluster.nvidia_components import Dra, MigManager, NvidiaPlugin
 from gpuconf.api.cluster.pool import NodePool
 from gpuconf.api.cluster.quota import NamespacePolicy, Quota
-from gpuconf.api.node_config import DEFAULT_METRICS_PORT
 from gpuconf.api.cluster.resource_class import ResourceClass
 from gpuconf.api.gpu_model import GpuModel
+from gpuconf.api.node_config import DEFAULT_METRICS_PORT
 from gpuconf.api.version import ApiVersion
 
 
