@@ -44,6 +44,7 @@ def mps_control_daemon(
     # namespace and privilege, as in NVIDIA's chart.
     privileged = {"privileged": True}
     pod: dict[str, Any] = {
+        "automountServiceAccountToken": False,
         "priorityClassName": "system-node-critical",
         "hostPID": True,
         "nodeSelector": node_selector(pool),
