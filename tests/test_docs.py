@@ -50,7 +50,11 @@ def test_the_node_check_sample_is_what_the_command_prints(tmp_path: Path) -> Non
     ]
     result = run_cli(*argv)
     assert result.code == 1
-    assert result.out == sample[2]
+    # Away from a node no runtime answers on the metrics port; only that line may differ.
+    *report, pending = result.out.splitlines()
+    *shown, shown_pending = sample[2].splitlines()
+    assert report == shown
+    assert pending.split(" (")[0] == shown_pending.split(" (")[0] == "pending GPU changes: unknown"
 
 
 def test_the_metrics_table_lists_every_metric_the_runtime_exports() -> None:
