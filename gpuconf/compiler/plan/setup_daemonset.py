@@ -80,6 +80,7 @@ def runtime_digest(config: NodeConfig) -> str:
 def setup_daemonset(cluster: Cluster, pool: NodePool, config: NodeConfig) -> Artifact:
     config_mount = {"name": "node-config", "mountPath": CONFIG_DIR, "readOnly": True}
     pod: dict[str, Any] = {
+        "automountServiceAccountToken": False,
         "priorityClassName": "system-node-critical",
         "nodeSelector": node_selector(pool),
         "tolerations": tolerations(pool),
