@@ -35,8 +35,9 @@ def _blocks(text: str, language: str) -> list[str]:
 
 
 def setup_commands() -> list[str]:
-    """The README's first sh block: the set-up every shell needs, comments stripped."""
-    block = _blocks(README[: README.index("\n## ")], "sh")[0]
+    """The set-up every shell needs, comments stripped: the README's sh block above the first
+    section that runs `make venv` (the block before it shows `make render` and `make test`)."""
+    (block,) = [b for b in _blocks(README[: README.index("\n## ")], "sh") if "make venv" in b]
     return [line.split("#", 1)[0].strip() for line in block.splitlines() if line.strip()]
 
 
@@ -62,9 +63,9 @@ def fresh_clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (clone / ".venv").symlink_to(REPO / ".venv")
     # make compares times: a pyproject.toml edited since this checkout's set-up is not the
     # clone's business (this suite runs on the checkout's environment either way).
-    installed = (REPO / ".venv" / ".installed").stat().st_mtime
-    if (clone / "pyproject.toml").stat().st_mtime > installed:
-        os.utime(clone / "pyproject.toml", (installed, installed))
+    installed = (REPO / ".venv" / ".installed").stat().st_mtime_ns
+    if (clone / "pyproject.toml").stat().st_mtime_ns > installed:
+        os.utime(clone / "pyproject.toml", ns=(installed, installed))
     return clone
 
 
