@@ -11,7 +11,7 @@ from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.runtime_files import DRIVER_READY_MARKER, DRIVER_VALIDATIONS_DIR
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_DRIVER, metadata
-from gpuconf.compiler.plan.pod import POOL_LABEL, daemonset, host_path, node_selector, tolerations
+from gpuconf.compiler.plan.pod import POOL_LABEL, daemonset, host_path, on_pool_nodes
 
 
 def driver_daemonset(cluster: Cluster, pool: NodePool) -> Artifact | None:
@@ -30,9 +30,7 @@ def driver_daemonset(cluster: Cluster, pool: NodePool) -> Artifact | None:
     match = {"app.kubernetes.io/name": "nvidia-driver", POOL_LABEL: pool.name}
     pod = {
         "automountServiceAccountToken": False,
-        "priorityClassName": "system-node-critical",
-        "nodeSelector": node_selector(pool),
-        "tolerations": tolerations(pool),
+        **on_pool_nodes(pool),
         "hostPID": True,
         "containers": [
             {

@@ -16,8 +16,7 @@ from gpuconf.compiler.plan.pod import (
     daemonset,
     hardened,
     host_path,
-    node_selector,
-    tolerations,
+    on_pool_nodes,
 )
 from gpuconf.compiler.plan.pool_node_config import MPS_ROOT, MPS_SHM, config_map_name
 from gpuconf.compiler.plan.setup_daemonset import CONFIG_DIR, setup_marker_volume, wait_for_setup
@@ -94,10 +93,8 @@ def node_daemonset(
     port = cluster.spec.node.metrics_port
     pod: dict[str, Any] = {
         "serviceAccountName": NODE_SERVICE_ACCOUNT,
-        "priorityClassName": "system-node-critical",
-        "nodeSelector": node_selector(pool),
+        **on_pool_nodes(pool),
         "affinity": pause_affinity(),
-        "tolerations": tolerations(pool),
         "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
         "initContainers": [wait_for_setup(cluster)],
         "containers": [

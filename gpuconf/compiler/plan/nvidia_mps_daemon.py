@@ -15,7 +15,7 @@ from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.config_hash import annotate_template
 from gpuconf.compiler.plan.meta import WAVE_PLUGIN, metadata
 from gpuconf.compiler.plan.mig_pause import pause_affinity
-from gpuconf.compiler.plan.pod import POOL_LABEL, daemonset, host_path, node_selector, tolerations
+from gpuconf.compiler.plan.pod import POOL_LABEL, daemonset, host_path, on_pool_nodes
 from gpuconf.compiler.plan.pool_node_config import MPS_ROOT
 from gpuconf.compiler.plan.setup_daemonset import setup_marker_volume, wait_for_setup
 
@@ -45,11 +45,9 @@ def mps_control_daemon(
     privileged = {"privileged": True}
     pod: dict[str, Any] = {
         "automountServiceAccountToken": False,
-        "priorityClassName": "system-node-critical",
+        **on_pool_nodes(pool),
         "hostPID": True,
-        "nodeSelector": node_selector(pool),
         "affinity": pause_affinity(),
-        "tolerations": tolerations(pool),
         "initContainers": [
             wait_for_setup(cluster),
             {

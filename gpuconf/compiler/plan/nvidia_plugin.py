@@ -27,8 +27,7 @@ from gpuconf.compiler.plan.pod import (
     daemonset,
     hardened,
     host_path,
-    node_selector,
-    tolerations,
+    on_pool_nodes,
 )
 from gpuconf.compiler.plan.pool_node_config import MPS_ROOT
 from gpuconf.compiler.plan.setup_daemonset import setup_marker_volume, wait_for_setup
@@ -175,10 +174,8 @@ def nvidia_plugin(
     volumes += [{"name": "config", "configMap": {"name": config_name}}, setup_marker_volume()]
     pod: dict[str, Any] = {
         "automountServiceAccountToken": False,
-        "priorityClassName": "system-node-critical",
-        "nodeSelector": node_selector(pool),
+        **on_pool_nodes(pool),
         "affinity": pause_affinity(),
-        "tolerations": tolerations(pool),
         "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
         "initContainers": [wait_for_setup(cluster)],
         "containers": [

@@ -29,6 +29,16 @@ def tolerations(pool: NodePool) -> list[dict[str, Any]]:
     return [*own, GPU_TAINT] if GPU_TAINT not in own else own
 
 
+def on_pool_nodes(pool: NodePool) -> dict[str, Any]:
+    """Where each per-node pod of a pool runs: on the pool's nodes, past the GPU taint, and
+    among the last pods a node under pressure evicts."""
+    return {
+        "priorityClassName": "system-node-critical",
+        "nodeSelector": node_selector(pool),
+        "tolerations": tolerations(pool),
+    }
+
+
 def hardened(read_only_root: bool = True) -> dict[str, Any]:
     """No privilege, no capabilities, no writable root; runs as root only to reach root-owned host paths."""
     return {

@@ -15,7 +15,7 @@ from gpuconf.api.node_config import NODE_CONFIG_FILE, NodeConfig
 from gpuconf.api.runtime_files import SETUP_MARKER_DIR, SETUP_READY_MARKER
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_DRIVER, metadata
-from gpuconf.compiler.plan.pod import POOL_LABEL, daemonset, host_path, node_selector, tolerations
+from gpuconf.compiler.plan.pod import POOL_LABEL, daemonset, host_path, on_pool_nodes
 from gpuconf.compiler.plan.pool_node_config import config_map_name
 
 HOST_ROOT = "/host"
@@ -81,9 +81,7 @@ def setup_daemonset(cluster: Cluster, pool: NodePool, config: NodeConfig) -> Art
     config_mount = {"name": "node-config", "mountPath": CONFIG_DIR, "readOnly": True}
     pod: dict[str, Any] = {
         "automountServiceAccountToken": False,
-        "priorityClassName": "system-node-critical",
-        "nodeSelector": node_selector(pool),
-        "tolerations": tolerations(pool),
+        **on_pool_nodes(pool),
         # Signalling dockerd/containerd/crio needs the host's PIDs.
         "hostPID": True,
         # Setup must run where the nvidia runtime is not needed: no runtimeClassName, ever.
