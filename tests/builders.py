@@ -374,3 +374,19 @@ class HostTree:
             for p in sorted(self.root.rglob("*"))
             if p.is_file() and not p.is_symlink() and p != self.at(NVIDIA_RUNTIME)
         }
+
+
+def fake_nvidia_ctk(host: HostTree, devices: list[str], kind: str = "nvidia.com/gpu") -> None:
+    """A host `nvidia-ctk` whose `cdi generate` prints a spec with these device names."""
+    spec = {
+        "cdiVersion": "0.5.0",
+        "kind": kind,
+        "devices": [
+            {"name": name, "containerEdits": {"deviceNodes": [{"path": "/dev/nvidia0"}]}}
+            for name in devices
+        ],
+        "containerEdits": {"env": ["NVIDIA_VISIBLE_DEVICES=void"]},
+    }
+    host.program(
+        "nvidia-ctk", f"echo \"$@\" > {host.folder}/ctk-args\ncat <<'EOF'\n{json.dumps(spec)}\nEOF"
+    )

@@ -30,7 +30,7 @@ def pod_of(document: dict[str, Any], pool_name: str) -> Any:
     ("runtime", "strategy"),
     [
         ({"engine": "containerd", "containerdConfigVersion": 3}, "cdi"),
-        ({"engine": "k3s"}, "cdi"),
+        ({"engine": "k3s"}, "volume-mounts"),
         ({"engine": "containerd"}, "volume-mounts"),
         ({"engine": "docker"}, "volume-mounts"),
     ],

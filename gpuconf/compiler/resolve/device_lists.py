@@ -11,13 +11,11 @@ from gpuconf.api.node_config import DeviceListStrategy
 
 
 def engine_runs_cdi(pool: NodePool) -> bool:
-    """containerd 2.x (config version 3) turns CDI on by default, and k3s's bundled containerd
-    reads the CDI setting setup writes; containerd 1.6 has no CDI, 1.7 has it off, and Docker
-    needs 25 or later, which a pool does not declare."""
+    """containerd 2.x (config version 3) turns CDI on by default; containerd 1.6 has no CDI and
+    1.7 has it off. k3s decides CDI in its own base template (on only in releases with
+    containerd 2, which a pool does not declare), and Docker needs 25 or later (likewise)."""
     runtime = pool.runtime
-    if runtime.engine == "containerd":
-        return (runtime.containerd_config_version or 2) >= 3
-    return runtime.engine == "k3s"
+    return runtime.engine == "containerd" and (runtime.containerd_config_version or 2) >= 3
 
 
 def device_list_strategy(cluster: Cluster, pool: NodePool) -> DeviceListStrategy:

@@ -34,7 +34,8 @@ def _device_lists(ctx: RuleContext) -> Iterator[Diagnostic]:
             yield ctx.warning(
                 path,
                 f"pool {pool.name!r} ({pool.runtime.engine}) may not run CDI: containerd 1.6 "
-                "has none, 1.7 needs enable_cdi, Docker needs 25 or later",
+                "has none, 1.7 needs enable_cdi, k3s turns it on only with containerd 2 "
+                "(v1.31.6+, v1.32.2+), Docker needs 25 or later",
                 "make sure the engine supports CDI, or leave deviceListStrategy out",
             )
 

@@ -9,7 +9,6 @@ The default runtime goes through k3s's own `default-runtime` setting, never the 
 
 from __future__ import annotations
 
-import logging
 from pathlib import PurePosixPath
 
 from gpuconf.api.node_config import RuntimeSettings
@@ -23,8 +22,6 @@ from gpuconf.formats.toml_writer import toml_value
 from gpuconf.node.runtimes.changes import FileChange, current
 from gpuconf.node.runtimes.host import Host, HostPathError
 from gpuconf.node.runtimes.versions import Version, engine_version
-
-log = logging.getLogger(__name__)
 
 BASE_TEMPLATE_LINE = '{{ template "base" . }}'
 # k3s looks nvidia-container-runtime up on its service PATH (and, in older releases, in the
@@ -75,14 +72,17 @@ def _refuse_a_second_nvidia(settings: RuntimeSettings, host: Host) -> None:
 
 def _check_cdi(host: Host) -> None:
     """CDI lives in the CRI table k3s's base template owns: setup cannot add it without
-    declaring that table twice. containerd 2 has it on; older k3s releases are on their own."""
+    declaring that table twice. containerd 2 has it on; with an older containerd the plugin's
+    CDI names would be ignored and pods would start without their GPUs, so setup refuses."""
     k3s = engine_version(host, "k3s")
-    if k3s is None or not ships_containerd_2(k3s):
-        log.warning(
-            "CDI is on by default only in k3s releases with containerd 2 (v1.31.6+, v1.32.2+); "
-            "this k3s release (%s) decides it in its own base template",
-            "unknown" if k3s is None else ".".join(map(str, k3s)),
-        )
+    if k3s is not None and ships_containerd_2(k3s):
+        return
+    found = "an unknown k3s release" if k3s is None else "k3s " + ".".join(map(str, k3s))
+    raise HostPathError(
+        f"{found} may run containerd without CDI (k3s turns it on only with containerd 2: "
+        "v1.31.6+, v1.32.2+): pods would get no GPU; set spec.node.deviceListStrategy to "
+        "volume-mounts, or upgrade k3s"
+    )
 
 
 def default_runtime_dropin() -> bytes:

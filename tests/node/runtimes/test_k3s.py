@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from builders import NVIDIA_RUNTIME, HostTree, setup_config
+from builders import NVIDIA_RUNTIME, HostTree, fake_nvidia_ctk, gpu_uuid, setup_config
 
 from gpuconf.node.runtimes.k3s import declares_runtime, ships_containerd_2
 
@@ -128,3 +128,25 @@ def test_a_custom_binary_next_to_one_k3s_finds_is_refused(host: HostTree) -> Non
         result.err
     )
     assert not host.at(V2).exists()
+
+
+@pytest.mark.parametrize("version", [None, "v1.31.5+k3s1", "v1.32.1+k3s1"])
+def test_cdi_on_a_k3s_release_without_containerd_2_is_refused_and_nothing_is_written(
+    host: HostTree, version: str | None
+) -> None:
+    if version is not None:
+        host.program("k3s", f"echo 'k3s version {version} (abcdef)'; echo 'go version go1.23'")
+    before = host.files()
+    result = host.setup(setup_config("k3s", "cdi", binaryPath=CUSTOM))
+    assert result.code == 1
+    assert "pods would get no GPU" in result.err
+    assert "volume-mounts" in result.err
+    written = {p for p in host.files().keys() - before.keys() if not p.startswith("/run/gpuconf/")}
+    assert not written
+
+
+def test_cdi_on_a_k3s_release_with_containerd_2_is_written(host: HostTree) -> None:
+    host.program("k3s", "echo 'k3s version v1.32.2+k3s1 (abcdef)'; echo 'go version go1.23'")
+    fake_nvidia_ctk(host, [gpu_uuid(0)])
+    assert host.setup(setup_config("k3s", "cdi", binaryPath=CUSTOM)).code == 0
+    assert host.at(V3).exists()

@@ -7,7 +7,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from builders import HostTree, gpu_uuid, mig_uuid, setup_config
+from builders import HostTree, fake_nvidia_ctk, gpu_uuid, mig_uuid, setup_config
 
 TOOLKIT = "/etc/nvidia-container-runtime/config.toml"
 CDI_SPEC = "/var/run/cdi/nvidia.json"
@@ -60,21 +60,6 @@ def test_a_containerised_driver_moves_the_cli_root_and_ldconfig(host: HostTree) 
     assert cli["root"] == "/run/nvidia/driver"
     assert cli["ldconfig"] == "@/run/nvidia/driver/sbin/ldconfig.real"
     assert cli["load-kmods"] is True
-
-
-def fake_nvidia_ctk(host: HostTree, devices: list[str], kind: str = "nvidia.com/gpu") -> None:
-    spec = {
-        "cdiVersion": "0.5.0",
-        "kind": kind,
-        "devices": [
-            {"name": name, "containerEdits": {"deviceNodes": [{"path": "/dev/nvidia0"}]}}
-            for name in devices
-        ],
-        "containerEdits": {"env": ["NVIDIA_VISIBLE_DEVICES=void"]},
-    }
-    host.program(
-        "nvidia-ctk", f"echo \"$@\" > {host.folder}/ctk-args\ncat <<'EOF'\n{json.dumps(spec)}\nEOF"
-    )
 
 
 def test_cdi_generates_the_spec_with_uuid_names_through_the_host_s_nvidia_ctk(
