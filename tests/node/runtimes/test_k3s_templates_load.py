@@ -1,7 +1,8 @@
 """k3s templates setup writes render after k3s's base (Go text/template, as k3s runs it) and load
 in containerd with nothing declared twice.
 
-The base here is a stand-in with the tables k3s's base declares (the CRI table, runc with
+The base here is a stand-in with the tables k3s's base declares (pkg/agent/templates in k3s:
+the opt plugin, the CRI table with its containerd and cni tables, runc with
 `SystemdCgroup = {{ .SystemdCgroup }}`, one table per runtime k3s detects on its PATH); it needs
 Go to build the renderer and containerd to load the result, and skips without them (and
 outside `make test-runtimes`, to keep the whole suite quick)."""
@@ -27,10 +28,17 @@ TEMPLATES = "/var/lib/rancher/k3s/agent/etc/containerd"
 CUSTOM = "/opt/nvidia/bin/nvidia-container-runtime"
 BASES = {
     2: """version = 2
+[plugins."io.containerd.internal.v1.opt"]
+  path = "/var/lib/rancher/k3s/agent/containerd"
 [plugins."io.containerd.grpc.v1.cri"]
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "10010"
   sandbox_image = "rancher/mirrored-pause:3.6"
 [plugins."io.containerd.grpc.v1.cri".containerd]
   snapshotter = "overlayfs"
+[plugins."io.containerd.grpc.v1.cri".cni]
+  bin_dir = "/var/lib/rancher/k3s/data/cni"
+  conf_dir = "/var/lib/rancher/k3s/agent/etc/cni/net.d"
 [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
   runtime_type = "io.containerd.runc.v2"
 [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
