@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, TextIO
@@ -365,6 +364,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ExitCode.OK
     except Exception as error:
         if os.environ.get("GPUCONF_DEBUG"):
+            import traceback
+
             traceback.print_exc()
         summary = str(error).splitlines()[0] if str(error) else ""
         print(

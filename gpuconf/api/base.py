@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
+import sys
+import types
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, StringConstraints
-from pydantic.alias_generators import to_camel
+
+def _without_plugin_discovery() -> None:
+    """gpuconf runs no pydantic plugins. Pydantic looks for them when it builds its first
+    validator, importing importlib.metadata (email, zipfile, socket: a sixth of `validate`'s
+    start-up) to scan every installed distribution; its own PYDANTIC_DISABLE_PLUGINS skips
+    the scan but not the import. A loader that finds none spares both."""
+    name = "pydantic.plugin._loader"
+    if name not in sys.modules:
+        loader = types.ModuleType(name, "gpuconf: no pydantic plugins")
+        loader.get_plugins = tuple  # type: ignore[attr-defined]
+        sys.modules[name] = loader
+
+
+_without_plugin_discovery()
+
+from pydantic import BaseModel, ConfigDict, StringConstraints  # noqa: E402
+from pydantic.alias_generators import to_camel  # noqa: E402
 
 # Each pattern is named in validate.py's messages; keep the two in step.
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
@@ -58,13 +75,17 @@ AbsolutePath = Annotated[str, StringConstraints(pattern=ABSOLUTE_PATH, max_lengt
 
 
 class Model(BaseModel):
-    """Frozen, strict, camelCase keys, unknown keys rejected, field docstrings kept for the schema."""
+    """Frozen, strict, camelCase keys, unknown keys rejected.
+
+    Validators are built on first use (`defer_build`), so a command builds only the models it
+    reads. Field docstrings reach the JSON Schema through `api.schema`, not pydantic's
+    `use_attribute_docstrings`, which reads and parses every model's source at import."""
 
     model_config = ConfigDict(
         frozen=True,
         extra="forbid",
         strict=True,
         alias_generator=to_camel,
-        use_attribute_docstrings=True,
         validate_default=False,
+        defer_build=True,
     )

@@ -12,14 +12,10 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Field
 
 from gpuconf.api.base import INT32_MAX, Model
+from gpuconf.api.node_facts import DEFAULT_METRICS_PORT, DeviceListStrategy
 from gpuconf.api.version import ApiVersion
 
 NODE_CONFIG_FILE = "node-config.yaml"
-
-DeviceListStrategy = Literal["cdi", "volume-mounts", "envvar"]
-
-DEFAULT_METRICS_PORT = 9402
-"""Prometheus metrics and /healthz; NVIDIA's DCGM exporter usually listens on 9400 on the same nodes."""
 
 
 class _Model(Model):

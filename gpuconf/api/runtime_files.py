@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gpuconf.api.node_config import DeviceListStrategy, RuntimeSettings
+from gpuconf.api.node_config import RuntimeSettings
+from gpuconf.api.node_facts import DeviceListStrategy
 
 RUNTIME_NAME = "nvidia"
 
@@ -35,7 +36,6 @@ SETUP_MARKER_DIR = "/run/gpuconf"
 SETUP_READY_MARKER = f"{SETUP_MARKER_DIR}/setup-ready"
 DRIVER_VALIDATIONS_DIR = "/run/nvidia/validations"
 DRIVER_READY_MARKER = f"{DRIVER_VALIDATIONS_DIR}/driver-ready"
-CONTAINERISED_DRIVER_ROOT = "/run/nvidia/driver"
 # The kernel module publishes this as soon as a host driver is loaded.
 HOST_DRIVER_LOADED = "/proc/driver/nvidia/version"
 # Where setup keeps the first original of every host file it changed.

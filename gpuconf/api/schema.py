@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import ast
+import inspect
 import json
+import textwrap
 from collections.abc import Sequence
+from functools import cache
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
 
 from gpuconf.api.cluster import Cluster
 from gpuconf.api.gpu_model import GPU_MODEL_NAME, GPU_MODEL_REFERENCE
@@ -45,10 +51,49 @@ def _refer_to_model_names(node: Any) -> bool:
     return found
 
 
+@cache
+def _field_docstrings(model: type[BaseModel]) -> dict[str, str]:
+    """The string literal right below each annotated field in the class body, cleaned as
+    `inspect.cleandoc` cleans docstrings; fields of base models included."""
+    docs: dict[str, str] = {}
+    for base in reversed(model.__mro__):
+        if base is BaseModel or not issubclass(base, BaseModel):
+            continue
+        [body] = ast.parse(textwrap.dedent(inspect.getsource(base))).body
+        assert isinstance(body, ast.ClassDef)
+        for statement, following in zip(body.body, body.body[1:], strict=False):
+            if (
+                isinstance(statement, ast.AnnAssign)
+                and isinstance(statement.target, ast.Name)
+                and isinstance(following, ast.Expr)
+                and isinstance(following.value, ast.Constant)
+                and isinstance(following.value.value, str)
+            ):
+                docs[statement.target.id] = inspect.cleandoc(following.value.value)
+    return docs
+
+
+class _DocumentedFields(GenerateJsonSchema):
+    """Each field's docstring as the description of its property, for editors to show."""
+
+    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+        json_schema = super().model_schema(schema)
+        model: type[BaseModel] = schema["cls"]
+        properties = json_schema.get("properties", {})
+        for name, text in _field_docstrings(model).items():
+            field = model.model_fields.get(name)
+            key = (field.alias or name) if field else name
+            if key in properties:
+                properties[key].setdefault("description", text)
+        return json_schema
+
+
 def json_schema(
     model: type[BaseModel], file_name: str, model_names: Sequence[str] = ()
 ) -> dict[str, Any]:
-    schema = model.model_json_schema(by_alias=True, mode="validation")
+    schema = model.model_json_schema(
+        by_alias=True, mode="validation", schema_generator=_DocumentedFields
+    )
     if _refer_to_model_names(schema):
         schema.setdefault("$defs", {})[MODEL_NAME_DEF] = _model_name_schema(model_names)
     return {

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from typing import Any
 
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*$")
@@ -21,6 +22,13 @@ _UNPRINTABLE = re.compile(
 def _quoted(value: str) -> str:
     text = json.dumps(value, ensure_ascii=False)
     return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+@lru_cache(maxsize=1 << 16)
+def _text(value: str) -> str:
+    """A string's scalar form, remembered: a rendered tree repeats its keys and labels
+    thousands of times over (bounded, so a huge tree of distinct values stays in memory bounds)."""
+    return _scalar(value)
 
 
 def _scalar(value: Any) -> str:
@@ -56,33 +64,26 @@ def _literal_block(value: str, indent: str) -> str | None:
 
 
 class _Writer:
-    """One dump: the lines so far, and each string's scalar form (manifests repeat keys)."""
+    """One dump: the lines so far."""
 
     def __init__(self) -> None:
         self.out: list[str] = []
-        self.strings: dict[str, str] = {}
-
-    def text(self, value: str) -> str:
-        found = self.strings.get(value)
-        if found is None:
-            found = self.strings[value] = _scalar(value)
-        return found
 
     def scalar(self, value: Any) -> str:
-        return self.text(value) if type(value) is str else _scalar(value)
+        return _text(value) if type(value) is str else _scalar(value)
 
     def emit(self, value: Any, indent: str) -> None:
         if isinstance(value, dict):
             for key in sorted(value):
-                self.entry(f"{indent}{self.text(str(key))}:", value[key], indent)
+                self.entry(f"{indent}{_text(str(key))}:", value[key], indent)
         elif isinstance(value, list):
             inner = indent + "  "
             for item in value:
                 if isinstance(item, dict) and item:
                     first, *rest = sorted(item)
-                    self.entry(f"{indent}- {self.text(str(first))}:", item[first], inner)
+                    self.entry(f"{indent}- {_text(str(first))}:", item[first], inner)
                     for key in rest:
-                        self.entry(f"{inner}{self.text(str(key))}:", item[key], inner)
+                        self.entry(f"{inner}{_text(str(key))}:", item[key], inner)
                 else:
                     self.entry(f"{indent}-", item, inner, in_list=True)
         else:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gpuconf.api.node_config import DeviceListStrategy, ResourceSettings
+from gpuconf.api.node_config import ResourceSettings
+from gpuconf.api.node_facts import DeviceListStrategy
 from gpuconf.node.devices import PluginDevice
 from gpuconf.node.topology import Topology
 

@@ -1,4 +1,5 @@
-"""Each command loads only what it needs: `validate` never imports the plan, templates or CEL."""
+"""Each command loads only what it needs: `validate` never imports the plan, templates, CEL,
+the node's models or the DRA device model of a device-plugin cluster."""
 
 from __future__ import annotations
 
@@ -18,7 +19,12 @@ NOT_FOR_VALIDATE = (
     "grpc",
     "kubernetes",
     "prometheus_client",
+    "gpuconf.api.node_config",
+    "gpuconf.api.runtime_files",
+    # Pydantic's plugin discovery: gpuconf runs no plugins (api.base).
+    "importlib.metadata",
 )
+DRA_ONLY = ("gpuconf.compiler.dra", "gpuconf.compiler.rules.dra_selectors")
 
 
 def _imported(*argv: str) -> set[str]:
@@ -45,5 +51,14 @@ def test_validate_imports_no_plan_template_or_cel_module(cluster: str) -> None:
     assert heavy == []
 
 
+def test_a_device_plugin_cluster_imports_no_dra_module() -> None:
+    for command in ("validate", "render"):
+        imported = _imported(
+            command, "clusters/lab.yaml", *(["--check"] if command == "render" else [])
+        )
+        assert sorted(m for m in imported if m.startswith(DRA_ONLY)) == [], command
+
+
 def test_cel_is_imported_for_a_dra_cluster_that_needs_its_proof() -> None:
-    assert "celpy" in _imported("validate", "clusters/dra-lab.yaml")
+    imported = _imported("validate", "clusters/dra-lab.yaml")
+    assert {"celpy", "gpuconf.compiler.rules.dra_selectors"} <= imported

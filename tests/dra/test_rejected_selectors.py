@@ -10,7 +10,7 @@ from builders import CATALOG, errors, heterogeneous, pool, valid
 from gpuconf.compiler.dra.cel_proof import CelError, selected_devices
 from gpuconf.compiler.dra.devices import DraDevice, cluster_devices
 from gpuconf.compiler.dra.selector import CelSelector, cel_selector
-from gpuconf.compiler.rules import dra
+from gpuconf.compiler.rules import dra_selectors
 from gpuconf.diagnostics import format_path
 from gpuconf.gpus.dra_attributes import attribute_set
 
@@ -63,7 +63,7 @@ def test_checker_reports_a_class_whose_cel_disagrees(monkeypatch: pytest.MonkeyP
             " && device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('46068Mi')) > 0"
         )
 
-    monkeypatch.setattr(dra, "cel_selector", wrong)
+    monkeypatch.setattr(dra_selectors, "cel_selector", wrong)
     found = errors(heterogeneous([{"name": "roomy", "select": {"memoryAtLeast": "46068"}}]))
     assert len(found) == 1
     assert format_path(found[0].path) == "spec.resourceClasses[0].select"
@@ -73,7 +73,7 @@ def test_checker_reports_a_class_whose_cel_disagrees(monkeypatch: pytest.MonkeyP
 
 def test_checker_reports_gpus_a_wrong_cel_adds(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
-        dra,
+        dra_selectors,
         "cel_selector",
         lambda resolved, catalog, names: CelSelector("device.driver == 'gpu.nvidia.com'"),
     )
@@ -84,7 +84,9 @@ def test_checker_reports_gpus_a_wrong_cel_adds(monkeypatch: pytest.MonkeyPatch) 
 
 def test_syntax_error_never_reaches_the_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
-        dra, "cel_selector", lambda resolved, catalog, names: CelSelector("device.driver == ")
+        dra_selectors,
+        "cel_selector",
+        lambda resolved, catalog, names: CelSelector("device.driver == "),
     )
     found = errors(heterogeneous([{"name": "l4", "select": {"model": "L4"}}]))
     assert "class 'l4': the CEL selector does not parse" in found[0].message

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from gpuconf.api.node_config import DeviceListStrategy, ResourceSettings
+from gpuconf.api.node_config import ResourceSettings
+from gpuconf.api.node_facts import DeviceListStrategy
 from gpuconf.node.devices import build_devices
 from gpuconf.node.kubelet.allocation import AllocationRefused, container_allocation
 from gpuconf.node.nvml.api import GpuInfo

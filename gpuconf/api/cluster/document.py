@@ -19,7 +19,7 @@ from gpuconf.api.cluster.pool import NodePool
 from gpuconf.api.cluster.quota import NamespacePolicy, Quota
 from gpuconf.api.cluster.resource_class import ResourceClass
 from gpuconf.api.gpu_model import GpuModel
-from gpuconf.api.node_config import DEFAULT_METRICS_PORT
+from gpuconf.api.node_facts import DEFAULT_METRICS_PORT
 from gpuconf.api.version import ApiVersion
 
 

@@ -20,7 +20,7 @@ from gpuconf.api.base import (
     Model,
 )
 from gpuconf.api.gpu_model import GpuModelReference
-from gpuconf.api.runtime_files import CONTAINERISED_DRIVER_ROOT
+from gpuconf.api.node_facts import CONTAINERISED_DRIVER_ROOT
 
 GpuIndex = Annotated[int, Field(ge=0, le=63)]
 ARCH_LABEL = "kubernetes.io/arch"

@@ -5,7 +5,6 @@ from __future__ import annotations
 from gpuconf.api.cluster import NodePool
 from gpuconf.compiler.plan import cluster_objects
 from gpuconf.compiler.plan.artifact import Artifact
-from gpuconf.compiler.plan.dra import dra_objects, dra_quota_key
 from gpuconf.compiler.plan.driver import driver_daemonset
 from gpuconf.compiler.plan.kustomization import kustomization
 from gpuconf.compiler.plan.mig_parted import mig_manager_config_map, mig_rows
@@ -61,6 +60,10 @@ def plan(validated: Validated, source: str) -> list[Artifact]:
     for pool in spec.node_pools:
         artifacts += _pool_artifacts(validated, pool, by_pool.get(pool.name, ()))
     if spec.allocation == "dra":
+        # Imported here: the DRA device model and CEL selectors are a device-plugin cluster's
+        # largest needless import.
+        from gpuconf.compiler.plan.dra import dra_objects, dra_quota_key
+
         artifacts += dra_objects(cluster, validated.classes, validated.catalog)
         artifacts += quotas(cluster, validated.classes, quota_key=dra_quota_key)
     else:

@@ -7,7 +7,7 @@ depends on the engine."""
 from __future__ import annotations
 
 from gpuconf.api.cluster import Cluster, NodePool
-from gpuconf.api.node_config import DeviceListStrategy
+from gpuconf.api.node_facts import DeviceListStrategy
 
 
 def engine_runs_cdi(pool: NodePool) -> bool:

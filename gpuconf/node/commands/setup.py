@@ -20,8 +20,8 @@ from types import FrameType
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from gpuconf.api.node_config import NodeConfig
+from gpuconf.api.node_facts import CONTAINERISED_DRIVER_ROOT
 from gpuconf.api.runtime_files import (
-    CONTAINERISED_DRIVER_ROOT,
     DRIVER_READY_MARKER,
     SETUP_MARKER_DIR,
     SETUP_READY_MARKER,

@@ -1,0 +1,14 @@
+"""What the cluster document and the node's own config both name, free of models: validating
+a cluster file imports no node-side model."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+DeviceListStrategy = Literal["cdi", "volume-mounts", "envvar"]
+
+DEFAULT_METRICS_PORT = 9402
+"""Prometheus metrics and /healthz; NVIDIA's DCGM exporter usually listens on 9400 on the same nodes."""
+
+CONTAINERISED_DRIVER_ROOT = "/run/nvidia/driver"
+"""Where NVIDIA's driver container mounts the driver's root on the host."""
