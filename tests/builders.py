@@ -31,6 +31,16 @@ CATALOG = Catalog.load()
 MIG_MODELS = sorted(name for name, m in CATALOG.models.items() if m.mig is not None)
 WHOLE_MODELS = sorted(name for name, m in CATALOG.models.items() if m.mig is None)
 H100 = "NVIDIA H100 80GB HBM3"
+DECLARED_H20: dict[str, Any] = {
+    "name": "H20",
+    "nvmlName": "NVIDIA H20",
+    "memoryMiB": 97871,
+    "pciDeviceId": "0x2329",
+    "architecture": "Hopper",
+    "computeCapability": "9.0",
+    "nvlinks": 18,
+}
+"""A GPU the catalog lacks, as spec.gpuModels declares it."""
 
 
 # --- reading ------------------------------------------------------------------------------

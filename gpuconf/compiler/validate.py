@@ -1,4 +1,7 @@
-"""Validate one located document: its shape (pydantic), then the rules over its meaning."""
+"""Validate one located document: its shape (pydantic), then the rules over its meaning.
+
+A shape error does not stop the rules: they still look at what the error leaves intact
+(compiler/set_aside.py), and the file gets both kinds of diagnostic in one run."""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from gpuconf.api.shape_errors import diagnostics_from
 from gpuconf.compiler.resolve.class_selection import ResolvedClass, resolve_classes
 from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory, build_inventory
 from gpuconf.compiler.rules import DOCUMENT_RULES, INVENTORY_RULES, RuleContext
+from gpuconf.compiler.set_aside import NOTHING, SetAside, set_aside
 from gpuconf.diagnostics import Diagnostic, has_errors
 from gpuconf.formats.located_yaml import Located
 from gpuconf.gpus.catalog import Catalog
@@ -35,14 +39,42 @@ def validate(located: Located, catalog: Catalog) -> Validated | list[Diagnostic]
     try:
         cluster = Cluster.model_validate(located.data)
     except ValidationError as error:
-        return diagnostics_from(error, located, Cluster)
+        return diagnostics_from(error, located, Cluster) + _rules_on_the_rest(
+            error, located, catalog
+        )
+    context = _context(cluster, located, catalog, NOTHING)
+    diagnostics = _rule_diagnostics(context)
+    if has_errors(diagnostics):
+        return diagnostics
+    return Validated(
+        located, cluster, context.inventory, context.classes, tuple(diagnostics), context.catalog
+    )
+
+
+def _rules_on_the_rest(
+    error: ValidationError, located: Located, catalog: Catalog
+) -> list[Diagnostic]:
+    """What the rules find in the items the shape errors leave; nothing where none can be kept."""
+    repaired = set_aside(error, located)
+    if repaired is None:
+        return []
+    rest, aside = repaired
+    try:
+        cluster = Cluster.model_validate(rest.data)
+    except ValidationError:
+        return []
+    return _rule_diagnostics(_context(cluster, rest, catalog, aside))
+
+
+def _context(cluster: Cluster, located: Located, catalog: Catalog, aside: SetAside) -> RuleContext:
     catalog = catalog.extended(cluster.spec.gpu_models)
     inventory = build_inventory(cluster, catalog)
     classes = resolve_classes(cluster.spec, inventory)
-    context = RuleContext(cluster, located, catalog, inventory, classes)
+    return RuleContext(cluster, located, catalog, inventory, classes, aside)
+
+
+def _rule_diagnostics(context: RuleContext) -> list[Diagnostic]:
     diagnostics = [d for rule in DOCUMENT_RULES for d in rule(context)]
-    if not has_errors(diagnostics):
+    if not has_errors(diagnostics) and context.set_aside.whole_inventory:
         diagnostics += [d for rule in INVENTORY_RULES for d in rule(context)]
-    if has_errors(diagnostics):
-        return diagnostics
-    return Validated(located, cluster, inventory, classes, tuple(diagnostics), catalog)
+    return diagnostics

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,9 +64,14 @@ class Located:
     file: str
     data: Any
     positions: Mapping[KeyPath, Position] = field(default_factory=dict)
+    renumbered: Mapping[KeyPath, tuple[int, ...]] = field(default_factory=dict)
+    """For each list that `without` took items out of: the file's index of each item kept."""
 
     def position(self, path: KeyPath) -> Position:
         """The position of the deepest part of ``path`` that exists in the document."""
+        return self._position(self.original(path))
+
+    def _position(self, path: KeyPath) -> Position:
         for end in range(len(path), -1, -1):
             found = self.positions.get(path[:end])
             if found is not None:
@@ -83,8 +88,54 @@ class Located:
         return node
 
     def diagnostic(self, path: KeyPath, message: str, hint: str = "", **kwargs: Any) -> Diagnostic:
-        line, column = self.position(path)
+        path = self.original(path)
+        line, column = self._position(path)
         return Diagnostic(self.file, line, column, path, message, hint, **kwargs)
+
+    def original(self, path: KeyPath) -> KeyPath:
+        """``path`` (into `data`) as it reads in the file: list indices renumbered back over the
+        items `without` took out."""
+        if not self.renumbered:
+            return path
+        out: list[str | int] = []
+        for part in path:
+            kept = self.renumbered.get(tuple(out))
+            if kept is not None and isinstance(part, int) and 0 <= part < len(kept):
+                part = kept[part]
+            out.append(part)
+        return tuple(out)
+
+    def without(self, items: Iterable[KeyPath]) -> Located:
+        """This document with the list items at `items` taken out. Its `data` lacks them (only
+        the containers on the way are copied); its diagnostics and positions still name the
+        file, so a later stage can look at the rest and say where things are."""
+        removed: dict[KeyPath, set[int]] = {}
+        for *parent, index in items:
+            if isinstance(index, int):
+                removed.setdefault(tuple(parent), set()).add(index)
+        data, renumbered = self.data, dict(self.renumbered)
+        # Deepest lists first, so an outer list's indices still hold when an inner one is cut.
+        for list_path in sorted(removed, key=len, reverse=True):
+            in_file = self.original(list_path)
+            before = renumbered.get(in_file)
+            values = data
+            for part in list_path:
+                values = child(values, part)
+            if not isinstance(values, list):
+                continue
+            kept = [i for i in range(len(values)) if i not in removed[list_path]]
+            data = _replaced(data, list_path, [values[i] for i in kept])
+            renumbered[in_file] = tuple(before[i] if before else i for i in kept)
+        return Located(self.file, data, self.positions, renumbered)
+
+
+def _replaced(node: Any, path: KeyPath, value: Any) -> Any:
+    """A copy of `node` with `value` at `path`; only the containers along the path are copied."""
+    if not path:
+        return value
+    copy: Any = dict(node) if isinstance(node, dict) else list(node)
+    copy[path[0]] = _replaced(node[path[0]], path[1:], value)
+    return copy
 
 
 class LoadFailed(Exception):

@@ -6,19 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from builders import cluster, configmap_data, errors, load_yaml, pool, rendered, valid
+from builders import DECLARED_H20, cluster, configmap_data, errors, load_yaml, pool, rendered, valid
 
 from gpuconf.formats.yaml_writer import dump
 
-H20: dict[str, Any] = {
-    "name": "H20",
-    "nvmlName": "NVIDIA H20",
-    "memoryMiB": 97871,
-    "pciDeviceId": "0x2329",
-    "architecture": "Hopper",
-    "computeCapability": "9.0",
-    "nvlinks": 18,
-}
 # A made-up part with a made-up MIG geometry: only its coherence matters here.
 LAB_GPU: dict[str, Any] = {
     "name": "Lab-GPU-96GB",
@@ -53,7 +44,7 @@ def test_a_declared_model_names_a_pool_a_node_gpu_and_a_class() -> None:
     h20 = pool(
         "h20", "H20", 2, size=3, nodes=[{"name": "n1", "gpus": [{"index": 0, "model": "H20"}]}]
     )
-    document = cluster([h20], [_whole("h20", ["H20"])], gpuModels=[H20])
+    document = cluster([h20], [_whole("h20", ["H20"])], gpuModels=[DECLARED_H20])
     found = valid(document)
     (resolved,) = found.classes
     assert resolved.devices == 1 + 2 * 2
@@ -64,7 +55,7 @@ def test_a_declared_model_names_a_pool_a_node_gpu_and_a_class() -> None:
 
 
 def test_a_dra_selector_names_a_declared_model_by_its_nvml_name() -> None:
-    document = cluster([pool("h20", "H20", 2)], [_whole("h20", "H20")], gpuModels=[H20])
+    document = cluster([pool("h20", "H20", 2)], [_whole("h20", "H20")], gpuModels=[DECLARED_H20])
     document["spec"]["allocation"] = "dra"
     tree = rendered(document)
     device_class = load_yaml(tree["cluster/deviceclass-h20.yaml"])
@@ -102,7 +93,7 @@ def test_a_declared_mig_layout_is_checked_against_its_profiles() -> None:
 
 
 def test_a_name_the_catalog_has_is_refused_where_it_is_declared() -> None:
-    clash = H20 | {"name": "L40S", "nvmlName": "Our L40S"}
+    clash = DECLARED_H20 | {"name": "L40S", "nvmlName": "Our L40S"}
     found = errors(cluster([pool("p", "L40S", 1)], [], gpuModels=[clash]))
     assert [(d.path, d.message, d.hint) for d in found] == [
         (
@@ -115,12 +106,12 @@ def test_a_name_the_catalog_has_is_refused_where_it_is_declared() -> None:
 
 
 def test_a_model_declared_twice_is_refused_at_the_second() -> None:
-    document = cluster([pool("p", "H20", 1)], [], gpuModels=[H20, H20])
+    document = cluster([pool("p", "H20", 1)], [], gpuModels=[DECLARED_H20, DECLARED_H20])
     assert _messages(document) == [("spec.gpuModels[1].name", "GPU model 'H20' is declared twice")]
 
 
 def test_a_second_name_for_a_catalog_gpu_is_refused() -> None:
-    alias = H20 | {"name": "Hopper-80", "nvmlName": "NVIDIA H100 80GB HBM3"}
+    alias = DECLARED_H20 | {"name": "Hopper-80", "nvmlName": "NVIDIA H100 80GB HBM3"}
     document = cluster([pool("p", "Hopper-80", 1)], [], gpuModels=[alias])
     assert _messages(document) == [
         (
@@ -197,7 +188,9 @@ def test_a_malformed_pci_id_says_how_to_write_it() -> None:
     from gpuconf.compiler.validate import validate
     from gpuconf.formats.located_yaml import parse_text
 
-    document = cluster([pool("p", "H20", 1)], [], gpuModels=[H20 | {"pciDeviceId": "2329"}])
+    document = cluster(
+        [pool("p", "H20", 1)], [], gpuModels=[DECLARED_H20 | {"pciDeviceId": "2329"}]
+    )
     outcome = validate(parse_text(dump(document), "cluster.yaml"), valid_catalog())
     assert isinstance(outcome, list)
     (problem,) = outcome

@@ -233,3 +233,24 @@ def test_a_file_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
     path.write_bytes(b"a: \xe9\n")
     with pytest.raises(LoadFailed, match="not UTF-8"):
         load_file(path)
+
+
+def test_a_document_without_some_items_still_names_where_the_rest_is_in_the_file() -> None:
+    located = parse_text("a: [x, y, z]\nb:\n  c: [1, 2, 3]\n", "f.yaml")
+    rest = located.without([("a", 0), ("b", "c", 1)])
+    assert rest.data == {"a": ["y", "z"], "b": {"c": [1, 3]}}
+    assert located.data == {"a": ["x", "y", "z"], "b": {"c": [1, 2, 3]}}
+    assert rest.value_at(("a", 1)) == "z"
+    assert rest.original(("a", 1)) == ("a", 2)
+    assert rest.position(("b", "c", 1)) == located.position(("b", "c", 2))
+    assert rest.diagnostic(("a", 0), "m").as_text() == "f.yaml:1:8: a[1]: m"
+
+
+def test_items_taken_out_of_a_list_inside_a_list_item_are_renumbered_through_both() -> None:
+    located = parse_text("p:\n  - n: [a, b]\n  - n: [c, d, e]\n", "f.yaml")
+    rest = located.without([("p", 0), ("p", 1, "n", 0)])
+    assert rest.data == {"p": [{"n": ["d", "e"]}]}
+    assert rest.original(("p", 0, "n", 1)) == ("p", 1, "n", 2)
+    again = rest.without([("p", 0, "n", 0)])
+    assert again.data == {"p": [{"n": ["e"]}]}
+    assert again.original(("p", 0, "n", 0)) == ("p", 1, "n", 2)

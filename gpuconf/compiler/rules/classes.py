@@ -177,7 +177,7 @@ def _unique_resource_names(ctx: RuleContext) -> Iterator[Diagnostic]:
 
 
 def _unclassified(ctx: RuleContext) -> Iterator[Diagnostic]:
-    if not ctx.classes or ctx.cluster.spec.plugin == "nvidia":
+    if not ctx.classes or ctx.cluster.spec.plugin == "nvidia" or ctx.set_aside.resource_classes:
         return
     taken = {(id(m.group), m.gpu.index) for c in ctx.classes for m in c.members}
     for i, pool in enumerate(ctx.cluster.spec.node_pools):

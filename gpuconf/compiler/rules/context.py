@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory
+from gpuconf.compiler.set_aside import NOTHING, SetAside
 from gpuconf.diagnostics import Diagnostic, KeyPath, Severity
 from gpuconf.formats.located_yaml import Located
 from gpuconf.gpus.catalog import Catalog
@@ -33,6 +34,8 @@ class RuleContext:
     catalog: Catalog
     inventory: DeclaredInventory
     classes: tuple[ResolvedClass, ...]
+    set_aside: SetAside = NOTHING
+    """Items a failed shape check set aside: a rule says nothing that only their absence causes."""
 
     def error(self, path: KeyPath, message: str, hint: str = "") -> Diagnostic:
         return self.located.diagnostic(path, message, hint)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpuconf.compiler.rules.context import SPEC, RuleContext, class_path, pool_path
-from gpuconf.diagnostics import Diagnostic, KeyPath
+from gpuconf.diagnostics import Diagnostic, KeyPath, format_path
 from gpuconf.gpus.model_checks import model_problems
 
 
@@ -31,7 +31,7 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
 
 
 def _check_name(ctx: RuleContext, name: str, path: KeyPath) -> Iterator[Diagnostic]:
-    if ctx.catalog.get(name) is None:
+    if ctx.catalog.get(name) is None and name not in ctx.set_aside.gpu_models:
         known = ctx.catalog.by_nvml_name(name)
         hint = f"write the catalog name {known.name!r}" if known else ctx.catalog.suggest(name)
         yield ctx.error(path, f"unknown GPU model {name!r}", hint)
@@ -40,7 +40,7 @@ def _check_name(ctx: RuleContext, name: str, path: KeyPath) -> Iterator[Diagnost
 def _declared(ctx: RuleContext) -> Iterator[Diagnostic]:
     """Each declared model once, under a name and an NVML name no catalog model has."""
     by_nvml_name = {m.nvml_name: m for m in ctx.catalog.builtin() if not m.integrated}
-    first: dict[str, int] = {}
+    first: dict[str, KeyPath] = {}
     for i, model in enumerate(ctx.cluster.spec.gpu_models):
         path = (*SPEC, "gpuModels", i)
         kept = ctx.catalog.get(model.name)
@@ -55,10 +55,10 @@ def _declared(ctx: RuleContext) -> Iterator[Diagnostic]:
             yield ctx.error(
                 (*path, "name"),
                 f"GPU model {model.name!r} is declared twice",
-                f"spec.gpuModels[{first[model.name]}] declares it first; keep one",
+                f"{format_path(ctx.located.original(first[model.name]))} declares it first; keep one",
             )
         else:
-            first[model.name] = i
+            first[model.name] = path
         same_device = by_nvml_name.get(model.nvml_name)
         if same_device is not None and same_device.name != model.name:
             yield ctx.error(

@@ -14,13 +14,13 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
     totals: dict[str, int] = {}
     for i, quota in enumerate(ctx.cluster.spec.quotas):
         for name, count in quota.classes.items():
-            if name not in by_name:
+            if name in by_name:
+                totals[name] = totals.get(name, 0) + count
+            elif name not in ctx.set_aside.resource_classes:
                 hint = did_you_mean(
                     name, by_name, otherwise="classes: " + ", ".join(sorted(by_name))
                 )
                 yield ctx.error(quota_path(i, "classes", name), f"no class is named {name!r}", hint)
-                continue
-            totals[name] = totals.get(name, 0) + count
     for name, total in totals.items():
         resolved = by_name[name]
         if total <= resolved.capacity or not resolved.members:
