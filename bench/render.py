@@ -12,12 +12,17 @@ Each figure is printed next to the floor it is measured against and their ratio:
 - a scaling table: render at 200 / 2,000 / 20,000 nodes and 12 / 1,000 classes, and
   validate at 1,250 / 2,500 / 5,000 / 10,000 classes, with peak memory.
 
-Figures only, no assertions: `make bench` or `.venv/bin/python bench/render.py [--runs N]`.
+CPU time moves with the machine's load; `--instructions` adds validate's figures as
+instruction counts under valgrind, which do not.
+
+Figures only, no assertions: `make bench` or
+`.venv/bin/python bench/render.py [--runs N] [--no-scaling] [--instructions]`.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import marshal
 import os
 import shutil
@@ -145,12 +150,14 @@ class Run:
 
 def _run(argv: Sequence[str], cwd: Path) -> Run:
     """One child process: its own CPU seconds and peak memory (wait4 reports them)."""
-    process = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    err = process.stderr.read().decode() if process.stderr else ""
-    if process.stderr:
-        process.stderr.close()
+    # stderr goes to a file: a child with more warnings than a pipe holds would block on a
+    # pipe nobody reads until wait4 returns.
+    with tempfile.TemporaryFile() as stderr:
+        process = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=stderr)
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        stderr.seek(0)
+        err = stderr.read().decode(errors="replace")
     if process.returncode not in (0,):
         sys.exit(f"{' '.join(map(str, argv))} exited {process.returncode}:\n{err}")
     return Run(usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
@@ -177,6 +184,17 @@ for relative, data in tree.items():
     os.makedirs(os.path.dirname(target), exist_ok=True)
     with open(target, "wb") as handle:
         handle.write(data)
+"""
+
+
+# The least any pydantic-model validator runs: `import pydantic` loads its names lazily, so
+# the import floor holds none of the machinery a model needs.
+ONE_MODEL = """
+import yaml
+from pydantic import BaseModel
+class One(BaseModel):
+    a: int
+One(a=1)
 """
 
 
@@ -234,9 +252,14 @@ def render_vs_floor(root: Path, runs: int) -> None:
 
 def validate_vs_floor(root: Path, runs: int) -> None:
     floor = _median([sys.executable, "-c", "import pydantic, yaml"], root, runs)
+    models = _median([sys.executable, "-c", ONE_MODEL], root, runs)
     validate = _median(_gpuconf("validate", str(LAB)), root, runs)
     print(f"validate clusters/lab.yaml; CPU s, median of {runs}")
     print(f"  floor (python -c 'import pydantic, yaml'):              {floor.cpu_s:6.2f}")
+    print(
+        f"  one pydantic model, defined and validated:              {models.cpu_s:6.2f}  "
+        f"{_ratio(models.cpu_s, floor.cpu_s)}"
+    )
     print(
         f"  gpuconf validate:                                       {validate.cpu_s:6.2f}  "
         f"{_ratio(validate.cpu_s, floor.cpu_s)}  (target ≤ 2×)"
@@ -252,6 +275,44 @@ def validate_vs_floor(root: Path, runs: int) -> None:
         f"  check-jsonschema --schemafile cluster.schema.json:      {schema_check.cpu_s:6.2f}  "
         f"gpuconf is {validate.cpu_s / schema_check.cpu_s:.2f}× it  (target ≤ 0.5×)"
     )
+
+
+def _instructions(argv: Sequence[str], cwd: Path) -> int:
+    """User-space instructions the whole process executes, counted by valgrind's callgrind."""
+    result = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    [count] = [line.split()[-1] for line in result.stderr.splitlines() if "Collected :" in line]
+    return int(count)
+
+
+def validate_instructions(root: Path) -> None:
+    """The validate figures as instruction counts: unlike CPU time, the same on a busy machine."""
+    if shutil.which("valgrind") is None:
+        print("instructions: valgrind not installed; skipped")
+        return
+    rows = [
+        (
+            "floor (python -c 'import pydantic, yaml')",
+            [sys.executable, "-c", "import pydantic, yaml"],
+        ),
+        ("one pydantic model, defined and validated", [sys.executable, "-c", ONE_MODEL]),
+        ("gpuconf validate", _gpuconf("validate", str(LAB))),
+    ]
+    checker = Path(sys.executable).with_name("check-jsonschema")
+    if checker.exists():
+        rows.append(
+            ("check-jsonschema", [str(checker), "--schemafile", str(CLUSTER_SCHEMA), str(LAB)])
+        )
+    counts = {label: _instructions(argv, root) for label, argv in rows}
+    floor = counts[rows[0][0]]
+    print("validate clusters/lab.yaml; instructions (callgrind), millions")
+    for label, count in counts.items():
+        print(f"  {label:<46} {count / 1e6:8.0f}  {_ratio(count, floor)}")
 
 
 def scaling(root: Path, runs: int) -> None:
@@ -288,11 +349,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="runs per figure (median)")
     parser.add_argument("--no-scaling", action="store_true", help="skip the scaling table")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="also count validate's instructions under valgrind (load-independent; ~1 min)",
+    )
     options = parser.parse_args()
+    # Bytecode written now, so no run pays for compiling gpuconf (PYTHONDONTWRITEBYTECODE
+    # would otherwise have every run recompile each module changed since the last install).
+    compileall.compile_dir(REPO / "gpuconf", quiet=1)
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         render_vs_floor(root, options.runs)
         validate_vs_floor(root, options.runs)
+        if options.instructions:
+            validate_instructions(root)
         if not options.no_scaling:
             scaling(root, max(1, options.runs // 2))
 
