@@ -22,7 +22,7 @@ DEFAULT_OUTPUT = Path("rendered")
 DEFAULT_SCHEMAS = Path("schemas")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> ArgumentParser:
     parser = ArgumentParser(
         prog="gpuconf", description="Compile typed GPU cluster descriptions into GitOps manifests."
     )
@@ -162,13 +162,16 @@ def _report(
         err.write(summary_line(diagnostics) + "\n")
 
 
-def _compile(options: argparse.Namespace, render_output: bool = True) -> Compiled:
+def _compile(
+    options: argparse.Namespace, render_output: bool = True, previous_output: Path | None = None
+) -> Compiled:
     from gpuconf.compiler.pipeline import compile_paths
 
     compiled = compile_paths(
         options.paths or [options.base / DEFAULT_CLUSTERS],
         relative_to=options.base,
         render_output=render_output,
+        previous_output=previous_output,
     )
     _report(compiled.diagnostics, options.format, sys.stdout, sys.stderr)
     return compiled
@@ -198,9 +201,16 @@ def _check(options: argparse.Namespace, folders: Mapping[str, RenderedTree], pru
 def _render(options: argparse.Namespace) -> int:
     from gpuconf.compiler import emit
 
-    compiled = _compile(options)
+    compiled = _compile(options, previous_output=options.output)
     if not compiled.ok:
         return ExitCode.INVALID_INPUT
+    for name, paths in sorted(compiled.kept_namespaces.items()):
+        for path in paths:
+            print(
+                f"{options.output_shown / name / path}: kept, though no quota names the "
+                "namespace any more; delete the file when the namespace may go",
+                file=sys.stderr,
+            )
     if options.check:
         for entry in emit.foreign(options.output, compiled.rendered):
             print(
@@ -248,7 +258,7 @@ def _gitops(options: argparse.Namespace) -> int:
 def _diff(options: argparse.Namespace) -> int:
     from gpuconf.compiler import emit
 
-    compiled = _compile(options)
+    compiled = _compile(options, previous_output=options.output)
     if not compiled.ok:
         return ExitCode.INVALID_INPUT
     changes = list(emit.diff(options.output, compiled.rendered, compiled.whole_directories))
@@ -340,7 +350,7 @@ def _run(argv: list[str]) -> int:
         from gpuconf.node.commands.parser import main as node_main
 
         return node_main(argv[1:])
-    options = build_parser().parse_args(argv)
+    options = build_parser().parse_command_line(argv)
     _anchor(options)
     return _COMMANDS[options.command](options)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping, Sequence
 from enum import IntEnum
 from typing import NoReturn
 
@@ -38,3 +39,19 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see '{self.prog} --help')")
+
+    def parse_command_line(self, argv: Sequence[str]) -> argparse.Namespace:
+        """parse_args, except that arguments left over are reported against the usage of the
+        subcommand they follow (argparse reports them against the top command's)."""
+        options, extras = self.parse_known_args(argv)
+        if extras:
+            self._chosen(options).error(f"unrecognized arguments: {' '.join(extras)}")
+        return options
+
+    def _chosen(self, options: argparse.Namespace) -> argparse.ArgumentParser:
+        for action in self._actions:
+            if isinstance(action.choices, Mapping) and action.dest in vars(options):
+                chosen = action.choices.get(getattr(options, action.dest))
+                if isinstance(chosen, ArgumentParser):
+                    return chosen._chosen(options)
+        return self

@@ -18,7 +18,7 @@ STAGING_PREFIX = ".gpuconf-staging-"
 STAGING_MAX_AGE_S = 3600
 
 
-def _owned(folder: Path) -> bool:
+def written_by_gpuconf(folder: Path) -> bool:
     """A folder gpuconf wrote (its README says so), and may therefore replace or remove."""
     try:
         with (folder / README).open(encoding="utf-8") as handle:
@@ -82,7 +82,7 @@ def foreign(out: Path, clusters: Mapping[str, RenderedTree]) -> list[Path]:
         for p in out.iterdir()
         if p.name not in clusters
         and not p.name.startswith(STAGING_PREFIX)
-        and not (p.is_dir() and _owned(p))
+        and not (p.is_dir() and written_by_gpuconf(p))
     )
 
 
@@ -92,7 +92,7 @@ def stale_clusters(out: Path, clusters: Mapping[str, RenderedTree]) -> list[Path
     return sorted(
         child
         for child in out.iterdir()
-        if child.is_dir() and child.name not in clusters and _owned(child)
+        if child.is_dir() and child.name not in clusters and written_by_gpuconf(child)
     )
 
 
@@ -100,7 +100,7 @@ def write(out: Path, clusters: Mapping[str, RenderedTree], prune: bool) -> None:
     """Stage every cluster, then swap each into place; on failure the old tree is left as it was."""
     for name in clusters:
         existing = out / name
-        if existing.exists() and not _owned(existing):
+        if existing.exists() and not written_by_gpuconf(existing):
             raise UserError(f"{existing} exists and was not written by gpuconf; move it away first")
     out.mkdir(parents=True, exist_ok=True)
     for leftover in interrupted_staging(out):

@@ -29,6 +29,8 @@ class Compiled:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     whole_directories: bool = False
     """Every PATH was a directory: clusters missing from them are stale in the output."""
+    kept_namespaces: dict[str, list[str]] = field(default_factory=dict)
+    """By cluster name: Namespace files kept from the previous render though no quota names them."""
 
     @property
     def ok(self) -> bool:
@@ -60,9 +62,16 @@ def find_cluster_files(paths: Sequence[Path]) -> list[Path]:
 
 
 def compile_paths(
-    paths: Sequence[Path], *, relative_to: Path | None = None, render_output: bool = True
+    paths: Sequence[Path],
+    *,
+    relative_to: Path | None = None,
+    render_output: bool = True,
+    previous_output: Path | None = None,
 ) -> Compiled:
-    """Compile cluster files; diagnostics and outputs name files relative to `relative_to`."""
+    """Compile cluster files; diagnostics and outputs name files relative to `relative_to`.
+
+    `previous_output`: the output folder as the last render left it, whose Namespaces gpuconf
+    created are kept (compiler/kept_namespaces.py)."""
     files = find_cluster_files(paths)
     result = Compiled(whole_directories=all(p.is_dir() for p in paths))
     if not files:
@@ -95,18 +104,23 @@ def compile_paths(
         sources[name] = file.name if Path(source).is_absolute() else source
         result.validated[name] = outcome
     if result.ok and render_output:
-        _render_all(result, sources)
+        _render_all(result, sources, previous_output)
     return result
 
 
-def _render_all(result: Compiled, sources: dict[str, str]) -> None:
+def _render_all(result: Compiled, sources: dict[str, str], previous: Path | None) -> None:
     # Planning and rendering (jinja2 among them) load only for commands that write.
+    from gpuconf.compiler.kept_namespaces import kept_namespaces
     from gpuconf.compiler.object_limits import oversized
     from gpuconf.compiler.plan import plan
     from gpuconf.compiler.render import render
 
     for name, validated in sorted(result.validated.items()):
-        artifacts = plan(validated, sources[name])
+        candidates = kept_namespaces(previous / name, name) if previous is not None else []
+        artifacts = plan(validated, sources[name], candidates)
+        kept = [a.path for a in artifacts if any(a is c for c in candidates)]
+        if kept:
+            result.kept_namespaces[name] = kept
         tree = render(artifacts)
         too_big = oversized(validated, artifacts, tree)
         if too_big:

@@ -228,6 +228,23 @@ def test_usage_errors_read_as_one_clean_line(argv: tuple[str, ...]) -> None:
     assert "--help'" in line
 
 
+@pytest.mark.parametrize(
+    ("argv", "usage"),
+    [
+        (("render", "--no-such-flag"), "gpuconf render --help"),
+        (("validate", "clusters", "--strict"), "gpuconf validate --help"),
+        (("node", "check", "--fast"), "gpuconf node check --help"),
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, tuple) else None,
+)
+def test_an_unknown_option_points_at_the_usage_of_its_subcommand(
+    argv: tuple[str, ...], usage: str
+) -> None:
+    result = run_cli(*argv)
+    assert result.code == 2
+    assert result.err.strip().endswith(f"(see '{usage}')")
+
+
 def test_a_file_outside_the_working_directory_is_reported_by_its_absolute_path(
     tmp_path: Path,
 ) -> None:

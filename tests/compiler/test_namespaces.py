@@ -1,13 +1,15 @@
 """Namespaces are never lost: every Namespace gpuconf renders is protected from Argo CD's and
-Flux's pruning and deletion, `adopt` only labels, `external` renders none, system ones are refused."""
+Flux's pruning and deletion, a re-render keeps the ones it created after their last quota
+goes, `adopt` only labels, `external` renders none, system ones are refused."""
 
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import cluster, cluster_file, errors, load_yaml, pool, rendered
+from builders import cluster, cluster_file, dump, errors, load_yaml, pool, rendered, run_cli
 
 ARGOCD_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
@@ -47,7 +49,8 @@ def test_every_rendered_namespace_is_never_pruned_nor_deleted(compiled_examples)
             assert not _flux_prunes(obj), where
 
 
-def test_removing_a_quota_deletes_no_namespace_from_the_cluster() -> None:
+def test_a_namespace_leaving_the_tree_is_still_never_pruned_by_the_agents() -> None:
+    """A first render into an empty folder has no earlier tree to keep a namespace from."""
     before = rendered(_lab())
     without_students = _lab()
     without_students["spec"]["quotas"] = [
@@ -56,12 +59,85 @@ def test_removing_a_quota_deletes_no_namespace_from_the_cluster() -> None:
     after = rendered(without_students)
     left_the_tree = _namespaces(before).keys() - _namespaces(after).keys()
     assert left_the_tree == {"students"}
-    assert "quotas/students.yaml" not in after
     # What the agents do with an object that left the tree: prune it, unless it says not to.
-    for namespace in left_the_tree:
-        live = _namespaces(before)[namespace]
-        assert not _argocd_prunes(live)
-        assert not _flux_prunes(live)
+    live = _namespaces(before)["students"]
+    assert not _argocd_prunes(live)
+    assert not _flux_prunes(live)
+
+
+def _render_lab(folder: Path, document: dict[str, Any]) -> str:
+    (folder / "clusters").mkdir(exist_ok=True)
+    (folder / "clusters" / "lab.yaml").write_text(dump(document))
+    result = run_cli("render", cwd=folder)
+    assert result.code == 0, result.err
+    return result.err
+
+
+def _without_quota(namespace: str, **spec: Any) -> dict[str, Any]:
+    document = _lab(**spec)
+    document["spec"]["quotas"] = [
+        q for q in document["spec"]["quotas"] if q["namespace"] != namespace
+    ]
+    return document
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    lab = folder / "rendered" / "lab"
+    return {p.relative_to(lab).as_posix(): p.read_bytes() for p in lab.rglob("*") if p.is_file()}
+
+
+def test_removing_a_quota_and_re_rendering_deletes_no_namespace_manifest(tmp_path: Path) -> None:
+    _render_lab(tmp_path, _lab())
+    before = _files(tmp_path)
+    notes = _render_lab(tmp_path, _without_quota("students"))
+    after = _files(tmp_path)
+    namespace_files = {p for p in before if p.startswith("namespaces/")}
+    assert namespace_files <= after.keys()
+    assert "quotas/students.yaml" not in after
+    kept = load_yaml(after["namespaces/students.yaml"])
+    assert kept == {
+        **load_yaml(before["namespaces/students.yaml"]),
+        "metadata": {
+            **kept["metadata"],
+            "annotations": {
+                **load_yaml(before["namespaces/students.yaml"])["metadata"]["annotations"],
+                "gpuconf.dev/kept": (
+                    "no quota names this namespace any more; delete this file when it may go"
+                ),
+            },
+        },
+    }
+    assert "namespaces/students.yaml" in load_yaml(after["kustomization.yaml"])["resources"]
+    assert "rendered/lab/namespaces/students.yaml: kept, though no quota names" in notes
+    assert run_cli("render", "--check", cwd=tmp_path).code == 0
+
+
+def test_a_kept_namespace_file_deleted_on_purpose_stays_deleted(tmp_path: Path) -> None:
+    _render_lab(tmp_path, _lab())
+    _render_lab(tmp_path, _without_quota("students"))
+    (tmp_path / "rendered" / "lab" / "namespaces" / "students.yaml").unlink()
+    _render_lab(tmp_path, _without_quota("students"))
+    assert run_cli("render", "--check", cwd=tmp_path).code == 0
+    after = _files(tmp_path)
+    assert "namespaces/students.yaml" not in after
+    assert "namespaces/students.yaml" not in load_yaml(after["kustomization.yaml"])["resources"]
+
+
+def test_a_namespace_whose_quota_returns_is_rendered_as_planned_again(tmp_path: Path) -> None:
+    _render_lab(tmp_path, _lab())
+    first = _files(tmp_path)["namespaces/students.yaml"]
+    _render_lab(tmp_path, _without_quota("students"))
+    _render_lab(tmp_path, _lab())
+    assert _files(tmp_path)["namespaces/students.yaml"] == first
+
+
+def test_an_adopted_namespace_is_not_kept_after_its_quota_goes(tmp_path: Path) -> None:
+    document = _lab()
+    document["spec"]["quotas"][1]["namespacePolicy"] = "adopt"
+    _render_lab(tmp_path, document)
+    assert "namespaces/students.yaml" in _files(tmp_path)
+    _render_lab(tmp_path, _without_quota("students"))
+    assert "namespaces/students.yaml" not in _files(tmp_path)
 
 
 def test_adopt_labels_an_existing_namespace_without_owning_it() -> None:

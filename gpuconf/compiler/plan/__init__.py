@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from gpuconf.api.cluster import NodePool
 from gpuconf.compiler.plan import cluster_objects
 from gpuconf.compiler.plan.artifact import Artifact
@@ -48,8 +50,13 @@ def _pool_artifacts(
     return [*artifacts, node_daemonset(cluster, pool, uses_mps, uses_mig)]
 
 
-def plan(validated: Validated, source: str) -> list[Artifact]:
-    """Every file of the cluster's output folder, kustomization.yaml and README.md included."""
+def plan(
+    validated: Validated, source: str, previous_namespaces: Sequence[Artifact] = ()
+) -> list[Artifact]:
+    """Every file of the cluster's output folder, kustomization.yaml and README.md included.
+
+    `previous_namespaces`: Namespaces an earlier render created; those no quota names any
+    more stay (compiler/kept_namespaces.py)."""
     cluster = validated.cluster
     spec = cluster.spec
     artifacts = [*cluster_objects.namespaces(cluster), cluster_objects.runtime_class(cluster)]
@@ -68,6 +75,8 @@ def plan(validated: Validated, source: str) -> list[Artifact]:
         artifacts += quotas(cluster, validated.classes, quota_key=dra_quota_key)
     else:
         artifacts += quotas(cluster, validated.classes)
+    planned = {a.path for a in artifacts}
+    artifacts += [a for a in previous_namespaces if a.path not in planned]
     artifacts += mig_manager_config_map(cluster, validated.inventory)
     artifacts.append(readme(validated, source, mig_rows(cluster, validated.inventory)))
     artifacts.append(kustomization(artifacts))

@@ -12,7 +12,7 @@ DEFAULT_POD_RESOURCES_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"
 DEFAULT_STATE_DIR = "/run/gpuconf"
 
 
-def build_parser(prog: str = "gpuconf node") -> argparse.ArgumentParser:
+def build_parser(prog: str = "gpuconf node") -> ArgumentParser:
     parser = ArgumentParser(prog=prog, description="The gpuconf node runtime.")
     commands = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", parser_class=ArgumentParser
@@ -85,7 +85,7 @@ def build_parser(prog: str = "gpuconf node") -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str]) -> int:
-    options = build_parser().parse_args(list(argv))
+    options = build_parser().parse_command_line(argv)
     if options.command == "run":
         from gpuconf.node.commands.run import run
     elif options.command == "setup":

@@ -1,0 +1,61 @@
+"""Namespaces gpuconf created stay in the rendered tree after their last quota goes.
+
+A Namespace file leaving the tree asks Argo CD and Flux to delete the namespace and every
+workload in it (the manifests' Prune=false / prune: disabled marks stop that, but leave the
+agent out of sync). So a re-render keeps each Namespace a previous render created
+(namespacePolicy: create) that no quota names any more, marked as kept, until someone
+deletes its file on purpose: dropping a namespace is a commit of its own, never a side
+effect of dropping a quota. Namespaces that were adopted are not kept: they were never ours.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gpuconf.compiler.emit import written_by_gpuconf
+from gpuconf.compiler.plan.artifact import Artifact, manifest
+from gpuconf.compiler.plan.cluster_objects import NEVER_DELETED
+from gpuconf.compiler.plan.meta import MANAGED_BY
+from gpuconf.formats.located_yaml import LoadFailed, parse_text
+
+KEPT_ANNOTATION = "gpuconf.dev/kept"
+KEPT_NOTE = "no quota names this namespace any more; delete this file when it may go"
+_LARGEST_NAMESPACE_FILE = 64 * 1024
+
+
+def _created_by_gpuconf(obj: Any, name: str, cluster: str) -> bool:
+    if not isinstance(obj, dict) or obj.get("apiVersion") != "v1" or obj.get("kind") != "Namespace":
+        return False
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or meta.get("name") != name:
+        return False
+    labels, annotations = meta.get("labels"), meta.get("annotations")
+    return (
+        isinstance(labels, dict)
+        and isinstance(annotations, dict)
+        and labels.get("app.kubernetes.io/managed-by") == MANAGED_BY
+        and labels.get("gpuconf.dev/cluster") == cluster
+        and all(annotations.get(key) == value for key, value in NEVER_DELETED.items())
+    )
+
+
+def kept_namespaces(previous: Path, cluster: str) -> list[Artifact]:
+    """The Namespace manifests gpuconf created in `previous` (the cluster's folder as the last
+    render left it), marked as kept; the plan adds those it does not render itself."""
+    folder = previous / "namespaces"
+    if not folder.is_dir() or not written_by_gpuconf(previous):
+        return []
+    kept = []
+    for file in sorted(folder.glob("*.yaml")):
+        path = f"namespaces/{file.name}"
+        if not file.is_file() or file.stat().st_size > _LARGEST_NAMESPACE_FILE:
+            continue
+        try:
+            obj = parse_text(file.read_text(encoding="utf-8"), str(file)).data
+        except (OSError, UnicodeDecodeError, LoadFailed):
+            continue  # not a file gpuconf wrote
+        if _created_by_gpuconf(obj, file.stem, cluster):
+            obj["metadata"]["annotations"][KEPT_ANNOTATION] = KEPT_NOTE
+            kept.append(manifest(path, obj))
+    return kept
