@@ -2,70 +2,68 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from gpuconf.compiler.rules.context import RuleContext, class_path, pool_path, quota_path
 from gpuconf.diagnostics import Diagnostic, KeyPath
 
 
 def _duplicates(
-    ctx: RuleContext, items: Iterable[tuple[str, KeyPath]], what: str
+    ctx: RuleContext, names: Sequence[str], path: Callable[[int], KeyPath], what: str
 ) -> Iterator[Diagnostic]:
-    first: dict[str, KeyPath] = {}
-    for name, path in items:
-        if name in first:
-            line, _ = ctx.located.position(first[name])
+    """An error at each repeat of a name; `path(i)` says where names[i] is. Paths are built
+    only for repeats: a 20,000-node file has 200,000 names and, as a rule, no repeat."""
+    first: dict[str, int] = {}
+    for i, name in enumerate(names):
+        seen = first.setdefault(name, i)
+        if seen != i:
+            line, _ = ctx.located.position(path(seen))
             yield ctx.error(
-                path,
+                path(i),
                 f"{what} {name!r} is already used",
                 f"first used on line {line}; names must be unique",
             )
-        else:
-            first[name] = path
+
+
+def _gpu_index_path(pool: int, node: int) -> Callable[[int], KeyPath]:
+    return lambda gpu: pool_path(pool, "nodes", node, "gpus", gpu, "index")
 
 
 def check(ctx: RuleContext) -> Iterator[Diagnostic]:
     spec = ctx.cluster.spec
+    pools, classes, quotas = spec.node_pools, spec.resource_classes, spec.quotas
     yield from _duplicates(
-        ctx, ((p.name, pool_path(i, "name")) for i, p in enumerate(spec.node_pools)), "pool name"
+        ctx, [p.name for p in pools], lambda i: pool_path(i, "name"), "pool name"
     )
     yield from _duplicates(
-        ctx,
-        ((c.name, class_path(i, "name")) for i, c in enumerate(spec.resource_classes)),
-        "class name",
+        ctx, [c.name for c in classes], lambda i: class_path(i, "name"), "class name"
     )
+    nodes = [(i, j, node) for i, pool in enumerate(pools) for j, node in enumerate(pool.nodes)]
     yield from _duplicates(
         ctx,
-        (
-            (n.name, pool_path(i, "nodes", j, "name"))
-            for i, p in enumerate(spec.node_pools)
-            for j, n in enumerate(p.nodes)
-        ),
+        [node.name for _, _, node in nodes],
+        lambda k: pool_path(nodes[k][0], "nodes", nodes[k][1], "name"),
         "node name",
     )
     yield from _duplicates(
-        ctx,
-        ((q.namespace, quota_path(i, "namespace")) for i, q in enumerate(spec.quotas)),
-        "quota namespace",
+        ctx, [q.namespace for q in quotas], lambda i: quota_path(i, "namespace"), "quota namespace"
     )
+    gpus = [
+        (i, j, k, gpu.uuid)
+        for i, j, node in nodes
+        for k, gpu in enumerate(node.gpus)
+        if gpu.uuid is not None
+    ]
     yield from _duplicates(
         ctx,
-        (
-            (g.uuid, pool_path(i, "nodes", j, "gpus", k, "uuid"))
-            for i, p in enumerate(spec.node_pools)
-            for j, n in enumerate(p.nodes)
-            for k, g in enumerate(n.gpus)
-            if g.uuid is not None
-        ),
+        [uuid for *_, uuid in gpus],
+        lambda m: pool_path(gpus[m][0], "nodes", gpus[m][1], "gpus", gpus[m][2], "uuid"),
         "GPU UUID",
     )
-    for i, pool in enumerate(spec.node_pools):
-        for j, node in enumerate(pool.nodes):
-            yield from _duplicates(
-                ctx,
-                (
-                    (str(g.index), pool_path(i, "nodes", j, "gpus", k, "index"))
-                    for k, g in enumerate(node.gpus)
-                ),
-                f"GPU index on node {node.name!r}:",
-            )
+    for i, j, node in nodes:
+        yield from _duplicates(
+            ctx,
+            [str(gpu.index) for gpu in node.gpus],
+            _gpu_index_path(i, j),
+            f"GPU index on node {node.name!r}:",
+        )
