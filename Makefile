@@ -26,6 +26,7 @@ render: $(VENV)/.installed
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check gpuconf tests bench
+	$(BIN)/ruff format --check gpuconf tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
