@@ -204,13 +204,6 @@ def _render(options: argparse.Namespace) -> int:
     compiled = _compile(options, previous_output=options.output)
     if not compiled.ok:
         return ExitCode.INVALID_INPUT
-    for name, paths in sorted(compiled.kept_namespaces.items()):
-        for path in paths:
-            print(
-                f"{options.output_shown / name / path}: kept, though no quota names the "
-                "namespace any more; delete the file when the namespace may go",
-                file=sys.stderr,
-            )
     if options.check:
         for entry in emit.foreign(options.output, compiled.rendered):
             print(

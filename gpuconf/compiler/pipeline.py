@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuconf.compiler.validate import Validated, validate
-from gpuconf.diagnostics import Diagnostic, has_errors
+from gpuconf.diagnostics import Diagnostic, Severity, has_errors
 from gpuconf.errors import UserError
 from gpuconf.formats.located_yaml import LoadFailed, load_file
 from gpuconf.gpus.catalog import Catalog
@@ -29,8 +29,6 @@ class Compiled:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     whole_directories: bool = False
     """Every PATH was a directory: clusters missing from them are stale in the output."""
-    kept_namespaces: dict[str, list[str]] = field(default_factory=dict)
-    """By cluster name: Namespace files kept from the previous render though no quota names them."""
 
     @property
     def ok(self) -> bool:
@@ -118,12 +116,26 @@ def _render_all(result: Compiled, sources: dict[str, str], previous: Path | None
     for name, validated in sorted(result.validated.items()):
         candidates = kept_namespaces(previous / name, name) if previous is not None else []
         artifacts = plan(validated, sources[name], candidates)
-        kept = [a.path for a in artifacts if any(a is c for c in candidates)]
-        if kept:
-            result.kept_namespaces[name] = kept
+        result.diagnostics += [
+            _kept_warning(validated, name, a.path)
+            for a in artifacts
+            if any(a is c for c in candidates)
+        ]
         tree = render(artifacts)
         too_big = oversized(validated, artifacts, tree)
         if too_big:
             result.diagnostics += too_big
         else:
             result.rendered[name] = tree
+
+
+def _kept_warning(validated: Validated, cluster: str, path: str) -> Diagnostic:
+    namespace = path.removeprefix("namespaces/").removesuffix(".yaml")
+    return validated.located.diagnostic(
+        ("spec", "quotas"),
+        f"no quota names namespace {namespace!r} any more; its Namespace stays in the rendered "
+        f"tree ({cluster}/{path}), marked as kept",
+        "delete that file and render again when the namespace may go (Argo CD and Flux never "
+        "delete it either way)",
+        severity=Severity.WARNING,
+    )

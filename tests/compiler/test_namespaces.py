@@ -108,7 +108,10 @@ def test_removing_a_quota_and_re_rendering_deletes_no_namespace_manifest(tmp_pat
         },
     }
     assert "namespaces/students.yaml" in load_yaml(after["kustomization.yaml"])["resources"]
-    assert "rendered/lab/namespaces/students.yaml: kept, though no quota names" in notes
+    assert (
+        "clusters/lab.yaml:28:3: spec.quotas: warning: no quota names namespace 'students' any "
+        "more; its Namespace stays in the rendered tree (lab/namespaces/students.yaml)"
+    ) in notes
     assert run_cli("render", "--check", cwd=tmp_path).code == 0
 
 
