@@ -20,7 +20,9 @@ from gpuconf.compiler.plan.meta import MANAGED_BY
 from gpuconf.formats.located_yaml import LoadFailed, parse_text
 
 KEPT_ANNOTATION = "gpuconf.dev/kept"
-KEPT_NOTE = "no quota names this namespace any more; delete this file when it may go"
+KEPT_NOTE = (
+    "no quota or spec.namespace names this namespace any more; delete this file when it may go"
+)
 _LARGEST_NAMESPACE_FILE = 64 * 1024
 
 

@@ -133,8 +133,8 @@ def _kept_warning(validated: Validated, cluster: str, path: str) -> Diagnostic:
     namespace = path.removeprefix("namespaces/").removesuffix(".yaml")
     return validated.located.diagnostic(
         ("spec", "quotas"),
-        f"no quota names namespace {namespace!r} any more; its Namespace stays in the rendered "
-        f"tree ({cluster}/{path}), marked as kept",
+        f"no quota or spec.namespace names namespace {namespace!r} any more; its Namespace "
+        f"stays in the rendered tree ({cluster}/{path}), marked as kept",
         "delete that file and render again when the namespace may go (Argo CD and Flux never "
         "delete it either way)",
         severity=Severity.WARNING,

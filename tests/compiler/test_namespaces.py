@@ -102,14 +102,16 @@ def test_removing_a_quota_and_re_rendering_deletes_no_namespace_manifest(tmp_pat
             "annotations": {
                 **load_yaml(before["namespaces/students.yaml"])["metadata"]["annotations"],
                 "gpuconf.dev/kept": (
-                    "no quota names this namespace any more; delete this file when it may go"
+                    "no quota or spec.namespace names this namespace any more; "
+                    "delete this file when it may go"
                 ),
             },
         },
     }
     assert "namespaces/students.yaml" in load_yaml(after["kustomization.yaml"])["resources"]
     assert (
-        "clusters/lab.yaml:28:3: spec.quotas: warning: no quota names namespace 'students' any "
+        "clusters/lab.yaml:28:3: spec.quotas: warning: no quota or spec.namespace names "
+        "namespace 'students' any "
         "more; its Namespace stays in the rendered tree (lab/namespaces/students.yaml)"
     ) in notes
     assert run_cli("render", "--check", cwd=tmp_path).code == 0
