@@ -199,3 +199,13 @@ def test_a_system_namespace_with_external_policy_gets_only_its_quota() -> None:
     tree = rendered(copy.deepcopy(document))
     assert "default" not in _namespaces(tree)
     assert load_yaml(tree["quotas/default.yaml"])["metadata"]["namespace"] == "default"
+
+
+def test_gpuconfs_former_own_namespace_is_kept_when_spec_namespace_changes(
+    tmp_path: Path,
+) -> None:
+    _render_lab(tmp_path, _lab())
+    notes = _render_lab(tmp_path, _lab(namespace="gpu-system"))
+    files = _files(tmp_path)
+    assert {"namespaces/gpuconf-system.yaml", "namespaces/gpu-system.yaml"} <= files.keys()
+    assert "names namespace 'gpuconf-system' any more" in notes
