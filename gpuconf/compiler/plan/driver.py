@@ -10,24 +10,14 @@ from __future__ import annotations
 from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.runtime_files import DRIVER_READY_MARKER, DRIVER_VALIDATIONS_DIR
 from gpuconf.compiler.plan.artifact import Artifact, manifest
-from gpuconf.compiler.plan.meta import WAVE_DRIVER, metadata
-from gpuconf.compiler.plan.pod import POOL_LABEL, daemonset, host_path, on_pool_nodes
+from gpuconf.compiler.plan.meta import WAVE_DRIVER
+from gpuconf.compiler.plan.pod import host_path, on_pool_nodes, pool_daemonset
 
 
 def driver_daemonset(cluster: Cluster, pool: NodePool) -> Artifact | None:
     driver = pool.driver
     if driver is None or not driver.install:
         return None
-    name = f"nvidia-driver-{pool.name}"
-    meta = metadata(
-        cluster,
-        name,
-        "driver",
-        namespace=cluster.spec.namespace,
-        wave=WAVE_DRIVER,
-        **{POOL_LABEL: pool.name},
-    )
-    match = {"app.kubernetes.io/name": "nvidia-driver", POOL_LABEL: pool.name}
     pod = {
         "automountServiceAccountToken": False,
         **on_pool_nodes(pool),
@@ -82,6 +72,6 @@ def driver_daemonset(cluster: Cluster, pool: NodePool) -> Artifact | None:
             host_path("dev-log", "/dev/log", "Socket"),
         ],
     }
-    workload = daemonset(meta, match, pod)
+    workload = pool_daemonset(cluster, pool, "nvidia-driver", "driver", WAVE_DRIVER, pod)
     workload["spec"]["updateStrategy"] = {"type": "OnDelete"}
     return manifest(f"pools/{pool.name}/daemonset-nvidia-driver.yaml", workload)

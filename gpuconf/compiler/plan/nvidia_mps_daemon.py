@@ -13,9 +13,9 @@ from typing import Any
 from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.config_hash import annotate_template
-from gpuconf.compiler.plan.meta import WAVE_PLUGIN, metadata
+from gpuconf.compiler.plan.meta import WAVE_PLUGIN
 from gpuconf.compiler.plan.mig_pause import pause_affinity
-from gpuconf.compiler.plan.pod import POOL_LABEL, daemonset, host_path, on_pool_nodes
+from gpuconf.compiler.plan.pod import host_path, on_pool_nodes, pool_daemonset
 from gpuconf.compiler.plan.pool_node_config import MPS_ROOT
 from gpuconf.compiler.plan.setup_daemonset import setup_marker_volume, wait_for_setup
 
@@ -95,17 +95,10 @@ def mps_control_daemon(
             setup_marker_volume(),
         ],
     }
-    name = f"nvidia-mps-control-daemon-{pool.name}"
-    meta = metadata(
-        cluster,
-        name,
-        "mps-control-daemon",
-        namespace=cluster.spec.namespace,
-        wave=WAVE_PLUGIN,
-        **{POOL_LABEL: pool.name},
+    workload = pool_daemonset(
+        cluster, pool, "nvidia-mps-control-daemon", "mps-control-daemon", WAVE_PLUGIN, pod
     )
-    match = {"app.kubernetes.io/name": "nvidia-mps-control-daemon", POOL_LABEL: pool.name}
     return manifest(
         f"pools/{pool.name}/daemonset-nvidia-mps-control-daemon.yaml",
-        annotate_template(daemonset(meta, match, pod), files),
+        annotate_template(workload, files),
     )

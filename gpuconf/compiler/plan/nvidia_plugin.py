@@ -13,7 +13,7 @@ from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.config_hash import annotate_template
 from gpuconf.compiler.plan.config_map import pool_config_map
-from gpuconf.compiler.plan.meta import WAVE_PLUGIN, metadata
+from gpuconf.compiler.plan.meta import WAVE_PLUGIN
 from gpuconf.compiler.plan.mig_pause import pause_affinity
 from gpuconf.compiler.plan.node_daemonset import PLUGIN_DIR
 from gpuconf.compiler.plan.nvidia_mps_daemon import (
@@ -23,11 +23,10 @@ from gpuconf.compiler.plan.nvidia_mps_daemon import (
 )
 from gpuconf.compiler.plan.pod import (
     PLUGIN_RESOURCES,
-    POOL_LABEL,
-    daemonset,
     hardened,
     host_path,
     on_pool_nodes,
+    pool_daemonset,
 )
 from gpuconf.compiler.plan.pool_node_config import MPS_ROOT
 from gpuconf.compiler.plan.setup_daemonset import setup_marker_volume, wait_for_setup
@@ -162,7 +161,6 @@ def _volumes(config: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[st
 def nvidia_plugin(
     cluster: Cluster, pool: NodePool, classes: list[ResolvedClass], inventory: DeclaredInventory
 ) -> list[Artifact]:
-    namespace = cluster.spec.namespace
     config_name = f"nvidia-device-plugin-{pool.name}"
     strategy = mig_strategy(g.mig for group in inventory.by_pool(pool.name) for g in group.gpus)
     config = nvidia_config(cluster, pool, classes, strategy)
@@ -192,21 +190,14 @@ def nvidia_plugin(
         ],
         "volumes": volumes,
     }
-    name = f"nvidia-device-plugin-{pool.name}"
-    meta = metadata(
-        cluster,
-        name,
-        "device-plugin",
-        namespace=namespace,
-        wave=WAVE_PLUGIN,
-        **{POOL_LABEL: pool.name},
+    workload = pool_daemonset(
+        cluster, pool, "nvidia-device-plugin", "device-plugin", WAVE_PLUGIN, pod
     )
-    match = {"app.kubernetes.io/name": "nvidia-device-plugin", POOL_LABEL: pool.name}
     artifacts = [
         config_map,
         manifest(
             f"pools/{pool.name}/daemonset-nvidia-device-plugin.yaml",
-            annotate_template(daemonset(meta, match, pod), files),
+            annotate_template(workload, files),
         ),
     ]
     if "mpsRoot" in config["flags"]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuconf.api.cluster import NodePool
+from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.cluster.pool import ARCH_LABEL
+from gpuconf.compiler.plan.meta import metadata
 
 POOL_LABEL = "gpuconf.dev/pool"
 # A device plugin holds a few sockets and device lists; these bounds leave it room for bursts.
@@ -39,15 +40,15 @@ def on_pool_nodes(pool: NodePool) -> dict[str, Any]:
     }
 
 
-def hardened(read_only_root: bool = True) -> dict[str, Any]:
-    """No privilege, no capabilities, no writable root; runs as root only to reach root-owned host paths."""
+def hardened(read_only_root: bool = True, user: int = 0) -> dict[str, Any]:
+    """No privilege, no capabilities, no writable root; user 0 only to reach root-owned host paths."""
     return {
         "privileged": False,
         "allowPrivilegeEscalation": False,
         "readOnlyRootFilesystem": read_only_root,
         "capabilities": {"drop": ["ALL"]},
-        "runAsUser": 0,
-        "runAsNonRoot": False,
+        "runAsUser": user,
+        "runAsNonRoot": user != 0,
         "seccompProfile": {"type": "RuntimeDefault"},
     }
 
@@ -56,16 +57,26 @@ def host_path(name: str, path: str, kind: str) -> dict[str, Any]:
     return {"name": name, "hostPath": {"path": path, "type": kind}}
 
 
-def daemonset(
-    metadata: dict[str, Any], match: dict[str, str], pod_spec: dict[str, Any]
+def pool_daemonset(
+    cluster: Cluster, pool: NodePool, app: str, component: str, wave: str, pod_spec: dict[str, Any]
 ) -> dict[str, Any]:
+    """The DaemonSet `<app>-<pool>` in gpuconf's namespace, selecting its pods by app and pool."""
+    meta = metadata(
+        cluster,
+        f"{app}-{pool.name}",
+        component,
+        namespace=cluster.spec.namespace,
+        wave=wave,
+        **{POOL_LABEL: pool.name},
+    )
+    match = {"app.kubernetes.io/name": app, POOL_LABEL: pool.name}
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
-        "metadata": metadata,
+        "metadata": meta,
         "spec": {
             "selector": {"matchLabels": match},
             "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "10%"}},
-            "template": {"metadata": {"labels": {**metadata["labels"], **match}}, "spec": pod_spec},
+            "template": {"metadata": {"labels": {**meta["labels"], **match}}, "spec": pod_spec},
         },
     }

@@ -14,14 +14,16 @@ from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.node_config import NODE_CONFIG_FILE, NodeConfig
 from gpuconf.api.runtime_files import SETUP_MARKER_DIR, SETUP_READY_MARKER
 from gpuconf.compiler.plan.artifact import Artifact, manifest
-from gpuconf.compiler.plan.meta import WAVE_DRIVER, metadata
-from gpuconf.compiler.plan.pod import POOL_LABEL, daemonset, host_path, on_pool_nodes
+from gpuconf.compiler.plan.meta import WAVE_DRIVER
+from gpuconf.compiler.plan.pod import hardened, host_path, on_pool_nodes, pool_daemonset
 from gpuconf.compiler.plan.pool_node_config import config_map_name
 
 HOST_ROOT = "/host"
 CONFIG_DIR = "/etc/gpuconf"
 SETUP_NAME = "gpuconf-setup"
 WAIT_CONTAINER = "wait-for-setup"
+# The wait only reads a marker file: it needs no user at all.
+NOBODY = 65534
 SETUP_MARKER_VOLUME = "gpuconf-setup-marker"
 RUNTIME_DIGEST_ANNOTATION = "gpuconf.dev/runtime-settings"
 
@@ -45,15 +47,7 @@ def wait_for_setup(cluster: Cluster) -> dict[str, Any]:
         "name": WAIT_CONTAINER,
         "image": cluster.spec.images.gpuconf,
         "command": wait_command(),
-        "securityContext": {
-            "privileged": False,
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
-            "runAsUser": 65534,
-            "runAsNonRoot": True,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": hardened(user=NOBODY),
         "resources": {
             "requests": {"cpu": "5m", "memory": "16Mi"},
             "limits": {"cpu": "50m", "memory": "64Mi"},
@@ -115,17 +109,7 @@ def setup_daemonset(cluster: Cluster, pool: NodePool, config: NodeConfig) -> Art
             host_path("host-root", "/", "Directory"),
         ],
     }
-    name = f"{SETUP_NAME}-{pool.name}"
-    meta = metadata(
-        cluster,
-        name,
-        "node-setup",
-        namespace=cluster.spec.namespace,
-        wave=WAVE_DRIVER,
-        **{POOL_LABEL: pool.name},
-    )
-    match = {"app.kubernetes.io/name": SETUP_NAME, POOL_LABEL: pool.name}
-    workload = daemonset(meta, match, pod)
+    workload = pool_daemonset(cluster, pool, SETUP_NAME, "node-setup", WAVE_DRIVER, pod)
     workload["spec"]["template"]["metadata"]["annotations"] = {
         RUNTIME_DIGEST_ANNOTATION: runtime_digest(config)
     }
