@@ -3,7 +3,8 @@
 A Namespace file leaving the tree asks Argo CD and Flux to delete the namespace and every
 workload in it (the manifests' Prune=false / prune: disabled marks stop that, but leave the
 agent out of sync). So a re-render keeps each Namespace a previous render created
-(namespacePolicy: create) that no quota names any more, marked as kept, until someone
+(namespacePolicy: create) that it no longer creates (its quota gone or made external,
+spec.namespace changed), marked as kept, until someone
 deletes its file on purpose: dropping a namespace is a commit of its own, never a side
 effect of dropping a quota. Namespaces that were adopted are not kept: they were never ours.
 """
@@ -13,16 +14,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.emit import written_by_gpuconf
 from gpuconf.compiler.plan.artifact import Artifact, manifest
-from gpuconf.compiler.plan.cluster_objects import NEVER_DELETED
+from gpuconf.compiler.plan.cluster_objects import NEVER_DELETED, namespace_policies
 from gpuconf.compiler.plan.meta import MANAGED_BY
 from gpuconf.formats.located_yaml import LoadFailed, parse_text
 
 KEPT_ANNOTATION = "gpuconf.dev/kept"
-KEPT_NOTE = (
-    "no quota or spec.namespace names this namespace any more; delete this file when it may go"
-)
+KEPT_NOTE = "gpuconf no longer creates this namespace; delete this file when it may go"
 _LARGEST_NAMESPACE_FILE = 64 * 1024
 
 
@@ -42,22 +42,24 @@ def _created_by_gpuconf(obj: Any, name: str, cluster: str) -> bool:
     )
 
 
-def kept_namespaces(previous: Path, cluster: str) -> list[Artifact]:
+def kept_namespaces(previous: Path, cluster: Cluster) -> list[Artifact]:
     """The Namespace manifests gpuconf created in `previous` (the cluster's folder as the last
-    render left it), marked as kept; the plan adds those it does not render itself."""
+    render left it) that it no longer renders, marked as kept. Only those files are read."""
     folder = previous / "namespaces"
     if not folder.is_dir() or not written_by_gpuconf(previous):
         return []
+    rendered = namespace_policies(cluster)
     kept = []
     for file in sorted(folder.glob("*.yaml")):
-        path = f"namespaces/{file.name}"
+        if file.stem in rendered and rendered[file.stem] != "external":
+            continue
         if not file.is_file() or file.stat().st_size > _LARGEST_NAMESPACE_FILE:
             continue
         try:
             obj = parse_text(file.read_text(encoding="utf-8"), str(file)).data
         except (OSError, UnicodeDecodeError, LoadFailed):
             continue  # not a file gpuconf wrote
-        if _created_by_gpuconf(obj, file.stem, cluster):
+        if _created_by_gpuconf(obj, file.stem, cluster.metadata.name):
             obj["metadata"]["annotations"][KEPT_ANNOTATION] = KEPT_NOTE
-            kept.append(manifest(path, obj))
+            kept.append(manifest(f"namespaces/{file.name}", obj))
     return kept

@@ -114,13 +114,9 @@ def _render_all(result: Compiled, sources: dict[str, str], previous: Path | None
     from gpuconf.compiler.render import render
 
     for name, validated in sorted(result.validated.items()):
-        candidates = kept_namespaces(previous / name, name) if previous is not None else []
-        artifacts = plan(validated, sources[name], candidates)
-        result.diagnostics += [
-            _kept_warning(validated, name, a.path)
-            for a in artifacts
-            if any(a is c for c in candidates)
-        ]
+        kept = kept_namespaces(previous / name, validated.cluster) if previous else []
+        artifacts = plan(validated, sources[name], kept)
+        result.diagnostics += [_kept_warning(validated, name, a.path) for a in kept]
         tree = render(artifacts)
         too_big = oversized(validated, artifacts, tree)
         if too_big:
@@ -133,8 +129,8 @@ def _kept_warning(validated: Validated, cluster: str, path: str) -> Diagnostic:
     namespace = path.removeprefix("namespaces/").removesuffix(".yaml")
     return validated.located.diagnostic(
         ("spec", "quotas"),
-        f"no quota or spec.namespace names namespace {namespace!r} any more; its Namespace "
-        f"stays in the rendered tree ({cluster}/{path}), marked as kept",
+        f"gpuconf no longer creates namespace {namespace!r}; its Namespace stays in the "
+        f"rendered tree ({cluster}/{path}), marked as kept",
         "delete that file and render again when the namespace may go (Argo CD and Flux never "
         "delete it either way)",
         severity=Severity.WARNING,

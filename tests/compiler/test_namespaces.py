@@ -102,17 +102,15 @@ def test_removing_a_quota_and_re_rendering_deletes_no_namespace_manifest(tmp_pat
             "annotations": {
                 **load_yaml(before["namespaces/students.yaml"])["metadata"]["annotations"],
                 "gpuconf.dev/kept": (
-                    "no quota or spec.namespace names this namespace any more; "
-                    "delete this file when it may go"
+                    "gpuconf no longer creates this namespace; delete this file when it may go"
                 ),
             },
         },
     }
     assert "namespaces/students.yaml" in load_yaml(after["kustomization.yaml"])["resources"]
     assert (
-        "clusters/lab.yaml:28:3: spec.quotas: warning: no quota or spec.namespace names "
-        "namespace 'students' any "
-        "more; its Namespace stays in the rendered tree (lab/namespaces/students.yaml)"
+        "clusters/lab.yaml:28:3: spec.quotas: warning: gpuconf no longer creates namespace "
+        "'students'; its Namespace stays in the rendered tree (lab/namespaces/students.yaml)"
     ) in notes
     assert run_cli("render", "--check", cwd=tmp_path).code == 0
 
@@ -208,4 +206,14 @@ def test_gpuconfs_former_own_namespace_is_kept_when_spec_namespace_changes(
     notes = _render_lab(tmp_path, _lab(namespace="gpu-system"))
     files = _files(tmp_path)
     assert {"namespaces/gpuconf-system.yaml", "namespaces/gpu-system.yaml"} <= files.keys()
-    assert "names namespace 'gpuconf-system' any more" in notes
+    assert "no longer creates namespace 'gpuconf-system'" in notes
+
+
+def test_a_created_namespace_turned_external_keeps_its_file(tmp_path: Path) -> None:
+    _render_lab(tmp_path, _lab())
+    document = _lab()
+    document["spec"]["quotas"][1]["namespacePolicy"] = "external"
+    notes = _render_lab(tmp_path, document)
+    kept = load_yaml(_files(tmp_path)["namespaces/students.yaml"])
+    assert "gpuconf.dev/kept" in kept["metadata"]["annotations"]
+    assert "no longer creates namespace 'students'" in notes

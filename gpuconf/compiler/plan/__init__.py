@@ -51,12 +51,12 @@ def _pool_artifacts(
 
 
 def plan(
-    validated: Validated, source: str, previous_namespaces: Sequence[Artifact] = ()
+    validated: Validated, source: str, kept_namespaces: Sequence[Artifact] = ()
 ) -> list[Artifact]:
     """Every file of the cluster's output folder, kustomization.yaml and README.md included.
 
-    `previous_namespaces`: Namespaces an earlier render created; those no quota names any
-    more stay (compiler/kept_namespaces.py)."""
+    `kept_namespaces`: Namespaces an earlier render created that this one no longer creates;
+    they stay (compiler/kept_namespaces.py)."""
     cluster = validated.cluster
     spec = cluster.spec
     artifacts = [*cluster_objects.namespaces(cluster), cluster_objects.runtime_class(cluster)]
@@ -75,8 +75,7 @@ def plan(
         artifacts += quotas(cluster, validated.classes, quota_key=dra_quota_key)
     else:
         artifacts += quotas(cluster, validated.classes)
-    planned = {a.path for a in artifacts}
-    artifacts += [a for a in previous_namespaces if a.path not in planned]
+    artifacts += kept_namespaces
     artifacts += mig_manager_config_map(cluster, validated.inventory)
     artifacts.append(readme(validated, source, mig_rows(cluster, validated.inventory)))
     artifacts.append(kustomization(artifacts))
