@@ -4,9 +4,8 @@ A Namespace file leaving the tree asks Argo CD and Flux to delete the namespace 
 workload in it (the manifests' Prune=false / prune: disabled marks stop that, but leave the
 agent out of sync). So a re-render keeps each Namespace a previous render created
 (namespacePolicy: create) that it no longer creates (its quota gone or made external,
-spec.namespace changed), marked as kept, until someone
-deletes its file on purpose: dropping a namespace is a commit of its own, never a side
-effect of dropping a quota. Namespaces that were adopted are not kept: they were never ours.
+spec.namespace changed), marked as kept, until someone deletes its file on purpose:
+dropping a namespace is a commit of its own, never a side effect of dropping a quota. Namespaces that were adopted are not kept: they were never ours.
 """
 
 from __future__ import annotations
