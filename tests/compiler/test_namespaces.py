@@ -8,6 +8,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
+import kubernetes_validate
 import pytest
 from builders import cluster, cluster_file, dump, errors, load_yaml, pool, rendered, run_cli
 
@@ -107,6 +108,7 @@ def test_removing_a_quota_and_re_rendering_deletes_no_namespace_manifest(tmp_pat
             },
         },
     }
+    kubernetes_validate.validate(kept, "1.34.0", strict=True)
     assert "namespaces/students.yaml" in load_yaml(after["kustomization.yaml"])["resources"]
     assert (
         "clusters/lab.yaml:28:3: spec.quotas: warning: gpuconf no longer creates namespace "
