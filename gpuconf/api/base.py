@@ -1,28 +1,10 @@
-"""Shared model settings and the constrained string types every model uses."""
+"""The constrained string types every record uses, and the base they share."""
 
 from __future__ import annotations
 
-import sys
-import types
 from typing import Annotated
 
-
-def _without_plugin_discovery() -> None:
-    """gpuconf runs no pydantic plugins. Pydantic looks for them when it builds its first
-    validator, importing importlib.metadata (email, zipfile, socket: a sixth of `validate`'s
-    start-up) to scan every installed distribution; its own PYDANTIC_DISABLE_PLUGINS skips
-    the scan but not the import. A loader that finds none spares both."""
-    name = "pydantic.plugin._loader"
-    if name not in sys.modules:
-        loader = types.ModuleType(name, "gpuconf: no pydantic plugins")
-        loader.get_plugins = tuple  # type: ignore[attr-defined]
-        sys.modules[name] = loader
-
-
-_without_plugin_discovery()
-
-from pydantic import BaseModel, ConfigDict, StringConstraints  # noqa: E402
-from pydantic.alias_generators import to_camel  # noqa: E402
+from gpuconf.api.record import Limits, Record
 
 # Each pattern is named in validate.py's messages; keep the two in step.
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
@@ -44,13 +26,13 @@ ABSOLUTE_PATH = r"^/[A-Za-z0-9._/-]*$"
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 
-DnsLabel = Annotated[str, StringConstraints(pattern=DNS_LABEL)]
-DnsSubdomain = Annotated[str, StringConstraints(pattern=DNS_SUBDOMAIN, max_length=253)]
-LabelKey = Annotated[str, StringConstraints(pattern=LABEL_KEY, max_length=317)]
-LabelValue = Annotated[str, StringConstraints(pattern=LABEL_VALUE)]
-ExtendedResourceName = Annotated[str, StringConstraints(pattern=EXTENDED_RESOURCE, max_length=317)]
-ImageReference = Annotated[str, StringConstraints(pattern=IMAGE, max_length=512)]
-KubernetesVersion = Annotated[str, StringConstraints(pattern=KUBE_VERSION)]
+DnsLabel = Annotated[str, Limits(pattern=DNS_LABEL)]
+DnsSubdomain = Annotated[str, Limits(pattern=DNS_SUBDOMAIN, max_length=253)]
+LabelKey = Annotated[str, Limits(pattern=LABEL_KEY, max_length=317)]
+LabelValue = Annotated[str, Limits(pattern=LABEL_VALUE)]
+ExtendedResourceName = Annotated[str, Limits(pattern=EXTENDED_RESOURCE, max_length=317)]
+ImageReference = Annotated[str, Limits(pattern=IMAGE, max_length=512)]
+KubernetesVersion = Annotated[str, Limits(pattern=KUBE_VERSION)]
 
 
 def kubernetes_minor(version: KubernetesVersion) -> int:
@@ -66,26 +48,13 @@ def version_parts(version: str) -> tuple[int, int, int]:
     return (major, minor, patch)
 
 
-DriverVersion = Annotated[str, StringConstraints(pattern=DRIVER_VERSION)]
-JetPackVersion = Annotated[str, StringConstraints(pattern=JETPACK_VERSION)]
-GpuUuid = Annotated[str, StringConstraints(pattern=GPU_UUID)]
-MemoryQuantity = Annotated[str, StringConstraints(pattern=QUANTITY)]
-MigProfileName = Annotated[str, StringConstraints(pattern=MIG_PROFILE)]
-AbsolutePath = Annotated[str, StringConstraints(pattern=ABSOLUTE_PATH, max_length=4096)]
+DriverVersion = Annotated[str, Limits(pattern=DRIVER_VERSION)]
+JetPackVersion = Annotated[str, Limits(pattern=JETPACK_VERSION)]
+GpuUuid = Annotated[str, Limits(pattern=GPU_UUID)]
+MemoryQuantity = Annotated[str, Limits(pattern=QUANTITY)]
+MigProfileName = Annotated[str, Limits(pattern=MIG_PROFILE)]
+AbsolutePath = Annotated[str, Limits(pattern=ABSOLUTE_PATH, max_length=4096)]
 
 
-class Model(BaseModel):
-    """Frozen, strict, camelCase keys, unknown keys rejected.
-
-    Validators are built on first use (`defer_build`), so a command builds only the models it
-    reads. Field docstrings reach the JSON Schema through `api.schema`, not pydantic's
-    `use_attribute_docstrings`, which reads and parses every model's source at import."""
-
-    model_config = ConfigDict(
-        frozen=True,
-        extra="forbid",
-        strict=True,
-        alias_generator=to_camel,
-        validate_default=False,
-        defer_build=True,
-    )
+class Model(Record):
+    """Every cluster-file type: frozen, strict, camelCase keys, unknown keys rejected."""

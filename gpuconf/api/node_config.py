@@ -11,14 +11,15 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field
 
-from gpuconf.api.base import INT32_MAX, Model
+from gpuconf.api.base import INT32_MAX
 from gpuconf.api.node_facts import DEFAULT_METRICS_PORT, DeviceListStrategy
+from gpuconf.api.strict_model import StrictModel
 from gpuconf.api.version import ApiVersion
 
 NODE_CONFIG_FILE = "node-config.yaml"
 
 
-class _Model(Model):
+class _Model(StrictModel):
     """Built by the compiler from Python names, read and written with camelCase keys."""
 
     model_config = ConfigDict(validate_by_name=True, serialize_by_alias=True)

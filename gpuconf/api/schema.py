@@ -10,17 +10,18 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
 from gpuconf.api.cluster import Cluster
 from gpuconf.api.gpu_model import GPU_MODEL_NAME, GPU_MODEL_REFERENCE
 from gpuconf.api.node_config import NodeConfig
+from gpuconf.api.record import Record
 
 SCHEMA_BASE = "https://gpuconf.dev/schemas/"
 MODEL_NAME_DEF = "GpuModelName"
-SCHEMAS: dict[str, type[BaseModel]] = {
+SCHEMAS: dict[str, type[BaseModel | Record]] = {
     "cluster.schema.json": Cluster,
     "node-config.schema.json": NodeConfig,
 }
@@ -52,12 +53,12 @@ def _refer_to_model_names(node: Any) -> bool:
 
 
 @cache
-def _field_docstrings(model: type[BaseModel]) -> dict[str, str]:
+def _field_docstrings(model: type) -> dict[str, str]:
     """The string literal right below each annotated field in the class body, cleaned as
     `inspect.cleandoc` cleans docstrings; fields of base models included."""
     docs: dict[str, str] = {}
     for base in reversed(model.__mro__):
-        if base is BaseModel or not issubclass(base, BaseModel):
+        if base in (BaseModel, Record) or not issubclass(base, BaseModel | Record):
             continue
         [body] = ast.parse(textwrap.dedent(inspect.getsource(base))).body
         assert isinstance(body, ast.ClassDef)
@@ -73,25 +74,33 @@ def _field_docstrings(model: type[BaseModel]) -> dict[str, str]:
     return docs
 
 
+def _key(model: type, name: str) -> str:
+    """The key field `name` has in the file."""
+    if issubclass(model, Record):
+        found = model.__record_fields__.get(name)
+        return found.alias if found else name
+    field = getattr(model, "model_fields", {}).get(name)
+    return (field.alias or name) if field else name
+
+
 class _DocumentedFields(GenerateJsonSchema):
     """Each field's docstring as the description of its property, for editors to show."""
 
     def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
         json_schema = super().model_schema(schema)
-        model: type[BaseModel] = schema["cls"]
+        model: type = schema["cls"]
         properties = json_schema.get("properties", {})
         for name, text in _field_docstrings(model).items():
-            field = model.model_fields.get(name)
-            key = (field.alias or name) if field else name
+            key = _key(model, name)
             if key in properties:
                 properties[key].setdefault("description", text)
         return json_schema
 
 
 def json_schema(
-    model: type[BaseModel], file_name: str, model_names: Sequence[str] = ()
+    model: type[BaseModel | Record], file_name: str, model_names: Sequence[str] = ()
 ) -> dict[str, Any]:
-    schema = model.model_json_schema(
+    schema = TypeAdapter(model).json_schema(
         by_alias=True, mode="validation", schema_generator=_DocumentedFields
     )
     if _refer_to_model_names(schema):

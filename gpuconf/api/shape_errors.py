@@ -5,12 +5,13 @@ from __future__ import annotations
 import types
 import typing
 from collections.abc import Iterator
+from functools import cache
 from typing import Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ValidationError
-from pydantic_core import ErrorDetails
+from pydantic_core import ErrorDetails, ValidationError
 
 from gpuconf.api import base, gpu_model
+from gpuconf.api.record import Record
 from gpuconf.diagnostics import Diagnostic, KeyPath
 from gpuconf.formats.located_yaml import MISSING, Located, child
 from gpuconf.hints import did_you_mean
@@ -135,51 +136,62 @@ def _unwrap(annotation: Any) -> Iterator[Any]:
         yield annotation
 
 
-def _model_at(root: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and (
+        issubclass(annotation, Record) or hasattr(annotation, "model_fields")
+    )
+
+
+@cache
+def _keys(model: type) -> dict[str, Any]:
+    """A record's or a pydantic model's keys in the file, each with its field's type."""
+    if issubclass(model, Record):
+        hints = typing.get_type_hints(model, include_extras=True)
+        return {f.alias: hints[name] for name, f in model.__record_fields__.items()}
+    fields = getattr(model, "model_fields", {})
+    return {(f.alias or name): f.annotation for name, f in fields.items()}
+
+
+def _model_at(root: type, loc: tuple[int | str, ...]) -> type | _UnionOf | None:
     """The model class whose keys are checked at ``loc`` (its last part being a key)."""
-    current: type[BaseModel] | None = root
+    current: type | _UnionOf | None = root
     for part in loc[:-1]:
         if current is None or isinstance(part, int):
             continue
-        field = next(
-            (f for name, f in current.model_fields.items() if (f.alias or name) == part), None
-        )
-        if field is None:
+        annotation = _keys(current).get(part) if isinstance(current, type) else None
+        if annotation is None:
             tagged = [m for m in _members(current) if _tag(m) == part]
             if tagged:
                 current = tagged[0]
             continue
-        models = [
-            t for t in _unwrap(field.annotation) if isinstance(t, type) and issubclass(t, BaseModel)
-        ]
-        current = models[0] if len(models) == 1 else _UnionOf(models) if models else None  # type: ignore[assignment]
+        models = [t for t in _unwrap(annotation) if _is_model(t)]
+        current = models[0] if len(models) == 1 else _UnionOf(models) if models else None
     return current
 
 
 class _UnionOf:
     """Placeholder for a field whose value is one of several models (a tagged union)."""
 
-    def __init__(self, models: list[type[BaseModel]]) -> None:
+    def __init__(self, models: list[type]) -> None:
         self.models = models
-        self.model_fields: dict[str, Any] = {}
 
 
-def _members(current: Any) -> list[type[BaseModel]]:
+def _members(current: Any) -> list[type]:
     return list(getattr(current, "models", []))
 
 
-def _tag(model: type[BaseModel]) -> str | None:
-    field = model.model_fields.get("strategy")
-    if field is None or get_origin(field.annotation) is not Literal:
+def _tag(model: type) -> str | None:
+    annotation = _keys(model).get("strategy")
+    if annotation is None or get_origin(annotation) is not Literal:
         return None
-    return str(get_args(field.annotation)[0])
+    return str(get_args(annotation)[0])
 
 
-def _allowed_keys(root: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
+def _allowed_keys(root: type, loc: tuple[int | str, ...]) -> list[str]:
     model = _model_at(root, loc)
-    if model is None or isinstance(model, _UnionOf):
+    if not isinstance(model, type):
         return []
-    return [f.alias or name for name, f in model.model_fields.items()]
+    return list(_keys(model))
 
 
 def _quote_float_hint(value: float) -> str:
@@ -190,7 +202,7 @@ def _quote_float_hint(value: float) -> str:
     return f'quote it: "{text}" (YAML reads it as a number)'
 
 
-def _message(error: ErrorDetails, value: Any, root: type[BaseModel]) -> tuple[str, str]:
+def _message(error: ErrorDetails, value: Any, root: type) -> tuple[str, str]:
     kind = error["type"]
     ctx: dict[str, Any] = dict(error.get("ctx") or {})
     loc = tuple(error["loc"])
@@ -250,9 +262,7 @@ def _message(error: ErrorDetails, value: Any, root: type[BaseModel]) -> tuple[st
     return error["msg"], ""
 
 
-def diagnostics_from(
-    error: ValidationError, located: Located, root: type[BaseModel]
-) -> list[Diagnostic]:
+def diagnostics_from(error: ValidationError, located: Located, root: type) -> list[Diagnostic]:
     by_path: dict[KeyPath, list[tuple[ErrorDetails, bool]]] = {}
     for detail in error.errors(include_url=False):
         path, dropped = _data_path(located, tuple(detail["loc"]), detail["type"] in _KEYED)

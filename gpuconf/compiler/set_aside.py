@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import ValidationError
+from pydantic_core import ValidationError
 
 from gpuconf.formats.located_yaml import Located
 

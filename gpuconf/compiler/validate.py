@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import ValidationError
+from pydantic_core import ValidationError
 
 from gpuconf.api.cluster import Cluster
 from gpuconf.api.shape_errors import diagnostics_from
+from gpuconf.api.validators import validate_cluster
 from gpuconf.compiler.resolve.class_selection import ResolvedClass, resolve_classes
 from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory, build_inventory
 from gpuconf.compiler.rules import DOCUMENT_RULES, INVENTORY_RULES, RuleContext
@@ -37,7 +38,7 @@ class Validated:
 def validate(located: Located, catalog: Catalog) -> Validated | list[Diagnostic]:
     """The validated cluster, or every diagnostic found (warnings included)."""
     try:
-        cluster = Cluster.model_validate(located.data)
+        cluster = validate_cluster(located.data)
     except ValidationError as error:
         return diagnostics_from(error, located, Cluster) + _rules_on_the_rest(
             error, located, catalog
@@ -60,7 +61,7 @@ def _rules_on_the_rest(
         return []
     rest, aside = repaired
     try:
-        cluster = Cluster.model_validate(rest.data)
+        cluster = validate_cluster(rest.data)
     except ValidationError:
         return []
     return _rule_diagnostics(_context(cluster, rest, catalog, aside))

@@ -6,18 +6,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import Field
-
-from gpuconf.api.base import Model
 from gpuconf.api.gpu_model import GpuModel
+from gpuconf.api.validators import validate_catalog
 from gpuconf.formats.located_yaml import load_file
 from gpuconf.hints import closest, suggestion
 
 _CATALOG_FILE = Path(__file__).with_name("catalog.yaml")
-
-
-class _CatalogFile(Model):
-    models: list[GpuModel] = Field(min_length=1)
 
 
 def _fold(name: str) -> str:
@@ -33,7 +27,7 @@ class Catalog:
     @classmethod
     def load(cls) -> Catalog:
         located = load_file(_CATALOG_FILE, "gpuconf/gpus/catalog.yaml")
-        parsed = _CatalogFile.model_validate(located.data)
+        parsed = validate_catalog(located.data)
         models = {m.name: m for m in parsed.models}
         if len(models) != len(parsed.models):
             raise ValueError("gpuconf/gpus/catalog.yaml names a model twice")

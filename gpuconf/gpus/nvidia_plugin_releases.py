@@ -39,7 +39,7 @@ def plugin_release(cluster: Cluster) -> str:
     else the release the image's tag names, else the current one."""
     settings = cluster.spec.nvidia_plugin
     tagged = image_release(cluster.spec.images.nvidia_device_plugin)
-    if "version" in settings.model_fields_set or tagged not in RELEASES:
+    if "version" in settings.fields_given or tagged not in RELEASES:
         return settings.version
     return str(tagged)
 

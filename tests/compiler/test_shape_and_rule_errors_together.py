@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from gpuconf.api.cluster import Cluster
 from gpuconf.api.shape_errors import diagnostics_from
+from gpuconf.api.validators import validate_cluster
 from gpuconf.compiler.validate import validate
 from gpuconf.diagnostics import format_path
 from gpuconf.formats.located_yaml import Located, parse_text
@@ -214,7 +215,7 @@ def test_an_error_outside_the_lists_gives_exactly_the_shape_errors_as_before() -
     document["metadata"]["name"] = "Not_A_Name"
     located = _located(document)
     with pytest.raises(ValidationError) as shape:
-        Cluster.model_validate(located.data)
+        validate_cluster(located.data)
     assert validate(located, CATALOG) == diagnostics_from(shape.value, located, Cluster)
     assert [format_path(d.path) for d in diagnostics_from(shape.value, located, Cluster)] == [
         "metadata.name"

@@ -1,5 +1,5 @@
-"""Each command loads only what it needs: `validate` never imports the plan, templates, CEL,
-the node's models or the DRA device model of a device-plugin cluster."""
+"""Each command loads only what it needs: `validate` never imports pydantic, the plan,
+templates, CEL, the node's models or the DRA device model of a device-plugin cluster."""
 
 from __future__ import annotations
 
@@ -21,7 +21,12 @@ NOT_FOR_VALIDATE = (
     "prometheus_client",
     "gpuconf.api.node_config",
     "gpuconf.api.runtime_files",
-    # Pydantic's plugin discovery: gpuconf runs no plugins (api.base).
+    # Cluster files are validated by pydantic-core against the frozen schema (api/validators.py).
+    "pydantic.",
+    "gpuconf.api.freeze_schema",
+    "gpuconf.api.schema",
+    "gpuconf.api.strict_model",
+    # Pydantic's plugin discovery: gpuconf runs no plugins (api.strict_model).
     "importlib.metadata",
 )
 DRA_ONLY = ("gpuconf.compiler.dra", "gpuconf.compiler.rules.dra_selectors")
@@ -47,8 +52,9 @@ def _imported(*argv: str) -> set[str]:
 def test_validate_imports_no_plan_template_or_cel_module(cluster: str) -> None:
     imported = _imported("validate", f"clusters/{cluster}.yaml")
     assert "gpuconf.compiler.validate" in imported
-    heavy = sorted(m for m in imported if m.startswith(NOT_FOR_VALIDATE))
+    heavy = sorted(m for m in imported if m.startswith(NOT_FOR_VALIDATE) or m == "pydantic")
     assert heavy == []
+    assert "pydantic_core" in imported
 
 
 def test_a_device_plugin_cluster_imports_no_dra_module() -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
-
 from gpuconf.api.base import (
     INT32_MAX,
     DnsLabel,
@@ -20,6 +18,7 @@ from gpuconf.api.cluster.quota import NamespacePolicy, Quota
 from gpuconf.api.cluster.resource_class import ResourceClass
 from gpuconf.api.gpu_model import GpuModel
 from gpuconf.api.node_facts import DEFAULT_METRICS_PORT
+from gpuconf.api.record import Limits, field
 from gpuconf.api.version import ApiVersion
 
 
@@ -44,14 +43,19 @@ class Images(Model):
 
 
 class Health(Model):
-    ignored_xids: list[Annotated[int, Field(ge=0, le=INT32_MAX)]] | None = None
+    ignored_xids: list[Annotated[int, Limits(ge=0, le=INT32_MAX)]] | None = None
     """XIDs that never make a GPU unhealthy (application faults); default: NVIDIA's catalog's
     RESTART_APP and IGNORE XIDs (13, 31, 43, 45, 63, 68, 69, 92, 121)."""
-    reset_xids: list[Annotated[int, Field(ge=0, le=INT32_MAX)]] | None = None
+    reset_xids: list[Annotated[int, Limits(ge=0, le=INT32_MAX)]] | None = None
     """XIDs after which a GPU stays unhealthy until NVML shows it reset or re-enumerated;
     default: the catalog's reset actions (48, 62, 64, 74, 79, 95, 109, 119, 120, 140)."""
-    recover_after_seconds: int = Field(default=300, ge=0, le=86_400)
+    recover_after_seconds: Annotated[int, Limits(ge=0, le=86_400)] = 300
     """Seconds without a new XID of any other class after which the GPU is offered again; 0 never."""
+
+
+def default_scrapers() -> list[str]:
+    """The namespace Prometheus usually runs in."""
+    return ["monitoring"]
 
 
 class Monitoring(Model):
@@ -59,7 +63,9 @@ class Monitoring(Model):
     """Render a PodMonitor (Prometheus Operator, monitoring.coreos.com/v1) for the node runtime."""
     network_policy: bool = False
     """Render a NetworkPolicy that admits traffic to the metrics port only from scraperNamespaces."""
-    scraper_namespaces: list[DnsLabel] = Field(default_factory=lambda: ["monitoring"], min_length=1)
+    scraper_namespaces: Annotated[list[DnsLabel], Limits(min_length=1)] = field(
+        default_factory=default_scrapers
+    )
     """Namespaces whose pods may scrape the metrics port when networkPolicy is true."""
 
 
@@ -70,11 +76,11 @@ class NodeSettings(Model):
     """How allocated GPUs reach the container runtime: CDI device names, NVIDIA's volume-mounts,
     or (legacy) the NVIDIA_VISIBLE_DEVICES variable. Default per pool: cdi where the engine
     has CDI on (containerd 2.x, k3s), else volume-mounts."""
-    health: Health = Field(default_factory=Health)
+    health: Health = field(default_factory=Health)
     """GPU health checking."""
-    metrics_port: int = Field(default=DEFAULT_METRICS_PORT, ge=1024, le=65535)
+    metrics_port: Annotated[int, Limits(ge=1024, le=65535)] = DEFAULT_METRICS_PORT
     """Port for Prometheus metrics and /healthz on each node (9402: the DCGM exporter has 9400)."""
-    monitoring: Monitoring = Field(default_factory=Monitoring)
+    monitoring: Monitoring = field(default_factory=Monitoring)
     """Scraping the node runtime's metrics."""
 
 
@@ -89,23 +95,23 @@ class ClusterSpec(Model):
     """Domain of the default resource names (<domain>/<class>)."""
     namespace: DnsLabel = "gpuconf-system"
     """Namespace for gpuconf's own DaemonSets and ConfigMaps."""
-    images: Images = Field(default_factory=Images)
+    images: Images = field(default_factory=Images)
     """Container images."""
-    node: NodeSettings = Field(default_factory=NodeSettings)
+    node: NodeSettings = field(default_factory=NodeSettings)
     """Settings for `gpuconf node` on every node."""
-    nvidia_plugin: NvidiaPlugin = Field(default_factory=NvidiaPlugin)
+    nvidia_plugin: NvidiaPlugin = field(default_factory=NvidiaPlugin)
     """NVIDIA's device plugin (plugin: nvidia)."""
-    dra: Dra = Field(default_factory=Dra)
+    dra: Dra = field(default_factory=Dra)
     """NVIDIA's DRA driver (allocation: dra)."""
-    mig_manager: MigManager = Field(default_factory=MigManager)
+    mig_manager: MigManager = field(default_factory=MigManager)
     """Where the GPU Operator's MIG manager reads the MIG layouts."""
-    gpu_models: list[GpuModel] = Field(default_factory=list)
+    gpu_models: list[GpuModel] = field(default_factory=list)
     """GPU models the catalog lacks, usable wherever a catalog name is (names must not clash)."""
-    node_pools: list[NodePool] = Field(min_length=1)
+    node_pools: Annotated[list[NodePool], Limits(min_length=1)]
     """The GPU node pools."""
-    resource_classes: list[ResourceClass] = Field(default_factory=list)
+    resource_classes: list[ResourceClass] = field(default_factory=list)
     """Named, selected sets of GPUs that workloads request."""
-    quotas: list[Quota] = Field(default_factory=list)
+    quotas: list[Quota] = field(default_factory=list)
     """Per-namespace limits per class."""
     namespace_policy: NamespacePolicy = "create"
     """Default for every quota's namespacePolicy: create, adopt or external."""

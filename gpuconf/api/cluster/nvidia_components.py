@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
-
 from gpuconf.api.base import DnsLabel, DnsSubdomain, Model
+from gpuconf.api.record import field
 
 # Every release of k8s-device-plugin from v0.17.0 to the current one.
 NvidiaPluginRelease = Literal[
@@ -44,7 +43,7 @@ class Dra(Model):
     driver_version: DraDriverRelease = "v25.12.0"
     """The release of NVIDIA's DRA driver (gpu.nvidia.com); decides which device attributes
     the DeviceClass selectors may name."""
-    feature_gates: dict[str, bool] = Field(default_factory=dict)
+    feature_gates: dict[str, bool] = field(default_factory=dict)
     """The driver's feature gates as installed (its Helm value featureGates); from v25.8.0 it
     accepts time-slicing only with TimeSlicingSettings and MPS only with MPSSupport on."""
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
-
 from gpuconf.api.base import (
     INT64_MAX,
     AbsolutePath,
@@ -21,8 +19,9 @@ from gpuconf.api.base import (
 )
 from gpuconf.api.gpu_model import GpuModelReference
 from gpuconf.api.node_facts import CONTAINERISED_DRIVER_ROOT
+from gpuconf.api.record import Limits, field
 
-GpuIndex = Annotated[int, Field(ge=0, le=63)]
+GpuIndex = Annotated[int, Limits(ge=0, le=63)]
 ARCH_LABEL = "kubernetes.io/arch"
 """The well-known node label the kubelet sets to the node's CPU architecture."""
 
@@ -56,21 +55,21 @@ class Toleration(Model):
     operator: Literal["Exists", "Equal"] = "Equal"
     value: LabelValue | None = None
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
-    toleration_seconds: int | None = Field(default=None, ge=0, le=INT64_MAX)
+    toleration_seconds: Annotated[int | None, Limits(ge=0, le=INT64_MAX)] = None
     """Only with effect NoExecute: how long the pod stays bound after the taint appears."""
 
 
 class GpuShape(Model):
     model: GpuModelReference
     """A catalog model (e.g. "Tesla-T4", "Jetson-AGX-Orin-64GB") or one declared in spec.gpuModels."""
-    count: int = Field(ge=1, le=64)
+    count: Annotated[int, Limits(ge=1, le=64)]
     """GPUs on each node of the pool."""
 
 
 class MigLayout(Model):
     strategy: Literal["mig"]
     """Multi-Instance GPU partitioning (the only sharing a pool declares; classes declare the rest)."""
-    layout: str | dict[MigProfileName, Annotated[int, Field(ge=1, le=7)]]
+    layout: str | dict[MigProfileName, Annotated[int, Limits(ge=1, le=7)]]
     """A named layout (all-<profile>, all-balanced, all-disabled) or a {profile: count} map."""
     indices: list[GpuIndex] | None = None
     """The GPUs (by index) to partition; all GPUs of each node when absent."""
@@ -88,7 +87,7 @@ class DeclaredGpu(Model):
 class DeclaredNode(Model):
     name: DnsSubdomain
     """The Kubernetes Node name."""
-    gpus: list[DeclaredGpu] = Field(min_length=1)
+    gpus: Annotated[list[DeclaredGpu], Limits(min_length=1)]
     """The node's full GPU inventory."""
 
 
@@ -103,9 +102,9 @@ class NodePool(Model):
     Tegra pools are arm64; discrete pools run on either when it is not given."""
     jetpack: JetPackVersion | None = None
     """Tegra only: the JetPack release on the modules, quoted ("6.2"); checked against the modules."""
-    node_selector: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    node_selector: dict[LabelKey, LabelValue] = field(default_factory=dict)
     """Labels that pick the pool's nodes; defaults to {gpuconf.dev/pool: <name>}."""
-    tolerations: list[Toleration] = Field(default_factory=list)
+    tolerations: list[Toleration] = field(default_factory=list)
     """Taints on the pool's nodes that gpuconf's pods tolerate."""
     runtime: ContainerRuntime
     """The container runtime on the pool's nodes."""
@@ -113,9 +112,9 @@ class NodePool(Model):
     """The NVIDIA driver; omit when the node image already has one and nothing is checked."""
     gpus: GpuShape | None = None
     """The pool-wide GPU shape; nodes listed under `nodes` may refine it."""
-    size: int | None = Field(default=None, ge=1, le=100_000)
+    size: Annotated[int | None, Limits(ge=1, le=100_000)] = None
     """How many nodes the pool has; defaults to the number of declared nodes."""
-    nodes: list[DeclaredNode] = Field(default_factory=list)
+    nodes: list[DeclaredNode] = field(default_factory=list)
     """Nodes whose GPU inventory is declared one by one (UUIDs optional)."""
     sharing: MigLayout | list[MigLayout] | None = None
     """MIG partitioning of the pool's GPUs: one layout, or a list of layouts for disjoint `indices`."""

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
-
 from gpuconf.api.base import DnsLabel, Model
+from gpuconf.api.record import Limits
 
 NamespacePolicy = Literal["create", "adopt", "external"]
 """create: gpuconf renders the Namespace; adopt: gpuconf only labels an existing one;
@@ -16,7 +15,9 @@ external: gpuconf renders no Namespace, only what goes inside it."""
 class Quota(Model):
     namespace: DnsLabel
     """The namespace the quota applies to."""
-    classes: dict[DnsLabel, Annotated[int, Field(ge=0, le=1_000_000)]] = Field(min_length=1)
+    classes: Annotated[
+        dict[DnsLabel, Annotated[int, Limits(ge=0, le=1_000_000)]], Limits(min_length=1)
+    ]
     """Class name -> how many of the class's devices the namespace may request."""
     namespace_policy: NamespacePolicy | None = None
     """Who owns the namespace (default: spec.namespacePolicy). create: gpuconf renders it;

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
-
 from gpuconf.api.base import (
     INT32_MAX,
     DnsLabel,
@@ -18,6 +16,7 @@ from gpuconf.api.base import (
 )
 from gpuconf.api.cluster.pool import GpuIndex
 from gpuconf.api.gpu_model import ComputeCapability, GpuModelReference
+from gpuconf.api.record import Limits, field
 
 Architecture = Literal[
     "Kepler",
@@ -63,7 +62,7 @@ class NoSharing(Model):
 class TimeSlicing(Model):
     strategy: Literal["time-slicing"]
     """Each GPU is offered as `replicas` devices that share it in time."""
-    replicas: int = Field(ge=2, le=64)
+    replicas: Annotated[int, Limits(ge=2, le=64)]
     """How many containers may share one GPU (at least 2)."""
     fail_requests_greater_than_one: bool = False
     """Refuse requests for more than one replica, which would not give more GPU."""
@@ -72,15 +71,17 @@ class TimeSlicing(Model):
 class Mps(Model):
     strategy: Literal["mps"]
     """CUDA Multi-Process Service: containers share a GPU with separated memory."""
-    replicas: int = Field(ge=2, le=48)
+    replicas: Annotated[int, Limits(ge=2, le=48)]
     """How many clients may share one GPU (at least 2)."""
-    memory_limit_mi_b: int | None = Field(default=None, ge=1, le=INT32_MAX, alias="memoryLimitMiB")
+    memory_limit_mi_b: Annotated[int | None, Limits(ge=1, le=INT32_MAX)] = field(
+        default=None, key="memoryLimitMiB"
+    )
     """Pinned device memory per client, in MiB; defaults to the GPU's memory / replicas."""
-    active_thread_percentage: int | None = Field(default=None, ge=1, le=100)
+    active_thread_percentage: Annotated[int | None, Limits(ge=1, le=100)] = None
     """Share of the GPU's threads each client may use."""
 
 
-Sharing = Annotated[NoSharing | TimeSlicing | Mps, Field(discriminator="strategy")]
+Sharing = Annotated[NoSharing | TimeSlicing | Mps, Limits(discriminator="strategy")]
 
 
 class ResourceClass(Model):
@@ -88,7 +89,7 @@ class ResourceClass(Model):
     """Class name: a DNS label, unique in the cluster."""
     resource_name: ExtendedResourceName | None = None
     """The extended resource pods request; defaults to <resourceDomain>/<name>."""
-    description: str = Field(default="", max_length=1024)
+    description: Annotated[str, Limits(max_length=1024)] = ""
     """Free text shown by `gpuconf explain`."""
     select: Selector
     """Which GPUs (or MIG devices) the class holds."""

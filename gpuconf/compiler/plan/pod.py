@@ -26,7 +26,7 @@ def node_selector(pool: NodePool) -> dict[str, str]:
 
 
 def tolerations(pool: NodePool) -> list[dict[str, Any]]:
-    own = [t.model_dump(by_alias=True, exclude_none=True) for t in pool.tolerations]
+    own = [t.as_data() for t in pool.tolerations]
     return [*own, GPU_TAINT] if GPU_TAINT not in own else own
 
 

@@ -55,7 +55,7 @@ def _feature_gates(ctx: RuleContext, release: str, gated: bool) -> Iterator[Diag
 def _device_list(ctx: RuleContext) -> Iterator[Diagnostic]:
     node = ctx.cluster.spec.node
     chosen: str | None = node.device_list_strategy
-    if "device_list_strategy" in node.model_fields_set and chosen not in (None, "cdi"):
+    if "device_list_strategy" in node.fields_given and chosen not in (None, "cdi"):
         yield ctx.warning(
             (*SPEC, "node", "deviceListStrategy"),
             f"deviceListStrategy {chosen} has no effect with allocation: dra: NVIDIA's DRA "

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, Strict, ValidationError, model_validator
 
-from gpuconf.api.base import Model
+from gpuconf.api.strict_model import StrictModel as Model
 from gpuconf.diagnostics import Diagnostic
 from gpuconf.formats.located_yaml import LoadFailed, Located, parse_text
 from gpuconf.node.nvml.api import GpuInfo, MigDevice, NvmlError, XidEvent

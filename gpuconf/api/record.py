@@ -1,0 +1,213 @@
+"""The base of the cluster API's types: frozen records that pydantic-core fills in.
+
+A cluster file is validated against a core schema frozen into the package
+(`api/frozen_schema.py`), so `gpuconf validate` starts pydantic-core alone, without pydantic
+building a validator from the classes on every run. The classes stay the one definition:
+pydantic reads them, through `Record.__get_pydantic_core_schema__`, when the frozen schema
+and the published JSON Schemas are generated, and when a node-side pydantic model holds one.
+
+Constraints are written as `Limits` in `Annotated`: a marker that costs nothing to create and
+hands its keywords to pydantic's own `Field` only when pydantic asks."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable
+from typing import Any, ClassVar, dataclass_transform
+
+_NO_DEFAULT: Any = object()
+
+
+def camel(name: str) -> str:
+    """The key a field has in YAML: snake_case as camelCase (`memory_mib` -> `memoryMib`)."""
+    first, *rest = name.split("_")
+    return first + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+class _FieldSpec:
+    __slots__ = ("alias", "default", "factory")
+
+    def __init__(self, default: Any, factory: Callable[[], Any] | None, alias: str | None):
+        self.default, self.factory, self.alias = default, factory, alias
+
+
+def field(
+    *,
+    default: Any = _NO_DEFAULT,
+    default_factory: Callable[[], Any] | None = None,
+    key: str | None = None,
+) -> Any:
+    """A field's default made by `default_factory` for each record, or a key other than its
+    camelCase name (`key`)."""
+    return _FieldSpec(default, default_factory, key)
+
+
+class RecordField:
+    """One field of a record: its YAML key and how it is filled when the key is absent."""
+
+    __slots__ = ("alias", "default", "factory", "name")
+
+    def __init__(
+        self, name: str, alias: str, default: Any, factory: Callable[[], Any] | None
+    ) -> None:
+        self.name, self.alias, self.default, self.factory = name, alias, default, factory
+
+    @property
+    def required(self) -> bool:
+        return self.default is _NO_DEFAULT and self.factory is None
+
+
+class Limits:
+    """Constraints on a value in `Annotated` (`ge`, `le`, `pattern`, `min_length`,
+    `max_length`, `discriminator`, `json_schema`), applied through pydantic's `Field`."""
+
+    __slots__ = ("limits",)
+
+    def __init__(self, **limits: Any) -> None:
+        self.limits = limits
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        from typing import Annotated
+
+        from pydantic import Field, WithJsonSchema
+
+        limits = dict(self.limits)
+        extra: tuple[Any, ...] = ()
+        if "json_schema" in limits:
+            extra = (WithJsonSchema(limits.pop("json_schema")),)
+        return handler(Annotated[(source, Field(**limits), *extra)])
+
+
+@dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(field,))
+class Record:
+    """Frozen; compared and hashed by value; unknown keys refused and every scalar strict
+    (in the frozen schema); keys are the fields' camelCase names unless `field(alias=...)`.
+
+    pydantic-core builds instances without calling `__init__`; `__init__` is for defaults
+    and tests (`Images()`), and checks nothing but the field names."""
+
+    __slots__ = (
+        "__dict__",
+        "__pydantic_extra__",
+        "__pydantic_fields_set__",
+        "__pydantic_private__",
+    )
+    __pydantic_fields_set__: set[str]
+    __record_fields__: ClassVar[dict[str, RecordField]] = {}
+    model_config: ClassVar[dict[str, Any]] = {"extra": "forbid"}
+    """What pydantic's JSON Schema generator reads from a class it meets in a core schema."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        fields = dict(cls.__record_fields__)
+        for name, annotation in inspect.get_annotations(cls).items():
+            if str(annotation).startswith(("ClassVar", "typing.ClassVar")):
+                continue
+            value = cls.__dict__.get(name, _NO_DEFAULT)
+            if isinstance(value, _FieldSpec):
+                delattr(cls, name)
+                fields[name] = RecordField(
+                    name, value.alias or camel(name), value.default, value.factory
+                )
+            else:
+                fields[name] = RecordField(name, camel(name), value, None)
+        cls.__record_fields__ = fields
+
+    def __init__(self, **values: Any) -> None:
+        fields = type(self).__record_fields__
+        unknown = sorted(values.keys() - fields.keys())
+        if unknown:
+            raise TypeError(f"{type(self).__name__} has no field {', '.join(unknown)}")
+        data: dict[str, Any] = {}
+        for name, spec in fields.items():
+            if name in values:
+                data[name] = values[name]
+            elif spec.factory is not None:
+                data[name] = spec.factory()
+            elif spec.default is not _NO_DEFAULT:
+                data[name] = spec.default
+            else:
+                raise TypeError(f"{type(self).__name__} needs {name}")
+        object.__setattr__(self, "__dict__", data)
+        object.__setattr__(self, "__pydantic_fields_set__", set(values))
+        object.__setattr__(self, "__pydantic_extra__", None)
+        object.__setattr__(self, "__pydantic_private__", None)
+
+    @property
+    def fields_given(self) -> frozenset[str]:
+        """The fields the file set, as opposed to those left to their defaults."""
+        return frozenset(self.__pydantic_fields_set__)
+
+    def as_data(self, *, by_alias: bool = True, exclude_none: bool = True) -> dict[str, Any]:
+        """The record as plain data, nested records and lists included."""
+        fields = type(self).__record_fields__
+        return {
+            fields[name].alias if by_alias else name: _as_data(value, by_alias, exclude_none)
+            for name, value in self.__dict__.items()
+            if not (exclude_none and value is None)
+        }
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is frozen")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is frozen")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self.__dict__ == other.__dict__
+
+    def __hash__(self) -> int:
+        return hash((type(self), *self.__dict__.values()))
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={value!r}" for name, value in self.__dict__.items())
+        return f"{type(self).__name__}({shown})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.__dict__, self.__pydantic_fields_set__))
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        hints = typing.get_type_hints(cls, include_extras=True)
+        fields = {}
+        for name, spec in cls.__record_fields__.items():
+            schema = handler.generate_schema(hints[name])
+            if spec.factory is not None:
+                schema = core_schema.with_default_schema(schema, default_factory=spec.factory)
+            elif spec.default is not _NO_DEFAULT:
+                schema = core_schema.with_default_schema(schema, default=spec.default)
+            fields[name] = core_schema.model_field(
+                schema, validation_alias=spec.alias, serialization_alias=spec.alias
+            )
+        return core_schema.model_schema(
+            cls,
+            core_schema.model_fields_schema(
+                fields, model_name=cls.__name__, extra_behavior="forbid"
+            ),
+            config={"title": cls.__name__, "extra_fields_behavior": "forbid", "strict": True},
+            ref=f"{cls.__module__}.{cls.__qualname__}",
+        )
+
+
+def _as_data(value: Any, by_alias: bool, exclude_none: bool) -> Any:
+    if isinstance(value, Record):
+        return value.as_data(by_alias=by_alias, exclude_none=exclude_none)
+    if isinstance(value, list):
+        return [_as_data(item, by_alias, exclude_none) for item in value]
+    if isinstance(value, dict):
+        return {key: _as_data(item, by_alias, exclude_none) for key, item in value.items()}
+    return value
+
+
+def _rebuild(cls: type[Record], data: dict[str, Any], given: set[str]) -> Record:
+    record = object.__new__(cls)
+    object.__setattr__(record, "__dict__", dict(data))
+    object.__setattr__(record, "__pydantic_fields_set__", set(given))
+    object.__setattr__(record, "__pydantic_extra__", None)
+    object.__setattr__(record, "__pydantic_private__", None)
+    return record

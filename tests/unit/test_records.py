@@ -1,0 +1,70 @@
+"""Records, the cluster file's types: frozen values with their file keys, built by pydantic-core."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from pydantic import TypeAdapter
+
+from gpuconf.api.cluster.document import Images, Monitoring
+from gpuconf.api.cluster.pool import Toleration
+from gpuconf.api.freeze_schema import _Source
+from gpuconf.api.gpu_model import MigProfile
+from gpuconf.api.record import Record, field
+
+
+def test_a_record_cannot_be_changed() -> None:
+    images = Images()
+    with pytest.raises(AttributeError, match="frozen"):
+        images.gpuconf = "elsewhere"  # type: ignore[misc]
+    with pytest.raises(AttributeError, match="frozen"):
+        del images.driver
+
+
+def test_records_are_equal_and_hash_alike_by_value_and_type() -> None:
+    assert Toleration(key="gpu") == Toleration(key="gpu")
+    assert hash(Toleration(key="gpu")) == hash(Toleration(key="gpu"))
+    assert Toleration(key="gpu") != Toleration(key="cpu")
+    assert Images() != Monitoring()
+
+
+def test_keywords_fill_a_record_and_each_record_gets_its_own_default_list() -> None:
+    first, second = Monitoring(), Monitoring()
+    assert first.scraper_namespaces == ["monitoring"]
+    assert first.scraper_namespaces is not second.scraper_namespaces
+    assert Monitoring(pod_monitor=True).fields_given == {"pod_monitor"}
+    with pytest.raises(TypeError, match="has no field colour"):
+        Monitoring(colour="red")
+    with pytest.raises(TypeError, match="needs compute"):
+        MigProfile(memory=1, max=1, memory_mib=5)
+
+
+def test_plain_data_uses_the_file_keys_and_leaves_out_what_is_unset() -> None:
+    toleration = Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")
+    assert toleration.as_data() == {
+        "key": "nvidia.com/gpu",
+        "operator": "Exists",
+        "effect": "NoSchedule",
+    }
+    assert MigProfile(compute=1, memory=1, max=7, memory_mib=9984).as_data() == {
+        "compute": 1,
+        "memory": 1,
+        "max": 7,
+        "memoryMiB": 9984,
+    }
+
+
+def test_a_record_survives_pickling() -> None:
+    toleration = Toleration(key="gpu", toleration_seconds=30)
+    copied = pickle.loads(pickle.dumps(toleration))
+    assert copied == toleration
+    assert copied.fields_given == toleration.fields_given
+
+
+def test_the_frozen_schema_refuses_a_default_it_cannot_name() -> None:
+    class Unnamed(Record):
+        tags: list[str] = field(default_factory=lambda: ["x"])
+
+    with pytest.raises(ValueError, match="cannot be imported by name"):
+        _Source().of(TypeAdapter(Unnamed).core_schema)
