@@ -9,20 +9,16 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field
-
-from gpuconf.api.base import INT32_MAX
+from gpuconf.api.base import INT32_MAX, Model
 from gpuconf.api.node_facts import DEFAULT_METRICS_PORT, DeviceListStrategy
-from gpuconf.api.strict_model import StrictModel
+from gpuconf.api.record import Limits, field
 from gpuconf.api.version import ApiVersion
 
 NODE_CONFIG_FILE = "node-config.yaml"
 
 
-class _Model(StrictModel):
-    """Built by the compiler from Python names, read and written with camelCase keys."""
-
-    model_config = ConfigDict(validate_by_name=True, serialize_by_alias=True)
+class _Model(Model):
+    """Built by the compiler by keyword, written and read with camelCase keys."""
 
 
 class RuntimeSettings(_Model):
@@ -44,19 +40,19 @@ class RuntimeSettings(_Model):
 class HealthSettings(_Model):
     ignored_xids: list[int]
     """XIDs that never make a GPU unhealthy."""
-    reset_xids: list[int] = Field(default_factory=list)
+    reset_xids: list[int] = field(default_factory=list)
     """XIDs after which a GPU is unhealthy until NVML shows it reset or re-enumerated."""
-    recover_after_seconds: int = Field(ge=0, le=INT32_MAX)
+    recover_after_seconds: Annotated[int, Limits(ge=0, le=INT32_MAX)]
     """Quiet period after the last other XID before the GPU is healthy again; 0 never."""
 
 
 class ExpectedGpu(_Model):
-    index: int = Field(ge=0, le=INT32_MAX)
+    index: Annotated[int, Limits(ge=0, le=INT32_MAX)]
     model: str
     """Catalog model name."""
     nvml_name: str
     """What NVML's device name must be."""
-    memory_mi_b: int = Field(alias="memoryMiB", ge=1, le=INT32_MAX)
+    memory_mi_b: Annotated[int, Limits(ge=1, le=INT32_MAX)] = field(key="memoryMiB")
     uuid: str | None = None
     mig: dict[str, int] | None = None
     """Declared MIG layout {profile: count}; None when MIG is disabled."""
@@ -65,7 +61,7 @@ class ExpectedGpu(_Model):
 class ExpectedInventory(_Model):
     default: list[ExpectedGpu]
     """The inventory of every node of the pool that is not listed in `nodes`."""
-    nodes: dict[str, list[ExpectedGpu]] = Field(default_factory=dict)
+    nodes: dict[str, list[ExpectedGpu]] = field(default_factory=dict)
     """Declared inventories by node name."""
 
     def for_node(self, node_name: str) -> list[ExpectedGpu]:
@@ -75,7 +71,7 @@ class ExpectedInventory(_Model):
 class GpuIndices(_Model):
     default: list[int]
     """GPU indices of the resource on nodes not listed in `nodes`."""
-    nodes: dict[str, list[int]] = Field(default_factory=dict)
+    nodes: dict[str, list[int]] = field(default_factory=dict)
 
     def for_node(self, node_name: str) -> list[int]:
         return self.nodes.get(node_name, self.default)
@@ -83,20 +79,20 @@ class GpuIndices(_Model):
 
 class SharingSettings(_Model):
     strategy: Literal["none", "time-slicing", "mps"]
-    replicas: int = Field(default=1, ge=1, le=INT32_MAX)
+    replicas: Annotated[int, Limits(ge=1, le=INT32_MAX)] = 1
     fail_requests_greater_than_one: bool = False
     mps_pipe_directory: str | None = None
     """MPS only: the control daemon's pipe directory on the host, mounted into containers."""
     mps_shm_directory: str | None = None
     """MPS only: the host directory the control daemon and its clients share as /dev/shm."""
-    mps_memory_limit_mi_b: int | None = Field(default=None, alias="mpsMemoryLimitMiB")
+    mps_memory_limit_mi_b: int | None = field(default=None, key="mpsMemoryLimitMiB")
     mps_active_thread_percentage: int | None = None
 
 
 class ResourceSettings(_Model):
     name: str
     """The extended resource name, e.g. gpuconf.dev/t4-shared."""
-    class_name: str = Field(alias="class")
+    class_name: str = field(key="class")
     gpus: GpuIndices
     mig_profile: str | None = None
     """When set, the resource offers this node's MIG devices of this profile on those GPUs."""
@@ -120,6 +116,6 @@ class NodeConfig(_Model):
     device_list_strategy: DeviceListStrategy = "volume-mounts"
     drift_policy: Literal["warn", "strict"] = "warn"
     health: HealthSettings
-    metrics_port: int = Field(default=DEFAULT_METRICS_PORT, ge=0, le=65535)
+    metrics_port: Annotated[int, Limits(ge=0, le=65535)] = DEFAULT_METRICS_PORT
     inventory: ExpectedInventory
-    resources: Annotated[list[ResourceSettings], Field(default_factory=list)]
+    resources: list[ResourceSettings] = field(default_factory=list)

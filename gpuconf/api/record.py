@@ -1,7 +1,7 @@
 """The base of the cluster API's types: frozen records that pydantic-core fills in.
 
 A cluster file is validated against a core schema frozen into the package
-(`api/frozen_schema.py`), so `gpuconf validate` starts pydantic-core alone, without pydantic
+(`api/frozen/`), so `gpuconf validate` starts pydantic-core alone, without pydantic
 building a validator from the classes on every run. The classes stay the one definition:
 pydantic reads them, through `Record.__get_pydantic_core_schema__`, when the frozen schema
 and the published JSON Schemas are generated, and when a node-side pydantic model holds one.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 import typing
 from collections.abc import Callable
-from typing import Any, ClassVar, dataclass_transform
+from typing import Any, ClassVar, Self, dataclass_transform
 
 _NO_DEFAULT: Any = object()
 
@@ -138,6 +138,14 @@ class Record:
     def fields_given(self) -> frozenset[str]:
         """The fields the file set, as opposed to those left to their defaults."""
         return frozenset(self.__pydantic_fields_set__)
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with `changes`; nothing is checked but the field names."""
+        given = self.__pydantic_fields_set__ | changes.keys()
+        values = {**self.__dict__, **changes}
+        copy = type(self)(**values)
+        object.__setattr__(copy, "__pydantic_fields_set__", given)
+        return copy
 
     def as_data(self, *, by_alias: bool = True, exclude_none: bool = True) -> dict[str, Any]:
         """The record as plain data, nested records and lists included."""

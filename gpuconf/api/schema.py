@@ -7,10 +7,9 @@ import inspect
 import json
 import textwrap
 from collections.abc import Sequence
-from functools import cache
 from typing import Any
 
-from pydantic import BaseModel, TypeAdapter
+from pydantic import TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
@@ -21,7 +20,7 @@ from gpuconf.api.record import Record
 
 SCHEMA_BASE = "https://gpuconf.dev/schemas/"
 MODEL_NAME_DEF = "GpuModelName"
-SCHEMAS: dict[str, type[BaseModel | Record]] = {
+SCHEMAS: dict[str, type[Record]] = {
     "cluster.schema.json": Cluster,
     "node-config.schema.json": NodeConfig,
 }
@@ -52,13 +51,12 @@ def _refer_to_model_names(node: Any) -> bool:
     return found
 
 
-@cache
-def _field_docstrings(model: type) -> dict[str, str]:
+def _field_docstrings(model: type[Record]) -> dict[str, str]:
     """The string literal right below each annotated field in the class body, cleaned as
     `inspect.cleandoc` cleans docstrings; fields of base models included."""
     docs: dict[str, str] = {}
     for base in reversed(model.__mro__):
-        if base in (BaseModel, Record) or not issubclass(base, BaseModel | Record):
+        if base is Record or not issubclass(base, Record):
             continue
         [body] = ast.parse(textwrap.dedent(inspect.getsource(base))).body
         assert isinstance(body, ast.ClassDef)
@@ -74,13 +72,10 @@ def _field_docstrings(model: type) -> dict[str, str]:
     return docs
 
 
-def _key(model: type, name: str) -> str:
+def _key(model: type[Record], name: str) -> str:
     """The key field `name` has in the file."""
-    if issubclass(model, Record):
-        found = model.__record_fields__.get(name)
-        return found.alias if found else name
-    field = getattr(model, "model_fields", {}).get(name)
-    return (field.alias or name) if field else name
+    found = model.__record_fields__.get(name)
+    return found.alias if found else name
 
 
 class _DocumentedFields(GenerateJsonSchema):
@@ -88,7 +83,7 @@ class _DocumentedFields(GenerateJsonSchema):
 
     def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
         json_schema = super().model_schema(schema)
-        model: type = schema["cls"]
+        model: type[Record] = schema["cls"]
         properties = json_schema.get("properties", {})
         for name, text in _field_docstrings(model).items():
             key = _key(model, name)
@@ -98,7 +93,7 @@ class _DocumentedFields(GenerateJsonSchema):
 
 
 def json_schema(
-    model: type[BaseModel | Record], file_name: str, model_names: Sequence[str] = ()
+    model: type[Record], file_name: str, model_names: Sequence[str] = ()
 ) -> dict[str, Any]:
     schema = TypeAdapter(model).json_schema(
         by_alias=True, mode="validation", schema_generator=_DocumentedFields

@@ -5,7 +5,6 @@ from __future__ import annotations
 import types
 import typing
 from collections.abc import Iterator
-from functools import cache
 from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic_core import ErrorDetails, ValidationError
@@ -137,24 +136,23 @@ def _unwrap(annotation: Any) -> Iterator[Any]:
 
 
 def _is_model(annotation: Any) -> bool:
-    return isinstance(annotation, type) and (
-        issubclass(annotation, Record) or hasattr(annotation, "model_fields")
-    )
+    return isinstance(annotation, type) and issubclass(annotation, Record)
 
 
-@cache
-def _keys(model: type) -> dict[str, Any]:
-    """A record's or a pydantic model's keys in the file, each with its field's type."""
-    if issubclass(model, Record):
+_KEYS: dict[type[Record], dict[str, Any]] = {}
+
+
+def _keys(model: type[Record]) -> dict[str, Any]:
+    """A record's keys in the file, each with its field's type (read once per record)."""
+    if model not in _KEYS:
         hints = typing.get_type_hints(model, include_extras=True)
-        return {f.alias: hints[name] for name, f in model.__record_fields__.items()}
-    fields = getattr(model, "model_fields", {})
-    return {(f.alias or name): f.annotation for name, f in fields.items()}
+        _KEYS[model] = {f.alias: hints[name] for name, f in model.__record_fields__.items()}
+    return _KEYS[model]
 
 
-def _model_at(root: type, loc: tuple[int | str, ...]) -> type | _UnionOf | None:
+def _model_at(root: type[Record], loc: tuple[int | str, ...]) -> type[Record] | _UnionOf | None:
     """The model class whose keys are checked at ``loc`` (its last part being a key)."""
-    current: type | _UnionOf | None = root
+    current: type[Record] | _UnionOf | None = root
     for part in loc[:-1]:
         if current is None or isinstance(part, int):
             continue
@@ -172,22 +170,22 @@ def _model_at(root: type, loc: tuple[int | str, ...]) -> type | _UnionOf | None:
 class _UnionOf:
     """Placeholder for a field whose value is one of several models (a tagged union)."""
 
-    def __init__(self, models: list[type]) -> None:
+    def __init__(self, models: list[type[Record]]) -> None:
         self.models = models
 
 
-def _members(current: Any) -> list[type]:
+def _members(current: Any) -> list[type[Record]]:
     return list(getattr(current, "models", []))
 
 
-def _tag(model: type) -> str | None:
+def _tag(model: type[Record]) -> str | None:
     annotation = _keys(model).get("strategy")
     if annotation is None or get_origin(annotation) is not Literal:
         return None
     return str(get_args(annotation)[0])
 
 
-def _allowed_keys(root: type, loc: tuple[int | str, ...]) -> list[str]:
+def _allowed_keys(root: type[Record], loc: tuple[int | str, ...]) -> list[str]:
     model = _model_at(root, loc)
     if not isinstance(model, type):
         return []
@@ -202,7 +200,7 @@ def _quote_float_hint(value: float) -> str:
     return f'quote it: "{text}" (YAML reads it as a number)'
 
 
-def _message(error: ErrorDetails, value: Any, root: type) -> tuple[str, str]:
+def _message(error: ErrorDetails, value: Any, root: type[Record]) -> tuple[str, str]:
     kind = error["type"]
     ctx: dict[str, Any] = dict(error.get("ctx") or {})
     loc = tuple(error["loc"])
@@ -262,7 +260,9 @@ def _message(error: ErrorDetails, value: Any, root: type) -> tuple[str, str]:
     return error["msg"], ""
 
 
-def diagnostics_from(error: ValidationError, located: Located, root: type) -> list[Diagnostic]:
+def diagnostics_from(
+    error: ValidationError, located: Located, root: type[Record]
+) -> list[Diagnostic]:
     by_path: dict[KeyPath, list[tuple[ErrorDetails, bool]]] = {}
     for detail in error.errors(include_url=False):
         path, dropped = _data_path(located, tuple(detail["loc"]), detail["type"] in _KEYED)

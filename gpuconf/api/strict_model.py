@@ -1,8 +1,8 @@
-"""The pydantic base of the files the node side reads: the node config and the fake NVML file.
+"""The pydantic base of the fake NVML file that tests and demos hand the node runtime.
 
-The cluster file's types are records (`api/record.py`), validated without pydantic; these
-are read by long-running node processes and written by `render`, where pydantic's
-serialisation and validators earn their start-up."""
+Files gpuconf compiles or reads in production (cluster file, catalog, node config) are
+records (`api/record.py`), validated by pydantic-core without pydantic; the fake's
+cross-field checks are pydantic validators, and only the node runtime under test loads it."""
 
 from __future__ import annotations
 

@@ -7,10 +7,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import ValidationError
+from pydantic_core import ValidationError
 
 from gpuconf.api.node_config import NodeConfig
 from gpuconf.api.shape_errors import diagnostics_from
+from gpuconf.api.validators import validate_node_config
 from gpuconf.diagnostics import Diagnostic, InvalidInput
 from gpuconf.formats.located_yaml import LoadFailed, parse_text
 
@@ -35,7 +36,7 @@ def parse_config(text: str, display: str) -> NodeConfig:
     except LoadFailed as failed:
         raise ConfigInvalid([failed.diagnostic]) from None
     try:
-        config = NodeConfig.model_validate(located.data)
+        config = validate_node_config(located.data)
     except ValidationError as error:
         raise ConfigInvalid(diagnostics_from(error, located, NodeConfig)) from None
     sockets = [resource.socket_name() for resource in config.resources]

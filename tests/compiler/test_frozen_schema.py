@@ -8,7 +8,7 @@ from builders import cluster, pool
 from pydantic import TypeAdapter, ValidationError
 
 from gpuconf.api.cluster import Cluster
-from gpuconf.api.freeze_schema import FROZEN_SCHEMA, frozen_schema_text
+from gpuconf.api.freeze_schema import FROZEN, frozen_texts
 from gpuconf.api.validators import validate_cluster
 
 
@@ -20,10 +20,13 @@ def _cluster(*pools: dict[str, object], **spec: object) -> dict[str, object]:
     return cluster(list(pools) or [_pool()], [], **spec)
 
 
-def test_committed_frozen_schema_equals_the_generated_one() -> None:
-    assert FROZEN_SCHEMA.read_text(encoding="utf-8") == frozen_schema_text(), (
-        "gpuconf/api/frozen_schema.py is stale: run `python -m gpuconf.api.freeze_schema`"
-    )
+def test_committed_frozen_schemas_equal_the_generated_ones() -> None:
+    texts = frozen_texts()
+    assert sorted(p.name for p in FROZEN.glob("*.py")) == sorted(texts)
+    for name, text in texts.items():
+        assert (FROZEN / name).read_text(encoding="utf-8") == text, (
+            f"gpuconf/api/frozen/{name} is stale: run `python -m gpuconf.api.freeze_schema`"
+        )
 
 
 def _errors(data: object) -> list[tuple[str, tuple[int | str, ...]]]:

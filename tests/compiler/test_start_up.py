@@ -57,6 +57,12 @@ def test_validate_imports_no_plan_template_or_cel_module(cluster: str) -> None:
     assert "pydantic_core" in imported
 
 
+def test_render_imports_no_pydantic() -> None:
+    imported = _imported("render", "clusters/lab.yaml", "--check")
+    assert "gpuconf.compiler.render" in imported
+    assert sorted(m for m in imported if m == "pydantic" or m.startswith("pydantic.")) == []
+
+
 def test_a_device_plugin_cluster_imports_no_dra_module() -> None:
     for command in ("validate", "render"):
         imported = _imported(

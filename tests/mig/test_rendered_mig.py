@@ -19,6 +19,7 @@ from builders import (
 )
 
 from gpuconf.api.node_config import NodeConfig
+from gpuconf.api.validators import validate_node_config
 from gpuconf.compiler.plan import plan
 from gpuconf.compiler.plan.mig_parted import mig_parted_config
 
@@ -176,7 +177,7 @@ def test_the_readme_names_declared_nodes_one_by_one() -> None:
 
 def _node_config(tree: dict[str, bytes], pool_name: str) -> NodeConfig:
     path = f"pools/{pool_name}/configmap-node-config.yaml"
-    return NodeConfig.model_validate(configmap_data(tree, path, "node-config.yaml"))
+    return validate_node_config(configmap_data(tree, path, "node-config.yaml"))
 
 
 def test_the_node_config_declares_each_gpus_mig_layout(trees: dict[str, dict[str, bytes]]) -> None:

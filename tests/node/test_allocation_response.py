@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import TypeAdapter
 
 from gpuconf.api.node_config import ResourceSettings
 from gpuconf.api.node_facts import DeviceListStrategy
@@ -17,7 +18,7 @@ GPUS = {i: GpuInfo(i, f"GPU-{i}", "x", 1, f"0000:0{i}:00.0") for i in range(2)}
 
 
 def view(sharing: dict[str, Any], strategy: DeviceListStrategy = "envvar") -> ResourceView:
-    settings = ResourceSettings.model_validate(
+    settings = TypeAdapter(ResourceSettings).validate_python(
         {"name": "gpuconf.dev/x", "class": "x", "gpus": {"default": [0, 1]}, "sharing": sharing}
     )
     devices = build_devices(settings, GPUS, [0, 1]).devices

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from gpuconf.api.node_config import ResourceSettings
 from gpuconf.node.devices import build_devices
 from gpuconf.node.nvml.api import GpuInfo, MigDevice
@@ -19,7 +21,7 @@ def settings(**extra: Any) -> ResourceSettings:
         "sharing": {"strategy": "none"},
     }
     data.update(extra)
-    return ResourceSettings.model_validate(data)
+    return TypeAdapter(ResourceSettings).validate_python(data)
 
 
 def gpu(uuid: str = UUID, **extra: Any) -> GpuInfo:

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import json
 
+from pydantic import TypeAdapter
+
 from gpuconf.api.node_config import ExpectedGpu
 from gpuconf.node.drift import compare
 from gpuconf.node.nvml.api import GpuInfo, MigDevice
@@ -10,7 +12,7 @@ H100 = "NVIDIA H100 80GB HBM3"
 
 
 def declared(index: int, uuid: str | None = None, mig: dict[str, int] | None = None) -> ExpectedGpu:
-    return ExpectedGpu.model_validate(
+    return TypeAdapter(ExpectedGpu).validate_python(
         {
             "index": index,
             "model": "H100-80GB",

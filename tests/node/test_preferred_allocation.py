@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from builders import gpu_uuid, nvlink_box
+from pydantic import TypeAdapter
 
 from gpuconf.api.node_config import ResourceSettings
 from gpuconf.node.devices import build_devices
@@ -32,7 +33,7 @@ TOPOLOGY = topology_of(BOX)
 
 
 def view(sharing: dict[str, Any], indices: list[int], policy: str = "spread") -> ResourceView:
-    settings = ResourceSettings.model_validate(
+    settings = TypeAdapter(ResourceSettings).validate_python(
         {
             "name": "gpuconf.dev/h100",
             "class": "h100",

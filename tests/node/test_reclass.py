@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from gpuconf.api.node_config import ResourceSettings
 from gpuconf.node.nvml.api import GpuInfo
 from gpuconf.node.reclass import assignment_of, devices_by_resource, reclass
@@ -15,7 +17,7 @@ def settings(name: str, replicas: int = 1) -> ResourceSettings:
     sharing: dict[str, Any] = {"strategy": "time-slicing" if replicas > 1 else "none"}
     if replicas > 1:
         sharing["replicas"] = replicas
-    return ResourceSettings.model_validate(
+    return TypeAdapter(ResourceSettings).validate_python(
         {"name": f"gpuconf.dev/{name}", "class": name, "gpus": {"default": []}, "sharing": sharing}
     )
 

@@ -34,31 +34,35 @@ def config_map_name(pool: NodePool) -> str:
 
 
 def _expected(gpu: Gpu) -> ExpectedGpu:
-    return ExpectedGpu.model_validate(
-        {
-            "index": gpu.index,
-            "model": gpu.model.name,
-            "nvmlName": gpu.model.nvml_name,
-            "memoryMiB": gpu.model.memory_mib,
-            "uuid": gpu.uuid,
-            "mig": dict(gpu.mig) if gpu.mig is not None else None,
-        }
+    return ExpectedGpu(
+        index=gpu.index,
+        model=gpu.model.name,
+        nvml_name=gpu.model.nvml_name,
+        memory_mi_b=gpu.model.memory_mib,
+        uuid=gpu.uuid,
+        mig=dict(gpu.mig) if gpu.mig is not None else None,
     )
 
 
 def _sharing(resolved: ResolvedClass) -> SharingSettings:
     sharing = resolved.spec.sharing
-    settings: dict[str, object] = {"strategy": sharing.strategy, "replicas": resolved.replicas}
     if sharing.strategy == "time-slicing":
-        settings["failRequestsGreaterThanOne"] = sharing.fail_requests_greater_than_one
+        return SharingSettings(
+            strategy=sharing.strategy,
+            replicas=resolved.replicas,
+            fail_requests_greater_than_one=sharing.fail_requests_greater_than_one,
+        )
     if sharing.strategy == "mps":
-        settings["failRequestsGreaterThanOne"] = True
-        settings["mpsPipeDirectory"] = f"{MPS_ROOT}/{resolved.name}/pipe"
-        settings["mpsShmDirectory"] = MPS_SHM
-        settings["mpsMemoryLimitMiB"] = resolved.mps_memory_limit_mib
-        if sharing.active_thread_percentage is not None:
-            settings["mpsActiveThreadPercentage"] = sharing.active_thread_percentage
-    return SharingSettings.model_validate(settings)
+        return SharingSettings(
+            strategy=sharing.strategy,
+            replicas=resolved.replicas,
+            fail_requests_greater_than_one=True,
+            mps_pipe_directory=f"{MPS_ROOT}/{resolved.name}/pipe",
+            mps_shm_directory=MPS_SHM,
+            mps_memory_limit_mi_b=resolved.mps_memory_limit_mib,
+            mps_active_thread_percentage=sharing.active_thread_percentage,
+        )
+    return SharingSettings(strategy=sharing.strategy, replicas=resolved.replicas)
 
 
 def _health(health: Health) -> HealthSettings:
@@ -101,15 +105,13 @@ def build_node_config(
         if indices is None:
             continue
         resources.append(
-            ResourceSettings.model_validate(
-                {
-                    "name": resolved.resource_name,
-                    "class": resolved.name,
-                    "gpus": indices,
-                    "migProfile": resolved.spec.select.mig_profile,
-                    "sharing": _sharing(resolved),
-                    "allocationPolicy": resolved.spec.allocation_policy,
-                }
+            ResourceSettings(
+                name=resolved.resource_name,
+                class_name=resolved.name,
+                gpus=indices,
+                mig_profile=resolved.spec.select.mig_profile,
+                sharing=_sharing(resolved),
+                allocation_policy=resolved.spec.allocation_policy,
             )
         )
     return NodeConfig(
@@ -134,7 +136,7 @@ def build_node_config(
 
 
 def node_config_text(config: NodeConfig) -> str:
-    return dump(config.model_dump(mode="json", by_alias=True, exclude_none=True))
+    return dump(config.as_data())
 
 
 def node_config_map(cluster: Cluster, pool: NodePool, config: NodeConfig) -> Artifact:

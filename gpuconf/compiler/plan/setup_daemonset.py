@@ -65,7 +65,7 @@ def setup_marker_volume() -> dict[str, Any]:
 def runtime_digest(config: NodeConfig) -> str:
     """Names what setup configures: a change rolls the setup pods (a ConfigMap edit alone would not)."""
     settings = {
-        "runtime": config.runtime.model_dump(mode="json"),
+        "runtime": config.runtime.as_data(exclude_none=False),
         "devices": config.device_list_strategy,
     }
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]

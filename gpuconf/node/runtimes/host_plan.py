@@ -42,7 +42,7 @@ def plan_host(config: NodeConfig, host: Host) -> HostPlan:
     """Raises a UserError (naming the file) when a host file cannot be merged with."""
     settings = config.runtime
     if config.device_list_strategy == "cdi" and not settings.enable_cdi:
-        settings = settings.model_copy(update={"enable_cdi": True})
+        settings = settings.replace(enable_cdi=True)
     if not host.path(settings.binary_path).exists():
         raise HostPathError(
             f"{settings.binary_path} is not on the host: install the NVIDIA container toolkit "

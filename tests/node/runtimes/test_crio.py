@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from builders import NVIDIA_RUNTIME, HostTree, setup_config
+from pydantic import TypeAdapter
 
 from gpuconf.api.node_config import RuntimeSettings
 from gpuconf.node.runtimes import reload
@@ -69,7 +70,7 @@ def test_auto_restart_signals_only_releases_that_reload_runtimes(
 ) -> None:
     if version is not None:
         host.program("crio", f"echo 'crio version {version}'")
-    settings = RuntimeSettings.model_validate(
+    settings = TypeAdapter(RuntimeSettings).validate_python(
         {"engine": "cri-o", "setAsDefault": True, "binaryPath": NVIDIA_RUNTIME, "restart": "auto"}
     )
     assert reload.chosen(settings, Host(host.root, chroot=False)).mode == mode

@@ -1,0 +1,1 @@
+"""Generated core schemas: see `api/freeze_schema.py`."""
