@@ -17,11 +17,7 @@ from gpuconf.api.version import ApiVersion
 NODE_CONFIG_FILE = "node-config.yaml"
 
 
-class _Model(Model):
-    """Built by the compiler by keyword, written and read with camelCase keys."""
-
-
-class RuntimeSettings(_Model):
+class RuntimeSettings(Model):
     """What `gpuconf node setup` configures on the host, and how it makes the engine load it."""
 
     engine: Literal["docker", "containerd", "k3s", "cri-o"]
@@ -37,7 +33,7 @@ class RuntimeSettings(_Model):
     """Turn on CDI in the engine (DRA, and the cdi device list strategy, need it)."""
 
 
-class HealthSettings(_Model):
+class HealthSettings(Model):
     ignored_xids: list[int]
     """XIDs that never make a GPU unhealthy."""
     reset_xids: list[int] = field(default_factory=list)
@@ -46,7 +42,7 @@ class HealthSettings(_Model):
     """Quiet period after the last other XID before the GPU is healthy again; 0 never."""
 
 
-class ExpectedGpu(_Model):
+class ExpectedGpu(Model):
     index: Annotated[int, Limits(ge=0, le=INT32_MAX)]
     model: str
     """Catalog model name."""
@@ -58,7 +54,7 @@ class ExpectedGpu(_Model):
     """Declared MIG layout {profile: count}; None when MIG is disabled."""
 
 
-class ExpectedInventory(_Model):
+class ExpectedInventory(Model):
     default: list[ExpectedGpu]
     """The inventory of every node of the pool that is not listed in `nodes`."""
     nodes: dict[str, list[ExpectedGpu]] = field(default_factory=dict)
@@ -68,7 +64,7 @@ class ExpectedInventory(_Model):
         return self.nodes.get(node_name, self.default)
 
 
-class GpuIndices(_Model):
+class GpuIndices(Model):
     default: list[int]
     """GPU indices of the resource on nodes not listed in `nodes`."""
     nodes: dict[str, list[int]] = field(default_factory=dict)
@@ -77,7 +73,7 @@ class GpuIndices(_Model):
         return self.nodes.get(node_name, self.default)
 
 
-class SharingSettings(_Model):
+class SharingSettings(Model):
     strategy: Literal["none", "time-slicing", "mps"]
     replicas: Annotated[int, Limits(ge=1, le=INT32_MAX)] = 1
     fail_requests_greater_than_one: bool = False
@@ -89,7 +85,7 @@ class SharingSettings(_Model):
     mps_active_thread_percentage: int | None = None
 
 
-class ResourceSettings(_Model):
+class ResourceSettings(Model):
     name: str
     """The extended resource name, e.g. gpuconf.dev/t4-shared."""
     class_name: str = field(key="class")
@@ -104,7 +100,7 @@ class ResourceSettings(_Model):
         return "gpuconf-" + self.name.replace("/", "_") + ".sock"
 
 
-class NodeConfig(_Model):
+class NodeConfig(Model):
     api_version: ApiVersion
     kind: Literal["NodeConfig"]
     cluster: str

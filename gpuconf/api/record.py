@@ -53,10 +53,6 @@ class RecordField:
     ) -> None:
         self.name, self.alias, self.default, self.factory = name, alias, default, factory
 
-    @property
-    def required(self) -> bool:
-        return self.default is _NO_DEFAULT and self.factory is None
-
 
 class Limits:
     """Constraints on a value in `Annotated` (`ge`, `le`, `pattern`, `min_length`,
@@ -68,15 +64,13 @@ class Limits:
         self.limits = limits
 
     def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
-        from typing import Annotated
-
         from pydantic import Field, WithJsonSchema
 
         limits = dict(self.limits)
         extra: tuple[Any, ...] = ()
         if "json_schema" in limits:
             extra = (WithJsonSchema(limits.pop("json_schema")),)
-        return handler(Annotated[(source, Field(**limits), *extra)])
+        return handler(typing.Annotated[(source, Field(**limits), *extra)])
 
 
 @dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(field,))
@@ -147,11 +141,11 @@ class Record:
         object.__setattr__(copy, "__pydantic_fields_set__", given)
         return copy
 
-    def as_data(self, *, by_alias: bool = True, exclude_none: bool = True) -> dict[str, Any]:
-        """The record as plain data, nested records and lists included."""
+    def as_data(self, *, exclude_none: bool = True) -> dict[str, Any]:
+        """The record as plain data under its file keys, nested records and lists included."""
         fields = type(self).__record_fields__
         return {
-            fields[name].alias if by_alias else name: _as_data(value, by_alias, exclude_none)
+            fields[name].alias: _as_data(value, exclude_none)
             for name, value in self.__dict__.items()
             if not (exclude_none and value is None)
         }
@@ -202,13 +196,13 @@ class Record:
         )
 
 
-def _as_data(value: Any, by_alias: bool, exclude_none: bool) -> Any:
+def _as_data(value: Any, exclude_none: bool) -> Any:
     if isinstance(value, Record):
-        return value.as_data(by_alias=by_alias, exclude_none=exclude_none)
+        return value.as_data(exclude_none=exclude_none)
     if isinstance(value, list):
-        return [_as_data(item, by_alias, exclude_none) for item in value]
+        return [_as_data(item, exclude_none) for item in value]
     if isinstance(value, dict):
-        return {key: _as_data(item, by_alias, exclude_none) for key, item in value.items()}
+        return {key: _as_data(item, exclude_none) for key, item in value.items()}
     return value
 
 

@@ -3,13 +3,20 @@ and it validates as pydantic would: strict scalars, unknown keys refused, defaul
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
-from builders import cluster, pool
+from builders import REPO, cluster, configmap_data, pool
 from pydantic import TypeAdapter, ValidationError
 
 from gpuconf.api.cluster import Cluster
 from gpuconf.api.freeze_schema import FROZEN, frozen_texts
-from gpuconf.api.validators import validate_cluster
+from gpuconf.api.node_config import NodeConfig
+from gpuconf.api.record import Record
+from gpuconf.api.validators import validate_cluster, validate_node_config
+
+NODE_CONFIG_MAP = "pools/t4/configmap-node-config.yaml"
 
 
 def _pool(**fields: object) -> dict[str, object]:
@@ -35,7 +42,21 @@ def _errors(data: object) -> list[tuple[str, tuple[int | str, ...]]]:
     return [(e["type"], tuple(e["loc"])) for e in raised.value.errors()]
 
 
-def test_frozen_and_pydantic_built_validators_agree_on_good_and_bad_files() -> None:
+def _agree(record: type[Record], frozen: Callable[[Any], Any], documents: list[Any]) -> None:
+    built = TypeAdapter(record).validator
+    for document in documents:
+        try:
+            expected: object = built.validate_python(document)
+        except ValidationError as error:
+            expected = error.errors(include_url=False)
+        try:
+            got: object = frozen(document)
+        except ValidationError as error:
+            got = error.errors(include_url=False)
+        assert got == expected
+
+
+def test_frozen_and_pydantic_built_validators_agree_on_good_and_bad_cluster_files() -> None:
     documents = [
         _cluster(),
         _cluster(_pool(size="3")),
@@ -45,17 +66,23 @@ def test_frozen_and_pydantic_built_validators_agree_on_good_and_bad_files() -> N
         {"kind": "Cluster"},
         [],
     ]
-    built = TypeAdapter(Cluster).validator
-    for document in documents:
-        try:
-            expected: object = built.validate_python(document)
-        except ValidationError as error:
-            expected = error.errors(include_url=False)
-        try:
-            got: object = validate_cluster(document)
-        except ValidationError as error:
-            got = error.errors(include_url=False)
-        assert got == expected
+    _agree(Cluster, validate_cluster, documents)
+
+
+def test_frozen_and_pydantic_built_validators_agree_on_good_and_bad_node_configs() -> None:
+    path = REPO / "rendered" / "lab" / NODE_CONFIG_MAP
+    rendered = configmap_data(
+        {NODE_CONFIG_MAP: path.read_bytes()}, NODE_CONFIG_MAP, "node-config.yaml"
+    )
+    resource = rendered["resources"][0]
+    documents = [
+        rendered,
+        {**rendered, "metricsPort": "9402"},
+        {**rendered, "resources": [{**resource, "class": None, "sharing": {"strategy": "mig"}}]},
+        {**rendered, "inventory": {"default": [{"index": -1}]}},
+        {**rendered, "runtime": {**rendered["runtime"], "engine": "podman", "extra": 1}},
+    ]
+    _agree(NodeConfig, validate_node_config, documents)
 
 
 def test_a_number_where_a_string_belongs_is_refused_not_converted() -> None:
