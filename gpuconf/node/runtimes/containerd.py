@@ -8,6 +8,10 @@ What the real binaries showed (DESIGN §5, facts/runtimes):
   main file's version.
 - A runtime without runc's options (SystemdCgroup above all) puts pods outside kubepods.slice:
   the nvidia runtime starts as a copy of the host's runc-type runtime.
+- Files load breadth first (services/server/config: `LoadConfig` queues each file's imports
+  behind those already queued; `resolveImports` globs an entry only when it holds `*`, and
+  joins any other relative entry to the importing file's folder). On 1.x a file with the CRI
+  table that loads after the drop-in would replace it, nvidia and all: setup refuses it.
 """
 
 from __future__ import annotations
@@ -42,7 +46,8 @@ log = logging.getLogger(__name__)
 RUNC_SHIM = "io.containerd.runc.v2"
 CDI_SPEC_DIRS = ["/etc/cdi", "/var/run/cdi"]
 _CRI_RUNTIME_PLUGIN = {2: "io.containerd.grpc.v1.cri", 3: "io.containerd.cri.v1.runtime"}
-_MAX_IMPORT_DEPTH = 16
+# containerd follows imports without limit; setup reads at most this many files.
+_MAX_LOADED_FILES = 256
 
 
 def cri_runtime_plugin(config_version: int) -> str:
@@ -59,8 +64,11 @@ def plan(settings: RuntimeSettings, host: Host) -> list[FileChange]:
     main = parse_toml(CONTAINERD_CONFIG, main_old)
     binary = engine_version(host, "containerd")
     version = config_version(settings, main, main_old is not None, binary)
-    tables = [main, *_imported(host, main, depth=0, seen=set())]
+    order = load_order(host, main)
     plugin = cri_runtime_plugin(version)
+    if version == 2:
+        _refuse_cri_table_after_dropin(order, plugin)
+    tables = [table for _, table in order if table is not None]
     effective = effective_plugin_table(tables, plugin, replaced=version == 2)
     runtimes = effective.get("containerd", {}).get("runtimes", {})
     built_in_runc = None if "runc" in runtimes else default_runc(host)
@@ -235,39 +243,64 @@ def _main_with_import(old: bytes | None, version: int) -> bytes:
         ) from None
 
 
-def _imported(
-    host: Host, table: dict[str, Any], depth: int, seen: set[str]
-) -> list[dict[str, Any]]:
-    """The files ``table`` imports (globs expanded, sorted), recursively, without our drop-in."""
-    imports = table.get("imports", [])
-    if not isinstance(imports, list) or depth > _MAX_IMPORT_DEPTH:
-        return []
-    found: list[dict[str, Any]] = []
-    for entry in imports:
+def load_order(host: Host, main: dict[str, Any]) -> list[tuple[str, dict[str, Any] | None]]:
+    """The files containerd loads once the main file imports our drop-in, in its order; our
+    drop-in stands where it loads, with None for its table (its new text is made from the rest)."""
+    imports = main.get("imports", [])
+    imports = imports if isinstance(imports, list) else []
+    if CONTAINERD_DROPIN_GLOB not in imports:
+        imports = [*imports, CONTAINERD_DROPIN_GLOB]  # where ensure_imported adds it
+    order: list[tuple[str, dict[str, Any] | None]] = [(CONTAINERD_CONFIG, main)]
+    pending = _resolved(host, CONTAINERD_CONFIG, imports)
+    loaded = {CONTAINERD_CONFIG}
+    while pending and len(order) < _MAX_LOADED_FILES:
+        path, pending = pending[0], pending[1:]
+        if path in loaded:
+            continue
+        loaded.add(path)
+        if path == CONTAINERD_DROPIN:
+            order.append((path, None))
+            continue
+        _, data = current(host, path)
+        if data is None:
+            continue
+        table = parse_toml(path, data)
+        order.append((path, table))
+        pending += _resolved(host, path, table.get("imports", []))
+    return order
+
+
+def _resolved(host: Host, parent: str, imports: Any) -> list[str]:
+    """`resolveImports`: a `*` entry is a glob (sorted matches), any other relative entry is
+    relative to the importing file's folder."""
+    found: list[str] = []
+    for entry in imports if isinstance(imports, list) else []:
         if not isinstance(entry, str):
             continue
-        for host_path in _expand(host, entry):
-            if host_path == CONTAINERD_DROPIN or host_path in seen:
-                continue
-            seen.add(host_path)
-            _, data = current(host, host_path)
-            if data is None:
-                continue
-            imported = parse_toml(host_path, data)
-            found += [imported, *_imported(host, imported, depth + 1, seen)]
+        path = PurePosixPath(entry)
+        if "*" not in entry:
+            found.append(str(path if path.is_absolute() else PurePosixPath(parent).parent / path))
+            continue
+        path = path if path.is_absolute() else PurePosixPath("/") / path  # containerd runs in /
+        try:
+            names = {p.name for p in host.path(str(path.parent)).iterdir()}
+        except (FileNotFoundError, NotADirectoryError):
+            names = set()
+        dropin = PurePosixPath(CONTAINERD_DROPIN)
+        if path.parent == dropin.parent:
+            names.add(dropin.name)  # setup is about to write it
+        found += [str(path.parent / n) for n in sorted(names) if fnmatch.fnmatchcase(n, path.name)]
     return found
 
 
-def _expand(host: Host, entry: str) -> list[str]:
-    """An `imports` entry as host paths; relative ones are relative to the main file's folder."""
-    path = PurePosixPath(entry)
-    if not path.is_absolute():
-        path = PurePosixPath(CONTAINERD_CONFIG).parent / path
-    if not any(char in path.name for char in "*?["):
-        return [str(path)]
-    folder = host.path(str(path.parent))
-    try:
-        names = sorted(p.name for p in folder.iterdir())
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    return [str(path.parent / name) for name in names if fnmatch.fnmatchcase(name, path.name)]
+def _refuse_cri_table_after_dropin(
+    order: list[tuple[str, dict[str, Any] | None]], plugin: str
+) -> None:
+    paths = [path for path, _ in order]
+    for path, table in order[paths.index(CONTAINERD_DROPIN) + 1 :]:
+        if table is not None and isinstance(table.get("plugins", {}).get(plugin), dict):
+            raise HostPathError(
+                f"{path} loads after {CONTAINERD_DROPIN} and sets [plugins.{plugin!r}], which "
+                "containerd 1.x would keep whole, dropping the nvidia runtime; move those "
+                f"settings into {CONTAINERD_CONFIG} or a conf.d file named before 99-nvidia.toml"
+            )

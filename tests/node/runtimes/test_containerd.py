@@ -180,3 +180,40 @@ def test_cdi_on_a_version_3_host_is_left_to_its_default_unless_turned_off(host: 
     host.write(MAIN, "version = 3\n")
     host.setup(setup_config("containerd", enableCdi=True))
     assert "enable_cdi" not in dropin(host)["plugins"][V3]
+
+
+def test_a_cri_table_that_loads_after_the_dropin_is_refused_naming_its_file(
+    host: HostTree,
+) -> None:
+    host.write(MAIN, 'version = 2\nimports = ["/etc/containerd/conf.d/*.toml"]\n')
+    host.write(
+        "/etc/containerd/conf.d/99-site.toml",
+        f'version = 2\n[plugins."{V2}"]\nsandbox_image = "site"\n',
+    )
+    result = host.setup(setup_config("containerd"))
+    assert result.code == 1
+    assert "/etc/containerd/conf.d/99-site.toml loads after" in result.err
+    assert not host.at(DROPIN).exists()
+
+
+def test_imports_load_breadth_first_relative_to_the_importing_file(host: HostTree) -> None:
+    # The layout the real containerd 1.6 loads in test_real_engines: site/b.toml is queued
+    # behind our drop-in, so its CRI table would replace ours.
+    host.write(MAIN, 'version = 2\nimports = ["site/a.toml", "/etc/containerd/conf.d/*.toml"]\n')
+    host.write("/etc/containerd/site/a.toml", 'version = 2\nimports = ["b.toml"]\n')
+    host.write(
+        "/etc/containerd/site/b.toml", f'version = 2\n[plugins."{V2}"]\nsandbox_image = "b"\n'
+    )
+    result = host.setup(setup_config("containerd"))
+    assert result.code == 1
+    assert "/etc/containerd/site/b.toml loads after" in result.err
+
+
+def test_an_entry_without_a_star_is_one_file_not_a_pattern(host: HostTree) -> None:
+    host.write(MAIN, 'version = 2\nimports = ["/etc/containerd/site[1].toml"]\n')
+    host.write(
+        "/etc/containerd/site[1].toml", f'version = 2\n[plugins."{V2}"]\nsandbox_image = "s"\n'
+    )
+    host.write("/etc/containerd/site1.toml", 'version = 2\n[plugins."x"]\nk = 1\n')
+    assert host.setup(setup_config("containerd")).code == 0
+    assert dropin(host)["plugins"][V2]["sandbox_image"] == "s"

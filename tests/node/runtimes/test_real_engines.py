@@ -209,3 +209,32 @@ def _validate_as_nobody(daemon: Path) -> subprocess.CompletedProcess[str]:
          "dockerd", "--config-file", str(daemon)],
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
+
+
+CONTAINERD_1X = [b for b in containerd_binaries() if release(b) < (2, 0, 0)]
+
+
+@pytest.mark.skipif(not CONTAINERD_1X, reason="no containerd 1.x installed (make test-runtimes)")
+@pytest.mark.parametrize("binary", CONTAINERD_1X)
+def test_containerd_1x_loads_imports_breadth_first_and_the_last_cri_table_wins_whole(
+    tmp_path: Path, binary: str
+) -> None:
+    """What setup's load order (runtimes/containerd.py) models: a file imported by an import
+    loads after every file queued before it, relative to its importer's folder, and its CRI
+    table replaces the drop-in's, nvidia and all (so setup refuses such a host)."""
+    conf, site = tmp_path / "conf.d", tmp_path / "site"
+    conf.mkdir()
+    site.mkdir()
+    (tmp_path / "main.toml").write_text(
+        f'version = 2\nimports = ["site/a.toml", "{conf}/*.toml"]\n'
+    )
+    (site / "a.toml").write_text('version = 2\nimports = ["b.toml"]\n')
+    (site / "b.toml").write_text(f'version = 2\n[plugins."{V2}"]\nsandbox_image = "b"\n')
+    (conf / "99-nvidia.toml").write_text(
+        f'version = 2\n[plugins."{V2}".containerd]\ndefault_runtime_name = "nvidia"\n'
+        f'[plugins."{V2}".containerd.runtimes.nvidia]\nruntime_type = "io.containerd.runc.v2"\n'
+    )
+    cri = dump(binary, tmp_path / "main.toml", tmp_path)["plugins"][V2]
+    assert cri["sandbox_image"] == "b"
+    assert "nvidia" not in cri["containerd"].get("runtimes", {})
+    assert cri["containerd"]["default_runtime_name"] != "nvidia"
