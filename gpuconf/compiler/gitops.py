@@ -16,7 +16,6 @@ from typing import Any, Literal
 from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.readme import GENERATED_MARK
 from gpuconf.compiler.render import RenderedTree, render
-from gpuconf.formats.located_yaml import parse_text
 
 Agent = Literal["argocd", "flux"]
 ARGOCD_NAMESPACE = "argocd"
@@ -78,7 +77,13 @@ def _application_spec(source: GitSource, path: str, cluster: str) -> dict[str, A
         "project": "default",
         "source": {"repoURL": source.repo_url, "targetRevision": source.revision, "path": path},
         "destination": destination,
-        "syncPolicy": {"automated": {"prune": True, "selfHeal": True}},
+        # Client-side apply copies each object into an annotation, and a ConfigMap near the
+        # 1 MiB object limit (compiler/object_limits.py) is far over the 256 KiB annotations may
+        # take; server-side apply keeps no such copy, as Flux's kustomize-controller does.
+        "syncPolicy": {
+            "automated": {"prune": True, "selfHeal": True},
+            "syncOptions": ["ServerSideApply=true"],
+        },
     }
 
 
@@ -154,8 +159,8 @@ def argocd(source: GitSource, clusters: Mapping[str, RenderedTree]) -> dict[str,
 
 def stages(tree: RenderedTree) -> list[list[str]]:
     """The cluster's top folders holding manifests, grouped by rank, each group sorted."""
-    resources = parse_text(tree["kustomization.yaml"].decode(), "kustomization.yaml").data
-    folders = {str(path).split("/", 1)[0] for path in resources["resources"] if "/" in str(path)}
+    # Every file in a cluster's sub-folder is a manifest its kustomization lists.
+    folders = {path.split("/", 1)[0] for path in tree if "/" in path}
     ranks: dict[int, list[str]] = {}
     for folder in sorted(folders):
         rank = FIRST_STAGES.get(folder, LAST_STAGES.get(folder, MIDDLE_RANK))

@@ -10,13 +10,18 @@ dropping a namespace is a commit of its own, never a side effect of dropping a q
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.emit import written_by_gpuconf
 from gpuconf.compiler.plan.artifact import Artifact, manifest
-from gpuconf.compiler.plan.cluster_objects import NEVER_DELETED, namespace_policies
+from gpuconf.compiler.plan.cluster_objects import (
+    NEVER_DELETED,
+    POD_SECURITY_PRIVILEGED,
+    namespace_policies,
+)
 from gpuconf.compiler.plan.meta import MANAGED_BY
 from gpuconf.formats.located_yaml import LoadFailed, parse_text
 
@@ -41,9 +46,19 @@ def _created_by_gpuconf(obj: Any, name: str, cluster: str) -> bool:
     )
 
 
-def kept_namespaces(previous: Path, cluster: Cluster) -> list[Artifact]:
+@dataclass(frozen=True)
+class KeptNamespace:
+    artifact: Artifact
+    held_gpuconf: bool
+    """It was gpuconf's own namespace (spec.namespace), not a quota's."""
+
+
+def kept_namespaces(previous: Path, cluster: Cluster) -> list[KeptNamespace]:
     """The Namespace manifests gpuconf created in `previous` (the cluster's folder as the last
-    render left it) that it no longer renders, marked as kept. Only those files are read."""
+    render left it) that it no longer renders, marked as kept. Only those files are read.
+
+    gpuconf's own namespace admitted privileged pods for its installers; once they have left
+    it, it admits them no more."""
     folder = previous / "namespaces"
     if not folder.is_dir() or not written_by_gpuconf(previous):
         return []
@@ -59,6 +74,13 @@ def kept_namespaces(previous: Path, cluster: Cluster) -> list[Artifact]:
         except (OSError, UnicodeDecodeError, LoadFailed):
             continue  # not a file gpuconf wrote
         if _created_by_gpuconf(obj, file.stem, cluster.metadata.name):
-            obj["metadata"]["annotations"][KEPT_ANNOTATION] = KEPT_NOTE
-            kept.append(manifest(f"namespaces/{file.name}", obj))
+            meta = obj["metadata"]
+            meta["annotations"][KEPT_ANNOTATION] = KEPT_NOTE
+            labels = meta.get("labels", {})
+            held_gpuconf = POD_SECURITY_PRIVILEGED.items() <= labels.items()
+            if held_gpuconf:
+                meta["labels"] = {
+                    k: v for k, v in labels.items() if k not in POD_SECURITY_PRIVILEGED
+                }
+            kept.append(KeptNamespace(manifest(f"namespaces/{file.name}", obj), held_gpuconf))
     return kept

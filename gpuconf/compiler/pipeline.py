@@ -15,6 +15,7 @@ from gpuconf.formats.located_yaml import LoadFailed, load_file
 from gpuconf.gpus.catalog import Catalog
 
 if TYPE_CHECKING:
+    from gpuconf.compiler.kept_namespaces import KeptNamespace
     from gpuconf.compiler.render import RenderedTree
 
 CLUSTER_SUFFIXES = (".yaml", ".yml")
@@ -115,8 +116,8 @@ def _render_all(result: Compiled, sources: dict[str, str], previous: Path | None
 
     for name, validated in sorted(result.validated.items()):
         kept = kept_namespaces(previous / name, validated.cluster) if previous else []
-        artifacts = plan(validated, sources[name], kept)
-        result.diagnostics += [_kept_warning(validated, name, a.path) for a in kept]
+        artifacts = plan(validated, sources[name], [k.artifact for k in kept])
+        result.diagnostics += [_kept_warning(validated, name, k) for k in kept]
         tree = render(artifacts)
         too_big = oversized(validated, artifacts, tree)
         if too_big:
@@ -125,10 +126,11 @@ def _render_all(result: Compiled, sources: dict[str, str], previous: Path | None
             result.rendered[name] = tree
 
 
-def _kept_warning(validated: Validated, cluster: str, path: str) -> Diagnostic:
+def _kept_warning(validated: Validated, cluster: str, kept: KeptNamespace) -> Diagnostic:
+    path = kept.artifact.path
     namespace = path.removeprefix("namespaces/").removesuffix(".yaml")
     return validated.located.diagnostic(
-        ("spec", "quotas"),
+        ("spec", "namespace") if kept.held_gpuconf else ("spec", "quotas"),
         f"gpuconf no longer creates namespace {namespace!r}; its Namespace stays in the "
         f"rendered tree ({cluster}/{path}), marked as kept",
         "delete that file and render again when the namespace may go (Argo CD and Flux never "

@@ -208,7 +208,14 @@ def test_gpuconfs_former_own_namespace_is_kept_when_spec_namespace_changes(
     notes = _render_lab(tmp_path, _lab(namespace="gpu-system"))
     files = _files(tmp_path)
     assert {"namespaces/gpuconf-system.yaml", "namespaces/gpu-system.yaml"} <= files.keys()
-    assert "no longer creates namespace 'gpuconf-system'" in notes
+    assert "spec.namespace: warning: gpuconf no longer creates namespace 'gpuconf-system'" in notes
+    # Its installers have left: Pod Security admits privileged pods only where they run now.
+    privileged = "pod-security.kubernetes.io/enforce"
+    kept = load_yaml(files["namespaces/gpuconf-system.yaml"])["metadata"]["labels"]
+    assert privileged not in kept
+    assert load_yaml(files["namespaces/gpu-system.yaml"])["metadata"]["labels"][privileged] == (
+        "privileged"
+    )
 
 
 def test_a_created_namespace_turned_external_keeps_its_file(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.gpu_model import GpuModel
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
+from gpuconf.compiler.plan.pod import node_selector
 from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory, pool_size
 from gpuconf.formats.yaml_writer import dump
 from gpuconf.gpus.mig import DISABLED, describe, resolve_layout
@@ -117,9 +118,7 @@ def mig_rows(cluster: Cluster, inventory: DeclaredInventory) -> list[dict[str, s
         )
         declared = [node.name for node in pool.nodes]
         undeclared = pool_size(pool) - len(declared)
-        selector = ",".join(f"{k}={v}" for k, v in sorted(pool.node_selector.items())) or (
-            f"gpuconf.dev/pool={pool.name}"
-        )
+        selector = ",".join(f"{k}={v}" for k, v in sorted(node_selector(pool).items()))
         nodes = ", ".join(f"`{name}`" for name in declared)
         if undeclared > 0:
             more = f"{undeclared} more" if declared else f"{undeclared}"

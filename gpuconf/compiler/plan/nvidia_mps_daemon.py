@@ -16,11 +16,10 @@ from gpuconf.compiler.plan.config_hash import annotate_template
 from gpuconf.compiler.plan.meta import WAVE_PLUGIN
 from gpuconf.compiler.plan.mig_pause import pause_affinity
 from gpuconf.compiler.plan.pod import host_path, on_pool_nodes, pool_daemonset
-from gpuconf.compiler.plan.pool_node_config import MPS_ROOT
+from gpuconf.compiler.plan.pool_node_config import MPS_ROOT, MPS_SHM
 from gpuconf.compiler.plan.setup_daemonset import setup_marker_volume, wait_for_setup
 
 CONTAINER_MPS_ROOT = "/mps"
-MPS_SHM = f"{MPS_ROOT}/shm"
 
 
 def mps_volumes() -> list[dict[str, Any]]:

@@ -6,7 +6,6 @@ fresh node can start it), before anything that needs a GPU, in every mode.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
@@ -14,6 +13,7 @@ from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.node_config import NODE_CONFIG_FILE, NodeConfig
 from gpuconf.api.runtime_files import SETUP_MARKER_DIR, SETUP_READY_MARKER
 from gpuconf.compiler.plan.artifact import Artifact, manifest
+from gpuconf.compiler.plan.config_hash import annotate_template
 from gpuconf.compiler.plan.meta import WAVE_DRIVER
 from gpuconf.compiler.plan.pod import hardened, host_path, on_pool_nodes, pool_daemonset
 from gpuconf.compiler.plan.pool_node_config import config_map_name
@@ -25,7 +25,6 @@ WAIT_CONTAINER = "wait-for-setup"
 # The wait only reads a marker file: it needs no user at all.
 NOBODY = 65534
 SETUP_MARKER_VOLUME = "gpuconf-setup-marker"
-RUNTIME_DIGEST_ANNOTATION = "gpuconf.dev/runtime-settings"
 
 
 def setup_command() -> list[str]:
@@ -62,13 +61,13 @@ def setup_marker_volume() -> dict[str, Any]:
     return host_path(SETUP_MARKER_VOLUME, SETUP_MARKER_DIR, "DirectoryOrCreate")
 
 
-def runtime_digest(config: NodeConfig) -> str:
-    """Names what setup configures: a change rolls the setup pods (a ConfigMap edit alone would not)."""
+def _what_setup_configures(config: NodeConfig) -> dict[str, str]:
+    """A change here rolls the setup pods (a ConfigMap edit alone would not)."""
     settings = {
         "runtime": config.runtime.as_data(exclude_none=False),
         "devices": config.device_list_strategy,
     }
-    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+    return {"runtime-settings": json.dumps(settings, sort_keys=True)}
 
 
 def setup_daemonset(cluster: Cluster, pool: NodePool, config: NodeConfig) -> Artifact:
@@ -110,7 +109,5 @@ def setup_daemonset(cluster: Cluster, pool: NodePool, config: NodeConfig) -> Art
         ],
     }
     workload = pool_daemonset(cluster, pool, SETUP_NAME, "node-setup", WAVE_DRIVER, pod)
-    workload["spec"]["template"]["metadata"]["annotations"] = {
-        RUNTIME_DIGEST_ANNOTATION: runtime_digest(config)
-    }
+    annotate_template(workload, _what_setup_configures(config))
     return manifest(f"pools/{pool.name}/daemonset-gpuconf-setup.yaml", workload)
