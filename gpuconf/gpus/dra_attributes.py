@@ -21,9 +21,6 @@ STANDARD_DOMAIN = "resource.kubernetes.io"
 RELEASES: tuple[str, ...] = get_args(DraDriverRelease)
 CURRENT: str = Dra().driver_version
 
-# Attributes whose values are semantic versions (DRA `version` attributes, compared with semver()).
-VERSION_ATTRIBUTES = frozenset({"cudaComputeCapability", "driverVersion", "cudaDriverVersion"})
-
 _COMMON = frozenset(
     {
         "type",

@@ -18,9 +18,10 @@ def nvidia_resource(profile: str | None, shared: bool, single_mig: bool = False)
     return base + SHARED_SUFFIX if shared else base
 
 
-def nvidia_resources(profile: str | None, shared: bool | None = None) -> set[str]:
-    """Every name NVIDIA's plugin may use for such devices; `shared=None`: shared or not."""
-    sharing = (False, True) if shared is None else (False, shared) if shared else (False,)
+def nvidia_resources(profile: str | None, shared: bool) -> set[str]:
+    """Every name NVIDIA's plugin may use for such devices (a shared device may also go by
+    the unshared name: renameByDefault off)."""
+    sharing = (False, True) if shared else (False,)
     layouts = (None,) if profile is None else (True, False)
     return {
         nvidia_resource(profile, s, single_mig=bool(single)) for s in sharing for single in layouts

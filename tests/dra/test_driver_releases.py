@@ -68,14 +68,6 @@ def test_no_emitted_selector_names_an_attribute_the_release_does_not_publish(rel
         assert _named(expression) <= names.published(mig), (path, expression)
 
 
-@pytest.mark.parametrize("release", RELEASES)
-def test_modelled_devices_carry_only_published_attributes(release: str) -> None:
-    validated = valid(_cluster(EXPRESSIBLE, release))
-    published = cluster_devices(validated.cluster, validated.inventory)
-    for device in published.devices:
-        assert set(device.attributes) <= published.names.published(device.profile is not None)
-
-
 def test_the_dra_example_names_only_attributes_its_driver_publishes() -> None:
     document = cluster_file("dra-lab")
     names = attribute_set(document["spec"]["dra"]["driverVersion"])
@@ -233,6 +225,21 @@ def test_driver_version_needs_the_pools_to_declare_their_driver() -> None:
     [unknown] = [d for d in found if format_path(d.path).endswith("driverVersionAtLeast")]
     assert "h100, l40s, l4 declare no driver.version" in unknown.message
     assert "declare driver.version" in unknown.hint
+
+
+def test_only_driverless_pools_the_selector_reaches_leave_the_driver_unknown() -> None:
+    document = _cluster(
+        [{"name": "new", "select": {"model": "L40S", "driverVersionAtLeast": "550.54"}}],
+        "v25.12.0",
+    )
+    [l40s] = [p for p in document["spec"]["nodePools"] if p["name"] == "l40s"]
+    l40s["driver"] = {"version": "550.54.15"}
+    # h100 and l4 declare no driver, but hold no L40S: the class is decided.
+    valid(document)
+    del l40s["driver"]
+    found = errors(document)
+    [unknown] = [d for d in found if format_path(d.path).endswith("driverVersionAtLeast")]
+    assert "pools l40s declare no driver.version" in unknown.message
 
 
 def test_a_compute_capability_is_written_as_major_dot_minor() -> None:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuconf.compiler.resolve.class_selection import ResolvedClass, device_memory_mib
+from gpuconf.compiler.resolve.class_selection import (
+    ResolvedClass,
+    device_memory_mib,
+    units_selected,
+)
 from gpuconf.compiler.rules.context import RuleContext, class_path
 from gpuconf.diagnostics import Diagnostic
 from gpuconf.hints import did_you_mean
@@ -30,10 +34,18 @@ def _undeclared_drivers(ctx: RuleContext, resolved: ResolvedClass) -> Iterator[D
     selector = resolved.spec.select
     if selector.driver_version_at_least is None:
         return
+    # Only pools whose GPUs the rest of the selector takes: a driverless pool it cannot reach
+    # leaves no GPU undecided.
+    rest = selector.replace(driver_version_at_least=None)
     unknown = [
         p.name
         for p in ctx.cluster.spec.node_pools
-        if p.driver is None and (selector.pools is None or p.name in selector.pools)
+        if p.driver is None
+        and any(
+            units_selected(rest, group, gpu)
+            for group in ctx.inventory.by_pool(p.name)
+            for gpu in group.gpus
+        )
     ]
     if unknown:
         yield ctx.error(

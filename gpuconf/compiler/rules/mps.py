@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpuconf.compiler.resolve.class_selection import pool_mig_strategies
 from gpuconf.compiler.rules.context import RuleContext, class_path
 from gpuconf.diagnostics import Diagnostic
-from gpuconf.gpus.mig import mig_strategy
 from gpuconf.gpus.mps import max_mps_clients
 
 
@@ -17,17 +17,19 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
 
 
 def _client_ceilings(ctx: RuleContext) -> Iterator[Diagnostic]:
+    plugin = ctx.cluster.spec.plugin
+    daemon = "NVIDIA's MPS control daemon" if plugin == "nvidia" else "the MPS control daemon"
     for resolved in ctx.classes:
         if resolved.spec.sharing.strategy != "mps":
             continue
         for member in resolved.members:
             model = member.gpu.model
-            ceiling = max_mps_clients(model.compute_capability)
+            ceiling = max_mps_clients(model.compute_capability, plugin)
             if resolved.replicas > ceiling:
                 yield ctx.error(
                     class_path(resolved.index, "sharing", "replicas"),
-                    f"{resolved.replicas} MPS clients per GPU is more than the MPS control "
-                    f"daemon accepts on a {model.name} (compute capability "
+                    f"{resolved.replicas} MPS clients per GPU is more than {daemon} "
+                    f"accepts on a {model.name} (compute capability "
                     f"{model.compute_capability}: at most {ceiling})",
                     f"use replicas: {ceiling} or fewer, or time-slicing",
                 )
@@ -35,12 +37,12 @@ def _client_ceilings(ctx: RuleContext) -> Iterator[Diagnostic]:
 
 
 def _mixed_strategy(ctx: RuleContext) -> Iterator[Diagnostic]:
+    strategies = pool_mig_strategies(ctx.inventory)
     for resolved in ctx.classes:
         if resolved.spec.sharing.strategy != "mps":
             continue
         for pool in sorted({m.group.pool for m in resolved.members}):
-            layouts = [g.mig for group in ctx.inventory.by_pool(pool) for g in group.gpus]
-            if mig_strategy(layouts) == "mixed":
+            if strategies[pool] == "mixed":
                 yield ctx.error(
                     class_path(resolved.index, "sharing"),
                     f"NVIDIA's device plugin refuses MPS with migStrategy mixed, which pool "
