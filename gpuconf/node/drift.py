@@ -10,8 +10,6 @@ from gpuconf.api.node_config import ExpectedGpu
 from gpuconf.gpus.mig import describe
 from gpuconf.node.nvml.api import GpuInfo
 
-TIMES = "\N{MULTIPLICATION SIGN}"
-
 
 @dataclass(frozen=True)
 class DriftReport:

@@ -8,8 +8,9 @@ the file (or the file) once the GPU has been reset.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
+
+from gpuconf.node.runtimes.host_files import write_atomically
 
 STATE_FILE = "awaiting-reset.json"
 
@@ -33,7 +34,4 @@ def load(path: Path) -> frozenset[str]:
 
 def save(path: Path, uuids: frozenset[str]) -> None:
     """Atomically: a crash mid-write leaves the old file, never half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps({"awaitingReset": sorted(uuids)}, indent=1) + "\n")
-    os.replace(partial, path)
+    write_atomically(path, (json.dumps({"awaitingReset": sorted(uuids)}, indent=1) + "\n").encode())

@@ -119,9 +119,14 @@ class NodeProcess:
             raise AssertionError(f"the node runtime ignored SIGTERM; log:\n{self.log()}") from None
 
     def cleanup(self) -> None:
+        """SIGTERM first, so the runtime quits the MPS daemons it started; SIGKILL if it hangs."""
         if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(5)
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
         shutil.rmtree(self.plugin_dir, ignore_errors=True)
 
     def status(self) -> Any:

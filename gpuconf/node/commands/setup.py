@@ -34,7 +34,7 @@ from gpuconf.node.nvml.tegra import RELEASE_FILE as TEGRA_RELEASE_FILE
 from gpuconf.node.runtimes import apply, reload
 from gpuconf.node.runtimes.changes import config_hash, unified_diff
 from gpuconf.node.runtimes.host import Host
-from gpuconf.node.runtimes.host_files import exclusive_lock, remove
+from gpuconf.node.runtimes.host_files import exclusive_lock, remove, write_atomically
 from gpuconf.node.runtimes.host_plan import HostPlan, plan_host
 
 LOCK_FILE = f"{SETUP_MARKER_DIR}/setup.lock"
@@ -124,9 +124,7 @@ def _set_up(config: NodeConfig, host: Host, metrics: SetupMetrics) -> HostPlan:
             _log.info("wrote", extra=log.kv(file=change.host_path))
         outcome = _reload_if_needed(config, host, host_plan, metrics)
         digest = config_hash(host_plan.files)
-        apply.write_marker(
-            host.path(SETUP_READY_MARKER), apply.marker_text(digest, engine, outcome)
-        )
+        write_atomically(host.path(SETUP_READY_MARKER), apply.marker_text(digest, engine, outcome))
     metrics.changed_files.set(len(host_plan.changed))
     metrics.ready.set(1)
     _log.info("ready", extra=log.kv(engine=engine, hash=digest, reload=outcome))

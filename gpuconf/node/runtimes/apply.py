@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 
 from gpuconf.api.runtime_files import BACKUP_DIR
 from gpuconf.errors import UserError
@@ -58,7 +57,3 @@ def revert(host: Host, host_paths: Iterable[str]) -> list[str]:
 
 def marker_text(config_hash: str, engine: str, reload: str) -> bytes:
     return f"hash: {config_hash}\nengine: {engine}\nreload: {reload}\n".encode()
-
-
-def write_marker(path: Path, text: bytes) -> None:
-    write_atomically(path, text)

@@ -18,16 +18,15 @@ from gpuconf.node.runtimes.changes import FileChange, current
 from gpuconf.node.runtimes.host import Host
 from gpuconf.node.runtimes.toml_files import parse_toml
 
-CLI = TOOLKIT_CLI
 DEFAULT_LDCONFIG = "@/sbin/ldconfig"
 
 
 def plan(config: NodeConfig, host: Host) -> list[FileChange]:
     wanted = toolkit_settings(config.device_list_strategy, config.runtime.driver_root)
+    if not wanted:
+        return []  # the host's file is neither read nor judged
     path, old = current(host, TOOLKIT_CONFIG)
     existing = parse_toml(TOOLKIT_CONFIG, old)
-    if not wanted:
-        return []
     merged = merged_config(existing, wanted)
     new = old if old is not None and merged == existing else toml_writer.dumps(merged).encode()
     return [FileChange(TOOLKIT_CONFIG, path, old, new)]
@@ -41,9 +40,11 @@ def merged_config(existing: dict[str, Any], wanted: dict[str, Any]) -> dict[str,
             merged[key] = {**(table if isinstance(table, dict) else {}), **value}
         else:
             merged[key] = value
-    cli = merged.get(CLI)
-    if isinstance(cli, dict) and CLI in wanted:
-        cli["ldconfig"] = ldconfig_under(wanted[CLI]["root"], cli.get("ldconfig", DEFAULT_LDCONFIG))
+    cli = merged.get(TOOLKIT_CLI)
+    if isinstance(cli, dict) and TOOLKIT_CLI in wanted:
+        cli["ldconfig"] = ldconfig_under(
+            wanted[TOOLKIT_CLI]["root"], cli.get("ldconfig", DEFAULT_LDCONFIG)
+        )
     return merged
 
 

@@ -38,6 +38,13 @@ def test_envvar_with_a_host_driver_leaves_the_toolkit_config_alone(host: HostTre
     assert not host.at(TOOLKIT).exists()
 
 
+def test_a_toolkit_config_setup_leaves_alone_is_not_judged(host: HostTree) -> None:
+    host.write(TOOLKIT, "this is [not toml\n")
+    result = host.setup(setup_config("docker"))
+    assert result.code == 0, result.err
+    assert host.read(TOOLKIT) == "this is [not toml\n"
+
+
 def test_volume_mounts_stops_unprivileged_envvar_requests_and_keeps_host_keys(
     host: HostTree,
 ) -> None:
