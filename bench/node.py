@@ -28,12 +28,19 @@ from typing import Any
 
 import grpc
 
-from gpuconf.node.kubelet.proto import api_pb2, api_pb2_grpc
+from gpuconf.node.kubelet.proto import (
+    api_pb2,
+    api_pb2_grpc,
+    podresources_pb2,
+    podresources_pb2_grpc,
+)
+from gpuconf.node.nvml.fake import EVENT_POLL_SECONDS
 
 GPUS = 8
 RESOURCE = "gpuconf.dev/h100"
 EXTRA_STREAMS = 12
 XID_FLOOR_MS = 100.0
+POD_RESOURCES_SOCKET = "pod-resources.sock"
 WORKLOAD_XID = 94
 
 
@@ -158,7 +165,7 @@ def _start(config: Path, fake: Path, plugin_dir: Path) -> subprocess.Popen[bytes
     command = [
         sys.executable, "-m", "gpuconf", "node", "run", "--config", str(config),
         "--node-name", "bench", "--plugin-dir", str(plugin_dir), "--nvml", f"fake:{fake}",
-        "--pod-resources-socket", str(plugin_dir / "no-pod-resources.sock"),
+        "--pod-resources-socket", str(plugin_dir / POD_RESOURCES_SOCKET),
         "--metrics-port", "0",
     ]  # fmt: skip
     return subprocess.Popen(command, stderr=subprocess.DEVNULL)
@@ -172,6 +179,28 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.kill()
 
 
+class _NothingHeld(podresources_pb2_grpc.PodResourcesListerServicer):
+    """The kubelet's PodResources API on a node where no container holds a GPU: the runtime
+    offers no GPU before it knows that."""
+
+    def List(
+        self, request: podresources_pb2.ListPodResourcesRequest, context: grpc.ServicerContext
+    ) -> podresources_pb2.ListPodResourcesResponse:
+        return podresources_pb2.ListPodResourcesResponse()
+
+
+def _kubelet_server(kubelet: object, plugin_dir: Path, workers: int) -> grpc.Server:
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers))
+    api_pb2_grpc.add_RegistrationServicer_to_server(kubelet, server)  # type: ignore[no-untyped-call]
+    podresources_pb2_grpc.add_PodResourcesListerServicer_to_server(  # type: ignore[no-untyped-call]
+        _NothingHeld(), server
+    )
+    server.add_insecure_port(f"unix://{plugin_dir / 'kubelet.sock'}")
+    server.add_insecure_port(f"unix://{plugin_dir / POD_RESOURCES_SOCKET}")
+    server.start()
+    return server
+
+
 def _socket(plugin_dir: Path) -> Path:
     return plugin_dir / ("gpuconf-" + RESOURCE.replace("/", "_") + ".sock")
 
@@ -181,10 +210,7 @@ def _xid_with_hung_kubelet(files: Path) -> list[float]:
     plugin_dir = Path(tempfile.mkdtemp(prefix="gc-bench-hung-", dir="/tmp"))
     config, fake = _write_inputs(files)
     kubelet = _HungKubelet()
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-    api_pb2_grpc.add_RegistrationServicer_to_server(kubelet, server)  # type: ignore[no-untyped-call]
-    server.add_insecure_port(f"unix://{plugin_dir / 'kubelet.sock'}")
-    server.start()
+    server = _kubelet_server(kubelet, plugin_dir, workers=4)
     process = _start(config, fake, plugin_dir)
     latencies: list[float] = []
     try:
@@ -233,10 +259,7 @@ def main() -> int:
     files = Path(tempfile.mkdtemp(prefix="gc-bench-files-"))
     config, fake = _write_inputs(files)
     kubelet = _Kubelet()
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    api_pb2_grpc.add_RegistrationServicer_to_server(kubelet, server)  # type: ignore[no-untyped-call]
-    server.add_insecure_port(f"unix://{plugin_dir / 'kubelet.sock'}")
-    server.start()
+    server = _kubelet_server(kubelet, plugin_dir, workers=2)
     started = time.monotonic()
     process = _start(config, fake, plugin_dir)
     try:
@@ -278,9 +301,10 @@ def main() -> int:
                 streams.close()
             _report(f"Allocate, {EXTRA_STREAMS} extra streams open", busy)
             floor = 2 * _p99(idle)
-            verdict = "ok" if _p99(busy) <= floor else "OVER"
+            streams_verdict = "ok" if _p99(busy) <= floor else "OVER"
             print(
-                f"{'  p99 beside its floor (2x idle)':<34} {_p99(busy):8.0f} us <= {floor:.0f} us {verdict}"
+                f"{'  p99 beside its floor (2x idle)':<34} {_p99(busy):8.0f} us <= {floor:.0f} us "
+                f"{streams_verdict}"
             )
         print(f"{'resident memory (RSS)':<34} {_rss_mib(process.pid):8.1f} MiB")
     finally:
@@ -291,13 +315,21 @@ def main() -> int:
         xid = _xid_with_hung_kubelet(files)
     finally:
         shutil.rmtree(files, ignore_errors=True)
+    # The fake NVML hands events over on its own poll; that wait is the stand-in's, not
+    # gpuconf's, so the floor is held against what remains.
+    poll_ms = EVENT_POLL_SECONDS * 1000
     worst = max(xid)
-    verdict = "ok" if worst <= XID_FLOOR_MS else "OVER"
+    own = worst - poll_ms
+    verdict = "ok" if own <= XID_FLOOR_MS else "OVER"
     print(
         f"{'XID to stream, kubelet hung':<34} p50 {statistics.median(xid):8.1f} ms   "
-        f"max {worst:8.1f} ms <= {XID_FLOOR_MS:.0f} ms {verdict}   (n={len(xid)})"
+        f"max {worst:8.1f} ms   (n={len(xid)})"
     )
-    return 0
+    print(
+        f"{'  less the fake NVML poll':<34} {poll_ms:.0f} ms: max {own:6.1f} ms <= "
+        f"{XID_FLOOR_MS:.0f} ms {verdict}"
+    )
+    return 0 if verdict == streams_verdict == "ok" else 1
 
 
 if __name__ == "__main__":

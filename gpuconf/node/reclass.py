@@ -43,9 +43,13 @@ class PendingChange:
     """Resources the config wants to offer it."""
 
     def as_text(self) -> str:
+        waits = (
+            f"for {', '.join(self.held)} to be released"
+            if self.held
+            else "until the kubelet says which devices containers hold"
+        )
         return (
-            f"GPU {self.gpu_index}: {_names(self.current)} -> {_names(self.wanted)} "
-            f"waits for {', '.join(self.held)} to be released"
+            f"GPU {self.gpu_index}: {_names(self.current)} -> {_names(self.wanted)} waits {waits}"
         )
 
     def as_dict(self) -> dict[str, object]:
@@ -100,7 +104,8 @@ def reclass(
     gpus: Mapping[int, GpuInfo],
 ) -> Reclass:
     """The next effective assignment: ``wanted`` for every GPU whose change withdraws nothing
-    held. ``held`` None: the kubelet cannot say, so every withdrawn ID counts as held."""
+    held. ``held`` None: the kubelet cannot say, so every withdrawn ID counts as held, and a
+    GPU not offered now waits: a container may hold it under another resource."""
     result: dict[int, tuple[ResourceSettings, ...]] = {}
     pending: list[PendingChange] = []
     draining: set[tuple[str, str]] = set()
@@ -108,6 +113,9 @@ def reclass(
         now, then = effective.get(index, ()), wanted.get(index, ())
         if now == then:
             result[index] = then
+            continue
+        if not now and held is None:
+            pending.append(PendingChange(index, (), (), tuple(r.name for r in then)))
             continue
         if not now and held is not None:
             # Not offered by us now, yet a container may hold it: put there before this process

@@ -64,12 +64,13 @@ def test_fewer_replicas_wait_only_for_the_withdrawn_ids() -> None:
     }
 
 
-def test_unknown_holders_defer_every_withdrawal_but_not_additions() -> None:
+def test_unknown_holders_defer_every_withdrawal_and_every_addition() -> None:
+    # An added GPU may be held by a container under what an earlier process offered.
     now = assignment_of([(WHOLE, [0])])
     wanted = assignment_of([(SHARED, [0]), (WHOLE, [1])])
     change = reclass(now, wanted, None, GPUS)
-    assert change.effective == {0: (WHOLE,), 1: (WHOLE,)}
-    assert [p.gpu_index for p in change.pending] == [0]
+    assert change.effective == {0: (WHOLE,)}
+    assert [p.gpu_index for p in change.pending] == [0, 1]
 
 
 def test_a_gpu_that_left_the_config_goes_once_free() -> None:
@@ -93,4 +94,9 @@ def test_at_start_a_gpu_held_under_an_older_assignment_waits_for_its_holder() ->
         ("gpuconf.dev/shared",),
     )
     assert reclass({}, wanted, {}, GPUS).effective == wanted
-    assert reclass({}, wanted, None, GPUS).effective == wanted  # unknown at start: nothing to keep
+    # Unknown at start: a container may hold a GPU under its old class, so nothing is offered
+    # until the kubelet answers.
+    unknown = reclass({}, wanted, None, GPUS)
+    assert unknown.effective == {}
+    assert [p.gpu_index for p in unknown.pending] == [0, 1]
+    assert "until the kubelet says which devices containers hold" in unknown.pending[0].as_text()
