@@ -41,6 +41,9 @@ class MpsSupervisor:
         with self._lock:
             if specs == self._wanted:
                 return
+            # A resource whose daemon must change is down from now, not from when the MPS
+            # thread gets to it: its new GPUs are not MPS-served before then.
+            self._up -= {name for name in self._up if specs.get(name) != self._wanted.get(name)}
             self._wanted = dict(specs)
         self._nudge.set()
 
@@ -123,6 +126,9 @@ class MpsSupervisor:
 
     def _set_up(self, name: str, up: bool) -> None:
         with self._lock:
+            running = self._running.get(name)
+            # A daemon started for a spec `want` has since replaced is not up for the new one.
+            up = up and running is not None and running.spec == self._wanted.get(name)
             changed = (name in self._up) != up
             if up:
                 self._up.add(name)

@@ -1,7 +1,7 @@
 """CRI-O: a drop-in in /etc/crio/crio.conf.d/ declaring the nvidia runtime.
 
-CRI-O reads crio.conf, then every file of crio.conf.d in lexical order, the last value of an
-option winning (crio.conf.d(5)). The nvidia runtime copies the host's default low-level
+CRI-O reads crio.conf, then every file under crio.conf.d in lexical order, sub-folders
+included, the last value of an option winning (crio.conf.d(5), pkg/config UpdateFromPath). The nvidia runtime copies the host's default low-level
 runtime's table (monitor, root, …) and swaps its binary, as nvidia-ctk does. The runtimes
 table and default_runtime reload on SIGHUP from CRI-O 1.26 (`ReloadRuntimes`); older
 releases need a restart.
@@ -24,6 +24,8 @@ RELOADS_RUNTIMES_FROM = (1, 26, 0)
 # What CRI-O uses when no file names a default runtime (crun from 1.31's packaging on; runc
 # before); the first one the host's files declare wins.
 BUILT_IN_DEFAULTS = ("crun", "runc")
+# CRI-O reads every file it finds; setup reads at most this many.
+_MAX_DROPINS = 256
 
 
 def reloads_runtimes(crio: Version | None) -> bool:
@@ -65,11 +67,21 @@ def dropin_tables(settings: RuntimeSettings, effective: dict[str, Any]) -> dict[
 
 
 def _dropins(host: Host) -> list[str]:
-    folder = host.path(CRIO_DROPIN_DIR)
-    try:
-        names = sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    return [
-        f"{CRIO_DROPIN_DIR}/{name}" for name in names if f"{CRIO_DROPIN_DIR}/{name}" != CRIO_DROPIN
-    ]
+    """Every file under crio.conf.d in the order CRI-O reads them (`UpdateFromPath`:
+    filepath.Walk, so lexical, into sub-folders, dotfiles too), our own left out."""
+    found: list[str] = []
+
+    def walk(folder: str) -> None:
+        try:
+            entries = sorted(host.path(folder).iterdir(), key=lambda entry: entry.name)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        for entry in entries[: _MAX_DROPINS - len(found)]:
+            path = f"{folder}/{entry.name}"
+            if entry.is_dir() and not entry.is_symlink():
+                walk(path)
+            elif path != CRIO_DROPIN:
+                found.append(path)
+
+    walk(CRIO_DROPIN_DIR)
+    return found[:_MAX_DROPINS]

@@ -50,6 +50,26 @@ def test_the_nvidia_runtime_copies_the_default_runtime_s_table(host: HostTree) -
     }
 
 
+def test_drop_ins_in_sub_folders_and_dotfiles_count_as_crio_walks_them(host: HostTree) -> None:
+    # pkg/config UpdateFromPath: filepath.Walk over crio.conf.d, every file, lexical order.
+    host.write(
+        "/etc/crio/crio.conf.d/.00-hidden.conf",
+        '[crio.runtime]\ndefault_runtime = "runsc"\n'
+        '[crio.runtime.runtimes.runsc]\nruntime_path = "/usr/bin/runsc"\n',
+    )
+    host.write(
+        "/etc/crio/crio.conf.d/site/10-runsc.conf",
+        '[crio.runtime.runtimes.runsc]\nruntime_root = "/run/runsc"\n',
+    )
+    assert host.setup(setup_config("cri-o")).code == 0
+    nvidia = tomllib.loads(host.read(DROPIN))["crio"]["runtime"]["runtimes"]["nvidia"]
+    assert nvidia == {
+        "runtime_path": NVIDIA_RUNTIME,
+        "runtime_type": "oci",
+        "runtime_root": "/run/runsc",
+    }
+
+
 def test_without_host_runtimes_the_dropin_names_only_the_binary(host: HostTree) -> None:
     host.setup(setup_config("cri-o", setAsDefault=False))
     assert tomllib.loads(host.read(DROPIN)) == {
