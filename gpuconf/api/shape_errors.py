@@ -5,15 +5,17 @@ from __future__ import annotations
 import types
 import typing
 from collections.abc import Iterator
-from typing import Any, Literal, Union, get_args, get_origin
-
-from pydantic_core import ErrorDetails, ValidationError
+from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin
 
 from gpuconf.api import base, gpu_model
+from gpuconf.api.core_validator import ValidationError
 from gpuconf.api.record import Record
 from gpuconf.diagnostics import Diagnostic, KeyPath
 from gpuconf.formats.located_yaml import MISSING, Located, child
 from gpuconf.hints import did_you_mean
+
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
 
 _PATTERNS: dict[str, tuple[str, str]] = {
     base.DNS_LABEL: (

@@ -9,7 +9,7 @@ import importlib
 from functools import cache
 from typing import TYPE_CHECKING, Any, cast
 
-from pydantic_core import SchemaValidator
+from gpuconf.api.core_validator import SchemaValidator
 
 if TYPE_CHECKING:
     from gpuconf.api.cluster import Cluster

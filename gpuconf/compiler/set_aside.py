@@ -20,8 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic_core import ValidationError
-
+from gpuconf.api.core_validator import ValidationError
 from gpuconf.formats.located_yaml import Located
 
 _ITEMS = ("nodePools", "gpuModels", "resourceClasses", "quotas")

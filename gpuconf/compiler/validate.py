@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic_core import ValidationError
-
 from gpuconf.api.cluster import Cluster
+from gpuconf.api.core_validator import ValidationError
 from gpuconf.api.shape_errors import diagnostics_from
 from gpuconf.api.validators import validate_cluster
 from gpuconf.compiler.resolve.class_selection import ResolvedClass, resolve_classes

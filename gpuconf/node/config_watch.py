@@ -7,8 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic_core import ValidationError
-
+from gpuconf.api.core_validator import ValidationError
 from gpuconf.api.node_config import NodeConfig
 from gpuconf.api.shape_errors import diagnostics_from
 from gpuconf.api.validators import validate_node_config

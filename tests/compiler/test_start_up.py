@@ -1,5 +1,5 @@
-"""Each command loads only what it needs: `validate` never imports pydantic, the plan,
-templates, CEL, the node's models or the DRA device model of a device-plugin cluster."""
+"""Each command loads only what it needs: `validate` never imports pydantic (nor pydantic-core's
+Python package, only its compiled module), the plan, CEL, the node's models or the DRA device model of a device-plugin cluster."""
 
 from __future__ import annotations
 
@@ -54,13 +54,37 @@ def test_validate_imports_no_plan_template_or_cel_module(cluster: str) -> None:
     assert "gpuconf.compiler.validate" in imported
     heavy = sorted(m for m in imported if m.startswith(NOT_FOR_VALIDATE) or m == "pydantic")
     assert heavy == []
-    assert "pydantic_core" in imported
+    assert "gpuconf.api.core_validator" in imported
 
 
-def test_render_imports_no_pydantic() -> None:
+def test_validate_loads_only_pydantic_cores_compiled_module() -> None:
+    code = (
+        "import sys; from gpuconf.cli import main; code = main(['validate', 'clusters/lab.yaml']); "
+        "print(sorted(m for m in sys.modules if m.startswith('pydantic')), file=sys.stderr); "
+        "sys.exit(code)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    assert result.stderr.splitlines()[-1] == "['pydantic_core._pydantic_core']"
+
+
+def test_the_compiled_validator_is_pydantic_cores_own_when_the_package_loads_later() -> None:
+    code = (
+        "from gpuconf.api import core_validator; import pydantic_core; "
+        "assert core_validator.ValidationError is pydantic_core.ValidationError; "
+        "assert core_validator.SchemaValidator is pydantic_core.SchemaValidator; "
+        "assert pydantic_core._pydantic_core.ValidationError is core_validator.ValidationError; "
+        "import pydantic; pydantic.TypeAdapter(int).validate_python(1)"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)
+
+
+def test_render_imports_neither_pydantic_nor_a_template_engine() -> None:
     imported = _imported("render", "clusters/lab.yaml", "--check")
     assert "gpuconf.compiler.render" in imported
-    assert sorted(m for m in imported if m == "pydantic" or m.startswith("pydantic.")) == []
+    heavy = {m for m in imported if m == "pydantic" or m.startswith(("pydantic.", "jinja2"))}
+    assert sorted(heavy) == []
 
 
 def test_a_device_plugin_cluster_imports_no_dra_module() -> None:
