@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, TextIO
 
@@ -162,17 +164,33 @@ def _report(
         err.write(summary_line(diagnostics) + "\n")
 
 
+@contextmanager
+def _cycle_collector_paused() -> Iterator[None]:
+    """A compile builds some hundred thousand objects that live until it ends and makes almost
+    no reference cycles; Python's cycle collector would walk the growing heap again and again
+    (a third of a fleet's validation time). Memory stays bounded: what a compile frees, plain
+    reference counting frees."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def _compile(
     options: argparse.Namespace, render_output: bool = True, previous_output: Path | None = None
 ) -> Compiled:
     from gpuconf.compiler.pipeline import compile_paths
 
-    compiled = compile_paths(
-        options.paths or [options.base / DEFAULT_CLUSTERS],
-        relative_to=options.base,
-        render_output=render_output,
-        previous_output=previous_output,
-    )
+    with _cycle_collector_paused():
+        compiled = compile_paths(
+            options.paths or [options.base / DEFAULT_CLUSTERS],
+            relative_to=options.base,
+            render_output=render_output,
+            previous_output=previous_output,
+        )
     _report(compiled.diagnostics, options.format, sys.stdout, sys.stderr)
     return compiled
 

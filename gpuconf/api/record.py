@@ -110,9 +110,9 @@ class Record:
 
     def __init__(self, **values: Any) -> None:
         fields = type(self).__record_fields__
-        unknown = sorted(values.keys() - fields.keys())
-        if unknown:
-            raise TypeError(f"{type(self).__name__} has no field {', '.join(unknown)}")
+        if not values.keys() <= fields.keys():
+            unknown = ", ".join(sorted(values.keys() - fields.keys()))
+            raise TypeError(f"{type(self).__name__} has no field {unknown}")
         data: dict[str, Any] = {}
         for name, spec in fields.items():
             if name in values:
@@ -123,10 +123,7 @@ class Record:
                 data[name] = spec.default
             else:
                 raise TypeError(f"{type(self).__name__} needs {name}")
-        object.__setattr__(self, "__dict__", data)
-        object.__setattr__(self, "__pydantic_fields_set__", set(values))
-        object.__setattr__(self, "__pydantic_extra__", None)
-        object.__setattr__(self, "__pydantic_private__", None)
+        _fill(self, data, set(values))
 
     @property
     def fields_given(self) -> frozenset[str]:
@@ -144,11 +141,15 @@ class Record:
     def as_data(self, *, exclude_none: bool = True) -> dict[str, Any]:
         """The record as plain data under its file keys, nested records and lists included."""
         fields = type(self).__record_fields__
-        return {
-            fields[name].alias: _as_data(value, exclude_none)
-            for name, value in self.__dict__.items()
-            if not (exclude_none and value is None)
-        }
+        data = {}
+        for name, value in self.__dict__.items():
+            if value is None:
+                if exclude_none:
+                    continue
+            elif type(value) not in _PLAIN_TYPES:
+                value = _as_data(value, exclude_none)
+            data[fields[name].alias] = value
+        return data
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is frozen")
@@ -206,10 +207,19 @@ def _as_data(value: Any, exclude_none: bool) -> Any:
     return value
 
 
+_PLAIN_TYPES = frozenset({str, int, bool, float})
+
+
 def _rebuild(cls: type[Record], data: dict[str, Any], given: set[str]) -> Record:
     record = object.__new__(cls)
-    object.__setattr__(record, "__dict__", dict(data))
-    object.__setattr__(record, "__pydantic_fields_set__", set(given))
-    object.__setattr__(record, "__pydantic_extra__", None)
-    object.__setattr__(record, "__pydantic_private__", None)
+    _fill(record, dict(data), set(given))
     return record
+
+
+def _fill(record: Record, data: dict[str, Any], given: set[str]) -> None:
+    """Set what pydantic-core sets on a record it builds (the record itself refuses setattr)."""
+    set_attribute = object.__setattr__
+    set_attribute(record, "__dict__", data)
+    set_attribute(record, "__pydantic_fields_set__", given)
+    set_attribute(record, "__pydantic_extra__", None)
+    set_attribute(record, "__pydantic_private__", None)

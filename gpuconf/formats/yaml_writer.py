@@ -8,20 +8,29 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*$")
 _RESERVED = re.compile(r"^(y|n|yes|no|on|off|true|false|null|nan|inf)$", re.IGNORECASE)
-# Characters YAML does not allow raw in a stream (or that parsers treat as line breaks).
-_UNPRINTABLE = re.compile(
-    "[^\x09\x0a\x0d\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]|[\u2028\u2029\ufeff]"
-)
+
+
+@cache
+def _unprintable() -> re.Pattern[str]:
+    """Characters YAML does not allow raw in a stream (or that parsers treat as line breaks).
+
+    Compiled on first use: its Unicode ranges take milliseconds to compile, and ASCII text,
+    nearly all of a rendered tree, never needs it."""
+    return re.compile(
+        "[^\x09\x0a\x0d\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]|[\u2028\u2029\ufeff]"
+    )
 
 
 def _quoted(value: str) -> str:
     text = json.dumps(value, ensure_ascii=False)
-    return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    if text.isascii():
+        return text.replace("\x7f", "\\u007f")  # JSON escaped the other control characters
+    return _unprintable().sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -47,73 +56,101 @@ def _scalar(value: Any) -> str:
     raise TypeError(f"cannot write {type(value).__name__} as YAML")
 
 
+# Whitespace ending a line of a block: a literal block would not keep it.
+_TRAILING_SPACE = re.compile(r"[^\S\n](?:\n|\Z)")
+_LINE_START = re.compile(r"\n(?=[^\n])")
+# _unprintable()'s ASCII part: a far smaller class, for the common case of ASCII text.
+_ASCII_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _unfit_for_block(body: str) -> bool:
+    if body.isascii():
+        # ASCII's whitespace other than space and line breaks are control characters, which
+        # are unprintable anyway (tabs and carriage returns were refused before).
+        return " \n" in body or body.endswith(" ") or bool(_ASCII_UNPRINTABLE.search(body))
+    return bool(_TRAILING_SPACE.search(body) or _unprintable().search(body))
+
+
 def _literal_block(value: str, indent: str) -> str | None:
     """A `|` block for multi-line text that round-trips exactly, else None."""
     if "\n" not in value or value.startswith((" ", "\n")) or "\t" in value or "\r" in value:
         return None
     body = value.rstrip("\n")
-    trailing = len(value) - len(body)
-    lines = body.split("\n")
-    if any(line != line.rstrip() or _UNPRINTABLE.search(line) for line in lines):
+    if _unfit_for_block(body):
         return None
+    trailing = len(value) - len(body)
     chomp = {0: "-", 1: ""}.get(trailing, "+")
-    text = "".join(f"\n{indent}{line}" if line else "\n" for line in lines)
+    # Every line indented, empty lines left empty.
+    text = _LINE_START.sub("\n" + indent, "\n" + body)
     if trailing > 1:
         text += "\n" * (trailing - 1)
     return f"|{chomp}{text}"
 
 
-class _Writer:
-    """One dump: the lines so far."""
+# One recursive walk writes a whole document; a rendered tree holds ~50,000 entries, so the
+# common case (a string under a key) is decided without a further call.
 
-    def __init__(self) -> None:
-        self.out: list[str] = []
 
-    def scalar(self, value: Any) -> str:
-        return _text(value) if type(value) is str else _scalar(value)
-
-    def emit(self, value: Any, indent: str) -> None:
-        if isinstance(value, dict):
-            for key in sorted(value):
-                self.entry(f"{indent}{_text(str(key))}:", value[key], indent)
-        elif isinstance(value, list):
-            inner = indent + "  "
-            for item in value:
-                if isinstance(item, dict) and item:
-                    first, *rest = sorted(item)
-                    self.entry(f"{indent}- {_text(str(first))}:", item[first], inner)
-                    for key in rest:
-                        self.entry(f"{inner}{_text(str(key))}:", item[key], inner)
-                else:
-                    self.entry(f"{indent}-", item, inner, in_list=True)
+def _entry(head: str, item: Any, child: str, list_indent: str, out: list[str]) -> None:
+    """`head` (``key:`` or ``-``) followed by `item`: inline if a scalar, else on the lines
+    below, a mapping indented to `child` and a list to `list_indent`."""
+    if type(item) is str:
+        if "\n" in item:
+            block = _literal_block(item, child)
+            if block is not None:
+                out.append(f"{head} {block}")
+                return
+        out.append(f"{head} {_text(item)}")
+    elif isinstance(item, dict):
+        if item:
+            out.append(head)
+            _mapping(item, child, child, out)
         else:
-            self.out.append(indent + self.scalar(value))
-
-    def entry(self, head: str, item: Any, indent: str, in_list: bool = False) -> None:
-        child = indent if in_list else indent + "  "
-        if isinstance(item, dict):
-            if item:
-                self.out.append(head)
-                self.emit(item, child)
-            else:
-                self.out.append(f"{head} {{}}")
-        elif isinstance(item, list):
-            if item:
-                self.out.append(head)
-                self.emit(item, child if in_list else indent)
-            else:
-                self.out.append(f"{head} []")
-        elif type(item) is str and "\n" in item and (block := _literal_block(item, child)):
-            self.out.append(f"{head} {block}")
+            out.append(f"{head} {{}}")
+    elif isinstance(item, list):
+        if item:
+            out.append(head)
+            _sequence(item, list_indent, out)
         else:
-            self.out.append(f"{head} {self.scalar(item)}")
+            out.append(f"{head} []")
+    else:
+        out.append(f"{head} {_scalar(item)}")
+
+
+def _mapping(mapping: dict[Any, Any], first: str, indent: str, out: list[str]) -> None:
+    """The entries of a non-empty mapping at `indent`; the first line starts with `first`
+    instead (``- `` when the mapping is a list item)."""
+    child = indent + "  "
+    prefix = first
+    for key in sorted(mapping):
+        name = _text(key if type(key) is str else str(key))
+        item = mapping[key]
+        kind = type(item)
+        if kind is str and "\n" not in item:
+            out.append(f"{prefix}{name}: {_text(item)}")
+        elif kind is int:
+            out.append(f"{prefix}{name}: {item}")
+        else:
+            _entry(f"{prefix}{name}:", item, child, indent, out)
+        prefix = indent
+
+
+def _sequence(items: list[Any], indent: str, out: list[str]) -> None:
+    inner = indent + "  "
+    for item in items:
+        if isinstance(item, dict) and item:
+            _mapping(item, f"{indent}- ", inner, out)
+        else:
+            _entry(f"{indent}-", item, inner, inner, out)
 
 
 def dump(value: Any) -> str:
     """One YAML document, LF line ends and a trailing newline."""
-    writer = _Writer()
-    if isinstance(value, dict | list) and value:
-        writer.emit(value, "")
+    out: list[str] = []
+    if isinstance(value, dict) and value:
+        _mapping(value, "", "", out)
+    elif isinstance(value, list) and value:
+        _sequence(value, "", out)
     else:
-        writer.entry("---", value, "")
-    return "\n".join(writer.out) + "\n"
+        _entry("---", value, "  ", "", out)
+    return "\n".join(out) + "\n"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import stat
 from pathlib import Path
 
 import pytest
@@ -52,6 +54,17 @@ def test_render_writes_the_tree_into_the_output_folder(tmp_path: Path) -> None:
     result = run_cli("render", "clusters/lab.yaml", "-o", str(tmp_path), cwd=REPO)
     assert result.code == 0
     assert read_tree(tmp_path / "lab") == read_tree(RENDERED / "lab")
+
+
+def test_rendered_files_are_0644_and_folders_0755_whatever_the_umask(tmp_path: Path) -> None:
+    previous = os.umask(0o077)
+    try:
+        assert run_cli("render", "clusters/lab.yaml", "-o", str(tmp_path), cwd=REPO).code == 0
+    finally:
+        os.umask(previous)
+    tree = [tmp_path / "lab", *(tmp_path / "lab").rglob("*")]
+    modes = {(p.is_dir(), stat.S_IMODE(p.stat().st_mode)) for p in tree}
+    assert modes == {(False, 0o644), (True, 0o755)}
 
 
 def test_render_check_passes_when_up_to_date(repo_copy: Path) -> None:

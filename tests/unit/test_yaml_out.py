@@ -67,3 +67,19 @@ def test_keys_are_sorted_and_the_text_ends_with_one_newline() -> None:
 def test_multi_line_text_is_written_as_a_literal_block() -> None:
     text = dump({"data": {"config.yaml": "version: v1\nflags: {}\n"}})
     assert "config.yaml: |\n    version: v1\n    flags: {}\n" in text
+
+
+@pytest.mark.parametrize("text", ["x\x7fy", "x\x00y", "é\x7f\u2028", "a\nb\x7f\n", "a \nb\n"])
+def test_characters_yaml_forbids_raw_are_escaped_in_ascii_and_unicode_text(text: str) -> None:
+    written = dump({"value": text})
+    assert not {"\x7f", "\x00", "\u2028"} & set(written)
+    assert _load(written) == {"value": text}
+
+
+@pytest.mark.parametrize(
+    "text", ["line \nnext\n", "line\u3000\nnext\n", "a\x0cb\nc\n", "a\nb\x85c\n"]
+)
+def test_text_a_literal_block_would_alter_is_written_quoted(text: str) -> None:
+    written = dump({"value": text})
+    assert "|" not in written
+    assert _load(written) == {"value": text}
