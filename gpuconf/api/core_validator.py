@@ -13,7 +13,6 @@ ordinary import would have given it.
 from __future__ import annotations
 
 import sys
-from importlib.abc import MetaPathFinder
 from importlib.machinery import (
     EXTENSION_SUFFIXES,
     ExtensionFileLoader,
@@ -62,9 +61,10 @@ def _extension() -> ModuleType:
     return module
 
 
-class _PackageFinder(MetaPathFinder):
+class _PackageFinder:
     """Finds the package as the rest of `sys.meta_path` would, once, and hands it the extension
-    module before its `__init__` runs."""
+    module before its `__init__` runs. (A meta path finder needs only `find_spec`; subclassing
+    importlib.abc's would import importlib.resources.)"""
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> ModuleSpec | None:
         if name != PACKAGE:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 import shutil
 import tempfile
@@ -148,6 +147,12 @@ def _text(data: bytes) -> list[str]:
     return data.decode("utf-8", errors="replace").splitlines(keepends=True)
 
 
+def _unified_diff(old: list[str], new: list[str], fromfile: str, tofile: str) -> Iterator[str]:
+    import difflib  # only where a file differs: an up-to-date check never needs it
+
+    return difflib.unified_diff(old, new, fromfile=fromfile, tofile=tofile)
+
+
 def diff(out: Path, clusters: Mapping[str, RenderedTree], prune: bool) -> Iterator[str]:
     """Unified diff lines from what is in `out` to what would be written."""
     for leftover in interrupted_staging(out):
@@ -160,7 +165,7 @@ def diff(out: Path, clusters: Mapping[str, RenderedTree], prune: bool) -> Iterat
             if old == new:
                 continue
             label = f"{name}/{relative}"
-            yield from difflib.unified_diff(
+            yield from _unified_diff(
                 _text(old or b""),
                 _text(new or b""),
                 fromfile=f"a/{label}" if old is not None else "/dev/null",
@@ -169,6 +174,6 @@ def diff(out: Path, clusters: Mapping[str, RenderedTree], prune: bool) -> Iterat
     if prune:
         for folder in stale_clusters(out, clusters):
             for relative, data in _on_disk(folder).items():
-                yield from difflib.unified_diff(
+                yield from _unified_diff(
                     _text(data), [], fromfile=f"a/{folder.name}/{relative}", tofile="/dev/null"
                 )

@@ -218,6 +218,8 @@ class _Document:
         self.open_anchors: set[str] = set()
         self.values = 0
         self.aliased_values = 0
+        self.plain_values: dict[str, Any] = {}
+        """Plain scalars already resolved (a fleet repeats its model names, counts and flags)."""
 
     def fail(self, mark: Any, path: KeyPath, message: str, hint: str = "") -> LoadFailed:
         return LoadFailed(Diagnostic(self.file, *_at(mark), path, message, hint))
@@ -248,12 +250,25 @@ class _Document:
             here: KeyPath
             if type(container) is dict:
                 if key is None:
-                    key = self._key(event, container, path)
+                    if (
+                        kind is ScalarEvent
+                        and event.tag is None
+                        and event.anchor is None
+                        and event.value not in container
+                        and event.value != _MERGE_KEY
+                    ):
+                        # The common key, inline: a plain name seen once in this mapping.
+                        key = event.value
+                        mark = event.start_mark
+                        self.positions[(*path, key)] = (mark.line + 1, mark.column + 1)
+                    else:
+                        key = self._key(event, container, path)
                     continue
                 here = (*path, key)
             elif type(container) is list:
                 here = (*path, len(container))
-                self.positions[here] = _at(event.start_mark)
+                mark = event.start_mark
+                self.positions[here] = (mark.line + 1, mark.column + 1)
             else:
                 here = ()
             self.values += 1
@@ -317,7 +332,10 @@ class _Document:
         text: str = event.value
         tag = event.tag
         if tag is None and event.implicit[0]:
-            return self._plain(event, text, path)
+            value = self.plain_values.get(text, MISSING)
+            if value is MISSING:
+                value = self.plain_values[text] = self._plain(event, text, path)
+            return value
         if tag is None or tag == "!" or tag == f"{_CORE}str":
             return text
         accepted = _TAGGED_TYPES.get(tag)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 
 from gpuconf.api.base import version_parts
 from gpuconf.api.cluster import ClusterSpec, ResourceClass, Selector
 from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory, Gpu, NodeGroup
-from gpuconf.formats.quantity import memory_mib
 from gpuconf.gpus.mig import mig_strategy
 from gpuconf.gpus.resource_names import nvidia_resource
 
@@ -119,11 +119,19 @@ def units_selected(
         return 0
     if profile is not None and (gpu.mig is None or profile not in gpu.mig):
         return 0
-    if selector.memory_at_least is not None and device_memory_mib(gpu, profile) < memory_mib(
+    if selector.memory_at_least is not None and device_memory_mib(gpu, profile) < _asked_mib(
         selector.memory_at_least
     ):
         return 0
     return 1 if profile is None or gpu.mig is None else gpu.mig[profile]
+
+
+@cache
+def _asked_mib(memory_at_least: str) -> int:
+    # Quantities (and the fractions module) load only for a class that asks for memory.
+    from gpuconf.formats.quantity import memory_mib
+
+    return memory_mib(memory_at_least)
 
 
 def default_resource_name(
