@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 
 def closest(wanted: str, options: Iterable[str], n: int = 1, cutoff: float = 0.6) -> list[str]:
+    import difflib  # only when a message needs a suggestion: a valid file never does
+
     return difflib.get_close_matches(wanted, list(options), n=n, cutoff=cutoff)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -115,7 +114,7 @@ def write(out: Path, clusters: Mapping[str, RenderedTree], prune: bool) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for leftover in interrupted_staging(out):
         shutil.rmtree(leftover, ignore_errors=True)
-    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-", dir=out))
+    staging = _new_staging(out)
     try:
         with _tree_modes():
             for name, tree in clusters.items():
@@ -131,6 +130,18 @@ def write(out: Path, clusters: Mapping[str, RenderedTree], prune: bool) -> None:
                 folder.rename(staging / f"{folder.name}.stale")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _new_staging(out: Path) -> Path:
+    """A new folder for this render, private to its user, named with its pid (as
+    `interrupted_staging` reads it back); tempfile.mkdtemp would do, at tempfile's import."""
+    while True:
+        staging = out / f"{STAGING_PREFIX}{os.getpid()}-{os.urandom(4).hex()}"
+        try:
+            staging.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        return staging
 
 
 def _on_disk(folder: Path) -> dict[str, bytes]:
