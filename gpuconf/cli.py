@@ -169,14 +169,16 @@ def _cycle_collector_paused() -> Iterator[None]:
     """A compile builds some hundred thousand objects that live until it ends and makes almost
     no reference cycles; Python's cycle collector would walk the growing heap again and again
     (a third of a fleet's validation time). Memory stays bounded: what a compile frees, plain
-    reference counting frees. The survivors are then frozen, so that the collector, once back
-    on, does not walk them all at the next allocation either."""
+    reference counting frees. The survivors then go straight to the oldest generation, so the
+    collector, once back on, does not walk them all at the next allocation either."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        gc.freeze()
+        if gc.get_freeze_count() == 0:  # nobody else's frozen objects to thaw
+            gc.freeze()  # every tracked object, young ones included, set aside at once…
+            gc.unfreeze()  # …and back, all in the oldest generation
         if was_enabled:
             gc.enable()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -297,3 +298,15 @@ def test_explain_still_reports_the_problems_of_the_cluster_it_explains(tmp_path:
     result = run_cli("explain", name, cwd=tmp_path)
     assert result.code == 1
     assert result.err.startswith("clusters/team.yaml:")
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_compile_leaves_the_cycle_collector_as_it_found_it(enabled: bool) -> None:
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        assert run_cli("validate", "clusters/lab.yaml", cwd=REPO).code == 0
+        assert gc.isenabled() is enabled
+        assert gc.get_freeze_count() == 0
+    finally:
+        (gc.enable if was else gc.disable)()
