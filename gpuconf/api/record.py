@@ -110,6 +110,10 @@ class Record:
 
     def __init__(self, **values: Any) -> None:
         fields = type(self).__record_fields__
+        if len(values) == len(fields) and values.keys() == fields.keys():
+            # Every field given, the common case for records built in code: in field order.
+            _fill(self, {name: values[name] for name in fields}, set(values))
+            return
         if not values.keys() <= fields.keys():
             unknown = ", ".join(sorted(values.keys() - fields.keys()))
             raise TypeError(f"{type(self).__name__} has no field {unknown}")
@@ -218,8 +222,14 @@ def _rebuild(cls: type[Record], data: dict[str, Any], given: set[str]) -> Record
 
 def _fill(record: Record, data: dict[str, Any], given: set[str]) -> None:
     """Set what pydantic-core sets on a record it builds (the record itself refuses setattr)."""
-    set_attribute = object.__setattr__
-    set_attribute(record, "__dict__", data)
-    set_attribute(record, "__pydantic_fields_set__", given)
-    set_attribute(record, "__pydantic_extra__", None)
-    set_attribute(record, "__pydantic_private__", None)
+    _SET_DICT(record, data)
+    _SET_FIELDS_SET(record, given)
+    _SET_EXTRA(record, None)
+    _SET_PRIVATE(record, None)
+
+
+# The slots' own setters: a record's __setattr__ refuses, and these skip attribute lookup.
+_SET_DICT = Record.__dict__["__dict__"].__set__
+_SET_FIELDS_SET = Record.__dict__["__pydantic_fields_set__"].__set__
+_SET_EXTRA = Record.__dict__["__pydantic_extra__"].__set__
+_SET_PRIVATE = Record.__dict__["__pydantic_private__"].__set__
