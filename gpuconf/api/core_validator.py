@@ -62,20 +62,22 @@ def _extension() -> ModuleType:
 
 
 class _PackageFinder:
-    """Finds the package as the rest of `sys.meta_path` would, once, and hands it the extension
-    module before its `__init__` runs. (A meta path finder needs only `find_spec`; subclassing
-    importlib.abc's would import importlib.resources.)"""
+    """Finds the package as the rest of `sys.meta_path` would and hands it the extension module
+    before its `__init__` runs; it leaves `sys.meta_path` once the package is imported (a mere
+    `importlib.util.find_spec` probe imports nothing). A meta path finder needs only
+    `find_spec`: subclassing importlib.abc's would import importlib.resources."""
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> ModuleSpec | None:
         if name != PACKAGE:
             return None
-        sys.meta_path.remove(self)
         spec = PathFinder.find_spec(name, path, target)
         if spec is None or spec.loader is None:
             return spec
         run_init = spec.loader.exec_module
 
         def exec_module(package: ModuleType) -> None:
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
             package._pydantic_core = sys.modules[EXTENSION]  # type: ignore[attr-defined]
             run_init(package)
 

@@ -6,7 +6,6 @@ import os
 import shutil
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from pathlib import Path
 
 from gpuconf.compiler.plan.readme import GENERATED_MARK, README
@@ -38,20 +37,11 @@ def _write_files(root: Path, tree: RenderedTree) -> None:
             made.add(target.parent)
         descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
+            # Whatever the umask or a folder's default ACL; folders follow the user's umask.
+            os.fchmod(descriptor, 0o644)
             os.write(descriptor, data)
         finally:
             os.close(descriptor)
-
-
-@contextmanager
-def _tree_modes() -> Iterator[None]:
-    """Files 0644 and folders 0755 whatever the user's umask, as git checks them out: set by
-    the umask rather than a chmod per file (a thousand system calls fewer)."""
-    previous = os.umask(0o022)
-    try:
-        yield
-    finally:
-        os.umask(previous)
 
 
 def _writer_alive(staging: Path) -> bool:
@@ -116,9 +106,8 @@ def write(out: Path, clusters: Mapping[str, RenderedTree], prune: bool) -> None:
         shutil.rmtree(leftover, ignore_errors=True)
     staging = _new_staging(out)
     try:
-        with _tree_modes():
-            for name, tree in clusters.items():
-                _write_files(staging / name, tree)
+        for name, tree in clusters.items():
+            _write_files(staging / name, tree)
         for name in clusters:
             target = out / name
             retired = staging / f"{name}.old"

@@ -69,12 +69,18 @@ def test_validate_loads_only_pydantic_cores_compiled_module() -> None:
     assert result.stderr.splitlines()[-1] == "['pydantic_core._pydantic_core']"
 
 
-def test_the_compiled_validator_is_pydantic_cores_own_when_the_package_loads_later() -> None:
+@pytest.mark.parametrize(
+    "probe", ["", "import importlib.util; importlib.util.find_spec('pydantic_core'); "]
+)
+def test_the_compiled_validator_is_pydantic_cores_own_when_the_package_loads_later(
+    probe: str,
+) -> None:
     code = (
-        "from gpuconf.api import core_validator; import pydantic_core; "
+        f"from gpuconf.api import core_validator; {probe}import pydantic_core; "
         "assert core_validator.ValidationError is pydantic_core.ValidationError; "
         "assert core_validator.SchemaValidator is pydantic_core.SchemaValidator; "
         "assert pydantic_core._pydantic_core.ValidationError is core_validator.ValidationError; "
+        "import sys; assert not any(type(f).__name__ == '_PackageFinder' for f in sys.meta_path); "
         "import pydantic; pydantic.TypeAdapter(int).validate_python(1)"
     )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)
