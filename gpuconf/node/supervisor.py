@@ -81,6 +81,8 @@ class Supervisor:
         self._wake = threading.Event()
         self._health = HealthMonitor(nvml, self._tracker, metrics, self._wake)
         self._saved_awaiting_reset = self._restore_awaiting_reset()
+        self._save_failure: tuple[frozenset[str], int | None] | None = None
+        """The state and error of the last save that failed: retried every tick, logged once."""
         self._kubelet = KubeletWatch(settings.plugin_dir)
         self._drift = DriftWatch(settings.node_name, metrics)
         self._inventory = DiscoveredInventory()
@@ -348,8 +350,14 @@ class Supervisor:
         try:
             reset_state.save(path, awaiting)
         except OSError as error:
-            _log.error("cannot save the reset state", extra=log.kv(path=path, error=str(error)))
+            failure = (awaiting, error.errno)  # the message names a new temporary file each time
+            if failure != self._save_failure:
+                _log.error("cannot save the reset state", extra=log.kv(path=path, error=str(error)))
+                self._save_failure = failure
             return
+        if self._save_failure is not None:
+            _log.info("reset state saved again", extra=log.kv(path=path))
+            self._save_failure = None
         self._saved_awaiting_reset = awaiting
 
     def _publish(self, now: float) -> None:

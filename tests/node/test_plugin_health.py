@@ -127,3 +127,23 @@ def test_a_gpu_awaiting_a_reset_stays_withheld_across_a_restart(
         process.write_gpus(box)  # re-enumerated: reset
         kubelet.wait_devices(WHOLE, lambda d: health(d, gpu_uuid(1)) == "Healthy", timeout=5)
         wait_until(lambda: gpu_uuid(1) not in state.read_text(), what="the state cleared")
+
+
+def test_a_reset_state_that_cannot_be_saved_is_reported_once_and_saved_when_it_can(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    config = node_config([resource("h100", [0, 1])], gpus=2, health={
+        "ignoredXids": [13], "resetXids": [48], "recoverAfterSeconds": 1,
+    })  # fmt: skip
+    process = NodeProcess(tmp_path_factory.mktemp("reset-unsaved"), config, nvlink_box(2))
+    state = process.files / "state" / "awaiting-reset.json"
+    state.mkdir(parents=True)  # a folder where the file goes: every save fails
+    with serving(process) as kubelet:
+        kubelet.wait_devices(WHOLE, timeout=10)
+        process.send_xid(gpu_uuid(1), 48)
+        wait_until(lambda: "cannot save the reset state" in process.log(), what="the error")
+        time.sleep(1)  # five ticks of the publish loop, each retrying the save
+        assert process.log().count("cannot save the reset state") == 1
+        state.rmdir()
+        wait_until(lambda: state.is_file() and gpu_uuid(1) in state.read_text(), what="saved")
+        assert "reset state saved again" in process.log()
