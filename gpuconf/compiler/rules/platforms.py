@@ -10,7 +10,7 @@ from gpuconf.api.cluster.pool import ARCH_LABEL
 from gpuconf.api.gpu_model import GpuModel
 from gpuconf.compiler.rules.context import SPEC, RuleContext, pool_path
 from gpuconf.diagnostics import Diagnostic, KeyPath
-from gpuconf.gpus.jetson import JETPACK_L4T, jetpack_for_l4t_major, soc_of
+from gpuconf.gpus.jetson import JETPACK_L4T, jetpack_for_l4t_major, l4t_major, soc_of
 
 
 def check(ctx: RuleContext) -> Iterator[Diagnostic]:
@@ -147,7 +147,7 @@ def _jetpack(
             "known releases: " + ", ".join(JETPACK_L4T),
         )
         return
-    major = int(l4t.split(".")[0])
+    major = l4t_major(l4t)
     for _, model in models:
         soc = soc_of(model)
         if soc is None or major in soc.l4t_majors:
