@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gpuconf.compiler.plan.artifact import Artifact
+from gpuconf.compiler.plan.artifact import Artifact, manifest
+from gpuconf.compiler.plan.kustomization import kustomization
 from gpuconf.compiler.plan.readme import GENERATED_MARK
 from gpuconf.compiler.render import RenderedTree, render
 
@@ -48,24 +49,13 @@ def _labels(cluster: str | None = None) -> dict[str, str]:
     return labels
 
 
-def _kustomization(artifacts: list[Artifact]) -> Artifact:
-    return Artifact(
-        "kustomization.yaml",
-        {
-            "apiVersion": "kustomize.config.k8s.io/v1beta1",
-            "kind": "Kustomization",
-            "resources": sorted(a.path for a in artifacts),
-        },
-    )
-
-
 def _readme(title: str, body: str) -> Artifact:
     mark = f"{GENERATED_MARK} the rendered clusters by `gpuconf gitops`; edits are overwritten."
     return Artifact("README.md", f"# {title}\n\n{mark}\n\n{body}\n", "text")
 
 
 def _folder(artifacts: list[Artifact], title: str, body: str) -> RenderedTree:
-    return render([*artifacts, _kustomization(artifacts), _readme(title, body)])
+    return render([*artifacts, kustomization(artifacts), _readme(title, body)])
 
 
 # --- Argo CD ------------------------------------------------------------------------------
@@ -88,7 +78,7 @@ def _application_spec(source: GitSource, path: str, cluster: str) -> dict[str, A
 
 
 def _application(source: GitSource, cluster: str) -> Artifact:
-    return Artifact(
+    return manifest(
         f"application-{cluster}.yaml",
         {
             "apiVersion": "argoproj.io/v1alpha1",
@@ -105,7 +95,7 @@ def _application(source: GitSource, cluster: str) -> Artifact:
 
 def _application_set(source: GitSource) -> Artifact:
     basename = "{{.path.basename}}"
-    return Artifact(
+    return manifest(
         "applicationset.yaml",
         {
             "apiVersion": "argoproj.io/v1alpha1",
@@ -184,7 +174,7 @@ def _flux_kustomization(source: GitSource, cluster: str, stage: str, after: list
     }
     if after:
         spec["dependsOn"] = [{"name": _stage_name(cluster, s)} for s in after]
-    return Artifact(
+    return manifest(
         f"kustomization-{stage}.yaml",
         {
             "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
@@ -200,7 +190,7 @@ def _flux_kustomization(source: GitSource, cluster: str, stage: str, after: list
 
 
 def _git_repository(source: GitSource) -> Artifact:
-    return Artifact(
+    return manifest(
         "gitrepository.yaml",
         {
             "apiVersion": "source.toolkit.fluxcd.io/v1",
