@@ -116,6 +116,10 @@ class ClusterSpec(Model):
     namespace_policy: NamespacePolicy = "create"
     """Default for every quota's namespacePolicy: create, adopt or external."""
 
+    def driver_versions(self) -> dict[str, str | None]:
+        """Each pool's declared driver version by pool name; None where it declares none."""
+        return {p.name: p.driver.version if p.driver else None for p in self.node_pools}
+
 
 class Cluster(Model):
     api_version: ApiVersion

@@ -129,8 +129,8 @@ def published_devices(
 
 def cluster_devices(cluster: Cluster, inventory: DeclaredInventory) -> PublishedInventory:
     """The devices the cluster's chosen driver release (spec.dra.driverVersion) publishes."""
-    drivers = {p.name: p.driver.version if p.driver else None for p in cluster.spec.node_pools}
-    return published_devices(inventory, cluster.spec.dra.driver_version, drivers)
+    spec = cluster.spec
+    return published_devices(inventory, spec.dra.driver_version, spec.driver_versions())
 
 
 def expected_devices(resolved: ResolvedClass, devices: list[DraDevice]) -> frozenset[DeviceKey]:

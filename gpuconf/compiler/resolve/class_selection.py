@@ -173,7 +173,7 @@ def resolve_classes(spec: ClusterSpec, inventory: DeclaredInventory) -> tuple[Re
     resolved = []
     strategies = pool_mig_strategies(inventory)
     order = {id(group): position for position, group in enumerate(inventory.groups)}
-    drivers = {p.name: p.driver.version if p.driver else None for p in spec.node_pools}
+    drivers = spec.driver_versions()
     for index, resource_class in enumerate(spec.resource_classes):
         groups = sorted(_candidates(resource_class.select, inventory), key=lambda g: order[id(g)])
         members = tuple(
