@@ -43,15 +43,7 @@ def _dra_driver(validated: Validated) -> dict[str, Any] | None:
     }
 
 
-def _target(cluster: Cluster) -> str:
-    spec = cluster.spec
-    plugin = f", plugin `{spec.plugin}`" if spec.allocation == "device-plugin" else ""
-    return (
-        f"Target: Kubernetes {spec.kubernetes.version}, allocation `{spec.allocation}`{plugin}.\n"
-    )
-
-
-def _pools(validated: Validated) -> str:
+def _pool_rows(validated: Validated) -> str:
     rows = []
     for pool in validated.cluster.spec.node_pools:
         counts = sorted({len(g.gpus) for g in validated.inventory.by_pool(pool.name)})
@@ -59,21 +51,13 @@ def _pools(validated: Validated) -> str:
         selector = ", ".join(f"{k}={v}" for k, v in sorted(node_selector(pool).items()))
         gpus = f"{'/'.join(map(str, counts))} × {model}"
         rows.append(_row(pool.name, pool_size(pool), gpus, pool.runtime.engine, f"`{selector}`"))
-    return (
-        "## Pools\n\n| pool | nodes | GPUs per node | runtime | node selector |\n|---|---|---|---|---|\n"
-        + "".join(rows)
-    )
+    return "".join(rows)
 
 
-def _classes(rows: Iterable[ClassRow]) -> str:
-    return (
-        "## Resource classes\n\n"
-        "| class | requested as | devices | replicas | capacity | quota | headroom |\n"
-        "|---|---|---|---|---|---|---|\n"
-        + "".join(
-            _row(r.name, f"`{r.request}`", r.devices, r.replicas, r.capacity, r.quota, r.headroom)
-            for r in rows
-        )
+def _class_rows(rows: Iterable[ClassRow]) -> str:
+    return "".join(
+        _row(r.name, f"`{r.request}`", r.devices, r.replicas, r.capacity, r.quota, r.headroom)
+        for r in rows
     )
 
 
@@ -82,73 +66,72 @@ def _dra_section(dra: dict[str, Any]) -> str:
     if dra["gates"]:
         flags = " and ".join(f"`featureGates.{gate}=true`" for gate in dra["gates"])
         gates = f",\nand with {flags}\n(the driver refuses these classes' sharing otherwise)"
-    return (
-        "\n## NVIDIA's DRA driver\n\n"
-        "The DeviceClasses in `cluster/` select devices of NVIDIA's DRA driver (`gpu.nvidia.com`) "
-        f"{dra['release']}\n"
-        "and name only the attributes that release publishes (`spec.dra.driverVersion`). Install that\n"
-        "release, with CDI enabled in every node's container runtime (the driver hands devices over "
-        f"only by CDI){gates}.\n"
-    )
+    return f"""
+## NVIDIA's DRA driver
+
+The DeviceClasses in `cluster/` select devices of NVIDIA's DRA driver (`gpu.nvidia.com`) {dra["release"]}
+and name only the attributes that release publishes (`spec.dra.driverVersion`). Install that
+release, with CDI enabled in every node's container runtime (the driver hands devices over only by CDI){gates}.
+"""
 
 
 def _mig_section(cluster: Cluster, rows: list[dict[str, str]]) -> str:
     config_map = cluster.spec.mig_manager.config_map_name
     namespace = cluster.spec.mig_manager.namespace
-    return (
-        "\n## MIG\n\n"
-        "The GPU Operator's MIG manager applies the layouts in\n"
-        f"`mig-manager/configmap-{config_map}.yaml`: ConfigMap\n"
-        f"`{config_map}` (key `config.yaml`) in the operator's namespace\n"
-        f"`{namespace}`, the only place it reads. Point the operator at it once:\n"
-        f"`helm upgrade gpu-operator nvidia/gpu-operator -n {namespace} --reuse-values "
-        f"--set migManager.config.name={config_map}`\n"
-        "(ClusterPolicy `spec.migManager.config.name`). Then label each node with its pool's "
-        "configuration:\n\n"
-        "| pool | nodes | label | layout |\n|---|---|---|---|\n"
-        + "".join(_row(r["pool"], r["nodes"], f"`{r['label']}`", r["layout"]) for r in rows)
-        + "\n```sh\n"
-        + "".join(f"{r['command']}\n" for r in rows)
-        + "```\n\n"
-        "While it repartitions a node the MIG manager sets "
-        "`nvidia.com/gpu.deploy.device-plugin=paused-for-mig-change`,\n"
-        "and the DaemonSet controller takes the device-plugin pods rendered here off the node "
-        "until the\n"
-        "label is `true` again. The MIG manager does not wait for them to go: it waits only for "
-        "NVIDIA's\n"
-        "own plugin in its GPU-clients namespace and for DaemonSet pods whose nodeSelector names\n"
-        "`nvidia.com/gpu.deploy.client`. If a pod still held a GPU, the node shows\n"
-        "`nvidia.com/mig.config.state=failed`; set `nvidia.com/mig.config` again once\n"
-        "`kubectl get pods -A -l app.kubernetes.io/managed-by=gpuconf "
-        "--field-selector spec.nodeName=<node>`\n"
-        "lists no device-plugin pod there.\n"
-        "`nvidia.com/mig.config=all-disabled` turns MIG off again.\n"
-    )
+    table = "".join(_row(r["pool"], r["nodes"], f"`{r['label']}`", r["layout"]) for r in rows)
+    commands = "".join(f"{r['command']}\n" for r in rows)
+    return f"""
+## MIG
 
+The GPU Operator's MIG manager applies the layouts in
+`mig-manager/configmap-{config_map}.yaml`: ConfigMap
+`{config_map}` (key `config.yaml`) in the operator's namespace
+`{namespace}`, the only place it reads. Point the operator at it once:
+`helm upgrade gpu-operator nvidia/gpu-operator -n {namespace} --reuse-values --set migManager.config.name={config_map}`
+(ClusterPolicy `spec.migManager.config.name`). Then label each node with its pool's configuration:
 
-_FILES = (
-    "\n## Files\n\n"
-    "- `kustomization.yaml` lists every manifest; point Argo CD or Flux at this folder.\n"
-    "- `pools/<pool>/daemonset-gpuconf-setup.yaml` runs `gpuconf node setup` on each node: it "
-    "merges the nvidia runtime into the container engine's own config, reloads it, and writes "
-    "the marker every GPU pod waits for (`gpuconf explain --host` shows what it writes per "
-    "pool).\n"
-)
+| pool | nodes | label | layout |
+|---|---|---|---|
+{table}
+```sh
+{commands}```
+
+While it repartitions a node the MIG manager sets `nvidia.com/gpu.deploy.device-plugin=paused-for-mig-change`,
+and the DaemonSet controller takes the device-plugin pods rendered here off the node until the
+label is `true` again. The MIG manager does not wait for them to go: it waits only for NVIDIA's
+own plugin in its GPU-clients namespace and for DaemonSet pods whose nodeSelector names
+`nvidia.com/gpu.deploy.client`. If a pod still held a GPU, the node shows
+`nvidia.com/mig.config.state=failed`; set `nvidia.com/mig.config` again once
+`kubectl get pods -A -l app.kubernetes.io/managed-by=gpuconf --field-selector spec.nodeName=<node>`
+lists no device-plugin pod there.
+`nvidia.com/mig.config=all-disabled` turns MIG off again.
+"""
 
 
 def readme(validated: Validated, source: str, mig_rows: list[dict[str, str]]) -> Artifact:
     cluster = validated.cluster
+    spec = cluster.spec
+    plugin = f", plugin `{spec.plugin}`" if spec.allocation == "device-plugin" else ""
     dra = _dra_driver(validated)
-    text = (
-        f"# Cluster {cluster.metadata.name}\n\n"
-        f"{GENERATED_MARK} `{source}`. Do not edit: change the source and run `gpuconf render`.\n\n"
-        + _target(cluster)
-        + "\n"
-        + _pools(validated)
-        + "\n"
-        + _classes(class_rows(validated))
-        + (_dra_section(dra) if dra else "")
-        + (_mig_section(cluster, mig_rows) if mig_rows else "")
-        + _FILES
-    )
+    text = f"""# Cluster {cluster.metadata.name}
+
+{GENERATED_MARK} `{source}`. Do not edit: change the source and run `gpuconf render`.
+
+Target: Kubernetes {spec.kubernetes.version}, allocation `{spec.allocation}`{plugin}.
+
+## Pools
+
+| pool | nodes | GPUs per node | runtime | node selector |
+|---|---|---|---|---|
+{_pool_rows(validated)}
+## Resource classes
+
+| class | requested as | devices | replicas | capacity | quota | headroom |
+|---|---|---|---|---|---|---|
+{_class_rows(class_rows(validated))}{_dra_section(dra) if dra else ""}{_mig_section(cluster, mig_rows) if mig_rows else ""}
+## Files
+
+- `kustomization.yaml` lists every manifest; point Argo CD or Flux at this folder.
+- `pools/<pool>/daemonset-gpuconf-setup.yaml` runs `gpuconf node setup` on each node: it merges the nvidia runtime into the container engine's own config, reloads it, and writes the marker every GPU pod waits for (`gpuconf explain --host` shows what it writes per pool).
+"""
     return Artifact(README, text, "text")
