@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from builders import gpu_uuid, node_config, nvlink_box, resource
@@ -99,15 +100,20 @@ def test_a_reset_xid_keeps_the_gpu_unhealthy_until_nvml_shows_it_reset(
     assert process.metric("gpuconf_node_gpus_awaiting_reset") == 0
 
 
-def test_a_gpu_awaiting_a_reset_stays_withheld_across_a_restart(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> None:
+def _two_gpu_node(folder: Path) -> tuple[NodeProcess, Path]:
+    """A node whose XID 48 needs a reset, and where it keeps the GPUs awaiting one."""
     config = node_config([resource("h100", [0, 1])], gpus=2, health={
         "ignoredXids": [13], "resetXids": [48], "recoverAfterSeconds": 1,
     })  # fmt: skip
+    process = NodeProcess(folder, config, nvlink_box(2))
+    return process, process.files / "state" / "awaiting-reset.json"
+
+
+def test_a_gpu_awaiting_a_reset_stays_withheld_across_a_restart(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
     box = nvlink_box(2)
-    process = NodeProcess(tmp_path_factory.mktemp("reset-restart"), config, box)
-    state = process.files / "state" / "awaiting-reset.json"
+    process, state = _two_gpu_node(tmp_path_factory.mktemp("reset-restart"))
     with serving(process) as kubelet:
         kubelet.wait_devices(WHOLE, timeout=10)
         process.send_xid(gpu_uuid(1), 48)
@@ -132,11 +138,7 @@ def test_a_gpu_awaiting_a_reset_stays_withheld_across_a_restart(
 def test_a_reset_state_that_cannot_be_saved_is_reported_once_and_saved_when_it_can(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    config = node_config([resource("h100", [0, 1])], gpus=2, health={
-        "ignoredXids": [13], "resetXids": [48], "recoverAfterSeconds": 1,
-    })  # fmt: skip
-    process = NodeProcess(tmp_path_factory.mktemp("reset-unsaved"), config, nvlink_box(2))
-    state = process.files / "state" / "awaiting-reset.json"
+    process, state = _two_gpu_node(tmp_path_factory.mktemp("reset-unsaved"))
     state.mkdir(parents=True)  # a folder where the file goes: every save fails
     with serving(process) as kubelet:
         kubelet.wait_devices(WHOLE, timeout=10)
