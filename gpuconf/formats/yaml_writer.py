@@ -7,6 +7,7 @@ unambiguous alphabet or a JSON-quoted (valid YAML) double-quoted scalar.
 from __future__ import annotations
 
 import json
+import math
 import re
 from functools import cache, lru_cache
 from typing import Any
@@ -48,7 +49,10 @@ def _scalar(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        return json.dumps(value)
+        if math.isfinite(value):
+            return json.dumps(value)
+        # YAML's own spellings: JSON's Infinity and NaN would read back as strings.
+        return ".nan" if math.isnan(value) else (".inf" if value > 0 else "-.inf")
     if isinstance(value, str):
         if _PLAIN.fullmatch(value) and not _RESERVED.fullmatch(value):
             return value

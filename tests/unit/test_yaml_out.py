@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ scalars = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(min_value=-(2**53), max_value=2**53),
-    st.floats(allow_nan=False, allow_infinity=False),
+    st.floats(allow_nan=False),
     st.text(max_size=40),
 )
 documents = st.recursive(
@@ -83,3 +84,8 @@ def test_text_a_literal_block_would_alter_is_written_quoted(text: str) -> None:
     written = dump({"value": text})
     assert "|" not in written
     assert _load(written) == {"value": text}
+
+
+def test_not_a_number_is_written_as_yaml_reads_it() -> None:
+    (value,) = _load(dump([math.nan]))
+    assert math.isnan(value)
