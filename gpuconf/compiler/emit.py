@@ -29,12 +29,15 @@ def _write_files(root: Path, tree: RenderedTree) -> None:
     # Readers see the old tree or the new one: the swap below is a rename. Files are not
     # fsynced one by one: the tree is regenerated from its sources (and kept in git), and
     # `render --check` finds one a crash damaged, so a thousand fsyncs would buy nothing.
-    made: set[Path] = set()
+    # Paths are plain strings here: pathlib would cost more than the writing itself.
+    base = os.fspath(root)
+    made: set[str] = set()
     for relative, data in tree.items():
-        target = root / relative
-        if target.parent not in made:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            made.add(target.parent)
+        target = f"{base}/{relative}"
+        folder = target.rpartition("/")[0]
+        if folder not in made:
+            os.makedirs(folder, exist_ok=True)
+            made.add(folder)
         descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             # Whatever the umask or a folder's default ACL; folders follow the user's umask.
