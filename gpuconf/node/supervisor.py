@@ -55,8 +55,8 @@ class RunSettings:
     plugin_dir: Path
     config_path: Path
     pod_resources_socket: Path
-    state_dir: Path | None = None
-    """Where GPUs awaiting a reset are remembered across restarts; None: nowhere."""
+    state_dir: Path
+    """Where GPUs awaiting a reset are remembered across restarts."""
 
 
 def health_policy(config: NodeConfig) -> HealthPolicy:
@@ -327,8 +327,6 @@ class Supervisor:
             self._plugins[name] = plugin
 
     def _restore_awaiting_reset(self) -> frozenset[str]:
-        if self._settings.state_dir is None:
-            return frozenset()
         path = self._settings.state_dir / reset_state.STATE_FILE
         try:
             uuids = reset_state.load(path)
@@ -344,7 +342,7 @@ class Supervisor:
         return uuids
 
     def _save_awaiting_reset(self, awaiting: frozenset[str]) -> None:
-        if self._settings.state_dir is None or awaiting == self._saved_awaiting_reset:
+        if awaiting == self._saved_awaiting_reset:
             return
         path = self._settings.state_dir / reset_state.STATE_FILE
         try:
