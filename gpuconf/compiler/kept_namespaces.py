@@ -5,28 +5,29 @@ workload in it (the manifests' Prune=false / prune: disabled marks stop that, bu
 agent out of sync). So a re-render keeps each Namespace a previous render created
 (namespacePolicy: create) that it no longer creates (its quota gone or made external,
 spec.namespace changed), marked as kept, until someone deletes its file on purpose:
-dropping a namespace is a commit of its own, never a side effect of dropping a quota. Namespaces that were adopted are not kept: they were never ours.
+dropping a namespace is a commit of its own, never a side effect of dropping a quota.
+Namespaces that were adopted are not kept: they were never ours. This module only reads which;
+plan writes them (plan/cluster_objects.py), with the metadata of the gpuconf running now.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.emit import written_by_gpuconf
-from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.cluster_objects import (
+    KEPT_ANNOTATION,
+    KEPT_NOTES,
     NEVER_DELETED,
     POD_SECURITY_PRIVILEGED,
+    KeptNamespace,
     namespace_policies,
 )
 from gpuconf.compiler.plan.meta import MANAGED_BY
 from gpuconf.formats.located_yaml import LoadFailed, parse_text
 
-KEPT_ANNOTATION = "gpuconf.dev/kept"
-KEPT_NOTE = "gpuconf no longer creates this namespace; delete this file when it may go"
 _LARGEST_NAMESPACE_FILE = 64 * 1024
 
 
@@ -46,19 +47,20 @@ def _created_by_gpuconf(obj: Any, name: str, cluster: str) -> bool:
     )
 
 
-@dataclass(frozen=True)
-class KeptNamespace:
-    artifact: Artifact
-    held_gpuconf: bool
-    """It was gpuconf's own namespace (spec.namespace), not a quota's."""
+def _was_own(meta: dict[str, Any]) -> bool:
+    """gpuconf's own namespace until the last render (its Pod Security labels), or kept as
+    such by an earlier one."""
+    labels: dict[str, str] = meta["labels"]
+    annotations: dict[str, str] = meta["annotations"]
+    return (
+        POD_SECURITY_PRIVILEGED.items() <= labels.items()
+        or annotations.get(KEPT_ANNOTATION) == KEPT_NOTES[True]
+    )
 
 
 def kept_namespaces(previous: Path, cluster: Cluster) -> list[KeptNamespace]:
-    """The Namespace manifests gpuconf created in `previous` (the cluster's folder as the last
-    render left it) that it no longer renders, marked as kept. Only those files are read.
-
-    gpuconf's own namespace admitted privileged pods for its installers; once they have left
-    it, it admits them no more."""
+    """The Namespaces gpuconf created in `previous` (the cluster's folder as the last render
+    left it) that it no longer renders. Only those files are read; plan writes them anew."""
     folder = previous / "namespaces"
     if not folder.is_dir() or not written_by_gpuconf(previous):
         return []
@@ -74,13 +76,5 @@ def kept_namespaces(previous: Path, cluster: Cluster) -> list[KeptNamespace]:
         except (OSError, UnicodeDecodeError, LoadFailed):
             continue  # not a file gpuconf wrote
         if _created_by_gpuconf(obj, file.stem, cluster.metadata.name):
-            meta = obj["metadata"]
-            meta["annotations"][KEPT_ANNOTATION] = KEPT_NOTE
-            labels = meta.get("labels", {})
-            held_gpuconf = POD_SECURITY_PRIVILEGED.items() <= labels.items()
-            if held_gpuconf:
-                meta["labels"] = {
-                    k: v for k, v in labels.items() if k not in POD_SECURITY_PRIVILEGED
-                }
-            kept.append(KeptNamespace(manifest(f"namespaces/{file.name}", obj), held_gpuconf))
+            kept.append(KeptNamespace(file.stem, _was_own(obj["metadata"])))
     return kept

@@ -15,7 +15,7 @@ from gpuconf.formats.located_yaml import LoadFailed, load_file
 from gpuconf.gpus.catalog import Catalog
 
 if TYPE_CHECKING:
-    from gpuconf.compiler.kept_namespaces import KeptNamespace
+    from gpuconf.compiler.plan.cluster_objects import KeptNamespace
     from gpuconf.compiler.render import RenderedTree
 
 CLUSTER_SUFFIXES = (".yaml", ".yml")
@@ -108,7 +108,7 @@ def compile_paths(
 
 
 def _render_all(result: Compiled, sources: dict[str, str], previous: Path | None) -> None:
-    # Planning and rendering (jinja2 among them) load only for commands that write.
+    # Planning and rendering load only for commands that write.
     from gpuconf.compiler.kept_namespaces import kept_namespaces
     from gpuconf.compiler.object_limits import oversized
     from gpuconf.compiler.plan import plan
@@ -116,7 +116,7 @@ def _render_all(result: Compiled, sources: dict[str, str], previous: Path | None
 
     for name, validated in sorted(result.validated.items()):
         kept = kept_namespaces(previous / name, validated.cluster) if previous else []
-        artifacts = plan(validated, sources[name], [k.artifact for k in kept])
+        artifacts = plan(validated, sources[name], kept)
         result.diagnostics += [_kept_warning(validated, name, k) for k in kept]
         tree = render(artifacts)
         too_big = oversized(validated, artifacts, tree)
@@ -127,12 +127,10 @@ def _render_all(result: Compiled, sources: dict[str, str], previous: Path | None
 
 
 def _kept_warning(validated: Validated, cluster: str, kept: KeptNamespace) -> Diagnostic:
-    path = kept.artifact.path
-    namespace = path.removeprefix("namespaces/").removesuffix(".yaml")
     return validated.located.diagnostic(
         ("spec", "namespace") if kept.held_gpuconf else ("spec", "quotas"),
-        f"gpuconf no longer creates namespace {namespace!r}; its Namespace stays in the "
-        f"rendered tree ({cluster}/{path}), marked as kept",
+        f"gpuconf no longer creates namespace {kept.name!r}; its Namespace stays in the "
+        f"rendered tree ({cluster}/{kept.path}), marked as kept",
         "delete that file and render again when the namespace may go (Argo CD and Flux never "
         "delete it either way)",
         severity=Severity.WARNING,

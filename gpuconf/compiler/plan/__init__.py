@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from gpuconf.api.cluster import NodePool
 from gpuconf.compiler.plan import cluster_objects
 from gpuconf.compiler.plan.artifact import Artifact
+from gpuconf.compiler.plan.cluster_objects import KeptNamespace
 from gpuconf.compiler.plan.driver import driver_daemonset
 from gpuconf.compiler.plan.kustomization import kustomization
 from gpuconf.compiler.plan.mig_parted import mig_manager_config_map, mig_rows
@@ -51,7 +52,7 @@ def _pool_artifacts(
 
 
 def plan(
-    validated: Validated, source: str, kept_namespaces: Sequence[Artifact] = ()
+    validated: Validated, source: str, kept_namespaces: Sequence[KeptNamespace] = ()
 ) -> list[Artifact]:
     """Every file of the cluster's output folder, kustomization.yaml and README.md included.
 
@@ -59,7 +60,10 @@ def plan(
     they stay (compiler/kept_namespaces.py)."""
     cluster = validated.cluster
     spec = cluster.spec
-    artifacts = [*cluster_objects.namespaces(cluster), cluster_objects.runtime_class(cluster)]
+    artifacts = [
+        *cluster_objects.namespaces(cluster, kept_namespaces),
+        cluster_objects.runtime_class(cluster),
+    ]
     if spec.allocation == "device-plugin" and spec.plugin == "gpuconf":
         artifacts += cluster_objects.node_rbac(cluster)
         artifacts += monitoring(cluster)
@@ -75,7 +79,6 @@ def plan(
         artifacts += quotas(cluster, validated.classes, quota_key=dra_quota_key)
     else:
         artifacts += quotas(cluster, validated.classes)
-    artifacts += kept_namespaces
     artifacts += mig_manager_config_map(cluster, validated.inventory)
     artifacts.append(readme(validated, source, mig_rows(cluster, validated.inventory)))
     artifacts.append(kustomization(artifacts))

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from gpuconf.api.base import kubernetes_minor
 from gpuconf.api.cluster import Cluster
 from gpuconf.api.cluster.quota import NamespacePolicy
 from gpuconf.compiler.plan.artifact import Artifact, manifest
-from gpuconf.compiler.plan.meta import WAVE_CONFIG, WAVE_NAMESPACES, metadata
+from gpuconf.compiler.plan.meta import WAVE_CONFIG, WAVE_NAMESPACES, labels, metadata
 
 NODE_SERVICE_ACCOUNT = "gpuconf-node"
 RUNTIME_CLASS = "nvidia"
@@ -46,23 +49,59 @@ ADOPTED = {
 }
 
 
-def namespaces(cluster: Cluster) -> list[Artifact]:
+KEPT_ANNOTATION = "gpuconf.dev/kept"
+KEPT_NOTES = {
+    False: "gpuconf no longer creates this namespace; delete this file when it may go",
+    True: (
+        "gpuconf no longer creates this namespace, its own until spec.namespace changed; "
+        "delete this file when it may go"
+    ),
+}
+"""By whether it was gpuconf's own namespace: the next render reads it back from here."""
+
+
+@dataclass(frozen=True)
+class KeptNamespace:
+    """A Namespace an earlier render created that this one no longer creates: it stays
+    (compiler/kept_namespaces.py finds them)."""
+
+    name: str
+    held_gpuconf: bool
+    """It was gpuconf's own namespace (spec.namespace), not a quota's."""
+
+    @property
+    def path(self) -> str:
+        return f"namespaces/{self.name}.yaml"
+
+
+def _namespace(
+    cluster: Cluster, name: str, annotations: dict[str, str], labels: dict[str, str] | None = None
+) -> Artifact:
+    meta = metadata(cluster, name, "namespace", wave=WAVE_NAMESPACES)
+    if labels is not None:
+        meta["labels"] = labels
+    meta["annotations"].update(annotations)
+    return manifest(
+        f"namespaces/{name}.yaml", {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
+    )
+
+
+def namespaces(cluster: Cluster, kept: Sequence[KeptNamespace] = ()) -> list[Artifact]:
+    """The namespaces the cluster file asks for, then those kept from earlier renders (with
+    today's metadata: a former own namespace admits privileged pods no more)."""
     artifacts = []
     for name, policy in namespace_policies(cluster).items():
-        if policy == "external":
-            continue
-        meta = metadata(cluster, name, "namespace", wave=WAVE_NAMESPACES)
         if policy == "adopt":
-            meta["labels"] = {"gpuconf.dev/cluster": cluster.metadata.name}
-        meta["annotations"].update(NEVER_DELETED if policy == "create" else ADOPTED)
-        if name == cluster.spec.namespace:
-            meta["labels"].update(POD_SECURITY_PRIVILEGED)
-        artifacts.append(
-            manifest(
-                f"namespaces/{name}.yaml",
-                {"apiVersion": "v1", "kind": "Namespace", "metadata": meta},
-            )
-        )
+            owner = {"gpuconf.dev/cluster": cluster.metadata.name}
+            artifacts.append(_namespace(cluster, name, ADOPTED, owner))
+        elif name == cluster.spec.namespace:
+            own = {**labels(cluster, "namespace"), **POD_SECURITY_PRIVILEGED}
+            artifacts.append(_namespace(cluster, name, NEVER_DELETED, own))
+        elif policy == "create":
+            artifacts.append(_namespace(cluster, name, NEVER_DELETED))
+    for namespace in kept:
+        annotations = {**NEVER_DELETED, KEPT_ANNOTATION: KEPT_NOTES[namespace.held_gpuconf]}
+        artifacts.append(_namespace(cluster, namespace.name, annotations))
     return artifacts
 
 
