@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,12 +16,32 @@ from builders import CLUSTERS, REPO, read_tree
 HEAVY_MODULES = ("grpc", "pynvml", "kubernetes", "prometheus_client")
 
 
+def _image_build_context(into: Path) -> Path:
+    """What the Containerfile's build stage copies from the repository, and nothing else."""
+    containerfile = (REPO / "Containerfile").read_text()
+    into.mkdir()
+    for *sources, destination in (
+        line.split()[1:] for line in containerfile.splitlines() if re.match(r"COPY (?!--)", line)
+    ):
+        for source in sources:
+            assert destination in ("./", f"./{source}"), f"COPY {source} {destination}"
+            if (REPO / source).is_dir():
+                ignored = shutil.ignore_patterns("__pycache__")
+                shutil.copytree(REPO / source, into / source, ignore=ignored)
+            else:
+                shutil.copy(REPO / source, into / source)
+    return into
+
+
 @pytest.mark.slow
 def test_the_wheel_ships_its_data_and_renders_from_another_directory(tmp_path: Path) -> None:
+    """Built from the image's build context, so a file the Containerfile copies but the
+    repository lacks, or one the package needs but the image leaves out, fails here."""
     wheels = tmp_path / "wheels"
+    context = _image_build_context(tmp_path / "context")
     pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q"]
     subprocess.run(
-        [*pip, "-w", str(wheels), str(REPO)],
+        [*pip, "-w", str(wheels), str(context)],
         check=True,
         capture_output=True,
         timeout=300,
