@@ -35,7 +35,6 @@ ROOTS: dict[str, type[Record]] = {
 SHARED = "_shared"
 # Only what validation reads is kept: JSON Schema hooks and serialisers are not.
 _DROPPED_KEYS = frozenset({"metadata", "serialization", "serialization_alias"})
-_REF_ID = re.compile(r":\d+$")
 # Shorter repeats read better where they stand than behind a name.
 _SHORTEST_PART = 6
 
@@ -65,8 +64,6 @@ def _cleaned(value: Any, names_fields: bool = False) -> Any:
         }
     if isinstance(value, list | tuple):
         return type(value)(_cleaned(item) for item in value)
-    if isinstance(value, str):
-        return _REF_ID.sub("", value)
     return value
 
 

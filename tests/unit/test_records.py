@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from typing import Literal
 
 import pytest
 from pydantic import TypeAdapter
@@ -11,6 +12,7 @@ from gpuconf.api.cluster.document import Images, Monitoring
 from gpuconf.api.cluster.pool import Toleration
 from gpuconf.api.freeze_schema import _Source
 from gpuconf.api.gpu_model import MigProfile
+from gpuconf.api.node_config import ExpectedInventory, GpuIndices
 from gpuconf.api.record import Record, field
 
 
@@ -26,7 +28,8 @@ def test_records_are_equal_and_hash_alike_by_value_and_type() -> None:
     assert Toleration(key="gpu") == Toleration(key="gpu")
     assert hash(Toleration(key="gpu")) == hash(Toleration(key="gpu"))
     assert Toleration(key="gpu") != Toleration(key="cpu")
-    assert Images() != Monitoring()
+    # Same fields, same values, different records.
+    assert GpuIndices(default=[]) != ExpectedInventory(default=[])
 
 
 def test_keywords_fill_a_record_and_each_record_gets_its_own_default_list() -> None:
@@ -74,3 +77,14 @@ def test_the_frozen_schema_refuses_a_default_it_cannot_name() -> None:
     assert "'default_factory': list," in _Source().of(TypeAdapter(_NamedDefault).core_schema)
     with pytest.raises(ValueError, match=r"_LambdaDefault\.<lambda> cannot be imported"):
         _Source().of(TypeAdapter(_LambdaDefault).core_schema)
+
+
+class _Endpoint(Record):
+    address: str = "0.0.0.0:9400"
+    mode: Literal["a:1", "b"] = "a:1"
+
+
+def test_the_frozen_schema_keeps_every_string_as_written() -> None:
+    text = _Source().of(TypeAdapter(_Endpoint).core_schema)
+    assert "'0.0.0.0:9400'" in text
+    assert "'a:1'" in text
