@@ -75,7 +75,7 @@ class NodeSettings(Model):
     device_list_strategy: Literal["cdi", "volume-mounts", "envvar"] | None = None
     """How allocated GPUs reach the container runtime: CDI device names, NVIDIA's volume-mounts,
     or (legacy) the NVIDIA_VISIBLE_DEVICES variable. Default per pool: cdi where the engine
-    has CDI on (containerd 2.x, k3s), else volume-mounts."""
+    surely has CDI on (containerd 2.x), else volume-mounts (docs/isolation.md)."""
     health: Health = field(default_factory=Health)
     """GPU health checking."""
     metrics_port: Annotated[int, Limits(ge=1024, le=65535)] = DEFAULT_METRICS_PORT
