@@ -26,6 +26,8 @@ def camel(name: str) -> str:
 
 
 class _FieldSpec:
+    """What `field()` says of a field; the record turns it into a RecordField, its key settled."""
+
     __slots__ = ("alias", "default", "factory")
 
     def __init__(self, default: Any, factory: Callable[[], Any] | None, alias: str | None):
@@ -46,12 +48,10 @@ def field(
 class RecordField:
     """One field of a record: its YAML key and how it is filled when the key is absent."""
 
-    __slots__ = ("alias", "default", "factory", "name")
+    __slots__ = ("alias", "default", "factory")
 
-    def __init__(
-        self, name: str, alias: str, default: Any, factory: Callable[[], Any] | None
-    ) -> None:
-        self.name, self.alias, self.default, self.factory = name, alias, default, factory
+    def __init__(self, alias: str, default: Any, factory: Callable[[], Any] | None) -> None:
+        self.alias, self.default, self.factory = alias, default, factory
 
 
 class Limits:
@@ -76,7 +76,7 @@ class Limits:
 @dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(field,))
 class Record:
     """Frozen; compared and hashed by value; unknown keys refused and every scalar strict
-    (in the frozen schema); keys are the fields' camelCase names unless `field(alias=...)`.
+    (in the frozen schema); keys are the fields' camelCase names unless `field(key=...)`.
 
     pydantic-core builds instances without calling `__init__`; `__init__` is for defaults
     and tests (`Images()`), and checks nothing but the field names."""
@@ -101,11 +101,9 @@ class Record:
             value = cls.__dict__.get(name, _NO_DEFAULT)
             if isinstance(value, _FieldSpec):
                 delattr(cls, name)
-                fields[name] = RecordField(
-                    name, value.alias or camel(name), value.default, value.factory
-                )
+                fields[name] = RecordField(value.alias or camel(name), value.default, value.factory)
             else:
-                fields[name] = RecordField(name, camel(name), value, None)
+                fields[name] = RecordField(camel(name), value, None)
         cls.__record_fields__ = fields
 
     def __init__(self, **values: Any) -> None:

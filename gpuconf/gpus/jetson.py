@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuconf.api.base import version_parts
 from gpuconf.api.gpu_model import GpuModel
 
 
@@ -55,10 +56,5 @@ def soc_by_chip_id(chip_id: int) -> TegraSoc | None:
     return next((s for s in SOCS if s.chip_id == chip_id), None)
 
 
-def l4t_major(l4t: str) -> int:
-    """The Jetson Linux major release: 36 for "36.4.3"."""
-    return int(l4t.split(".")[0])
-
-
 def jetpack_for_l4t_major(major: int) -> list[str]:
-    return [jp for jp, l4t in JETPACK_L4T.items() if l4t_major(l4t) == major]
+    return [jp for jp, l4t in JETPACK_L4T.items() if version_parts(l4t)[0] == major]

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpuconf.api.base import version_parts
 from gpuconf.api.cluster import NodePool
 from gpuconf.api.cluster.pool import ARCH_LABEL
 from gpuconf.api.gpu_model import GpuModel
 from gpuconf.compiler.rules.context import SPEC, RuleContext, pool_path
 from gpuconf.diagnostics import Diagnostic, KeyPath
-from gpuconf.gpus.jetson import JETPACK_L4T, jetpack_for_l4t_major, l4t_major, soc_of
+from gpuconf.gpus.jetson import JETPACK_L4T, jetpack_for_l4t_major, soc_of
 
 
 def check(ctx: RuleContext) -> Iterator[Diagnostic]:
@@ -147,7 +148,7 @@ def _jetpack(
             "known releases: " + ", ".join(JETPACK_L4T),
         )
         return
-    major = l4t_major(l4t)
+    major = version_parts(l4t)[0]
     for _, model in models:
         soc = soc_of(model)
         if soc is None or major in soc.l4t_majors:
