@@ -25,9 +25,7 @@ NOT_FOR_VALIDATE = (
     "pydantic.",
     "gpuconf.api.freeze_schema",
     "gpuconf.api.schema",
-    "gpuconf.api.strict_model",
-    # Pydantic's plugin discovery: gpuconf runs no plugins (api.strict_model).
-    "importlib.metadata",
+    "gpuconf.node",
 )
 DRA_ONLY = ("gpuconf.compiler.dra", "gpuconf.compiler.rules.dra_selectors")
 

@@ -14,14 +14,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, Strict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
+from pydantic.alias_generators import to_camel
 
-from gpuconf.api.strict_model import StrictModel as Model
 from gpuconf.diagnostics import Diagnostic
 from gpuconf.formats.located_yaml import LoadFailed, Located, parse_text
 from gpuconf.node.nvml.api import GpuInfo, MigDevice, NvmlError, XidEvent
 
 EVENT_POLL_SECONDS = 0.05
+
+
+class Model(BaseModel):
+    """Frozen, strict, camelCase keys, unknown keys rejected. Pydantic models, not records
+    (`api/record.py`): the fake's cross-field checks are pydantic validators, and only a node
+    runtime under test or in a demo loads it."""
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", strict=True, alias_generator=to_camel, defer_build=True
+    )
 
 
 class _FakeMigDevice(Model):
