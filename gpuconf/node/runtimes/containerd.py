@@ -9,9 +9,13 @@ What the real binaries showed (DESIGN §5, facts/runtimes):
 - A runtime without runc's options (SystemdCgroup above all) puts pods outside kubepods.slice:
   the nvidia runtime starts as a copy of the host's runc-type runtime.
 - Files load breadth first (services/server/config: `LoadConfig` queues each file's imports
-  behind those already queued; `resolveImports` globs an entry only when it holds `*`, and
-  joins any other relative entry to the importing file's folder). On 1.x a file with the CRI
-  table that loads after the drop-in would replace it, nvidia and all: setup refuses it.
+  behind those already queued; `resolveImports` globs an entry only when it holds `*`). A
+  relative entry is joined to the importing file's folder, a relative glob too from 1.6.29,
+  1.7.16 and 2.0 on (containerd commit 0f2068a7); before, a relative glob matched from the
+  daemon's working directory, /.
+- A file that loads after the drop-in overrides it: on 1.x any file with the CRI table
+  replaces it, nvidia and all; on 2.x (deep merge) one that sets a key the drop-in sets. Setup
+  refuses both, naming the file.
 """
 
 from __future__ import annotations
@@ -64,10 +68,11 @@ def plan(settings: RuntimeSettings, host: Host) -> list[FileChange]:
     main = parse_toml(CONTAINERD_CONFIG, main_old)
     binary = engine_version(host, "containerd")
     version = config_version(settings, main, main_old is not None, binary)
-    order = load_order(host, main)
+    order = load_order(host, main, globs_from_importer(binary))
     plugin = cri_runtime_plugin(version)
-    if version == 2:
-        _refuse_cri_table_after_dropin(order, plugin)
+    # 2.x merges a version-2 file as it merges a version-3 one; an unknown binary may be 1.x.
+    replaced = version == 2 and (binary is None or binary < (2, 0, 0))
+    _refuse_overrides_after_dropin(order, plugin, settings, replaced=replaced)
     tables = [table for _, table in order if table is not None]
     effective = effective_plugin_table(tables, plugin, replaced=version == 2)
     runtimes = effective.get("containerd", {}).get("runtimes", {})
@@ -243,7 +248,17 @@ def _main_with_import(old: bytes | None, version: int) -> bytes:
         ) from None
 
 
-def load_order(host: Host, main: dict[str, Any]) -> list[tuple[str, dict[str, Any] | None]]:
+def globs_from_importer(binary: Version | None) -> bool:
+    """Whether a relative glob is matched in the importing file's folder (else in /); an
+    unknown binary is taken to be a current release."""
+    if binary is None or binary >= (2, 0, 0):
+        return True
+    return binary >= ((1, 7, 16) if binary >= (1, 7, 0) else (1, 6, 29))
+
+
+def load_order(
+    host: Host, main: dict[str, Any], globs_from_importer: bool = True
+) -> list[tuple[str, dict[str, Any] | None]]:
     """The files containerd loads once the main file imports our drop-in, in its order; our
     drop-in stands where it loads, with None for its table (its new text is made from the rest)."""
     imports = main.get("imports", [])
@@ -251,12 +266,17 @@ def load_order(host: Host, main: dict[str, Any]) -> list[tuple[str, dict[str, An
     if CONTAINERD_DROPIN_GLOB not in imports:
         imports = [*imports, CONTAINERD_DROPIN_GLOB]  # where ensure_imported adds it
     order: list[tuple[str, dict[str, Any] | None]] = [(CONTAINERD_CONFIG, main)]
-    pending = _resolved(host, CONTAINERD_CONFIG, imports)
+    pending = _resolved(host, CONTAINERD_CONFIG, imports, globs_from_importer)
     loaded = {CONTAINERD_CONFIG}
-    while pending and len(order) < _MAX_LOADED_FILES:
+    while pending:
         path, pending = pending[0], pending[1:]
         if path in loaded:
             continue
+        if len(order) == _MAX_LOADED_FILES:
+            raise HostPathError(
+                f"{CONTAINERD_CONFIG} imports more than {_MAX_LOADED_FILES} files; setup cannot "
+                f"tell what loads after {CONTAINERD_DROPIN}; left untouched"
+            )
         loaded.add(path)
         if path == CONTAINERD_DROPIN:
             order.append((path, None))
@@ -266,22 +286,24 @@ def load_order(host: Host, main: dict[str, Any]) -> list[tuple[str, dict[str, An
             continue
         table = parse_toml(path, data)
         order.append((path, table))
-        pending += _resolved(host, path, table.get("imports", []))
+        pending += _resolved(host, path, table.get("imports", []), globs_from_importer)
     return order
 
 
-def _resolved(host: Host, parent: str, imports: Any) -> list[str]:
+def _resolved(host: Host, parent: str, imports: Any, globs_from_importer: bool) -> list[str]:
     """`resolveImports`: a `*` entry is a glob (sorted matches), any other relative entry is
     relative to the importing file's folder."""
     found: list[str] = []
+    folder = PurePosixPath(parent).parent
     for entry in imports if isinstance(imports, list) else []:
         if not isinstance(entry, str):
             continue
         path = PurePosixPath(entry)
         if "*" not in entry:
-            found.append(str(path if path.is_absolute() else PurePosixPath(parent).parent / path))
+            found.append(str(path if path.is_absolute() else folder / path))
             continue
-        path = path if path.is_absolute() else PurePosixPath("/") / path  # containerd runs in /
+        if not path.is_absolute():
+            path = (folder if globs_from_importer else PurePosixPath("/")) / path
         try:
             names = {p.name for p in host.path(str(path.parent)).iterdir()}
         except (FileNotFoundError, NotADirectoryError):
@@ -293,14 +315,47 @@ def _resolved(host: Host, parent: str, imports: Any) -> list[str]:
     return found
 
 
-def _refuse_cri_table_after_dropin(
-    order: list[tuple[str, dict[str, Any] | None]], plugin: str
+def _keys_the_dropin_sets(settings: RuntimeSettings) -> list[tuple[str, ...]]:
+    keys: list[tuple[str, ...]] = [("containerd", "runtimes", RUNTIME_NAME)]
+    if settings.set_as_default:
+        keys.append(("containerd", "default_runtime_name"))
+    if settings.enable_cdi:
+        keys.append(("enable_cdi",))
+    return keys
+
+
+def _refuse_overrides_after_dropin(
+    order: list[tuple[str, dict[str, Any] | None]],
+    plugin: str,
+    settings: RuntimeSettings,
+    *,
+    replaced: bool,
 ) -> None:
+    """`replaced`: containerd 1.x, where a later CRI table replaces the drop-in's whole."""
     paths = [path for path, _ in order]
     for path, table in order[paths.index(CONTAINERD_DROPIN) + 1 :]:
-        if table is not None and isinstance(table.get("plugins", {}).get(plugin), dict):
+        cri = table.get("plugins", {}).get(plugin) if table is not None else None
+        if not isinstance(cri, dict):
+            continue
+        if replaced:
             raise HostPathError(
                 f"{path} loads after {CONTAINERD_DROPIN} and sets [plugins.{plugin!r}], which "
                 "containerd 1.x would keep whole, dropping the nvidia runtime; move those "
                 f"settings into {CONTAINERD_CONFIG} or a conf.d file named before 99-nvidia.toml"
             )
+        for key in _keys_the_dropin_sets(settings):
+            if _holds(cri, key):
+                raise HostPathError(
+                    f"{path} loads after {CONTAINERD_DROPIN} and sets {'.'.join(key)} in "
+                    f"[plugins.{plugin!r}], overriding the nvidia runtime's; remove it there or "
+                    "name the file before 99-nvidia.toml"
+                )
+
+
+def _holds(table: dict[str, Any], key: tuple[str, ...]) -> bool:
+    node: Any = table
+    for part in key:
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True

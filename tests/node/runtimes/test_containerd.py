@@ -217,3 +217,73 @@ def test_an_entry_without_a_star_is_one_file_not_a_pattern(host: HostTree) -> No
     host.write("/etc/containerd/site1.toml", 'version = 2\n[plugins."x"]\nk = 1\n')
     assert host.setup(setup_config("containerd")).code == 0
     assert dropin(host)["plugins"][V2]["sandbox_image"] == "s"
+
+
+def _containerd(host: HostTree, release: str) -> None:
+    host.program("containerd", f"echo 'containerd github.com/containerd/containerd {release} abc'")
+
+
+@pytest.mark.parametrize(
+    ("release", "loads_site"),
+    [
+        ("v1.6.20", False),
+        ("v1.6.29", True),
+        ("v1.7.15", False),
+        ("v1.7.16", True),
+        ("v2.1.4", True),
+    ],
+)
+def test_a_relative_glob_is_matched_where_the_release_matches_it(
+    host: HostTree, release: str, loads_site: bool
+) -> None:
+    # containerd commit 0f2068a7: from 1.6.29, 1.7.16 and 2.0 in the importing file's folder,
+    # before in the daemon's working directory (/).
+    _containerd(host, release)
+    host.write(MAIN, 'version = 2\nimports = ["site/*.toml"]\n')
+    host.write(
+        "/etc/containerd/site/10.toml", f'version = 2\n[plugins."{V2}"]\nsandbox_image = "site"\n'
+    )
+    host.write("/site/10.toml", f'version = 2\n[plugins."{V2}"]\nsandbox_image = "root"\n')
+    assert host.setup(setup_config("containerd")).code == 0
+    assert dropin(host)["plugins"][V2]["sandbox_image"] == ("site" if loads_site else "root")
+
+
+def test_on_containerd_2_a_later_file_may_set_the_cri_table_but_not_the_dropin_s_keys(
+    host: HostTree,
+) -> None:
+    _containerd(host, "v2.1.4")
+    host.write(MAIN, 'version = 3\nimports = ["/etc/containerd/conf.d/*.toml"]\n')
+    later = "/etc/containerd/conf.d/zz-site.toml"
+    host.write(
+        later, f'version = 3\n[plugins."{V3}"]\ndevice_ownership_from_security_context = true\n'
+    )
+    assert host.setup(setup_config("containerd", setAsDefault=True)).code == 0
+    host.write(later, f'version = 3\n[plugins."{V3}".containerd]\ndefault_runtime_name = "runc"\n')
+    result = host.setup(setup_config("containerd", setAsDefault=True))
+    assert result.code == 1
+    assert f"{later} loads after" in result.err
+    assert "containerd.default_runtime_name" in result.err
+
+
+def test_a_version_2_file_after_the_dropin_is_merged_not_refused_on_containerd_2(
+    host: HostTree,
+) -> None:
+    _containerd(host, "v2.1.4")
+    host.write(MAIN, 'version = 2\nimports = ["/etc/containerd/conf.d/*.toml"]\n')
+    host.write(
+        "/etc/containerd/conf.d/zz-site.toml",
+        f'version = 2\n[plugins."{V2}"]\nsandbox_image = "z"\n',
+    )
+    assert host.setup(setup_config("containerd")).code == 0
+
+
+def test_more_imported_files_than_setup_reads_are_refused_not_guessed(host: HostTree) -> None:
+    host.write(
+        MAIN,
+        'version = 2\nimports = ["/etc/containerd/site/*.toml", "/etc/containerd/conf.d/*.toml"]\n',
+    )
+    for number in range(300):
+        host.write(f"/etc/containerd/site/{number:03d}.toml", "version = 2\n")
+    result = host.setup(setup_config("containerd"))
+    assert result.code == 1
+    assert "imports more than 256 files" in result.err

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from builders import NVIDIA_RUNTIME, RUNTIME_FACTS, HostTree, setup_config
 
+from gpuconf.node.runtimes.containerd import globs_from_importer
 from gpuconf.node.runtimes.versions import parse_version
 
 pytestmark = pytest.mark.runtimes
@@ -238,3 +239,24 @@ def test_containerd_1x_loads_imports_breadth_first_and_the_last_cri_table_wins_w
     assert cri["sandbox_image"] == "b"
     assert "nvidia" not in cri["containerd"].get("runtimes", {})
     assert cri["containerd"]["default_runtime_name"] != "nvidia"
+
+
+@pytest.mark.skipif(
+    not containerd_binaries(), reason="no containerd installed (make test-runtimes)"
+)
+@pytest.mark.parametrize("binary", containerd_binaries())
+def test_containerd_matches_a_relative_glob_where_setup_expects_for_its_release(
+    tmp_path: Path, binary: str
+) -> None:
+    """runtimes/containerd.globs_from_importer: the importing file's folder from 1.6.29, 1.7.16
+    and 2.0, the working directory before (Debian's 1.6.20 is the latter)."""
+    etc, elsewhere = tmp_path / "etc", tmp_path / "cwd"
+    for folder, name in ((etc, "importer"), (elsewhere, "working-directory")):
+        (folder / "site").mkdir(parents=True)
+        (folder / "site" / "10.toml").write_text(
+            f'version = 2\n[plugins."{V2}"]\nsandbox_image = "{name}"\n'
+        )
+    (etc / "main.toml").write_text('version = 2\nimports = ["site/*.toml"]\n')
+    cri = dump(binary, etc / "main.toml", elsewhere)["plugins"][V2]
+    expected = "importer" if globs_from_importer(release(binary)) else "working-directory"
+    assert cri["sandbox_image"] == expected
