@@ -1,8 +1,10 @@
 """CRI-O: a drop-in in /etc/crio/crio.conf.d/ declaring the nvidia runtime.
 
 CRI-O reads crio.conf, then every file under crio.conf.d in lexical order, sub-folders
-included, the last value of an option winning (crio.conf.d(5), pkg/config UpdateFromPath). The nvidia runtime copies the host's default low-level
-runtime's table (monitor, root, …) and swaps its binary, as nvidia-ctk does. The runtimes
+included, the last value of an option winning (crio.conf.d(5), pkg/config UpdateFromPath):
+a file read after the drop-in that sets what the drop-in sets is refused. The nvidia runtime
+copies the host's default low-level runtime's table (monitor, root, …) and swaps its binary,
+as nvidia-ctk does. The runtimes
 table and default_runtime reload on SIGHUP from CRI-O 1.26 (`ReloadRuntimes`); older
 releases need a restart.
 """
@@ -16,7 +18,7 @@ from gpuconf.api.node_config import RuntimeSettings
 from gpuconf.api.runtime_files import CRIO_CONFIG, CRIO_DROPIN, CRIO_DROPIN_DIR, RUNTIME_NAME
 from gpuconf.formats import toml_writer
 from gpuconf.node.runtimes.changes import FileChange, current
-from gpuconf.node.runtimes.host import Host
+from gpuconf.node.runtimes.host import Host, HostPathError
 from gpuconf.node.runtimes.toml_files import parse_toml
 from gpuconf.node.runtimes.versions import Version
 
@@ -24,7 +26,7 @@ RELOADS_RUNTIMES_FROM = (1, 26, 0)
 # What CRI-O uses when no file names a default runtime (crun from 1.31's packaging on; runc
 # before); the first one the host's files declare wins.
 BUILT_IN_DEFAULTS = ("crun", "runc")
-# CRI-O reads every file it finds; setup reads at most this many.
+# CRI-O reads every file it finds; setup refuses a folder with more than this many.
 _MAX_DROPINS = 256
 
 
@@ -33,6 +35,7 @@ def reloads_runtimes(crio: Version | None) -> bool:
 
 
 def plan(settings: RuntimeSettings, host: Host) -> list[FileChange]:
+    _refuse_overrides_after_dropin(settings, host)
     effective = effective_runtime_config(host)
     dropin = toml_writer.dumps(dropin_tables(settings, effective)).encode()
     path, old = current(host, CRIO_DROPIN)
@@ -42,10 +45,9 @@ def plan(settings: RuntimeSettings, host: Host) -> list[FileChange]:
 def effective_runtime_config(host: Host) -> dict[str, Any]:
     """`[crio.runtime]` as the host's files leave it, our own drop-in left out."""
     runtime: dict[str, Any] = {}
-    for host_path in [CRIO_CONFIG, *_dropins(host)]:
-        _, data = current(host, host_path)
-        table = parse_toml(host_path, data).get("crio", {}).get("runtime", {})
-        if not isinstance(table, dict):
+    for host_path in [CRIO_CONFIG, *(p for p in _read_order(host) if p != CRIO_DROPIN)]:
+        table = _runtime_table(host, host_path)
+        if table is None:
             continue
         runtimes = {**runtime.get("runtimes", {}), **table.get("runtimes", {})}
         runtime = {**runtime, **table, "runtimes": runtimes}
@@ -66,22 +68,55 @@ def dropin_tables(settings: RuntimeSettings, effective: dict[str, Any]) -> dict[
     return {"crio": {"runtime": table}}
 
 
-def _dropins(host: Host) -> list[str]:
+def _runtime_table(host: Host, host_path: str) -> dict[str, Any] | None:
+    _, data = current(host, host_path)
+    table = parse_toml(host_path, data).get("crio", {}).get("runtime", {})
+    return table if isinstance(table, dict) else None
+
+
+def _refuse_overrides_after_dropin(settings: RuntimeSettings, host: Host) -> None:
+    order = _read_order(host)
+    for host_path in order[order.index(CRIO_DROPIN) + 1 :]:
+        table = _runtime_table(host, host_path) or {}
+        runtimes = table.get("runtimes")
+        overridden = []
+        if settings.set_as_default and "default_runtime" in table:
+            overridden.append("default_runtime")
+        if isinstance(runtimes, dict) and RUNTIME_NAME in runtimes:
+            overridden.append(f"runtimes.{RUNTIME_NAME}")
+        if overridden:
+            raise HostPathError(
+                f"{host_path} is read after {CRIO_DROPIN} and sets crio.runtime."
+                f"{overridden[0]}, overriding the nvidia runtime's; remove it there or name the "
+                "file before 99-nvidia.conf"
+            )
+
+
+def _read_order(host: Host) -> list[str]:
     """Every file under crio.conf.d in the order CRI-O reads them (`UpdateFromPath`:
-    filepath.Walk, so lexical, into sub-folders, dotfiles too), our own left out."""
+    filepath.Walk, so lexical, into sub-folders, dotfiles too), our own drop-in where it is
+    read once written."""
     found: list[str] = []
 
     def walk(folder: str) -> None:
         try:
-            entries = sorted(host.path(folder).iterdir(), key=lambda entry: entry.name)
+            names = {entry.name for entry in host.path(folder).iterdir()}
         except (FileNotFoundError, NotADirectoryError):
-            return
-        for entry in entries[: _MAX_DROPINS - len(found)]:
-            path = f"{folder}/{entry.name}"
-            if entry.is_dir() and not entry.is_symlink():
+            names = set()
+        if folder == CRIO_DROPIN_DIR:
+            names.add(CRIO_DROPIN.rpartition("/")[2])
+        for name in sorted(names):
+            path = f"{folder}/{name}"
+            entry = host.path(path)
+            if path != CRIO_DROPIN and entry.is_dir() and not entry.is_symlink():
                 walk(path)
-            elif path != CRIO_DROPIN:
-                found.append(path)
+                continue
+            found.append(path)
+            if len(found) > _MAX_DROPINS:
+                raise HostPathError(
+                    f"{CRIO_DROPIN_DIR} holds more than {_MAX_DROPINS} files; setup cannot tell "
+                    "which CRI-O reads last; left untouched"
+                )
 
     walk(CRIO_DROPIN_DIR)
-    return found[:_MAX_DROPINS]
+    return found

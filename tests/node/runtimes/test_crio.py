@@ -94,3 +94,33 @@ def test_auto_restart_signals_only_releases_that_reload_runtimes(
         {"engine": "cri-o", "setAsDefault": True, "binaryPath": NVIDIA_RUNTIME, "restart": "auto"}
     )
     assert reload.chosen(settings, Host(host.root, chroot=False)).mode == mode
+
+
+@pytest.mark.parametrize(
+    ("content", "key"),
+    [
+        ('[crio.runtime]\ndefault_runtime = "crun"\n', "default_runtime"),
+        ('[crio.runtime.runtimes.nvidia]\nruntime_path = "/usr/bin/runc"\n', "runtimes.nvidia"),
+    ],
+)
+def test_a_file_read_after_the_dropin_that_overrides_it_is_refused(
+    host: HostTree, content: str, key: str
+) -> None:
+    # "site/" sorts after "99-nvidia.conf", and CRI-O walks into it: its value wins.
+    later = "/etc/crio/crio.conf.d/site/10-default.conf"
+    host.write(later, content)
+    result = host.setup(setup_config("cri-o"))
+    assert result.code == 1
+    assert (
+        f"{later} is read after /etc/crio/crio.conf.d/99-nvidia.conf and sets crio.runtime.{key}"
+        in result.err
+    )
+    assert not host.at(DROPIN).exists()
+
+
+def test_more_drop_ins_than_setup_reads_are_refused_not_guessed(host: HostTree) -> None:
+    for number in range(300):
+        host.write(f"/etc/crio/crio.conf.d/{number:03d}.conf", "")
+    result = host.setup(setup_config("cri-o"))
+    assert result.code == 1
+    assert "holds more than 256 files" in result.err
