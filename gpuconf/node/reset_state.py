@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gpuconf.node.runtimes.host_files import write_atomically
+from gpuconf.node.atomic_files import write_atomically
 
 STATE_FILE = "awaiting-reset.json"
 

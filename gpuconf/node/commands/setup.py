@@ -28,13 +28,14 @@ from gpuconf.api.runtime_files import (
 )
 from gpuconf.errors import UserError
 from gpuconf.node import log
+from gpuconf.node.atomic_files import remove, write_atomically
 from gpuconf.node.config_watch import read_config
 from gpuconf.node.metrics_http import MetricsServer
 from gpuconf.node.nvml.tegra import RELEASE_FILE as TEGRA_RELEASE_FILE
 from gpuconf.node.runtimes import apply, reload
 from gpuconf.node.runtimes.changes import config_hash, unified_diff
 from gpuconf.node.runtimes.host import Host
-from gpuconf.node.runtimes.host_files import exclusive_lock, remove, write_atomically
+from gpuconf.node.runtimes.host_files import exclusive_lock
 from gpuconf.node.runtimes.host_plan import HostPlan, plan_host
 
 LOCK_FILE = f"{SETUP_MARKER_DIR}/setup.lock"

@@ -6,15 +6,10 @@ from collections.abc import Iterable
 
 from gpuconf.api.runtime_files import BACKUP_DIR
 from gpuconf.errors import UserError
+from gpuconf.node.atomic_files import remove, write_atomically
 from gpuconf.node.runtimes.changes import FileChange
 from gpuconf.node.runtimes.host import Host
-from gpuconf.node.runtimes.host_files import (
-    back_up_once,
-    original_of,
-    read_optional,
-    remove,
-    write_atomically,
-)
+from gpuconf.node.runtimes.host_files import back_up_once, original_of, read_optional
 
 
 def write_changes(host: Host, changes: Iterable[FileChange]) -> list[str]:
