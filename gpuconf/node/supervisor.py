@@ -139,7 +139,7 @@ class Supervisor:
                 if now >= next_inventory:
                     next_inventory = now + INVENTORY_POLL_SECONDS
                     self._poll_inventory()
-                if self._pending and self._pod_resources.held() is not self._held_seen:
+                if self._pending and self._pod_resources.held() != self._held_seen:
                     self._reassign()
                     self._sync_plugins()
                 if self._kubelet.restarted():

@@ -58,8 +58,7 @@ class PodResourcesWatch:
         self._metrics.pod_resources_up.set(int(held is not None))
         with self._lock:
             changed = held != self._held
-            if changed:  # an equal answer keeps its object: the supervisor compares identity
-                self._held = held
+            self._held = held
         if changed:
             self._changed.set()
 
