@@ -13,6 +13,8 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
+from gpuconf.api.node_config import ExpectedGpu, NodeConfig, ResourceSettings, RuntimeSettings
+from gpuconf.api.validators import validate_node_config
 from gpuconf.compiler.pipeline import Compiled, compile_paths
 from gpuconf.compiler.plan import plan
 from gpuconf.compiler.render import RenderedTree, render
@@ -233,6 +235,24 @@ def node_config(resources: list[dict[str, Any]], gpus: int = 8, **overrides: Any
     }
     config.update(overrides)
     return config
+
+
+def read_node_config(config: dict[str, Any]) -> NodeConfig:
+    """A node config as the node runtime reads it: the frozen schema (api/validators.py)."""
+    return validate_node_config(config)
+
+
+def resource_settings(data: dict[str, Any]) -> ResourceSettings:
+    """One resource's settings, read as the node runtime reads them."""
+    return read_node_config(node_config([data])).resources[0]
+
+
+def expected_gpu(data: dict[str, Any]) -> ExpectedGpu:
+    return read_node_config(node_config([], inventory={"default": [data]})).inventory.default[0]
+
+
+def runtime_settings(data: dict[str, Any]) -> RuntimeSettings:
+    return read_node_config(node_config([], runtime=data)).runtime
 
 
 def resource(name: str, indices: list[int], **extra: Any) -> dict[str, Any]:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pydantic import TypeAdapter
+from builders import resource_settings
 
-from gpuconf.api.node_config import ResourceSettings
 from gpuconf.api.node_facts import DeviceListStrategy
 from gpuconf.node.devices import build_devices
 from gpuconf.node.kubelet.allocation import AllocationRefused, container_allocation
@@ -18,7 +17,7 @@ GPUS = {i: GpuInfo(i, f"GPU-{i}", "x", 1, f"0000:0{i}:00.0") for i in range(2)}
 
 
 def view(sharing: dict[str, Any], strategy: DeviceListStrategy = "envvar") -> ResourceView:
-    settings = TypeAdapter(ResourceSettings).validate_python(
+    settings = resource_settings(
         {"name": "gpuconf.dev/x", "class": "x", "gpus": {"default": [0, 1]}, "sharing": sharing}
     )
     devices = build_devices(settings, GPUS, [0, 1]).devices

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import TypeAdapter
+from builders import resource_settings
 
 from gpuconf.api.node_config import ResourceSettings
 from gpuconf.node.devices import build_devices
@@ -21,7 +21,7 @@ def settings(**extra: Any) -> ResourceSettings:
         "sharing": {"strategy": "none"},
     }
     data.update(extra)
-    return TypeAdapter(ResourceSettings).validate_python(data)
+    return resource_settings(data)
 
 
 def gpu(uuid: str = UUID, **extra: Any) -> GpuInfo:

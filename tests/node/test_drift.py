@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 
-from pydantic import TypeAdapter
+from builders import expected_gpu
 
 from gpuconf.api.node_config import ExpectedGpu
 from gpuconf.node.drift import compare
@@ -12,7 +12,7 @@ H100 = "NVIDIA H100 80GB HBM3"
 
 
 def declared(index: int, uuid: str | None = None, mig: dict[str, int] | None = None) -> ExpectedGpu:
-    return TypeAdapter(ExpectedGpu).validate_python(
+    return expected_gpu(
         {
             "index": index,
             "model": "H100-80GB",

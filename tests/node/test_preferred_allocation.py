@@ -5,10 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from builders import gpu_uuid, nvlink_box
-from pydantic import TypeAdapter
+from builders import gpu_uuid, nvlink_box, resource_settings
 
-from gpuconf.api.node_config import ResourceSettings
 from gpuconf.node.devices import build_devices
 from gpuconf.node.kubelet.preferred import best_gpu_set, preferred_ids
 from gpuconf.node.nvml.api import GpuInfo
@@ -33,7 +31,7 @@ TOPOLOGY = topology_of(BOX)
 
 
 def view(sharing: dict[str, Any], indices: list[int], policy: str = "spread") -> ResourceView:
-    settings = TypeAdapter(ResourceSettings).validate_python(
+    settings = resource_settings(
         {
             "name": "gpuconf.dev/h100",
             "class": "h100",

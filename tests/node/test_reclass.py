@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import TypeAdapter
+from builders import resource_settings
 
 from gpuconf.api.node_config import ResourceSettings
 from gpuconf.node.nvml.api import GpuInfo
@@ -17,7 +17,7 @@ def settings(name: str, replicas: int = 1) -> ResourceSettings:
     sharing: dict[str, Any] = {"strategy": "time-slicing" if replicas > 1 else "none"}
     if replicas > 1:
         sharing["replicas"] = replicas
-    return TypeAdapter(ResourceSettings).validate_python(
+    return resource_settings(
         {"name": f"gpuconf.dev/{name}", "class": name, "gpus": {"default": []}, "sharing": sharing}
     )
 

@@ -6,10 +6,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from builders import NVIDIA_RUNTIME, HostTree, setup_config
-from pydantic import TypeAdapter
+from builders import NVIDIA_RUNTIME, HostTree, runtime_settings, setup_config
 
-from gpuconf.api.node_config import RuntimeSettings
 from gpuconf.node.runtimes import reload
 from gpuconf.node.runtimes.host import Host
 
@@ -90,7 +88,7 @@ def test_auto_restart_signals_only_releases_that_reload_runtimes(
 ) -> None:
     if version is not None:
         host.program("crio", f"echo 'crio version {version}'")
-    settings = TypeAdapter(RuntimeSettings).validate_python(
+    settings = runtime_settings(
         {"engine": "cri-o", "setAsDefault": True, "binaryPath": NVIDIA_RUNTIME, "restart": "auto"}
     )
     assert reload.chosen(settings, Host(host.root, chroot=False)).mode == mode
