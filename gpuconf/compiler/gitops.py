@@ -25,7 +25,9 @@ IN_CLUSTER = "https://kubernetes.default.svc"
 SOURCE_NAME = "gpuconf"
 # Flux has no sync waves: these ranks say which folders must be applied and healthy first.
 FIRST_STAGES = {"namespaces": 0, "cluster": 1}
-LAST_STAGES = {"pools": 3}
+# Monitoring (PodMonitor, NetworkPolicy) comes last beside pools, not before them: a cluster
+# without the Prometheus Operator's CRDs fails that stage, and no GPU node may wait on it.
+LAST_STAGES = {"pools": 3, "monitoring": 3}
 MIDDLE_RANK = 2
 
 

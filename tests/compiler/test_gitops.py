@@ -81,7 +81,7 @@ def test_flux_stages_cover_every_manifest_once_and_nothing_else(compiled_example
         assert sorted(picked) == sorted(listed), name
 
 
-def test_flux_applies_namespaces_first_and_pools_last(compiled_examples) -> None:  # type: ignore[no-untyped-def]
+def test_flux_applies_namespaces_first_and_nothing_waits_on_pools_or_monitoring(compiled_examples) -> None:  # type: ignore[no-untyped-def]
     source = GitSource(EXAMPLE_REPO, "main", "rendered")
     for name, folder in flux(source, compiled_examples.rendered).items():
         kustomizations = {
@@ -92,8 +92,20 @@ def test_flux_applies_namespaces_first_and_pools_last(compiled_examples) -> None
         }
         order = _apply_order(kustomizations)
         assert order[0] == f"gpuconf-{name}-namespaces"
-        assert order[-1] == f"gpuconf-{name}-pools"
+        pools = f"gpuconf-{name}-pools"
+        assert all(
+            d["name"] != pools
+            for k in kustomizations.values()
+            for d in k["spec"].get("dependsOn", [])
+        )
         assert all(k["spec"]["wait"] for k in kustomizations.values())
+        # Without the Prometheus Operator's CRDs the monitoring stage fails: nothing waits on it.
+        monitoring = f"gpuconf-{name}-monitoring"
+        assert all(
+            d["name"] != monitoring
+            for k in kustomizations.values()
+            for d in k["spec"].get("dependsOn", [])
+        )
 
 
 def _apply_order(kustomizations: dict[str, dict[str, Any]]) -> list[str]:
