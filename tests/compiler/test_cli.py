@@ -57,15 +57,18 @@ def test_render_writes_the_tree_into_the_output_folder(tmp_path: Path) -> None:
     assert read_tree(tmp_path / "lab") == read_tree(RENDERED / "lab")
 
 
-def test_rendered_files_are_0644_whatever_the_umask_and_folders_follow_it(tmp_path: Path) -> None:
-    previous = os.umask(0o077)
+@pytest.mark.parametrize(("umask", "folders"), [(0o077, 0o700), (0o022, 0o755), (0o002, 0o775)])
+def test_rendered_files_are_0644_whatever_the_umask_and_folders_follow_it(
+    tmp_path: Path, umask: int, folders: int
+) -> None:
+    previous = os.umask(umask)
     try:
         assert run_cli("render", "clusters/lab.yaml", "-o", str(tmp_path), cwd=REPO).code == 0
     finally:
         os.umask(previous)
     tree = [tmp_path / "lab", *(tmp_path / "lab").rglob("*")]
     modes = {(p.is_dir(), stat.S_IMODE(p.stat().st_mode)) for p in tree}
-    assert modes == {(False, 0o644), (True, 0o700)}
+    assert modes == {(False, 0o644), (True, folders)}
 
 
 def test_render_check_passes_when_up_to_date(repo_copy: Path) -> None:
