@@ -4,8 +4,9 @@ Prints: time from process start to registration with a kubelet stand-in; Allocat
 GetPreferredAllocation latency (p50/p99) beside an empty round trip
 (GetDevicePluginOptions) on the same socket; Allocate's p99 with 12 extra ListAndWatch streams
 open beside its floor (2x the idle p99); with a kubelet that accepts Register and never
-answers, how long an XID takes to reach an open stream as Unhealthy, beside its floor (100 ms);
-the process's resident memory.
+answers, how long an XID takes to reach an open stream as Unhealthy (the fake NVML's 50 ms
+poll included), beside its ceiling (100 ms); the process's resident memory. Figures only: each
+verdict is printed, none fails the run (CPU time on a shared machine is noisy).
 Run: .venv/bin/python bench/node.py [--calls N]
 """
 
@@ -34,7 +35,6 @@ from gpuconf.node.kubelet.proto import (
     podresources_pb2,
     podresources_pb2_grpc,
 )
-from gpuconf.node.nvml.fake import EVENT_POLL_SECONDS
 
 GPUS = 8
 RESOURCE = "gpuconf.dev/h100"
@@ -301,10 +301,10 @@ def main() -> int:
                 streams.close()
             _report(f"Allocate, {EXTRA_STREAMS} extra streams open", busy)
             floor = 2 * _p99(idle)
-            streams_verdict = "ok" if _p99(busy) <= floor else "OVER"
+            verdict = "ok" if _p99(busy) <= floor else "OVER"
             print(
                 f"{'  p99 beside its floor (2x idle)':<34} {_p99(busy):8.0f} us <= {floor:.0f} us "
-                f"{streams_verdict}"
+                f"{verdict}"
             )
         print(f"{'resident memory (RSS)':<34} {_rss_mib(process.pid):8.1f} MiB")
     finally:
@@ -315,21 +315,15 @@ def main() -> int:
         xid = _xid_with_hung_kubelet(files)
     finally:
         shutil.rmtree(files, ignore_errors=True)
-    # The fake NVML hands events over on its own poll; that wait is the stand-in's, not
-    # gpuconf's, so the floor is held against what remains.
-    poll_ms = EVENT_POLL_SECONDS * 1000
+    # The fake NVML hands events over on its own 50 ms poll, included here: the figure is an
+    # upper bound on gpuconf's own share.
     worst = max(xid)
-    own = worst - poll_ms
-    verdict = "ok" if own <= XID_FLOOR_MS else "OVER"
+    verdict = "ok" if worst <= XID_FLOOR_MS else "OVER"
     print(
         f"{'XID to stream, kubelet hung':<34} p50 {statistics.median(xid):8.1f} ms   "
-        f"max {worst:8.1f} ms   (n={len(xid)})"
+        f"max {worst:8.1f} ms <= {XID_FLOOR_MS:.0f} ms {verdict}   (n={len(xid)})"
     )
-    print(
-        f"{'  less the fake NVML poll':<34} {poll_ms:.0f} ms: max {own:6.1f} ms <= "
-        f"{XID_FLOOR_MS:.0f} ms {verdict}"
-    )
-    return 0 if verdict == streams_verdict == "ok" else 1
+    return 0
 
 
 if __name__ == "__main__":
