@@ -194,7 +194,7 @@ for relative, data in tree.items():
 """
 
 
-# The import floors `validate` is measured against: the issue's (pydantic with ruamel.yaml)
+# The import floors `validate` is measured against: the target's (pydantic with ruamel.yaml)
 # and the one with the YAML library gpuconf loads (PyYAML's libyaml binding). Each ratio is
 # taken against the lower of the two.
 IMPORT_FLOORS = {
