@@ -15,6 +15,7 @@ from crd_schemas import crd_errors
 from ruamel.yaml import YAML
 
 from gpuconf.compiler.gitops import GitSource, flux, stages
+from gpuconf.compiler.pipeline import Compiled
 
 EXAMPLE_REPO = "https://github.com/example-org/gpu-clusters.git"
 GITOPS = REPO / "examples" / "gitops"
@@ -81,7 +82,9 @@ def test_flux_stages_cover_every_manifest_once_and_nothing_else(compiled_example
         assert sorted(picked) == sorted(listed), name
 
 
-def test_flux_applies_namespaces_first_and_nothing_waits_on_pools_or_monitoring(compiled_examples) -> None:  # type: ignore[no-untyped-def]
+def test_flux_applies_namespaces_first_and_nothing_waits_on_pools_or_monitoring(
+    compiled_examples: Compiled,
+) -> None:
     source = GitSource(EXAMPLE_REPO, "main", "rendered")
     for name, folder in flux(source, compiled_examples.rendered).items():
         kustomizations = {
