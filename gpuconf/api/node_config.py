@@ -13,6 +13,7 @@ from gpuconf.api.base import INT32_MAX, Model
 from gpuconf.api.node_facts import DEFAULT_METRICS_PORT, DeviceListStrategy
 from gpuconf.api.record import Limits, field
 from gpuconf.api.version import ApiVersion
+from gpuconf.diagnostics import KeyPath
 
 NODE_CONFIG_FILE = "node-config.yaml"
 
@@ -55,22 +56,56 @@ class ExpectedGpu(Model):
 
 
 class ExpectedInventory(Model):
+    """The GPUs each node of the pool should have.
+
+    A pool's declared nodes mostly have the same GPUs and differ only in their UUIDs, so those
+    GPUs are written once (`common`) and each such node lists its UUIDs (`uuids`): the
+    ConfigMap stays under a third of the size it would be with every GPU written out per node."""
+
     default: list[ExpectedGpu]
-    """The inventory of every node of the pool that is not listed in `nodes`."""
+    """The inventory of every node of the pool that is listed neither in `uuids` nor in `nodes`."""
+    common: list[ExpectedGpu] = field(default_factory=list)
+    """The GPUs, UUIDs aside, of every node listed in `uuids`."""
+    uuids: dict[str, list[str | None]] = field(default_factory=dict)
+    """Declared nodes that have the `common` GPUs: their UUIDs, in the order of `common`."""
     nodes: dict[str, list[ExpectedGpu]] = field(default_factory=dict)
-    """Declared inventories by node name."""
+    """Declared nodes with GPUs of their own, by node name."""
 
     def for_node(self, node_name: str) -> list[ExpectedGpu]:
-        return self.nodes.get(node_name, self.default)
+        listed = self.nodes.get(node_name)
+        if listed is not None:
+            return listed
+        uuids = self.uuids.get(node_name)
+        if uuids is not None:
+            return [gpu.replace(uuid=uuid) for gpu, uuid in zip(self.common, uuids, strict=True)]
+        return self.default
+
+    def inconsistencies(self) -> list[tuple[KeyPath, str]]:
+        """What the schema cannot say: each `uuids` list matches `common`, no node is listed
+        twice, and `common` leaves UUIDs to `uuids`. As (key path, message) pairs."""
+        found: list[tuple[KeyPath, str]] = []
+        for index, gpu in enumerate(self.common):
+            if gpu.uuid is not None:
+                found.append((("common", index, "uuid"), "common GPUs take their UUIDs from uuids"))
+        for node, uuids in self.uuids.items():
+            if len(uuids) != len(self.common):
+                found.append(
+                    (
+                        ("uuids", node),
+                        f"{len(uuids)} UUID(s) for the {len(self.common)} common GPU(s)",
+                    )
+                )
+            if node in self.nodes:
+                found.append((("uuids", node), "the node is also listed in nodes"))
+        return found
 
 
 class GpuIndices(Model):
     default: list[int]
-    """GPU indices of the resource on nodes not listed in `nodes`."""
+    """GPU indices of the resource on nodes the inventory lists neither in `uuids` nor `nodes`."""
+    common: list[int] = field(default_factory=list)
+    """GPU indices on the nodes of the inventory's `uuids` that `nodes` does not list."""
     nodes: dict[str, list[int]] = field(default_factory=dict)
-
-    def for_node(self, node_name: str) -> list[int]:
-        return self.nodes.get(node_name, self.default)
 
 
 class SharingSettings(Model):
@@ -115,3 +150,11 @@ class NodeConfig(Model):
     metrics_port: Annotated[int, Limits(ge=0, le=65535)] = DEFAULT_METRICS_PORT
     inventory: ExpectedInventory
     resources: list[ResourceSettings] = field(default_factory=list)
+
+    def gpu_indices(self, resource: ResourceSettings, node_name: str) -> list[int]:
+        """The GPU indices `resource` offers on `node_name`."""
+        gpus = resource.gpus
+        listed = gpus.nodes.get(node_name)
+        if listed is not None:
+            return listed
+        return gpus.common if node_name in self.inventory.uuids else gpus.default

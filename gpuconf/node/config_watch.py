@@ -38,18 +38,22 @@ def parse_config(text: str, display: str) -> NodeConfig:
         config = validate_node_config(located.data)
     except ValidationError as error:
         raise ConfigInvalid(diagnostics_from(error, located, NodeConfig)) from None
+    problems = [
+        located.diagnostic(("inventory", *path), message, "render the node config again")
+        for path, message in config.inventory.inconsistencies()
+    ]
     sockets = [resource.socket_name() for resource in config.resources]
     repeated = sorted({s for s in sockets if sockets.count(s) > 1})
     if repeated:
-        raise ConfigInvalid(
-            [
-                located.diagnostic(
-                    ("resources",),
-                    f"more than one resource would use socket {', '.join(repeated)}",
-                    "give every resource a distinct name",
-                )
-            ]
+        problems.append(
+            located.diagnostic(
+                ("resources",),
+                f"more than one resource would use socket {', '.join(repeated)}",
+                "give every resource a distinct name",
+            )
         )
+    if problems:
+        raise ConfigInvalid(problems)
     return config
 
 

@@ -235,7 +235,7 @@ class Supervisor:
             self._allowed = None
         wanted = []
         for resource in config.resources:
-            indices = resource.gpus.for_node(self._settings.node_name)
+            indices = config.gpu_indices(resource, self._settings.node_name)
             if self._allowed is not None:
                 indices = [i for i in indices if i in self._allowed]
             wanted.append((resource, indices))

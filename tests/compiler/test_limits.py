@@ -34,7 +34,7 @@ def test_a_node_config_configmap_over_1_mib_names_the_pool_and_how_to_split_it(
     tmp_path: Path,
 ) -> None:
     classes = [{"name": "l4", "select": {"pools": ["big"]}, "sharing": {"strategy": "none"}}]
-    _write(tmp_path, cluster([_declared_pool(800)], classes))
+    _write(tmp_path, cluster([_declared_pool(2600)], classes))
     result = run_cli("render", "cluster.yaml", "-o", "out", cwd=tmp_path)
     assert result.code == 1
     line, summary = result.err.splitlines()
@@ -44,7 +44,7 @@ def test_a_node_config_configmap_over_1_mib_names_the_pool_and_how_to_split_it(
     )
     assert line.endswith(
         " MiB; Kubernetes refuses a ConfigMap over 1 MiB (hint: split pool 'big' into several "
-        "pools of fewer declared nodes (it declares 800), or give it `size` instead of "
+        "pools of fewer declared nodes (it declares 2600), or give it `size` instead of "
         "declaring each node)"
     )
     assert summary == "1 error, 0 warnings"
@@ -53,7 +53,7 @@ def test_a_node_config_configmap_over_1_mib_names_the_pool_and_how_to_split_it(
 
 def test_the_same_pool_at_half_the_nodes_renders(tmp_path: Path) -> None:
     classes = [{"name": "l4", "select": {"pools": ["big"]}, "sharing": {"strategy": "none"}}]
-    _write(tmp_path, cluster([_declared_pool(400)], classes))
+    _write(tmp_path, cluster([_declared_pool(1300)], classes))
     assert run_cli("render", "cluster.yaml", "-o", "out", cwd=tmp_path).code == 0
 
 

@@ -23,6 +23,12 @@ inventory:
   nodes:
     node-b:
       - {{index: 0, model: H100-80GB, nvmlName: {H100}, memoryMiB: 81559, uuid: GPU-b0}}
+  common:
+    - {{index: 0, model: H100-80GB, nvmlName: {H100}, memoryMiB: 81559}}
+    - {{index: 1, model: H100-80GB, nvmlName: {H100}, memoryMiB: 81559}}
+  uuids:
+    node-c: [GPU-0, GPU-1]
+    node-d: [GPU-0, GPU-d1]
 """
 
 FAKE_GPU = '{{index: {index}, uuid: GPU-{index}, name: {name}, memoryMiB: 81559, pciBusId: "0000:1{index}:00.0"}}'
@@ -83,6 +89,16 @@ def test_a_node_with_its_own_inventory_is_checked_against_it(tmp_path: Path) -> 
     result = check(node_config(tmp_path), "node-b", fake_inventory(tmp_path, H100))
     assert result.returncode == 1
     assert "GPU 0: expected uuid GPU-b0, found GPU-0" in result.stdout
+
+
+def test_a_node_with_the_common_gpus_is_checked_against_its_own_uuids(tmp_path: Path) -> None:
+    fake = fake_inventory(tmp_path, H100, H100)
+    matching = check(node_config(tmp_path), "node-c", fake)
+    assert matching.returncode == 0, matching.stderr
+    assert "inventory matches: 2 GPUs as declared" in matching.stdout
+    drifted = check(node_config(tmp_path), "node-d", fake)
+    assert drifted.returncode == 1
+    assert "GPU 1: expected uuid GPU-d1, found GPU-1" in drifted.stdout
 
 
 def test_bad_config_exits_1_with_a_located_message(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ WHOLE = "gpuconf.dev/h100"
 CONFIG = node_config([resource("h100", [0, 1, 2, 3])])
 GOOD = json.dumps(CONFIG)
 RESOURCES = json.dumps(CONFIG["resources"])
+INVENTORY = CONFIG["inventory"]
 
 REPLACEMENTS: dict[str, bytes] = {
     # The good config with its resources list tagged: JSON is YAML, tags may go in front.
@@ -33,6 +34,9 @@ REPLACEMENTS: dict[str, bytes] = {
         f"{n}: &{n} [{', '.join([f'*{p}'] * 10)}]\n".encode()
         for p, n in zip("abcdef", "bcdefg", strict=True)
     ),
+    "uuids that do not match the common GPUs": json.dumps(
+        {**CONFIG, "inventory": {**INVENTORY, "common": INVENTORY["default"], "uuids": {"n": []}}}
+    ).encode(),
     "two documents": GOOD.encode() + b"\n---\n" + GOOD.encode(),
     "a list": b"- 1\n",
     "empty": b"",

@@ -67,6 +67,12 @@ PART_17 = {
     },
 }
 
+PART_18 = {
+    'type': 'default',
+    'schema': PART_17,
+    'default_factory': list,
+}
+
 HEALTH_SETTINGS = {
     'type': 'model',
     'cls': HealthSettings,
@@ -80,11 +86,7 @@ HEALTH_SETTINGS = {
             },
             'reset_xids': {
                 'type': 'model-field',
-                'schema': {
-                    'type': 'default',
-                    'schema': PART_17,
-                    'default_factory': list,
-                },
+                'schema': PART_18,
                 'validation_alias': 'resetXids',
             },
             'recover_after_seconds': {
@@ -108,11 +110,18 @@ HEALTH_SETTINGS = {
     'ref': 'gpuconf.api.node_config.HealthSettings',
 }
 
-PART_18 = {
+PART_19 = {
     'type': 'list',
     'items_schema': {
         'type': 'definition-ref',
         'schema_ref': 'gpuconf.api.node_config.ExpectedGpu',
+    },
+}
+
+PART_20 = {
+    'type': 'nullable',
+    'schema': {
+        'type': 'str',
     },
 }
 
@@ -124,8 +133,35 @@ EXPECTED_INVENTORY = {
         'fields': {
             'default': {
                 'type': 'model-field',
-                'schema': PART_18,
+                'schema': PART_19,
                 'validation_alias': 'default',
+            },
+            'common': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': PART_19,
+                    'default_factory': list,
+                },
+                'validation_alias': 'common',
+            },
+            'uuids': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'dict',
+                        'keys_schema': {
+                            'type': 'str',
+                        },
+                        'values_schema': {
+                            'type': 'list',
+                            'items_schema': PART_20,
+                        },
+                    },
+                    'default_factory': dict,
+                },
+                'validation_alias': 'uuids',
             },
             'nodes': {
                 'type': 'model-field',
@@ -136,7 +172,7 @@ EXPECTED_INVENTORY = {
                         'keys_schema': {
                             'type': 'str',
                         },
-                        'values_schema': PART_18,
+                        'values_schema': PART_19,
                     },
                     'default_factory': dict,
                 },
@@ -165,6 +201,11 @@ GPU_INDICES = {
                 'schema': PART_17,
                 'validation_alias': 'default',
             },
+            'common': {
+                'type': 'model-field',
+                'schema': PART_18,
+                'validation_alias': 'common',
+            },
             'nodes': {
                 'type': 'model-field',
                 'schema': {
@@ -192,18 +233,13 @@ GPU_INDICES = {
     'ref': 'gpuconf.api.node_config.GpuIndices',
 }
 
-PART_19 = {
+PART_21 = {
     'type': 'default',
-    'schema': {
-        'type': 'nullable',
-        'schema': {
-            'type': 'str',
-        },
-    },
+    'schema': PART_20,
     'default': None,
 }
 
-PART_20 = {
+PART_22 = {
     'type': 'default',
     'schema': {
         'type': 'nullable',
@@ -248,22 +284,22 @@ SHARING_SETTINGS = {
             'fail_requests_greater_than_one': PART_8,
             'mps_pipe_directory': {
                 'type': 'model-field',
-                'schema': PART_19,
+                'schema': PART_21,
                 'validation_alias': 'mpsPipeDirectory',
             },
             'mps_shm_directory': {
                 'type': 'model-field',
-                'schema': PART_19,
+                'schema': PART_21,
                 'validation_alias': 'mpsShmDirectory',
             },
             'mps_memory_limit_mi_b': {
                 'type': 'model-field',
-                'schema': PART_20,
+                'schema': PART_22,
                 'validation_alias': 'mpsMemoryLimitMiB',
             },
             'mps_active_thread_percentage': {
                 'type': 'model-field',
-                'schema': PART_20,
+                'schema': PART_22,
                 'validation_alias': 'mpsActiveThreadPercentage',
             },
         },
@@ -305,7 +341,7 @@ RESOURCE_SETTINGS = {
             },
             'mig_profile': {
                 'type': 'model-field',
-                'schema': PART_19,
+                'schema': PART_21,
                 'validation_alias': 'migProfile',
             },
             'sharing': {
@@ -476,7 +512,7 @@ EXPECTED_GPU = {
             },
             'uuid': {
                 'type': 'model-field',
-                'schema': PART_19,
+                'schema': PART_21,
                 'validation_alias': 'uuid',
             },
             'mig': {

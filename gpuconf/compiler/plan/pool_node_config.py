@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from typing import TypeVar
+
 from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.cluster.document import Health
 from gpuconf.api.node_config import (
@@ -24,6 +27,8 @@ from gpuconf.compiler.resolve.runtime_settings import runtime_settings
 from gpuconf.formats.yaml_writer import dump
 from gpuconf.gpus.xid import APPLICATION_XIDS, RESET_XIDS
 
+_Shared = TypeVar("_Shared")
+
 MPS_ROOT = "/run/nvidia/mps"
 MPS_SHM = f"{MPS_ROOT}/shm"
 """Shared as /dev/shm by the control daemons (in gpuconf-node) and their clients, as NVIDIA does."""
@@ -33,13 +38,13 @@ def config_map_name(pool: NodePool) -> str:
     return f"gpuconf-node-{pool.name}"
 
 
-def _expected(gpu: Gpu) -> ExpectedGpu:
+def _expected(gpu: Gpu, *, with_uuid: bool = True) -> ExpectedGpu:
     return ExpectedGpu(
         index=gpu.index,
         model=gpu.model.name,
         nvml_name=gpu.model.nvml_name,
         memory_mi_b=gpu.model.memory_mib,
-        uuid=gpu.uuid,
+        uuid=gpu.uuid if with_uuid else None,
         mig=dict(gpu.mig) if gpu.mig is not None else None,
     )
 
@@ -76,7 +81,51 @@ def _health(health: Health) -> HealthSettings:
     )
 
 
-def _indices(resolved: ResolvedClass, pool: str, groups: list[NodeGroup]) -> GpuIndices | None:
+def _shape(group: NodeGroup) -> tuple[tuple[int, str, tuple[tuple[str, int], ...] | None], ...]:
+    """What a declared node's GPUs are, UUIDs aside."""
+    return tuple(
+        (gpu.index, gpu.model.name, tuple(gpu.mig.items()) if gpu.mig is not None else None)
+        for gpu in group.gpus
+    )
+
+
+def _most_common(values: list[_Shared]) -> _Shared | None:
+    """The value most of `values` have, the first of those seen on a tie; None when none is
+    shared by two, so a lone node keeps its own full listing."""
+    counts = Counter(values)
+    if not counts:
+        return None
+    value, count = max(counts.items(), key=lambda item: item[1])
+    return value if count > 1 else None
+
+
+def _with_common_gpus(declared: list[NodeGroup]) -> list[NodeGroup]:
+    """The declared nodes whose GPUs the inventory writes once, as `common`."""
+    shapes = [_shape(g) for g in declared]
+    common = _most_common(shapes)
+    return [g for g, shape in zip(declared, shapes, strict=True) if shape == common]
+
+
+def _inventory(groups: list[NodeGroup]) -> ExpectedInventory:
+    undeclared = next((g for g in groups if g.node is None), None)
+    declared = [g for g in groups if g.node is not None]
+    shared = _with_common_gpus(declared)
+    uuids = {g.node: [gpu.uuid for gpu in g.gpus] for g in shared if g.node is not None}
+    return ExpectedInventory(
+        default=[_expected(g) for g in undeclared.gpus] if undeclared else [],
+        common=[_expected(g, with_uuid=False) for g in shared[0].gpus] if shared else [],
+        uuids=uuids,
+        nodes={
+            g.node: [_expected(gpu) for gpu in g.gpus]
+            for g in declared
+            if g.node is not None and g.node not in uuids
+        },
+    )
+
+
+def _indices(
+    resolved: ResolvedClass, pool: str, groups: list[NodeGroup], inventory: ExpectedInventory
+) -> GpuIndices | None:
     members = resolved.members_in(pool)
     if not members:
         return None
@@ -86,8 +135,17 @@ def _indices(resolved: ResolvedClass, pool: str, groups: list[NodeGroup]) -> Gpu
     if not any(id(g) in by_group for g in groups):
         return None
     default = next((sorted(by_group.get(id(g), [])) for g in groups if g.node is None), [])
-    nodes = {g.node: sorted(by_group.get(id(g), [])) for g in groups if g.node is not None}
-    return GpuIndices(default=default, nodes=nodes)
+    by_node = {g.node: sorted(by_group.get(id(g), [])) for g in groups if g.node is not None}
+    common = _most_common([tuple(by_node[n]) for n in inventory.uuids]) or ()
+    return GpuIndices(
+        default=default,
+        common=list(common),
+        nodes={
+            node: indices
+            for node, indices in by_node.items()
+            if node not in inventory.uuids or tuple(indices) != common
+        },
+    )
 
 
 def build_node_config(
@@ -98,10 +156,10 @@ def build_node_config(
 ) -> NodeConfig:
     spec = cluster.spec
     groups = list(inventory.by_pool(pool.name))
-    undeclared = next((g for g in groups if g.node is None), None)
+    expected = _inventory(groups)
     resources = []
     for resolved in classes:
-        indices = _indices(resolved, pool.name, groups)
+        indices = _indices(resolved, pool.name, groups, expected)
         if indices is None:
             continue
         resources.append(
@@ -125,12 +183,7 @@ def build_node_config(
         drift_policy=spec.node.drift_policy,
         health=_health(spec.node.health),
         metrics_port=spec.node.metrics_port,
-        inventory=ExpectedInventory(
-            default=[_expected(g) for g in undeclared.gpus] if undeclared else [],
-            nodes={
-                g.node: [_expected(gpu) for gpu in g.gpus] for g in groups if g.node is not None
-            },
-        ),
+        inventory=expected,
         resources=resources,
     )
 
