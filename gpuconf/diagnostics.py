@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 from gpuconf.errors import UserError
 
@@ -32,8 +32,7 @@ def format_path(path: Sequence[PathPart]) -> str:
     return out or "(document)"
 
 
-@dataclass(frozen=True, order=True)
-class Diagnostic:
+class Diagnostic(NamedTuple):
     file: str
     line: int
     column: int

@@ -11,7 +11,6 @@ hands its keywords to pydantic's own `Field` only when pydantic asks."""
 
 from __future__ import annotations
 
-import inspect
 import typing
 from collections.abc import Callable
 from typing import Any, ClassVar, Self, dataclass_transform
@@ -95,7 +94,9 @@ class Record:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         fields = dict(cls.__record_fields__)
-        for name, annotation in inspect.get_annotations(cls).items():
+        # The class's own annotations (strings: `from __future__ import annotations`), as
+        # inspect.get_annotations reads them, without importing inspect at start-up.
+        for name, annotation in cls.__dict__.get("__annotations__", {}).items():  # noqa: RUF063
             if str(annotation).startswith(("ClassVar", "typing.ClassVar")):
                 continue
             value = cls.__dict__.get(name, _NO_DEFAULT)

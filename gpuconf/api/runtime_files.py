@@ -7,8 +7,7 @@ business (gpuconf.node.runtimes); this module only names them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpuconf.api.node_config import RuntimeSettings
 from gpuconf.api.node_facts import DeviceListStrategy
@@ -41,8 +40,7 @@ HOST_DRIVER_LOADED = "/proc/driver/nvidia/version"
 BACKUP_DIR = "/var/lib/gpuconf/backup"
 
 
-@dataclass(frozen=True)
-class HostFile:
+class HostFile(NamedTuple):
     path: str
     purpose: str
 

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from gpuconf.compiler.validate import Validated
 from gpuconf.formats.located_yaml import LoadFailed, load_file
 
 
-@dataclass(frozen=True)
-class ClassRow:
+class ClassRow(NamedTuple):
     name: str
     request: str
     devices: int

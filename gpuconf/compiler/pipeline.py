@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,14 +21,18 @@ CLUSTER_SUFFIXES = (".yaml", ".yml")
 CLUSTER_DOCUMENT_HINT = "a cluster file holds one mapping with apiVersion, kind, metadata and spec"
 
 
-@dataclass
 class Compiled:
-    validated: dict[str, Validated] = field(default_factory=dict)
-    """By cluster name."""
-    rendered: dict[str, RenderedTree] = field(default_factory=dict)
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    whole_directories: bool = False
-    """Every PATH was a directory: clusters missing from them are stale in the output."""
+    """What compiling some cluster files gave: filled in as the pipeline goes."""
+
+    __slots__ = ("diagnostics", "rendered", "validated", "whole_directories")
+
+    def __init__(self, *, whole_directories: bool = False) -> None:
+        self.validated: dict[str, Validated] = {}
+        """By cluster name."""
+        self.rendered: dict[str, RenderedTree] = {}
+        self.diagnostics: list[Diagnostic] = []
+        self.whole_directories = whole_directories
+        """Every PATH was a directory: clusters missing from them are stale in the output."""
 
     @property
     def ok(self) -> bool:

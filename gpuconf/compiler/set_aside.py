@@ -18,7 +18,7 @@ class selects are not "in no class".
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gpuconf.api.core_validator import ValidationError
 from gpuconf.formats.located_yaml import Located
@@ -27,8 +27,7 @@ _ITEMS = ("nodePools", "gpuModels", "resourceClasses", "quotas")
 _NAMED = ("nodePools", "gpuModels", "resourceClasses")
 
 
-@dataclass(frozen=True)
-class SetAside:
+class SetAside(NamedTuple):
     """The names of the items set aside, for the rules whose findings their absence would change."""
 
     node_pools: frozenset[str] = frozenset()

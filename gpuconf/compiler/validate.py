@@ -5,7 +5,7 @@ A shape error does not stop the rules: they still look at what the error leaves 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gpuconf.api.cluster import Cluster
 from gpuconf.api.core_validator import ValidationError
@@ -20,8 +20,7 @@ from gpuconf.formats.located_yaml import Located
 from gpuconf.gpus.catalog import Catalog
 
 
-@dataclass(frozen=True)
-class Validated:
+class Validated(NamedTuple):
     """A cluster that passed validation, with what the later stages need."""
 
     located: Located

@@ -12,9 +12,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from yaml import MarkedYAMLError, YAMLError
 from yaml._yaml import CParser
@@ -57,14 +56,13 @@ def child(node: Any, part: str | int) -> Any:
     return MISSING
 
 
-@dataclass(frozen=True)
-class Located:
+class Located(NamedTuple):
     """One YAML document as plain data, with 1-based positions keyed by key path."""
 
     file: str
     data: Any
-    positions: Mapping[KeyPath, Position] = field(default_factory=dict)
-    renumbered: Mapping[KeyPath, tuple[int, ...]] = field(default_factory=dict)
+    positions: Mapping[KeyPath, Position] = {}
+    renumbered: Mapping[KeyPath, tuple[int, ...]] = {}
     """For each list that `without` took items out of: the file's index of each item kept."""
 
     def position(self, path: KeyPath) -> Position:

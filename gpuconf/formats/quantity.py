@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from fractions import Fraction
+from typing import NamedTuple
 
 _SUFFIXES = {
     "Ki": Fraction(2**10),
@@ -31,8 +31,7 @@ _QUANTITY = re.compile(
 )
 
 
-@dataclass(frozen=True, order=True)
-class Quantity:
+class Quantity(NamedTuple):
     """A quantity compares by value: Quantity.parse("1Gi") == Quantity.parse("1024Mi")."""
 
     value: Fraction

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from gpuconf.api.gpu_model import GpuModel
 from gpuconf.api.validators import validate_catalog
@@ -18,8 +18,7 @@ def _fold(name: str) -> str:
     return "".join(ch for ch in name.lower() if ch.isalnum())
 
 
-@dataclass(frozen=True)
-class Catalog:
+class Catalog(NamedTuple):
     models: Mapping[str, GpuModel]
     declared: frozenset[str] = frozenset()
     """Names a cluster file added (spec.gpuModels); the rest are gpuconf's own."""

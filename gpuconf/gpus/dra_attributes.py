@@ -10,8 +10,7 @@ v25.12.0. `pcieRoot` and `addressingMode` are published only where the driver ca
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import get_args
+from typing import NamedTuple, get_args
 
 from gpuconf.api.cluster.nvidia_components import Dra, DraDriverRelease
 
@@ -42,8 +41,7 @@ _MIG = frozenset({"parentUUID", "profile"})
 SHARING_GATES = {"time-slicing": "TimeSlicingSettings", "mps": "MPSSupport"}
 
 
-@dataclass(frozen=True)
-class AttributeSet:
+class AttributeSet(NamedTuple):
     line: str
     """The release line, e.g. v25.8 (every patch release of a line publishes the same names)."""
     gpu: frozenset[str]

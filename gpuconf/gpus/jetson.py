@@ -9,14 +9,13 @@ JetPack 6 supports Orin only, Xavier ends with JetPack 5.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gpuconf.api.base import version_parts
 from gpuconf.api.gpu_model import GpuModel
 
 
-@dataclass(frozen=True)
-class TegraSoc:
+class TegraSoc(NamedTuple):
     chip_id: int
     """What /sys/devices/soc0/soc_id holds (decimal)."""
     name: str

@@ -4,7 +4,7 @@ NVIDIA's plugin needs for a set of GPUs."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gpuconf.api.gpu_model import GpuModel, MigCapability
 from gpuconf.hints import did_you_mean
@@ -16,8 +16,7 @@ MIG_MODELS_HINT = "MIG GPUs: A30, A100, H100, H200"
 Layout = str | Mapping[str, int]
 
 
-@dataclass(frozen=True)
-class LayoutProblem:
+class LayoutProblem(NamedTuple):
     message: str
     hint: str
     profile: str | None = None

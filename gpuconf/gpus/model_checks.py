@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gpuconf.api.gpu_model import GpuModel, MigCapability
 from gpuconf.diagnostics import KeyPath
 
 
-@dataclass(frozen=True)
-class ModelProblem:
+class ModelProblem(NamedTuple):
     path: KeyPath
     """Below the model's own key path."""
     message: str

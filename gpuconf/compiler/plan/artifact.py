@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 Format = Literal["yaml", "json", "text"]
 
 
-@dataclass(frozen=True)
-class Artifact:
+class Artifact(NamedTuple):
     path: str
     """Relative POSIX path inside the cluster's output folder."""
     content: Any

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gpuconf.api.base import kubernetes_minor
 from gpuconf.api.cluster import Cluster
@@ -60,8 +60,7 @@ KEPT_NOTES = {
 """By whether it was gpuconf's own namespace: the next render reads it back from here."""
 
 
-@dataclass(frozen=True)
-class KeptNamespace:
+class KeptNamespace(NamedTuple):
     """A Namespace an earlier render created that this one no longer creates: it stays
     (compiler/kept_namespaces.py finds them)."""
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from functools import cache
+from typing import NamedTuple
 
 from gpuconf.api.base import version_parts
 from gpuconf.api.cluster import ClusterSpec, ResourceClass, Selector
@@ -13,8 +13,7 @@ from gpuconf.gpus.mig import mig_strategy
 from gpuconf.gpus.resource_names import nvidia_resource
 
 
-@dataclass(frozen=True)
-class Member:
+class Member(NamedTuple):
     """One GPU of a node group that belongs to a class: whole, or its MIG devices of a profile."""
 
     group: NodeGroup
@@ -23,22 +22,37 @@ class Member:
     """Devices this GPU contributes per node: 1 for a whole GPU, else its MIG devices of the profile."""
 
 
-@dataclass(frozen=True)
 class ResolvedClass:
-    index: int
-    spec: ResourceClass
-    resource_name: str
-    members: tuple[Member, ...]
-    claims_take_whole_devices: bool = False
-    """DRA: each ResourceClaim gets whole devices, so sharing adds no capacity."""
-    _by_pool: Mapping[str, tuple[Member, ...]] = field(init=False, repr=False, compare=False)
+    """A ResourceClass with its members, indexed once by pool: planning asks each pool for its
+    members of every class."""
 
-    def __post_init__(self) -> None:
-        # Indexed once: planning asks each pool for its members of every class.
+    __slots__ = (
+        "_by_pool",
+        "claims_take_whole_devices",
+        "index",
+        "members",
+        "resource_name",
+        "spec",
+    )
+
+    def __init__(
+        self,
+        index: int,
+        spec: ResourceClass,
+        resource_name: str,
+        members: tuple[Member, ...],
+        claims_take_whole_devices: bool = False,
+    ) -> None:
+        self.index = index
+        self.spec = spec
+        self.resource_name = resource_name
+        self.members = members
+        self.claims_take_whole_devices = claims_take_whole_devices
+        """DRA: each ResourceClaim gets whole devices, so sharing adds no capacity."""
         by_pool: dict[str, list[Member]] = {}
-        for member in self.members:
+        for member in members:
             by_pool.setdefault(member.group.pool, []).append(member)
-        object.__setattr__(self, "_by_pool", {k: tuple(v) for k, v in by_pool.items()})
+        self._by_pool = {k: tuple(v) for k, v in by_pool.items()}
 
     def members_in(self, pool: str) -> tuple[Member, ...]:
         """The class's members in one pool, in inventory order."""
@@ -55,7 +69,7 @@ class ResolvedClass:
     @property
     def devices(self) -> int:
         """Physical devices (GPUs or MIG devices) in the class, over all nodes."""
-        return sum(m.group.count * m.units for m in self.members)
+        return sum(m.group.size * m.units for m in self.members)
 
     @property
     def capacity(self) -> int:

@@ -7,7 +7,7 @@ multiplicity; a 2,000-node fleet is a few dozen groups, not 16,000 GPU records.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.gpu_model import GpuModel
@@ -18,44 +18,42 @@ from gpuconf.gpus.mig import resolve_layout
 UNDECLARED = None
 
 
-@dataclass(frozen=True)
-class Gpu:
-    index: int
+class Gpu(NamedTuple):
+    index: int  # type: ignore[assignment]  # NVML's word; shadows tuple.index, never called
     model: GpuModel
     uuid: str | None
     mig: Mapping[str, int] | None
     """The MIG layout {profile: count}; None when MIG is off."""
 
 
-@dataclass(frozen=True)
-class NodeGroup:
+class NodeGroup(NamedTuple):
     pool: str
     pool_index: int
     node: str | None
     """The declared node's name, or None for the pool's undeclared nodes."""
     node_index: int | None
     """Position of the node in the pool's `nodes` list."""
-    count: int
+    size: int
     """How many nodes the group stands for."""
     gpus: tuple[Gpu, ...]
 
 
-@dataclass(frozen=True)
 class DeclaredInventory:
-    groups: tuple[NodeGroup, ...]
-    _by_pool: Mapping[str, tuple[NodeGroup, ...]] = field(init=False, repr=False, compare=False)
-    _by_node: Mapping[str, tuple[NodeGroup, ...]] = field(init=False, repr=False, compare=False)
+    """The groups, indexed once by pool and by node, so that asking for a pool's or a node's
+    groups never scans the fleet."""
 
-    def __post_init__(self) -> None:
-        # Indexed once, so asking for a pool's or a node's groups never scans the fleet.
+    __slots__ = ("_by_node", "_by_pool", "groups")
+
+    def __init__(self, groups: tuple[NodeGroup, ...]) -> None:
+        self.groups = groups
         by_pool: dict[str, list[NodeGroup]] = {}
         by_node: dict[str, list[NodeGroup]] = {}
-        for group in self.groups:
+        for group in groups:
             by_pool.setdefault(group.pool, []).append(group)
             if group.node is not None:
                 by_node.setdefault(group.node, []).append(group)
-        object.__setattr__(self, "_by_pool", {k: tuple(v) for k, v in by_pool.items()})
-        object.__setattr__(self, "_by_node", {k: tuple(v) for k, v in by_node.items()})
+        self._by_pool = {k: tuple(v) for k, v in by_pool.items()}
+        self._by_node = {k: tuple(v) for k, v in by_node.items()}
 
     def by_pool(self, pool: str) -> Iterator[NodeGroup]:
         return iter(self._by_pool.get(pool, ()))

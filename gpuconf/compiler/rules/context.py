@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
@@ -27,8 +27,7 @@ def quota_path(index: int, *rest: str | int) -> KeyPath:
     return ("spec", "quotas", index, *rest)
 
 
-@dataclass(frozen=True)
-class RuleContext:
+class RuleContext(NamedTuple):
     cluster: Cluster
     located: Located
     catalog: Catalog
