@@ -102,10 +102,12 @@ class ExpectedInventory(Model):
 
 class GpuIndices(Model):
     default: list[int]
-    """GPU indices of the resource on nodes the inventory lists neither in `uuids` nor `nodes`."""
+    """GPU indices of the resource on nodes listed neither in `nodes` nor in the inventory's
+    `uuids`."""
     common: list[int] = field(default_factory=list)
     """GPU indices on the nodes of the inventory's `uuids` that `nodes` does not list."""
     nodes: dict[str, list[int]] = field(default_factory=dict)
+    """By node name: declared nodes whose indices differ from what `common` or `default` gives."""
 
 
 class SharingSettings(Model):
