@@ -61,8 +61,8 @@ class Located(NamedTuple):
 
     file: str
     data: Any
-    positions: Mapping[KeyPath, Position] = {}
-    renumbered: Mapping[KeyPath, tuple[int, ...]] = {}
+    positions: Mapping[KeyPath, Position]
+    renumbered: Mapping[KeyPath, tuple[int, ...]]
     """For each list that `without` took items out of: the file's index of each item kept."""
 
     def position(self, path: KeyPath) -> Position:
@@ -501,7 +501,7 @@ def _parse(text: str, file: str, document_hint: str) -> Located:
         raise _whole_file(file, "the file is empty", document_hint)
     if not isinstance(data, dict):
         raise _whole_file(file, f"the document is {_kind(data)}, not a mapping", document_hint)
-    return Located(file, data, document.positions)
+    return Located(file, data, document.positions, {})
 
 
 def parse_text(text: str, file: str, document_hint: str = DOCUMENT_HINT) -> Located:

@@ -41,6 +41,11 @@ CLASSES = [
     {"name": "low", "select": {"pools": ["a100"], "indices": [0, 1]}},
     {"name": "node-b-high", "select": {"nodes": ["node-b"], "indices": [2]}},
     {"name": "slices", "select": {"pools": ["a100"], "migProfile": "3g.40gb"}},
+    # Nodes alike offer GPU 2 here and undeclared nodes do not: `common` is not `default`.
+    {
+        "name": "alike-high",
+        "select": {"nodes": ["node-a", "node-c", "node-anonymous"], "indices": [2]},
+    },
 ]
 
 
@@ -89,12 +94,11 @@ def test_nodes_alike_share_one_gpu_list_and_each_lists_only_its_uuids() -> None:
         "node-anonymous": [None] * 4,
     }
     assert sorted(inventory.nodes) == ["node-other", "node-short"]
-    low = next(r for r in config.resources if r.class_name == "low")
-    assert (low.gpus.default, low.gpus.common, sorted(low.gpus.nodes)) == (
-        [0, 1],
-        [0, 1],
-        ["node-other", "node-short"],
-    )
+    gpus = {r.class_name: r.gpus for r in config.resources}
+    # Declared nodes are listed only where neither `common` nor `default` gives their indices.
+    assert (gpus["low"].default, gpus["low"].common, gpus["low"].nodes) == ([0, 1], [0, 1], {})
+    assert (gpus["alike-high"].default, gpus["alike-high"].common) == ([], [2])
+    assert gpus["alike-high"].nodes == {"node-b": []}
 
 
 def test_a_declared_node_like_no_other_keeps_its_full_listing() -> None:

@@ -38,13 +38,13 @@ def config_map_name(pool: NodePool) -> str:
     return f"gpuconf-node-{pool.name}"
 
 
-def _expected(gpu: Gpu, *, with_uuid: bool = True) -> ExpectedGpu:
+def _expected(gpu: Gpu) -> ExpectedGpu:
     return ExpectedGpu(
         index=gpu.index,
         model=gpu.model.name,
         nvml_name=gpu.model.nvml_name,
         memory_mi_b=gpu.model.memory_mib,
-        uuid=gpu.uuid if with_uuid else None,
+        uuid=gpu.uuid,
         mig=dict(gpu.mig) if gpu.mig is not None else None,
     )
 
@@ -81,22 +81,17 @@ def _health(health: Health) -> HealthSettings:
     )
 
 
-def _shape(group: NodeGroup) -> tuple[tuple[int, str, tuple[tuple[str, int], ...] | None], ...]:
-    """What a declared node's GPUs are, UUIDs aside."""
-    return tuple(
-        (gpu.index, gpu.model.name, tuple(gpu.mig.items()) if gpu.mig is not None else None)
-        for gpu in group.gpus
-    )
+def _shape(group: NodeGroup) -> tuple[tuple[int, str], ...]:
+    """What a declared node's GPUs are, UUIDs aside (a GPU's MIG layout follows from its index
+    and model within the pool)."""
+    return tuple((gpu.index, gpu.model.name) for gpu in group.gpus)
 
 
 def _most_common(values: list[_Shared]) -> _Shared | None:
     """The value most of `values` have, the first of those seen on a tie; None when none is
     shared by two, so a lone node keeps its own full listing."""
-    counts = Counter(values)
-    if not counts:
-        return None
-    value, count = max(counts.items(), key=lambda item: item[1])
-    return value if count > 1 else None
+    ranked = Counter(values).most_common(1)
+    return ranked[0][0] if ranked and ranked[0][1] > 1 else None
 
 
 def _with_common_gpus(declared: list[NodeGroup]) -> list[NodeGroup]:
@@ -113,7 +108,7 @@ def _inventory(groups: list[NodeGroup]) -> ExpectedInventory:
     uuids = {g.node: [gpu.uuid for gpu in g.gpus] for g in shared if g.node is not None}
     return ExpectedInventory(
         default=[_expected(g) for g in undeclared.gpus] if undeclared else [],
-        common=[_expected(g, with_uuid=False) for g in shared[0].gpus] if shared else [],
+        common=[_expected(g._replace(uuid=None)) for g in shared[0].gpus] if shared else [],
         uuids=uuids,
         nodes={
             g.node: [_expected(gpu) for gpu in g.gpus]
@@ -136,14 +131,14 @@ def _indices(
         return None
     default = next((sorted(by_group.get(id(g), [])) for g in groups if g.node is None), [])
     by_node = {g.node: sorted(by_group.get(id(g), [])) for g in groups if g.node is not None}
-    common = _most_common([tuple(by_node[n]) for n in inventory.uuids]) or ()
+    common = list(_most_common([tuple(by_node[n]) for n in inventory.uuids]) or ())
     return GpuIndices(
         default=default,
-        common=list(common),
+        common=common,
         nodes={
             node: indices
             for node, indices in by_node.items()
-            if node not in inventory.uuids or tuple(indices) != common
+            if indices != (common if node in inventory.uuids else default)
         },
     )
 
