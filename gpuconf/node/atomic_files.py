@@ -17,7 +17,7 @@ def write_atomically(path: Path, data: bytes) -> None:
     except FileNotFoundError:
         stat = None
     path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=_staging(path.parent))
     try:
         with os.fdopen(descriptor, "wb") as stream:
             stream.write(data)
@@ -32,6 +32,17 @@ def write_atomically(path: Path, data: bytes) -> None:
             os.unlink(temporary)
         raise
     _fsync_directory(path.parent)
+
+
+def _staging(folder: Path) -> Path:
+    """Where the new bytes wait for their rename. A `.d` folder is read whole by the program it
+    configures (CRI-O reads every file under crio.conf.d, dotfiles too), so a temporary that a
+    crash left there could stop it starting: those wait in the folder above, when it is on the
+    same filesystem (a rename cannot cross one)."""
+    above = folder.parent
+    if folder.name.endswith(".d") and above.stat().st_dev == folder.stat().st_dev:
+        return above
+    return folder
 
 
 def remove(path: Path) -> None:

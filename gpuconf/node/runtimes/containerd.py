@@ -9,13 +9,14 @@ What the real binaries showed (DESIGN §5, facts/runtimes):
 - A runtime without runc's options (SystemdCgroup above all) puts pods outside kubepods.slice:
   the nvidia runtime starts as a copy of the host's runc-type runtime.
 - Files load breadth first (services/server/config: `LoadConfig` queues each file's imports
-  behind those already queued; `resolveImports` globs an entry only when it holds `*`). A
-  relative entry is joined to the importing file's folder, a relative glob too from 1.6.29,
-  1.7.16 and 2.0 on (containerd commit 0f2068a7); before, a relative glob matched from the
-  daemon's working directory, /.
+  behind those already queued; `resolveImports` globs an entry only when it holds `*`, with
+  Go's filepath.Glob, folder parts included). A relative entry is joined to the importing
+  file's folder, a relative glob too from 1.6.29, 1.7.16 and 2.0 on (containerd commit
+  0f2068a7); before, a relative glob matched from the daemon's working directory, /. A plain
+  entry naming a missing file stops containerd starting: setup refuses such a host.
 - A file that loads after the drop-in overrides it: on 1.x any file with the CRI table
-  replaces it, nvidia and all; on 2.x (deep merge) one that sets a key the drop-in sets. Setup
-  refuses both, naming the file.
+  replaces it, nvidia and all; on 2.x (deep merge) one that sets one of the drop-in's own
+  settings otherwise. Setup refuses both, naming the file.
 """
 
 from __future__ import annotations
@@ -50,8 +51,8 @@ log = logging.getLogger(__name__)
 RUNC_SHIM = "io.containerd.runc.v2"
 CDI_SPEC_DIRS = ["/etc/cdi", "/var/run/cdi"]
 _CRI_RUNTIME_PLUGIN = {2: "io.containerd.grpc.v1.cri", 3: "io.containerd.cri.v1.runtime"}
-# containerd follows imports without limit; setup reads at most this many files.
-_MAX_LOADED_FILES = 256
+# containerd follows imports without limit; setup reads at most this many imported files.
+_MAX_IMPORTED_FILES = 256
 
 
 def cri_runtime_plugin(config_version: int) -> str:
@@ -72,12 +73,13 @@ def plan(settings: RuntimeSettings, host: Host) -> list[FileChange]:
     plugin = cri_runtime_plugin(version)
     # 2.x merges a version-2 file as it merges a version-3 one; an unknown binary may be 1.x.
     replaced = version == 2 and (binary is None or binary < (2, 0, 0))
-    _refuse_overrides_after_dropin(order, plugin, settings, replaced=replaced)
     tables = [table for _, table in order if table is not None]
-    effective = effective_plugin_table(tables, plugin, replaced=version == 2)
+    effective = effective_plugin_table(tables, plugin, replaced=replaced)
     runtimes = effective.get("containerd", {}).get("runtimes", {})
     built_in_runc = None if "runc" in runtimes else default_runc(host)
     dropin = dropin_tables(settings, version, effective, binary, built_in_runc)
+    ours = _set_by_dropin(dropin["plugins"][plugin], effective)
+    _refuse_overrides_after_dropin(order, plugin, ours, replaced=replaced)
     dropin_path, dropin_old = current(host, CONTAINERD_DROPIN)
     dropin_new = toml_writer.dumps(dropin).encode()
     return [
@@ -119,8 +121,8 @@ def effective_plugin_table(
 ) -> dict[str, Any]:
     """The host's table for ``plugin`` over the main file and its imports, in load order.
 
-    ``replaced``: containerd 1.x semantics, the last file that has the table wins it whole.
-    For version 2 this is also what 2.x ends up with, since 2.x deep-merges our full copy."""
+    ``replaced``: containerd 1.x semantics, the last file that has the table wins it whole;
+    else 2.x's, every file deep-merged over the ones before."""
     effective: dict[str, Any] = {}
     for table in tables:
         own = table.get("plugins", {}).get(plugin)
@@ -257,7 +259,7 @@ def globs_from_importer(binary: Version | None) -> bool:
 
 
 def load_order(
-    host: Host, main: dict[str, Any], globs_from_importer: bool = True
+    host: Host, main: dict[str, Any], relative_globs_from_importer: bool
 ) -> list[tuple[str, dict[str, Any] | None]]:
     """The files containerd loads once the main file imports our drop-in, in its order; our
     drop-in stands where it loads, with None for its table (its new text is made from the rest)."""
@@ -266,16 +268,16 @@ def load_order(
     if CONTAINERD_DROPIN_GLOB not in imports:
         imports = [*imports, CONTAINERD_DROPIN_GLOB]  # where ensure_imported adds it
     order: list[tuple[str, dict[str, Any] | None]] = [(CONTAINERD_CONFIG, main)]
-    pending = _resolved(host, CONTAINERD_CONFIG, imports, globs_from_importer)
+    pending = _resolved(host, CONTAINERD_CONFIG, imports, relative_globs_from_importer)
     loaded = {CONTAINERD_CONFIG}
     while pending:
         path, pending = pending[0], pending[1:]
         if path in loaded:
             continue
-        if len(order) == _MAX_LOADED_FILES:
+        if len(order) > _MAX_IMPORTED_FILES:  # the main file and that many imports
             raise HostPathError(
-                f"{CONTAINERD_CONFIG} imports more than {_MAX_LOADED_FILES} files; setup cannot "
-                f"tell what loads after {CONTAINERD_DROPIN}; left untouched"
+                f"{CONTAINERD_CONFIG} imports more than {_MAX_IMPORTED_FILES} files; setup "
+                f"cannot tell what loads after {CONTAINERD_DROPIN}; left untouched"
             )
         loaded.add(path)
         if path == CONTAINERD_DROPIN:
@@ -283,16 +285,21 @@ def load_order(
             continue
         _, data = current(host, path)
         if data is None:
-            continue
+            # Only a plain entry can name a missing file (a glob matches what exists), and
+            # containerd fails to start on it (`failed to load TOML: … no such file`).
+            raise HostPathError(
+                f"{path} is imported but does not exist, so containerd would not start; "
+                "left untouched (create it or remove it from imports)"
+            )
         table = parse_toml(path, data)
         order.append((path, table))
-        pending += _resolved(host, path, table.get("imports", []), globs_from_importer)
+        pending += _resolved(host, path, table.get("imports", []), relative_globs_from_importer)
     return order
 
 
 def _resolved(host: Host, parent: str, imports: Any, globs_from_importer: bool) -> list[str]:
-    """`resolveImports`: a `*` entry is a glob (sorted matches), any other relative entry is
-    relative to the importing file's folder."""
+    """`resolveImports`: an entry with `*` is a glob (Go's filepath.Glob: sorted matches,
+    folder by folder), any other relative entry is relative to the importing file's folder."""
     found: list[str] = []
     folder = PurePosixPath(parent).parent
     for entry in imports if isinstance(imports, list) else []:
@@ -304,34 +311,52 @@ def _resolved(host: Host, parent: str, imports: Any, globs_from_importer: bool) 
             continue
         if not path.is_absolute():
             path = (folder if globs_from_importer else PurePosixPath("/")) / path
-        try:
-            names = {p.name for p in host.path(str(path.parent)).iterdir()}
-        except (FileNotFoundError, NotADirectoryError):
-            names = set()
-        dropin = PurePosixPath(CONTAINERD_DROPIN)
-        if path.parent == dropin.parent:
-            names.add(dropin.name)  # setup is about to write it
-        found += [str(path.parent / n) for n in sorted(names) if fnmatch.fnmatchcase(n, path.name)]
+        found += _glob(host, path)
     return found
 
 
-def _keys_the_dropin_sets(settings: RuntimeSettings) -> list[tuple[str, ...]]:
-    keys: list[tuple[str, ...]] = [("containerd", "runtimes", RUNTIME_NAME)]
-    if settings.set_as_default:
-        keys.append(("containerd", "default_runtime_name"))
-    if settings.enable_cdi:
-        keys.append(("enable_cdi",))
-    return keys
+def _glob(host: Host, pattern: PurePosixPath) -> list[str]:
+    """Go's filepath.Glob on the host: a folder part with a wildcard is matched first, then
+    the last part in each matched folder, each folder's names in sorted order."""
+    parent = pattern.parent
+    folders = _glob(host, parent) if _has_wildcard(str(parent)) else [str(parent)]
+    found = []
+    for folder in folders:
+        try:
+            names = {p.name for p in host.path(folder).iterdir()}
+        except (FileNotFoundError, NotADirectoryError):
+            names = set()
+        if PurePosixPath(folder) == PurePosixPath(CONTAINERD_DROPIN).parent:
+            names.add(PurePosixPath(CONTAINERD_DROPIN).name)  # setup is about to write it
+        found += [
+            str(PurePosixPath(folder) / name)
+            for name in sorted(names)
+            if fnmatch.fnmatchcase(name, pattern.name)
+        ]
+    return found
+
+
+def _has_wildcard(path: str) -> bool:
+    return any(character in path for character in "*?[")
+
+
+def _set_by_dropin(
+    dropin_cri: dict[str, Any], effective: dict[str, Any]
+) -> dict[tuple[str, ...], Any]:
+    """The drop-in's own settings, by key path: those the host's files leave otherwise (a
+    version-2 drop-in also repeats the host's whole table, which is not ours to defend)."""
+    return {key: value for key, value in _leaves(dropin_cri) if _value_at(effective, key) != value}
 
 
 def _refuse_overrides_after_dropin(
     order: list[tuple[str, dict[str, Any] | None]],
     plugin: str,
-    settings: RuntimeSettings,
+    ours: dict[tuple[str, ...], Any],
     *,
     replaced: bool,
 ) -> None:
-    """`replaced`: containerd 1.x, where a later CRI table replaces the drop-in's whole."""
+    """A file loading after the drop-in that would undo it: on containerd 1.x (`replaced`) any
+    CRI table, which replaces the drop-in's whole; on 2.x one that sets a key of `ours` otherwise."""
     paths = [path for path, _ in order]
     for path, table in order[paths.index(CONTAINERD_DROPIN) + 1 :]:
         cri = table.get("plugins", {}).get(plugin) if table is not None else None
@@ -343,8 +368,8 @@ def _refuse_overrides_after_dropin(
                 "containerd 1.x would keep whole, dropping the nvidia runtime; move those "
                 f"settings into {CONTAINERD_CONFIG} or a conf.d file named before 99-nvidia.toml"
             )
-        for key in _keys_the_dropin_sets(settings):
-            if _holds(cri, key):
+        for key, value in _leaves(cri):
+            if key in ours and ours[key] != value:
                 raise HostPathError(
                     f"{path} loads after {CONTAINERD_DROPIN} and sets {'.'.join(key)} in "
                     f"[plugins.{plugin!r}], overriding the nvidia runtime's; remove it there or "
@@ -352,10 +377,26 @@ def _refuse_overrides_after_dropin(
                 )
 
 
-def _holds(table: dict[str, Any], key: tuple[str, ...]) -> bool:
+_ABSENT = object()
+
+
+def _leaves(
+    table: dict[str, Any], prefix: tuple[str, ...] = ()
+) -> list[tuple[tuple[str, ...], Any]]:
+    """Every non-table value of ``table`` with its key path (what a deep merge sets)."""
+    found = []
+    for key, value in table.items():
+        if isinstance(value, dict):
+            found += _leaves(value, (*prefix, key))
+        else:
+            found.append(((*prefix, key), value))
+    return found
+
+
+def _value_at(table: dict[str, Any], key: tuple[str, ...]) -> Any:
     node: Any = table
     for part in key:
         if not isinstance(node, dict) or part not in node:
-            return False
+            return _ABSENT
         node = node[part]
-    return True
+    return node

@@ -12,6 +12,7 @@ releases need a restart.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from typing import Any
 
 from gpuconf.api.node_config import RuntimeSettings
@@ -35,18 +36,21 @@ def reloads_runtimes(crio: Version | None) -> bool:
 
 
 def plan(settings: RuntimeSettings, host: Host) -> list[FileChange]:
-    _refuse_overrides_after_dropin(settings, host)
-    effective = effective_runtime_config(host)
+    order = _read_order(host)
+    tables = {
+        path: _runtime_table(host, path) for path in [CRIO_CONFIG, *order] if path != CRIO_DROPIN
+    }
+    _refuse_overrides_after_dropin(settings, order, tables)
+    effective = effective_runtime_config(tables.values())
     dropin = toml_writer.dumps(dropin_tables(settings, effective)).encode()
     path, old = current(host, CRIO_DROPIN)
     return [FileChange(CRIO_DROPIN, path, old, dropin)]
 
 
-def effective_runtime_config(host: Host) -> dict[str, Any]:
-    """`[crio.runtime]` as the host's files leave it, our own drop-in left out."""
+def effective_runtime_config(tables: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
+    """`[crio.runtime]` as the host's files leave it, read in order (our drop-in left out)."""
     runtime: dict[str, Any] = {}
-    for host_path in [CRIO_CONFIG, *(p for p in _read_order(host) if p != CRIO_DROPIN)]:
-        table = _runtime_table(host, host_path)
+    for table in tables:
         if table is None:
             continue
         runtimes = {**runtime.get("runtimes", {}), **table.get("runtimes", {})}
@@ -74,10 +78,11 @@ def _runtime_table(host: Host, host_path: str) -> dict[str, Any] | None:
     return table if isinstance(table, dict) else None
 
 
-def _refuse_overrides_after_dropin(settings: RuntimeSettings, host: Host) -> None:
-    order = _read_order(host)
+def _refuse_overrides_after_dropin(
+    settings: RuntimeSettings, order: list[str], tables: dict[str, dict[str, Any] | None]
+) -> None:
     for host_path in order[order.index(CRIO_DROPIN) + 1 :]:
-        table = _runtime_table(host, host_path) or {}
+        table = tables[host_path] or {}
         runtimes = table.get("runtimes")
         overridden = []
         if settings.set_as_default and "default_runtime" in table:
@@ -94,8 +99,8 @@ def _refuse_overrides_after_dropin(settings: RuntimeSettings, host: Host) -> Non
 
 def _read_order(host: Host) -> list[str]:
     """Every file under crio.conf.d in the order CRI-O reads them (`UpdateFromPath`:
-    filepath.Walk, so lexical, into sub-folders, dotfiles too), our own drop-in where it is
-    read once written."""
+    filepath.Walk, so lexical, into sub-folders, dotfiles too, links to folders not followed),
+    our own drop-in where it is read once written."""
     found: list[str] = []
 
     def walk(folder: str) -> None:
@@ -107,8 +112,13 @@ def _read_order(host: Host) -> list[str]:
             names.add(CRIO_DROPIN.rpartition("/")[2])
         for name in sorted(names):
             path = f"{folder}/{name}"
-            entry = host.path(path)
-            if path != CRIO_DROPIN and entry.is_dir() and not entry.is_symlink():
+            if path != CRIO_DROPIN and host.path(path).is_dir():
+                if (host.path(folder) / name).is_symlink():
+                    # filepath.Walk does not follow it: CRI-O reads it as a file and fails.
+                    raise HostPathError(
+                        f"{path} is a link to a folder, which CRI-O cannot read as a drop-in; "
+                        "left untouched (replace it with the folder or the files)"
+                    )
                 walk(path)
                 continue
             found.append(path)

@@ -265,16 +265,64 @@ def test_on_containerd_2_a_later_file_may_set_the_cri_table_but_not_the_dropin_s
     assert "containerd.default_runtime_name" in result.err
 
 
-def test_a_version_2_file_after_the_dropin_is_merged_not_refused_on_containerd_2(
+@pytest.mark.parametrize("site", ["00-site.toml", "zz-site.toml"], ids=["before", "after"])
+def test_on_containerd_2_a_version_2_host_keeps_runc_s_options_beside_a_partial_cri_table(
+    host: HostTree, site: str
+) -> None:
+    # 2.x deep-merges a version-2 file too: a partial CRI table before or after the drop-in
+    # leaves the main file's runc (SystemdCgroup on) standing, and the drop-in keeps it so.
+    _containerd(host, "v2.1.4")
+    host.write(
+        MAIN,
+        'version = 2\nimports = ["/etc/containerd/conf.d/*.toml"]\n'
+        f'[plugins."{V2}".containerd.runtimes.runc]\nruntime_type = "io.containerd.runc.v2"\n'
+        f'[plugins."{V2}".containerd.runtimes.runc.options]\nSystemdCgroup = true\n',
+    )
+    host.write(
+        f"/etc/containerd/conf.d/{site}", f'version = 2\n[plugins."{V2}"]\nsandbox_image = "z"\n'
+    )
+    assert host.setup(setup_config("containerd")).code == 0
+    runtimes = dropin(host)["plugins"][V2]["containerd"]["runtimes"]
+    assert runtimes["runc"]["options"]["SystemdCgroup"] is True
+    assert runtimes["nvidia"]["options"]["SystemdCgroup"] is True
+
+
+def test_on_containerd_2_a_later_file_may_repeat_what_the_dropin_sets_but_not_change_it(
     host: HostTree,
 ) -> None:
     _containerd(host, "v2.1.4")
     host.write(MAIN, 'version = 2\nimports = ["/etc/containerd/conf.d/*.toml"]\n')
-    host.write(
-        "/etc/containerd/conf.d/zz-site.toml",
-        f'version = 2\n[plugins."{V2}"]\nsandbox_image = "z"\n',
-    )
+    later = "/etc/containerd/conf.d/zz-site.toml"
+    config = setup_config("containerd", enableCdi=True)
+    host.write(later, f'version = 2\n[plugins."{V2}"]\nenable_cdi = true\n')
+    assert host.setup(config).code == 0
+    host.write(later, f'version = 2\n[plugins."{V2}"]\nenable_cdi = false\n')
+    result = host.setup(config)
+    assert result.code == 1
+    assert f"{later} loads after" in result.err
+    assert "sets enable_cdi" in result.err
+
+
+def test_a_missing_plain_import_is_refused_as_containerd_would_not_start(
+    host: HostTree,
+) -> None:
+    host.write(MAIN, 'version = 2\nimports = ["/etc/containerd/site.toml"]\n')
+    result = host.setup(setup_config("containerd"))
+    assert result.code == 1
+    assert "/etc/containerd/site.toml is imported but does not exist" in result.err
+    assert not host.at(DROPIN).exists()
+
+
+def test_a_wildcard_in_an_import_s_folder_is_matched_folder_by_folder(host: HostTree) -> None:
+    # Go's filepath.Glob, which containerd calls for an entry holding `*`.
+    host.write(MAIN, 'version = 2\nimports = ["/etc/containerd/*/site.toml"]\n')
+    for folder in ("b", "a"):
+        host.write(
+            f"/etc/containerd/{folder}/site.toml",
+            f'version = 2\n[plugins."{V2}"]\nsandbox_image = "{folder}"\n',
+        )
     assert host.setup(setup_config("containerd")).code == 0
+    assert dropin(host)["plugins"][V2]["sandbox_image"] == "b"
 
 
 def test_more_imported_files_than_setup_reads_are_refused_not_guessed(host: HostTree) -> None:

@@ -122,3 +122,16 @@ def test_more_drop_ins_than_setup_reads_are_refused_not_guessed(host: HostTree) 
     result = host.setup(setup_config("cri-o"))
     assert result.code == 1
     assert "holds more than 256 files" in result.err
+
+
+def test_a_link_to_a_folder_among_the_drop_ins_is_refused_as_crio_cannot_read_it(
+    host: HostTree,
+) -> None:
+    # filepath.Walk does not follow links: CRI-O reads the link as a file and fails to start.
+    host.write("/etc/crio/site/10-site.conf", "[crio.runtime]\n")
+    host.at("/etc/crio/crio.conf.d").mkdir(parents=True, exist_ok=True)
+    host.at("/etc/crio/crio.conf.d/site").symlink_to("/etc/crio/site")
+    result = host.setup(setup_config("cri-o"))
+    assert result.code == 1
+    assert "/etc/crio/crio.conf.d/site is a link to a folder" in result.err
+    assert not host.at(DROPIN).exists()

@@ -260,3 +260,37 @@ def test_containerd_matches_a_relative_glob_where_setup_expects_for_its_release(
     cri = dump(binary, etc / "main.toml", elsewhere)["plugins"][V2]
     expected = "importer" if globs_from_importer(release(binary)) else "working-directory"
     assert cri["sandbox_image"] == expected
+
+
+@pytest.mark.skipif(
+    not containerd_binaries(), reason="no containerd installed (make test-runtimes)"
+)
+@pytest.mark.parametrize("binary", containerd_binaries())
+def test_containerd_refuses_to_start_on_a_missing_plain_import(tmp_path: Path, binary: str) -> None:
+    """Why setup refuses such a host (runtimes/containerd.load_order)."""
+    (tmp_path / "main.toml").write_text(f'version = 2\nimports = ["{tmp_path}/missing.toml"]\n')
+    result = subprocess.run(
+        [binary, "--config", str(tmp_path / "main.toml"), "config", "dump"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "no such file or directory" in result.stderr
+
+
+@pytest.mark.skipif(
+    not containerd_binaries(), reason="no containerd installed (make test-runtimes)"
+)
+@pytest.mark.parametrize("binary", containerd_binaries())
+def test_containerd_matches_a_wildcard_folder_folder_by_folder_in_sorted_order(
+    tmp_path: Path, binary: str
+) -> None:
+    """runtimes/containerd._glob: Go's filepath.Glob, folders sorted, then names in each."""
+    for folder in ("b", "a"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "site.toml").write_text(
+            f'version = 2\n[plugins."{V2}"]\nsandbox_image = "{folder}"\n'
+        )
+    (tmp_path / "main.toml").write_text(f'version = 2\nimports = ["{tmp_path}/*/site.toml"]\n')
+    assert dump(binary, tmp_path / "main.toml", tmp_path)["plugins"][V2]["sandbox_image"] == "b"
