@@ -11,7 +11,9 @@ Each figure is printed next to the floor it is measured against and their ratio:
   check-jsonschema with our schema on the same file (column skipped where it is not
   installed: ``.venv/bin/pip install check-jsonschema``);
 - a scaling table: render at 200 / 2,000 / 20,000 nodes and 12 / 1,000 classes, and
-  validate at 1,250 / 2,500 / 5,000 / 10,000 classes, with peak memory.
+  validate at 1,250 / 2,500 / 5,000 / 10,000 classes, with peak memory;
+- with `--stages`, render's instructions stage by stage (imports, loading and libyaml's share
+  of it, validation, planning, rendering, writing), each a process stopping after it.
 
 The render row is followed by the best run of each and by the ratio of user time alone: the
 system's share, creating 1,137 files, is the same work for both and swings twentyfold between
@@ -19,7 +21,7 @@ runs on a shared virtual machine. CPU time moves with the machine's load; `--ins
 as instruction counts under valgrind, which do not.
 
 Figures only, no assertions: `make bench` or
-`.venv/bin/python bench/render.py [--runs N] [--no-scaling] [--instructions]`.
+`.venv/bin/python bench/render.py [--runs N] [--no-scaling] [--instructions] [--stages]`.
 """
 
 from __future__ import annotations
@@ -197,10 +199,11 @@ for relative, data in tree.items():
 # The import floors `validate` is measured against: the target's (pydantic with ruamel.yaml)
 # and the one with the YAML library gpuconf loads (PyYAML's libyaml binding). Each ratio is
 # taken against the lower of the two.
-IMPORT_FLOORS = {
-    "python -c 'import pydantic, ruamel.yaml'": "import pydantic, ruamel.yaml",
-    "python -c 'import pydantic, yaml'": "import pydantic, yaml",
-}
+IMPORT_FLOORS = ("import pydantic, ruamel.yaml", "import pydantic, yaml")
+
+
+def _floor_label(code: str) -> str:
+    return f"python -c '{code}'"
 
 
 def _tree(folder: Path) -> dict[str, bytes]:
@@ -225,7 +228,8 @@ def _ratio(value: float, floor: float) -> str:
     return f"{value / floor:4.1f}× floor" if floor > 0 else "  n/a"
 
 
-def render_vs_floor(root: Path, runs: int) -> None:
+def render_vs_floor(root: Path, runs: int) -> tuple[list[str], list[str]]:
+    """Prints render beside its floor; returns both command lines (run in `root`)."""
     cluster = root / "bench.yaml"
     size_kib = _write_fleet(cluster)
     out, floor_out = root / "out", root / "floor"
@@ -261,13 +265,19 @@ def render_vs_floor(root: Path, runs: int) -> None:
         f"{_ratio(best_render.cpu_s, best_floor.cpu_s)};  user time alone "
         f"{_ratio(render.user_s, floor.user_s)} (median)"
     )
+    return render_argv, floor_argv
 
 
 def _median_of(results: Sequence[Run]) -> Run:
-    """The run of median CPU time (user and system kept as that run had them)."""
+    """The median by CPU time, user and system as the middle run had them (the mean of the two
+    middle runs for an even count); the peak memory of all."""
     ordered = sorted(results, key=lambda r: r.cpu_s)
-    middle = ordered[len(ordered) // 2]
-    return Run(middle.user_s, middle.system_s, max(r.peak_mib for r in results))
+    low, high = ordered[(len(ordered) - 1) // 2], ordered[len(ordered) // 2]
+    return Run(
+        (low.user_s + high.user_s) / 2,
+        (low.system_s + high.system_s) / 2,
+        max(r.peak_mib for r in results),
+    )
 
 
 def _split(run: Run) -> str:
@@ -276,8 +286,8 @@ def _split(run: Run) -> str:
 
 def validate_vs_floor(root: Path, runs: int) -> None:
     floors = {
-        label: _median([sys.executable, "-c", code], root, runs).cpu_s
-        for label, code in IMPORT_FLOORS.items()
+        _floor_label(code): _median([sys.executable, "-c", code], root, runs).cpu_s
+        for code in IMPORT_FLOORS
     }
     floor = min(floors.values())
     validate = _median(_gpuconf("validate", str(LAB)), root, runs)
@@ -314,15 +324,13 @@ def _instructions(argv: Sequence[str], cwd: Path) -> int:
     return int(count)
 
 
-def render_instructions(root: Path) -> None:
+def render_instructions(root: Path, render_argv: list[str], floor_argv: list[str]) -> None:
     """Render and its floor as user-space instructions: unlike CPU time, the same on a busy
     machine, and without the system's share (the files written), which both pay alike."""
-    out, floor_out = root / "out", root / "floor"
-    shutil.rmtree(out, ignore_errors=True)
-    render = _instructions(_gpuconf("render", str(root / "bench.yaml"), "-o", str(out)), root)
-    shutil.rmtree(floor_out, ignore_errors=True)
-    floor_argv = [sys.executable, "-c", FLOOR_SCRIPT, str(root / "bench.yaml")]
-    floor = _instructions([*floor_argv, str(root / "tree.marshal"), str(floor_out)], root)
+    shutil.rmtree(root / "out", ignore_errors=True)
+    render = _instructions(render_argv, root)
+    shutil.rmtree(root / "floor", ignore_errors=True)
+    floor = _instructions(floor_argv, root)
     print("fleet render; instructions (callgrind), millions")
     print(f"  floor (python + libyaml compose with positions + write)  {floor / 1e6:8.0f}")
     print(
@@ -334,7 +342,7 @@ def render_instructions(root: Path) -> None:
 def validate_instructions(root: Path) -> None:
     """The validate figures as instruction counts: unlike CPU time, the same on a busy machine."""
     rows = [
-        (f"floor ({label})", [sys.executable, "-c", code]) for label, code in IMPORT_FLOORS.items()
+        (f"floor ({_floor_label(code)})", [sys.executable, "-c", code]) for code in IMPORT_FLOORS
     ]
     rows.append(("gpuconf validate", _gpuconf("validate", str(LAB))))
     checker = Path(sys.executable).with_name("check-jsonschema")
@@ -347,6 +355,64 @@ def validate_instructions(root: Path) -> None:
     print("validate clusters/lab.yaml; instructions (callgrind), millions")
     for label, count in counts.items():
         print(f"  {label:<46} {count / 1e6:8.0f}  {_ratio(count, floor)}")
+
+
+# Render's stages, one process each stopping after the stage named: each stage's figure is the
+# difference to the one before. The stages are compile_paths' and cli's, called in their order.
+STAGE_SCRIPT = """
+import sys
+from pathlib import Path
+stop, source, out = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+import gpuconf.cli
+from gpuconf.compiler import emit
+from gpuconf.compiler.object_limits import oversized
+from gpuconf.compiler.plan import plan
+from gpuconf.compiler.render import render
+from gpuconf.compiler.validate import validate
+from gpuconf.formats.located_yaml import load_file
+from gpuconf.gpus.catalog import Catalog
+with gpuconf.cli._cycle_collector_paused():
+    if stop != "imports":
+        validated = Catalog.load(), load_file(source)
+    if stop not in ("imports", "loading"):
+        validated = validate(validated[1], validated[0])
+    if stop not in ("imports", "loading", "validation"):
+        artifacts = plan(validated, str(source), [])
+    if stop in ("rendering", "writing"):
+        tree = render(artifacts)
+        oversized(validated, artifacts, tree)
+    if stop == "writing":
+        emit.write(out, {"bench": tree}, False)
+"""
+STAGES = ("imports", "loading", "validation", "planning", "rendering", "writing")
+# Loading's share that is libyaml's: its parser's events, as Python objects, for the file.
+EVENTS_SCRIPT = """
+import sys
+from yaml._yaml import CParser
+with open(sys.argv[1], encoding="utf-8") as handle:
+    parser = CParser(handle.read())
+while parser.get_event() is not None:
+    pass
+"""
+
+
+def stage_instructions(root: Path) -> None:
+    """Where render's instructions go on the bench fleet, stage by stage."""
+    print("fleet render by stage; instructions (callgrind), millions")
+    before = _instructions([sys.executable, "-c", "import yaml"], root)
+    print(f"  {'python, import yaml (the floor pays it too)':<46} {before / 1e6:8.0f}")
+    floor = before
+    for stage in STAGES:
+        shutil.rmtree(root / "stage-out", ignore_errors=True)
+        argv = [sys.executable, "-c", STAGE_SCRIPT, stage, "bench.yaml", "stage-out"]
+        count = _instructions(argv, root)
+        print(f"  {stage:<46} {(count - before) / 1e6:8.0f}")
+        if stage == "loading":
+            events = _instructions([sys.executable, "-c", EVENTS_SCRIPT, "bench.yaml"], root)
+            print(
+                f"    {'of which libyaml events as Python objects':<44} {(events - floor) / 1e6:8.0f}"
+            )
+        before = count
 
 
 def scaling(root: Path, runs: int) -> None:
@@ -388,20 +454,27 @@ def main() -> None:
         action="store_true",
         help="also count render's and validate's instructions under valgrind (load-independent; ~2 min)",
     )
+    parser.add_argument(
+        "--stages",
+        action="store_true",
+        help="also count render's instructions stage by stage under valgrind (~1 min)",
+    )
     options = parser.parse_args()
     # Bytecode written now, so no run pays for compiling gpuconf (PYTHONDONTWRITEBYTECODE
     # would otherwise have every run recompile each module changed since the last install).
     compileall.compile_dir(REPO / "gpuconf", quiet=1)
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
-        render_vs_floor(root, options.runs)
+        render_argv, floor_argv = render_vs_floor(root, options.runs)
         validate_vs_floor(root, options.runs)
-        if options.instructions:
+        if options.instructions or options.stages:
             if shutil.which("valgrind") is None:
                 print("instructions: valgrind not installed; skipped")
-            else:
-                render_instructions(root)
+            elif options.instructions:
+                render_instructions(root, render_argv, floor_argv)
                 validate_instructions(root)
+            if options.stages and shutil.which("valgrind") is not None:
+                stage_instructions(root)
         if not options.no_scaling:
             scaling(root, max(1, options.runs // 2))
 

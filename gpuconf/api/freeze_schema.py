@@ -35,7 +35,7 @@ ROOTS: dict[str, type[Record]] = {
 }
 SHARED = "_shared"
 # Only what validation reads is kept: JSON Schema hooks and serialisers are not.
-_DROPPED_KEYS = frozenset({"metadata", "serialization", "serialization_alias"})
+_DROPPED_KEYS = frozenset({"metadata", "serialization"})
 # Shorter repeats read better where they stand than behind a name.
 _SHORTEST_PART = 6
 

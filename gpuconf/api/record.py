@@ -187,9 +187,7 @@ class Record:
                 schema = core_schema.with_default_schema(schema, default_factory=spec.factory)
             elif spec.default is not _NO_DEFAULT:
                 schema = core_schema.with_default_schema(schema, default=spec.default)
-            fields[name] = core_schema.model_field(
-                schema, validation_alias=spec.alias, serialization_alias=spec.alias
-            )
+            fields[name] = core_schema.model_field(schema, validation_alias=spec.alias)
         return core_schema.model_schema(
             cls,
             core_schema.model_fields_schema(
