@@ -4,15 +4,24 @@ VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: venv render test test-runtimes lint bench image clean
+.PHONY: venv render test test-latest test-runtimes lint lock lock-upgrade bench image clean
 
-$(VENV)/.installed: pyproject.toml
+# Environments install only from the committed lock (requirements/README.md): exact versions
+# and hashes, so the suite's result does not depend on the day it is installed. gpuconf itself
+# is built with the locked hatchling, without build isolation (which would fetch it unpinned).
+RUNTIME_LOCK := requirements/runtime.lock
+TEST_LOCK := requirements/test.lock
+INSTALL_LOCKED := $(PIP) install --require-hashes --no-deps
+INSTALL_SELF := $(PIP) install --no-deps --no-build-isolation -e .
+
+$(VENV)/.installed: pyproject.toml $(RUNTIME_LOCK)
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install -e .
+	$(INSTALL_LOCKED) -r $(RUNTIME_LOCK)
+	$(INSTALL_SELF)
 	touch $@
 
-$(VENV)/.installed-test: $(VENV)/.installed
-	$(PIP) install -e '.[test]'
+$(VENV)/.installed-test: $(VENV)/.installed $(TEST_LOCK)
+	$(INSTALL_LOCKED) -r $(TEST_LOCK)
 	touch $@
 
 venv: $(VENV)/.installed
@@ -34,6 +43,36 @@ lint: $(VENV)/.installed-test
 # is a quarter of its wall time at -n 2), so two workers per core finish in half the time.
 test: lint
 	$(BIN)/python -m pytest -n 4
+
+# The lock: one universal resolution for Python 3.11-3.13 on Linux (amd64, arm64), test.lock
+# whole, runtime.lock its part for gpuconf and its build. `lock` keeps every pin it can;
+# `lock-upgrade` takes the newest releases pyproject.toml allows.
+UV_COMPILE = $(BIN)/uv pip compile --universal --python-version 3.11 --generate-hashes \
+	--custom-compile-command "make lock" --quiet
+# The build's requirements: pyproject's, and `editables`, which hatchling asks for when it
+# builds the editable install (its get_requires_for_build_editable).
+BUILD_REQUIRES = $(BIN)/python -c 'import tomllib; \
+	print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"], sep="\n"); \
+	print("editables")'
+lock: $(VENV)/.installed-test
+	$(BUILD_REQUIRES) | $(UV_COMPILE) $(UV_FLAGS) pyproject.toml - --extra test -o $(TEST_LOCK)
+	$(BUILD_REQUIRES) | $(UV_COMPILE) pyproject.toml - -c $(TEST_LOCK) -o $(RUNTIME_LOCK)
+
+lock-upgrade:
+	$(MAKE) lock UV_FLAGS=--upgrade
+
+# A canary for tomorrow's releases: the newest of everything pyproject.toml allows, no lock,
+# in a venv of its own. Not part of `make test`; when it goes red, see requirements/README.md.
+LATEST := .venv-latest
+test-latest:
+	rm -rf $(LATEST)
+	$(PYTHON) -m venv $(LATEST)
+	$(LATEST)/bin/python -m pip --disable-pip-version-check -q install --upgrade pip
+	$(LATEST)/bin/python -m pip --disable-pip-version-check -q install --upgrade \
+		--upgrade-strategy eager -e '.[test]'
+	$(LATEST)/bin/python -m pip freeze --exclude-editable > $(LATEST)/installed.txt
+	touch $(LATEST)/.installed
+	GPUCONF_UNLOCKED=1 $(LATEST)/bin/python -m pytest -n 4 -p no:cacheprovider
 
 # The real engines setup writes for: Debian's containerd (1.6) and docker.io (dockerd 20.10).
 # Installs them when run as root; more containerd builds: GPUCONF_TEST_CONTAINERD=path:path.
@@ -58,4 +97,4 @@ bench: $(VENV)/.installed
 	$(BIN)/python bench/setup.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(LATEST) .pytest_cache .mypy_cache .ruff_cache

@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,7 +15,15 @@ import pytest
 from builders import CLUSTERS, REPO, load_yaml
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
-SKIPPED_IN_COPY = {".venv", ".git", ".mypy_cache", ".pytest_cache", ".ruff_cache", "__pycache__"}
+SKIPPED_IN_COPY = {
+    ".venv",
+    ".venv-latest",
+    ".git",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    "__pycache__",
+}
 CLEAN_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
 
 
@@ -56,16 +65,19 @@ def quick_start_commands() -> list[ConsoleCommand]:
 def fresh_clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The working tree as a user's clone has it, sharing this checkout's virtual environment
     (making one takes minutes; `make venv` then finds it up to date)."""
-    if not (REPO / ".venv" / "bin" / "gpuconf").exists():
-        pytest.skip("no .venv in this checkout: run make venv")
+    # The environment running this suite: .venv, or .venv-latest under `make test-latest`.
+    venv = Path(sys.prefix)
+    if not (venv / ".installed").exists():
+        pytest.skip(f"{venv} was not set up by make: run make venv")
     clone = tmp_path_factory.mktemp("clone") / "gpuconf"
     shutil.copytree(REPO, clone, ignore=lambda _d, names: SKIPPED_IN_COPY & set(names))
-    (clone / ".venv").symlink_to(REPO / ".venv")
-    # make compares times: a pyproject.toml edited since this checkout's set-up is not the
-    # clone's business (this suite runs on the checkout's environment either way).
-    installed = (REPO / ".venv" / ".installed").stat().st_mtime_ns
-    if (clone / "pyproject.toml").stat().st_mtime_ns > installed:
-        os.utime(clone / "pyproject.toml", ns=(installed, installed))
+    (clone / ".venv").symlink_to(venv)
+    # make compares times: a pyproject.toml or lock edited since this checkout's set-up is not
+    # the clone's business (this suite runs on the checkout's environment either way).
+    installed = (venv / ".installed").stat().st_mtime_ns
+    for prerequisite in [clone / "pyproject.toml", *(clone / "requirements").glob("*.lock")]:
+        if prerequisite.stat().st_mtime_ns > installed:
+            os.utime(prerequisite, ns=(installed, installed))
     return clone
 
 

@@ -442,6 +442,34 @@ def _syntax_error(error: MarkedYAMLError, text: str, file: str) -> LoadFailed:
     return LoadFailed(Diagnostic(file, line, column, (), f"YAML syntax error: {problem}", hint))
 
 
+def _own_refusal_before(error: MarkedYAMLError, text: str, file: str) -> LoadFailed | None:
+    """gpuconf's own refusal of the text before the point where libyaml gave up, if any.
+
+    libyaml reads ahead of the events it hands out (up to 1,024 characters while a simple key
+    is possible, so a run of `[` arrives all at once), and from 0.2.6 (PyYAML 6.0.4) it refuses
+    nesting past 1,000 levels itself. Its error can then come before one of gpuconf's limits
+    that an earlier position already broke. Parsing only the text before libyaml's mark finds
+    that limit, so a file gets the same diagnostic whatever libyaml's version and read-ahead.
+    """
+    mark = error.problem_mark
+    if mark is None or mark.index == 0:
+        return None
+    # libyaml's index counts the UTF-8 bytes it was given.
+    before = text.encode("utf-8")[: mark.index].decode("utf-8", errors="ignore")
+    parser = CParser(before)
+    try:
+        parser.get_event()  # the stream's start
+        if type(parser.get_event()) is not StreamEndEvent:
+            _Document(parser, file).build()
+    except LoadFailed as refusal:
+        return refusal
+    except YAMLError:
+        return None
+    finally:
+        parser.dispose()
+    return None
+
+
 def _unreadable_character(error: ReaderError, text: str, file: str) -> LoadFailed:
     # libyaml counts the offset in the UTF-8 bytes it was given.
     before = text.encode("utf-8")[: error.position].decode("utf-8", errors="ignore")
@@ -490,7 +518,7 @@ def _parse(text: str, file: str, document_hint: str) -> Located:
                 )
             )
     except MarkedYAMLError as error:
-        raise _syntax_error(error, text, file) from None
+        raise _own_refusal_before(error, text, file) or _syntax_error(error, text, file) from None
     except ReaderError as error:
         raise _unreadable_character(error, text, file) from None
     except YAMLError as error:

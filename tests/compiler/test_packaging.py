@@ -24,11 +24,14 @@ def _image_build_context(into: Path) -> Path:
         line.split()[1:] for line in containerfile.splitlines() if re.match(r"COPY (?!--)", line)
     ):
         for source in sources:
-            assert destination in ("./", f"./{source}"), f"COPY {source} {destination}"
+            # Each COPY keeps the repository's layout: the build stage's paths are the repo's.
+            lands_at = destination + Path(source).name if destination.endswith("/") else destination
+            assert os.path.normpath(lands_at) == source, f"COPY {source} {destination}"
             if (REPO / source).is_dir():
                 ignored = shutil.ignore_patterns("__pycache__")
                 shutil.copytree(REPO / source, into / source, ignore=ignored)
             else:
+                (into / source).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy(REPO / source, into / source)
     return into
 

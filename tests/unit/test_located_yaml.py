@@ -189,11 +189,29 @@ def test_structures_plain_data_cannot_hold_are_refused(text: str, message: str) 
     assert _refused(text).message == message
 
 
-@pytest.mark.parametrize("depth", [65, 1_000_000])
-def test_deep_nesting_is_refused_whatever_the_depth(depth: int) -> None:
-    diagnostic = _refused("a: " + "[" * depth + "]" * depth + "\n")
+_NESTED_FORMS = {
+    "flow-list": lambda depth: "a: " + "[" * depth + "]" * depth + "\n",
+    "flow-mapping": lambda depth: "a: " + "{k: " * depth + "v" + "}" * depth + "\n",
+    "block-list": lambda depth: "a:\n" + "- " * depth + "v\n",
+}
+
+
+# libyaml 0.2.6 (PyYAML 6.0.4) refuses past 1,000 levels itself and reads up to 1,024
+# characters ahead, so a run of `[` reaches its refusal before gpuconf sees level 65: the
+# diagnostic must still be gpuconf's, at the 65th level, whatever the installed libyaml.
+@pytest.mark.parametrize("form", sorted(_NESTED_FORMS))
+@pytest.mark.parametrize("depth", [65, 1_000, 1_001, 1_000_000])
+def test_deep_nesting_is_refused_whatever_the_depth(form: str, depth: int) -> None:
+    diagnostic = _refused(_NESTED_FORMS[form](depth))
     assert diagnostic.message == "YAML nesting is deeper than 64 levels"
     assert len(diagnostic.path) <= 8
+    at_level_65 = _refused(_NESTED_FORMS[form](65))
+    assert (diagnostic.line, diagnostic.column) == (at_level_65.line, at_level_65.column)
+
+
+def test_a_syntax_error_past_gpuconfs_limits_is_still_libyamls() -> None:
+    diagnostic = _refused("a: [1, 2\nb: 3\n")
+    assert diagnostic.message.startswith("YAML syntax error: ")
 
 
 @pytest.mark.parametrize(
