@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 from gpuconf import __version__
 from gpuconf.diagnostics import InvalidInput, report_text, summary_line
-from gpuconf.errors import ArgumentParser, ExitCode, GpuconfError, UsageError
+from gpuconf.errors import ArgumentParser, ExitCode, GpuconfError, UsageError, UserError
 
 DEFAULT_CLUSTERS = Path("clusters")
 DEFAULT_OUTPUT = Path("rendered")
@@ -244,6 +244,8 @@ def _render(options: argparse.Namespace) -> int:
 def _gitops(options: argparse.Namespace) -> int:
     from gpuconf.compiler import emit
     from gpuconf.compiler.gitops import GitSource, gitops
+    from gpuconf.compiler.render import RenderFailed
+    from gpuconf.compiler.templating.engine import Templates
 
     rendered_path = PurePosixPath(options.rendered_path)
     if rendered_path.is_absolute() or ".." in rendered_path.parts:
@@ -259,7 +261,10 @@ def _gitops(options: argparse.Namespace) -> int:
         "" if rendered_path == PurePosixPath(".") else rendered_path.as_posix(),
         destination_by_name=options.destination == "by-name",
     )
-    folders = gitops(options.agent, source, compiled.rendered)
+    try:
+        folders = gitops(options.agent, source, compiled.rendered, Templates())
+    except RenderFailed as failed:
+        raise UserError(str(failed.failure)) from None
     if options.check:
         return _check(options, folders, compiled.whole_directories)
     emit.write(options.output, folders, compiled.whole_directories)

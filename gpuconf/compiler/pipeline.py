@@ -15,7 +15,7 @@ from gpuconf.gpus.catalog import Catalog
 
 if TYPE_CHECKING:
     from gpuconf.compiler.plan.cluster_objects import KeptNamespace
-    from gpuconf.compiler.render import RenderedTree
+    from gpuconf.compiler.render import RenderedTree, RenderFailed
 
 CLUSTER_SUFFIXES = (".yaml", ".yml")
 CLUSTER_DOCUMENT_HINT = "a cluster file holds one mapping with apiVersion, kind, metadata and spec"
@@ -115,18 +115,38 @@ def _render_all(result: Compiled, sources: dict[str, str], previous: Path | None
     from gpuconf.compiler.kept_namespaces import kept_namespaces
     from gpuconf.compiler.object_limits import oversized
     from gpuconf.compiler.plan import plan
-    from gpuconf.compiler.render import render
+    from gpuconf.compiler.render import RenderFailed, render
+    from gpuconf.compiler.templating.engine import Templates
 
+    templates = Templates()
     for name, validated in sorted(result.validated.items()):
         kept = kept_namespaces(previous / name, validated.cluster) if previous else []
         artifacts = plan(validated, sources[name], kept)
         result.diagnostics += [_kept_warning(validated, name, k) for k in kept]
-        tree = render(artifacts)
+        try:
+            tree = render(artifacts, templates)
+        except RenderFailed as failed:
+            result.diagnostics.append(_template_error(validated, failed))
+            continue
         too_big = oversized(validated, artifacts, tree)
         if too_big:
             result.diagnostics += too_big
         else:
             result.rendered[name] = tree
+
+
+def _template_error(validated: Validated, failed: RenderFailed) -> Diagnostic:
+    """Where the template failed, and which output and cluster-file values it was rendering."""
+    failure = failed.failure
+    source = validated.located.file
+    return Diagnostic(
+        failure.file,
+        failure.line,
+        1,
+        failed.artifact.source,
+        f"rendering {failed.artifact.path} from {source}: {failure.message}",
+        failure.hint,
+    )
 
 
 def _kept_warning(validated: Validated, cluster: str, kept: KeptNamespace) -> Diagnostic:

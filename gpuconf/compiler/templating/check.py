@@ -1,0 +1,149 @@
+"""A template's output, parsed back and checked before anything is written.
+
+YAML is read with gpuconf's own loader (one document, one mapping, core-schema scalars, no
+anchors, tags or duplicate keys) and written again by the canonical YAML writer, so the
+bytes do not depend on how a template laid the text out. A manifest must be the kind the
+plan asked for; a kind defined by a CRD must also pass that CRD's schema (crds/).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from gpuconf.compiler.templating.engine import TemplateFailed, TemplateSource
+from gpuconf.diagnostics import format_path
+from gpuconf.formats.located_yaml import LoadFailed, Located, parse_text
+from gpuconf.formats.yaml_writer import dump
+
+CRDS = Path(__file__).parent / "crds"
+_EXPRESSION = re.compile(r"\{\{.*?\}\}")
+
+Chain = Callable[[], list[TemplateSource]]
+"""The files that made an output, found only when it is refused."""
+
+
+def template_line(chain: list[TemplateSource], output_line: str) -> tuple[str, int]:
+    """The template line that wrote `output_line`: the first, override first, whose text
+    matches it around its `{{ … }}` expressions."""
+    wanted = output_line.strip()
+    for source in chain:
+        for number, line in enumerate(source.text.splitlines(), 1):
+            text = line.strip()
+            if not text or text.startswith(("{%", "{#")):
+                continue
+            pattern = ".*".join(re.escape(part) for part in _EXPRESSION.split(text))
+            if re.fullmatch(pattern, wanted):
+                return source.display, number
+    return chain[0].display, 1
+
+
+def _refused(chain: Chain, text: str, line: int, message: str, hint: str = "") -> TemplateFailed:
+    lines = text.splitlines()
+    output_line = lines[line - 1] if 0 < line <= len(lines) else ""
+    file, number = template_line(chain(), output_line)
+    return TemplateFailed(file, number, message, hint)
+
+
+def checked_yaml(text: str, kind: str, chain: Chain) -> str:
+    """`text` as gpuconf writes YAML, once it parsed and (for a manifest) is a `kind`."""
+    try:
+        located = parse_text(text, "output")
+    except LoadFailed as failure:
+        found = failure.diagnostic
+        where = format_path(found.path)
+        raise _refused(
+            chain, text, found.line, f"the output is not a manifest: {where}: {found.message}"
+        ) from None
+    data = located.data
+    if kind:
+        _check_manifest(located, kind, text, chain)
+    return dump(data)
+
+
+def _check_manifest(located: Located, kind: str, text: str, chain: Chain) -> None:
+    data = located.data
+    metadata = data.get("metadata")
+    if data.get("kind") != kind or not isinstance(data.get("apiVersion"), str):
+        raise _refused(
+            chain,
+            text,
+            located.position(("kind",) if "kind" in data else ())[0],
+            f"the output must be a {kind} with an apiVersion, not {data.get('kind')!r}",
+        )
+    if kind == "Kustomization" and data.get("apiVersion", "").startswith("kustomize.config"):
+        return  # kustomize's own file, not an object
+    if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
+        raise _refused(chain, text, 1, f"the {kind} has no metadata.name")
+    validator = crd_validator(data["apiVersion"], kind)
+    if validator is None:
+        return
+    for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.path))):
+        path = tuple(error.absolute_path)
+        known = path
+        while known and known not in located.positions:
+            known = known[:-1]
+        raise _refused(
+            chain,
+            text,
+            located.position(known)[0],
+            f"{format_path(path)}: {error.message} (the {kind} CRD's schema)",
+        )
+
+
+def checked_toml(text: str, chain: Chain) -> str:
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        line = int(match.group(1)) if (match := re.search(r"line (\d+)", str(error))) else 1
+        raise _refused(chain, text, line, f"the output is not TOML: {error}") from None
+    return text
+
+
+def checked_json(text: str, chain: Chain) -> str:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise _refused(chain, text, error.lineno, f"the output is not JSON: {error.msg}") from None
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _strict(schema: Any) -> Any:
+    """The CRD schema as a strict API server applies it: unknown fields are errors."""
+    if isinstance(schema, list):
+        return [_strict(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    strict = {k: _strict(v) if k != "enum" else v for k, v in schema.items()}
+    if "properties" in strict and not strict.get("x-kubernetes-preserve-unknown-fields"):
+        strict.setdefault("additionalProperties", False)
+    return strict
+
+
+@cache
+def _crd_files() -> dict[tuple[str, str], Path]:
+    found = {}
+    for path in CRDS.glob("*.json"):
+        group, _, kind = path.stem.partition("_")
+        found[(group, kind)] = path
+    return found
+
+
+@cache
+def crd_validator(api_version: str, kind: str) -> Any:
+    """The JSON Schema validator for a CRD kind gpuconf vendors (crds/), else None."""
+    group = api_version.partition("/")[0]
+    path = _crd_files().get((group, kind.lower()))
+    if path is None:
+        return None
+    crd = json.loads(path.read_text(encoding="utf-8"))
+    if f"{crd['group']}/{crd['version']}" != api_version or crd["kind"] != kind:
+        return None
+    import jsonschema  # only where such a kind is rendered
+
+    return jsonschema.Draft7Validator(_strict(crd["schema"]))

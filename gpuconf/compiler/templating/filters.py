@@ -1,0 +1,69 @@
+"""The encoding filters: the only way a value reaches a template's output.
+
+Each returns `Encoded` text; the environment's finalize hook refuses anything else, so a
+template cannot print a value raw. YAML is a superset of JSON, and a JSON value written with
+`ensure_ascii` is one flow node on one line: no key, document, anchor, comment or line break
+(U+2028 included) can come out of a value, whatever it holds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from markupsafe import Markup
+
+from gpuconf.formats.toml_writer import toml_value
+
+
+class Encoded(Markup):
+    """Text an encoding filter produced: the only kind of value a template may print.
+
+    A Markup, so macros, blocks and `super()` (which the environment returns as Markup)
+    are text the template itself wrote, and may be printed too."""
+
+    __slots__ = ()
+
+
+def yaml_value(value: Any) -> Encoded:
+    """Any plain value as one JSON (so YAML) flow node."""
+    return Encoded(json.dumps(value, ensure_ascii=True, allow_nan=False, sort_keys=True))
+
+
+def toml_scalar(value: Any) -> Encoded:
+    """A TOML value: a basic string with every control character escaped, a number, a list."""
+    return Encoded(toml_value(value))
+
+
+_MARKDOWN_SPECIAL = re.compile(r"[\\`*_{}\[\]<>|#]")
+_LINE_BREAKS = re.compile(r"[\r\n\u2028\u2029\x85\x0b\x0c]+")
+
+
+def markdown_text(value: Any) -> Encoded:
+    """Text inside a Markdown line or table cell: on one line, its markup characters escaped."""
+    text = _LINE_BREAKS.sub(" ", str(value))
+    return Encoded(_MARKDOWN_SPECIAL.sub(lambda m: "\\" + m.group(), text))
+
+
+def markdown_code(value: Any) -> Encoded:
+    """Text shown as inline code: on one line, fenced with enough backticks to hold it."""
+    text = _LINE_BREAKS.sub(" ", str(value))
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return Encoded(f"{fence}{pad}{text}{pad}{fence}")
+
+
+def text_line(value: Any) -> Encoded:
+    """One line of a fenced code block: no line break, and no fence of its own to end the block."""
+    text = _LINE_BREAKS.sub(" ", str(value))
+    return Encoded(" " + text if text.lstrip().startswith(("```", "~~~")) else text)
+
+
+FILTERS = {
+    "yaml": yaml_value,
+    "toml": toml_scalar,
+    "md": markdown_text,
+    "code": markdown_code,
+    "line": text_line,
+}
