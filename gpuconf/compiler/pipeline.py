@@ -69,11 +69,12 @@ def compile_paths(
     relative_to: Path | None = None,
     render_output: bool = True,
     previous_output: Path | None = None,
+    templates: Path | None = None,
 ) -> Compiled:
     """Compile cluster files; diagnostics and outputs name files relative to `relative_to`.
 
     `previous_output`: the output folder as the last render left it, whose Namespaces gpuconf
-    created are kept (compiler/kept_namespaces.py)."""
+    created are kept (compiler/kept_namespaces.py). `templates`: a site's override folder."""
     files = find_cluster_files(paths)
     result = Compiled(whole_directories=all(p.is_dir() for p in paths))
     if not files:
@@ -106,11 +107,17 @@ def compile_paths(
         sources[name] = file.name if Path(source).is_absolute() else source
         result.validated[name] = outcome
     if result.ok and render_output:
-        _render_all(result, sources, previous_output)
+        shown = display_path(templates, relative_to) if templates is not None else None
+        _render_all(result, sources, previous_output, (templates, shown))
     return result
 
 
-def _render_all(result: Compiled, sources: dict[str, str], previous: Path | None) -> None:
+def _render_all(
+    result: Compiled,
+    sources: dict[str, str],
+    previous: Path | None,
+    overrides: tuple[Path | None, str | None],
+) -> None:
     # Planning and rendering load only for commands that write.
     from gpuconf.compiler.kept_namespaces import kept_namespaces
     from gpuconf.compiler.object_limits import oversized
@@ -118,7 +125,7 @@ def _render_all(result: Compiled, sources: dict[str, str], previous: Path | None
     from gpuconf.compiler.render import RenderFailed, render
     from gpuconf.compiler.templating.engine import Templates
 
-    templates = Templates()
+    templates = Templates(*overrides)
     for name, validated in sorted(result.validated.items()):
         kept = kept_namespaces(previous / name, validated.cluster) if previous else []
         artifacts = plan(validated, sources[name], kept)

@@ -37,8 +37,10 @@ def template_line(chain: list[TemplateSource], output_line: str) -> tuple[str, i
             text = line.strip()
             if not text or text.startswith(("{%", "{#")):
                 continue
-            pattern = ".*".join(re.escape(part) for part in _EXPRESSION.split(text))
-            if re.fullmatch(pattern, wanted):
+            parts = _EXPRESSION.split(text)
+            if not "".join(parts).strip():
+                continue  # an expression alone (a macro's lines) says nothing of where
+            if re.fullmatch(".*".join(re.escape(part) for part in parts), wanted):
                 return source.display, number
     return chain[0].display, 1
 

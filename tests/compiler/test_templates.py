@@ -1,0 +1,207 @@
+"""templates/: every emitted file comes from one template; values cannot change a document's
+structure; a site's overrides are checked like gpuconf's own and refused where they break."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+from builders import CLUSTERS, EXAMPLES, REPO, load_yaml, run_cli, valid
+
+from gpuconf.compiler.pipeline import compile_paths
+from gpuconf.compiler.plan import plan
+from gpuconf.compiler.plan.artifact import Artifact
+from gpuconf.compiler.render import RenderFailed, render, render_artifact
+from gpuconf.compiler.templating.engine import Templates
+from gpuconf.compiler.templating.shipped import shipped_names
+
+SITE = REPO / "examples" / "site-templates"
+HOSTILE = [
+    "a\nb: c",
+    "x: y",
+    "---\nkind: Secret",
+    "{{ 7 * 7 }}",
+    "{% raw %}",
+    "'\"quoted\"'",
+    "&anchor *alias",
+    "line\u2028separator\u2029para",
+    "# comment",
+    "key: [1, 2]",
+    "tab\there",
+    "\\u0000 ! %tag",
+    "|\n  block",
+]
+
+
+def _artifacts() -> list[tuple[str, Artifact]]:
+    found = []
+    for name in EXAMPLES:
+        located = compile_paths([CLUSTERS / f"{name}.yaml"], relative_to=REPO, render_output=False)
+        validated = located.validated[name]
+        found += [(name, a) for a in plan(validated, f"clusters/{name}.yaml")]
+    return found
+
+
+ARTIFACTS = _artifacts()
+
+
+def test_every_rendered_file_comes_from_a_shipped_template() -> None:
+    shipped = set(shipped_names())
+    mapping = {(name, a.path): a.template for name, a in ARTIFACTS}
+    rendered = {
+        (cluster, "/".join(rest))
+        for p in (REPO / "rendered").rglob("*")
+        if p.is_file()
+        for cluster, *rest in [p.relative_to(REPO / "rendered").parts]
+    }
+    assert set(mapping) == rendered
+    assert set(mapping.values()) <= shipped
+    helpers = {n for n in shipped if n.startswith("_")}
+    gitops = {n for n in shipped if n.startswith(("argocd-", "flux-", "gitops-"))}
+    assert shipped - helpers - gitops == set(mapping.values())
+
+
+def _replaced(value: Any, strings: list[str], seen: list[int]) -> Any:
+    """`value` with every string value replaced by the next of `strings` (keys are the names
+    templates read; label keys a user writes are checked by the cluster schema)."""
+    if isinstance(value, str):
+        seen[0] += 1
+        return strings[seen[0] % len(strings)] + f"#{seen[0]}"
+    if isinstance(value, dict):
+        return {k: _replaced(v, strings, seen) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_replaced(v, strings, seen) for v in value]
+    return value
+
+
+def _shape(value: Any) -> Any:
+    """A document's structure without its strings: which mappings, lists and scalars where."""
+    if isinstance(value, dict):
+        return ("map", len(value), sorted(repr(_shape(v)) for v in value.values()))
+    if isinstance(value, list):
+        return ("list", [_shape(v) for v in value])
+    return type(value).__name__
+
+
+@pytest.mark.parametrize("example", ["fleet", "dra-lab", "mig", "nvidia-plugin", "jetson-edge"])
+def test_hostile_strings_in_every_value_never_change_a_documents_structure(example: str) -> None:
+    templates = Templates()
+    for name, artifact in ARTIFACTS:
+        if name != example or not artifact.template.endswith(".yaml.j2"):
+            continue
+        benign = artifact._replace(values=_replaced(artifact.values, ["plain"], [0]))
+        hostile = artifact._replace(values=_replaced(artifact.values, HOSTILE, [0]))
+        plain = load_yaml(render_artifact(benign, templates))
+        attacked = load_yaml(render_artifact(hostile, templates))
+        assert _shape(attacked) == _shape(plain), artifact.path
+        assert attacked.get("kind") == plain.get("kind") == artifact.kind
+
+
+def test_hostile_strings_stay_text_in_the_readme() -> None:
+    [(_, readme)] = [(n, a) for n, a in ARTIFACTS if n == "mig" and a.path == "README.md"]
+    text = render_artifact(
+        readme._replace(values=_replaced(readme.values, HOSTILE, [0])), Templates()
+    ).decode()
+    plain = render_artifact(
+        readme._replace(values=_replaced(readme.values, ["plain"], [0])), Templates()
+    ).decode()
+    assert len(text.splitlines()) == len(plain.splitlines())
+    fences = [n for n, line in enumerate(plain.splitlines()) if line.startswith("```")]
+    assert [n for n, line in enumerate(text.splitlines()) if line.startswith("```")] == fences
+
+
+def test_a_value_printed_without_an_encoding_filter_is_refused_at_its_line(tmp_path: Path) -> None:
+    (tmp_path / "namespace.yaml.j2").write_text(
+        '{% extends "gpuconf/namespace.yaml.j2" %}\n'
+        "{% block extra_labels %}\n"
+        "    raw: {{ meta.name }}\n"
+        "{% endblock %}\n"
+    )
+    result = run_cli(
+        "render", "clusters/lab.yaml", "--templates", str(tmp_path), "--check", cwd=REPO
+    )
+    assert result.code == 1
+    assert (
+        f"{tmp_path.as_posix()}/namespace.yaml.j2:3:1: (document): rendering namespaces/"
+        in result.err
+    )
+    assert "printed without an encoding filter" in result.err
+
+
+def test_the_site_example_renders_checks_and_passes_kubernetes_validate(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = ("clusters/lab.yaml", "--templates", "examples/site-templates", "-o", str(out))
+    assert run_cli("render", *args, cwd=REPO).code == 0
+    assert run_cli("render", *args, "--check", cwd=REPO).code == 0
+    # The override folder is part of what --check compares: without it the tree is stale.
+    assert run_cli("render", "clusters/lab.yaml", "-o", str(out), "--check", cwd=REPO).code == 1
+    node = load_yaml((out / "lab/pools/t4/daemonset-gpuconf-node.yaml").read_bytes())
+    pod = node["spec"]["template"]["spec"]
+    assert pod["priorityClassName"] == "gpu-node-critical"
+    assert {
+        "key": "example.com/dedicated",
+        "operator": "Equal",
+        "value": "gpu",
+        "effect": "NoSchedule",
+    } in pod["tolerations"]
+    assert {c["image"] for c in pod["containers"] + pod["initContainers"]} == {
+        "registry.example.com/mirror/gpuconf/gpuconf:0.1.0"
+    }
+    kubernetes_validate.validate(node, "1.34.0", strict=True)
+
+
+def test_an_override_that_breaks_a_manifest_is_refused_with_its_file_and_line(
+    tmp_path: Path,
+) -> None:
+    site = tmp_path / "site"
+    shutil.copytree(SITE, site)
+    text = (site / "node-daemonset.yaml.j2").read_text()
+    (site / "node-daemonset.yaml.j2").write_text(
+        text + "{% block pod_spec %}\n      priorityClassName: again\n{% endblock %}\n"
+    )
+    result = run_cli("render", "clusters/lab.yaml", "--templates", str(site), "--check", cwd=REPO)
+    assert result.code == 1
+    where, line, rest = result.err.split(":", 2)
+    assert where == f"{site.as_posix()}/node-daemonset.yaml.j2"
+    assert (
+        "priorityClassName"
+        in (site / "node-daemonset.yaml.j2").read_text().splitlines()[int(line) - 1]
+    )
+    assert rest.startswith("1: spec.nodePools[0]: rendering pools/t4/daemonset-gpuconf-node.yaml")
+    assert "duplicate key 'priorityClassName'" in rest
+
+
+def test_an_override_may_not_change_the_kind_the_plan_asked_for(tmp_path: Path) -> None:
+    (tmp_path / "resourcequota.yaml.j2").write_text(
+        '{% extends "gpuconf/resourcequota.yaml.j2" %}\n'
+        "{% block kind %}\napiVersion: v1\nkind: Secret\n{% endblock %}\n"
+    )
+    with pytest.raises(RenderFailed, match="must be a ResourceQuota"):
+        render(plan(valid_lab(), "lab.yaml"), Templates(tmp_path))
+
+
+def test_a_crd_kind_is_checked_against_its_vendored_schema(tmp_path: Path) -> None:
+    (tmp_path / "podmonitor.yaml.j2").write_text(
+        '{% extends "gpuconf/podmonitor.yaml.j2" %}\n'
+        "{% block body %}\nspec:\n  selector: {}\n  podMetricsEndpoint: []\n{% endblock %}\n"
+    )
+    compiled = compile_paths([CLUSTERS / "fleet.yaml"], relative_to=REPO, templates=tmp_path)
+    [error] = [d for d in compiled.diagnostics if d.is_error]
+    assert error.line == 3  # spec:, where the unknown field stands
+    assert "podMetricsEndpoint" in error.message
+    assert "PodMonitor CRD" in error.message
+
+
+def test_templates_list_and_show_print_the_shipped_ones() -> None:
+    listed = run_cli("templates", "list").out.split()
+    assert listed == shipped_names()
+    shown = run_cli("templates", "show", "resourcequota.yaml.j2").out
+    assert shown == (REPO / "templates" / "resourcequota.yaml.j2").read_text()
+    assert run_cli("templates", "show", "nope.j2").code == 2
+
+
+def valid_lab() -> Any:
+    return valid(load_yaml((CLUSTERS / "lab.yaml").read_bytes()))
