@@ -6,7 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from gpuconf.compiler.plan.artifact import Artifact
-from gpuconf.compiler.templating.check import checked_json, checked_toml, checked_yaml
+from gpuconf.compiler.templating.check import (
+    NotASkeleton,
+    checked_json,
+    checked_toml,
+    checked_yaml,
+    filled_skeleton,
+)
 from gpuconf.compiler.templating.engine import TemplateFailed, Templates, TemplateSource
 
 RenderedTree = dict[str, bytes]
@@ -23,14 +29,22 @@ class RenderFailed(Exception):
 
 def render_artifact(artifact: Artifact, templates: Templates) -> bytes:
     name = artifact.template
-    text = templates.render(name, artifact.values)
 
     def chain() -> list[TemplateSource]:
         return templates.chain(name)
 
     if name.endswith(".yaml.j2"):
-        text = checked_yaml(text, artifact.kind, chain)
-    elif name.endswith(".json.j2"):
+        # The template's text is parsed with a token for each value (values, JSON-encoded,
+        # would each parse to itself), so parsing costs what the template writes, not what
+        # the values hold; a token anywhere else, and the values are rendered in place.
+        skeleton, values = templates.render_skeleton(name, artifact.values)
+        try:
+            text = filled_skeleton(skeleton, templates.token_prefix, values, artifact.kind, chain)
+        except (NotASkeleton, TypeError):  # TypeError: a value the writer cannot write
+            text = checked_yaml(templates.render(name, artifact.values), artifact.kind, chain)
+        return text.encode("utf-8")
+    text = templates.render(name, artifact.values)
+    if name.endswith(".json.j2"):
         text = checked_json(text, chain)
     elif name.endswith(".toml.j2"):
         text = checked_toml(text, chain)

@@ -158,20 +158,33 @@ def test_an_override_that_breaks_a_manifest_is_refused_with_its_file_and_line(
 ) -> None:
     site = tmp_path / "site"
     shutil.copytree(SITE, site)
-    text = (site / "node-daemonset.yaml.j2").read_text()
-    (site / "node-daemonset.yaml.j2").write_text(
-        text + "{% block pod_spec %}\n      priorityClassName: again\n{% endblock %}\n"
+    template = site / "node-daemonset.yaml.j2"
+    text = template.read_text().replace(
+        "priorityClassName: gpu-node-critical", "priorityClassName: [gpu-node-critical"
     )
+    template.write_text(text)
     result = run_cli("render", "clusters/lab.yaml", "--templates", str(site), "--check", cwd=REPO)
     assert result.code == 1
     where, line, rest = result.err.split(":", 2)
     assert where == f"{site.as_posix()}/node-daemonset.yaml.j2"
-    assert (
-        "priorityClassName"
-        in (site / "node-daemonset.yaml.j2").read_text().splitlines()[int(line) - 1]
-    )
+    assert "priorityClassName: [" in text.splitlines()[int(line) - 1]
     assert rest.startswith("1: spec.nodePools[0]: rendering pools/t4/daemonset-gpuconf-node.yaml")
-    assert "duplicate key 'priorityClassName'" in rest
+
+
+def test_a_template_line_that_repeats_a_key_is_refused_at_that_line(tmp_path: Path) -> None:
+    (tmp_path / "runtimeclass.yaml.j2").write_text(
+        '{% extends "gpuconf/runtimeclass.yaml.j2" %}\n'
+        "{% block body %}\n"
+        "handler: {{ handler | yaml }}\n"
+        "handler: runc\n"
+        "{% endblock %}\n"
+    )
+    result = run_cli(
+        "render", "clusters/lab.yaml", "--templates", str(tmp_path), "--check", cwd=REPO
+    )
+    assert result.code == 1
+    assert f"{tmp_path.as_posix()}/runtimeclass.yaml.j2:4:1: (document): " in result.err
+    assert "duplicate key 'handler'" in result.err
 
 
 def test_an_override_may_not_change_the_kind_the_plan_asked_for(tmp_path: Path) -> None:

@@ -89,7 +89,6 @@ def pool_source(cluster: Cluster, pool: NodePool) -> KeyPath:
     return ("spec", "nodePools", cluster.spec.node_pools.index(pool))
 
 
-SCHEDULING = ("priorityClassName", "nodeSelector", "tolerations")
 _CONTAINER_LAID_OUT = ("name", "image", "env", "resources")
 
 
@@ -105,7 +104,7 @@ def daemonset(path: str, template: str, workload: dict[str, Any], source: KeyPat
     spec = workload["spec"]
     pod_template = spec["template"]
     pod = dict(pod_template["spec"])
-    scheduling = {k: pod.pop(k) for k in SCHEDULING}
+    tolerations = pod.pop("tolerations")
     groups = [
         (field, [_container(c) for c in pod.pop(field)])
         for field in ("initContainers", "containers")
@@ -116,7 +115,7 @@ def daemonset(path: str, template: str, workload: dict[str, Any], source: KeyPat
         "selector": spec["selector"]["matchLabels"],
         "update_strategy": spec["updateStrategy"],
         "pod_meta": pod_template["metadata"],
-        "scheduling": scheduling,
+        "tolerations": tolerations,
         "container_groups": groups,
         "pod": pod,
     }

@@ -29,9 +29,13 @@ Chain = Callable[[], list[TemplateSource]]
 
 
 def template_line(chain: list[TemplateSource], output_line: str) -> tuple[str, int]:
-    """The template line that wrote `output_line`: the first, override first, whose text
-    matches it around its `{{ … }}` expressions."""
+    """The template line that wrote `output_line`: the first, override first, with the same
+    text, else the first whose text matches it around its `{{ … }}` expressions."""
     wanted = output_line.strip()
+    for source in chain:
+        for number, line in enumerate(source.text.splitlines(), 1):
+            if wanted and line.strip() == wanted:
+                return source.display, number
     for source in chain:
         for number, line in enumerate(source.text.splitlines(), 1):
             text = line.strip()
@@ -52,16 +56,62 @@ def _refused(chain: Chain, text: str, line: int, message: str, hint: str = "") -
     return TemplateFailed(file, number, message, hint)
 
 
-def checked_yaml(text: str, kind: str, chain: Chain) -> str:
-    """`text` as gpuconf writes YAML, once it parsed and (for a manifest) is a `kind`."""
+class NotASkeleton(Exception):
+    """A value's token stood where no value can be put back whole (inside a longer string,
+    as a key that is not a string, or as a key that another token's value repeats)."""
+
+
+def _filled(node: Any, prefix: str, values: list[Any]) -> Any:
+    """The parsed skeleton with each token replaced by its value."""
+    kind = type(node)
+    if kind is str:
+        if node.startswith(prefix):
+            return values[int(node[len(prefix) :])]
+        if prefix in node:
+            raise NotASkeleton
+        return node
+    if kind is dict:
+        filled = {}
+        for key, item in node.items():
+            if key.startswith(prefix):
+                key = values[int(key[len(prefix) :])]
+                if type(key) is not str or key in node or key in filled:
+                    raise NotASkeleton
+            elif prefix in key:
+                raise NotASkeleton
+            filled[key] = _filled(item, prefix, values)
+        return filled
+    if kind is list:
+        return [_filled(item, prefix, values) for item in node]
+    return node
+
+
+def filled_skeleton(text: str, prefix: str, values: list[Any], kind: str, chain: Chain) -> str:
+    """`checked_yaml` for a skeleton: the template's text is parsed with each value's token,
+    the values are put back as data (JSON-encoded, each would have parsed to itself), and the
+    whole is checked and written as `checked_yaml` would. Raises NotASkeleton where a token
+    stood anywhere but in a whole value or key: the caller renders the values in place."""
+    located = _parsed(text, chain)
+    data = _filled(located.data, prefix, values)
+    if kind:
+        _check_manifest(located._replace(data=data), kind, text, chain)
+    return dump(data)
+
+
+def _parsed(text: str, chain: Chain) -> Located:
     try:
-        located = parse_text(text, "output")
+        return parse_text(text, "output")
     except LoadFailed as failure:
         found = failure.diagnostic
         where = format_path(found.path)
         raise _refused(
             chain, text, found.line, f"the output is not a manifest: {where}: {found.message}"
         ) from None
+
+
+def checked_yaml(text: str, kind: str, chain: Chain) -> str:
+    """`text` as gpuconf writes YAML, once it parsed and (for a manifest) is a `kind`."""
+    located = _parsed(text, chain)
     data = located.data
     if kind:
         _check_manifest(located, kind, text, chain)

@@ -6,6 +6,7 @@ The only module that imports jinja2 (import-linter holds it to that).
 
 from __future__ import annotations
 
+import os
 import traceback
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -23,7 +24,7 @@ from jinja2 import (
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from markupsafe import Markup
 
-from gpuconf.compiler.templating.filters import FILTERS, Encoded
+from gpuconf.compiler.templating.filters import FILTERS, BlockRefused, Encoded, yaml_value
 from gpuconf.compiler.templating.shipped import SHIPPED_PREFIX, shipped_folder
 
 # Filters that shape text the template already holds, or pick from values; none of them can
@@ -99,8 +100,20 @@ class Templates:
         environment.filters.clear()
         environment.filters.update(kept)
         environment.filters.update(FILTERS)
+        environment.filters["yaml"] = self._yaml
         self.environment = environment
         self._compiled: dict[str, Template] = {}
+        self.token_prefix = f"@gpuconf-value-{os.urandom(6).hex()}:"
+        """What `| yaml` prints in place of each value while tokens are collected: no value
+        can spell it (values are not in that text at all) nor can a template guess it."""
+        self._tokens: list[Any] | None = None
+
+    def _yaml(self, value: Any) -> Encoded:
+        tokens = self._tokens
+        if tokens is None:
+            return yaml_value(value)
+        tokens.append(value)
+        return Encoded(f'"{self.token_prefix}{len(tokens) - 1}"')
 
     def template(self, name: str) -> Template:
         found = self._compiled.get(name)
@@ -116,11 +129,22 @@ class Templates:
         return found
 
     def render(self, name: str, values: dict[str, Any]) -> str:
+        """The template's output, each value JSON-encoded in place."""
         template = self.template(name)
         try:
             return template.render(values)
         except (TemplateError, ArithmeticError, LookupError, TypeError, ValueError) as error:
             raise self._failure(error, name) from None
+
+    def render_skeleton(self, name: str, values: dict[str, Any]) -> tuple[str, list[Any]]:
+        """The template's output with a token where each `| yaml` value would stand, and the
+        values in token order: parsing it back reads the template's own text, not the values."""
+        tokens: list[Any] = []
+        self._tokens = tokens
+        try:
+            return self.render(name, values), tokens
+        finally:
+            self._tokens = None
 
     def display(self, file_or_name: str) -> str:
         """A template's path as diagnostics show it, from its file name or template name."""
@@ -160,6 +184,11 @@ class Templates:
             file = self.display(error.filename or error.name or name)
             return TemplateFailed(file, error.lineno, f"template syntax: {error.message}")
         hint = ENCODING_HINT if isinstance(error, Unencoded) else ""
+        if isinstance(error, BlockRefused):
+            from gpuconf.compiler.templating.check import template_line
+
+            file, line = template_line(self.chain(name), error.line)
+            return TemplateFailed(file, line, _message(error))
         for frame in reversed(traceback.extract_tb(error.__traceback__)):
             if frame.filename.endswith(".j2"):
                 return TemplateFailed(

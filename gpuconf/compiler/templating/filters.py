@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from markupsafe import Markup
 
+from gpuconf.formats.located_yaml import LoadFailed, parse_text
 from gpuconf.formats.toml_writer import toml_value
 
 
@@ -60,10 +63,55 @@ def text_line(value: Any) -> Encoded:
     return Encoded(" " + text if text.lstrip().startswith(("```", "~~~")) else text)
 
 
+class BlockRefused(ValueError):
+    """A site's block held text that is not the YAML its place takes."""
+
+    def __init__(self, message: str, line: str) -> None:
+        super().__init__(message)
+        self.line = line
+        """The block's line that was refused, to find it in the template."""
+
+
+def _block_data(text: str, key: str) -> Any:
+    """A block's YAML text as data, read by gpuconf's loader under `key`."""
+    body = textwrap.indent(textwrap.dedent(str(text)).strip("\n"), "  ")
+    try:
+        return parse_text(f"{key}:\n{body}\n", "block").data[key]
+    except LoadFailed as failure:
+        lines = body.splitlines()
+        # libyaml may stop past the end of an unclosed value: the block's last line then.
+        at = min(max(failure.diagnostic.line - 2, 0), len(lines) - 1)
+        raise BlockRefused(
+            f"the block's YAML: {failure.diagnostic.message}", lines[at] if lines else ""
+        ) from None
+
+
+def with_entries(mapping: Mapping[str, Any], block: str) -> Mapping[str, Any]:
+    """`mapping` with the entries a site's block (YAML text) sets, replacing those it names."""
+    if not block.strip():
+        return mapping
+    extra = _block_data(block, "entries")
+    if not isinstance(extra, dict):
+        raise BlockRefused("the block must hold YAML entries (key: value)", block.strip())
+    return {**mapping, **extra}
+
+
+def with_items(sequence: Sequence[Any], block: str) -> Sequence[Any]:
+    """`sequence` with the items a site's block (a YAML list) appends."""
+    if not block.strip():
+        return sequence
+    extra = _block_data(block, "items")
+    if not isinstance(extra, list):
+        raise BlockRefused("the block must hold a YAML list (- item)", block.strip())
+    return [*sequence, *extra]
+
+
 FILTERS = {
     "yaml": yaml_value,
     "toml": toml_scalar,
     "md": markdown_text,
     "code": markdown_code,
     "line": text_line,
+    "with_entries": with_entries,
+    "with_items": with_items,
 }
