@@ -15,6 +15,7 @@ from gpuconf.compiler.pipeline import compile_paths
 from gpuconf.compiler.plan import plan
 from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.render import RenderFailed, render, render_artifact
+from gpuconf.compiler.templating.check import checked_yaml
 from gpuconf.compiler.templating.engine import Templates
 from gpuconf.compiler.templating.shipped import shipped_names
 
@@ -89,15 +90,23 @@ def _shape(value: Any) -> Any:
 @pytest.mark.parametrize("example", ["fleet", "dra-lab", "mig", "nvidia-plugin", "jetson-edge"])
 def test_hostile_strings_in_every_value_never_change_a_documents_structure(example: str) -> None:
     templates = Templates()
-    for name, artifact in ARTIFACTS:
-        if name != example or not artifact.template.endswith(".yaml.j2"):
+    for cluster, artifact in ARTIFACTS:
+        if cluster != example or not artifact.template.endswith(".yaml.j2"):
             continue
+        name = artifact.template
         benign = artifact._replace(values=_replaced(artifact.values, ["plain"], [0]))
         hostile = artifact._replace(values=_replaced(artifact.values, HOSTILE, [0]))
         plain = load_yaml(render_artifact(benign, templates))
-        attacked = load_yaml(render_artifact(hostile, templates))
+        written = render_artifact(hostile, templates)
+        attacked = load_yaml(written)
         assert _shape(attacked) == _shape(plain), artifact.path
         assert attacked.get("kind") == plain.get("kind") == artifact.kind
+        # The values JSON-encoded in place (the path taken where tokens cannot be) parse to
+        # the same document, byte for byte once written.
+        in_place = templates.render(hostile.template, hostile.values)
+        assert (
+            checked_yaml(in_place, hostile.kind, lambda: templates.chain(name)).encode() == written
+        )
 
 
 def test_hostile_strings_stay_text_in_the_readme() -> None:
