@@ -4,6 +4,7 @@ structure; a site's overrides are checked like gpuconf's own and refused where t
 from __future__ import annotations
 
 import shutil
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +106,7 @@ def test_hostile_strings_in_every_value_never_change_a_documents_structure(examp
         # the same document, byte for byte once written.
         in_place = templates.render(hostile.template, hostile.values)
         assert (
-            checked_yaml(in_place, hostile.kind, lambda: templates.chain(name)).encode() == written
+            checked_yaml(in_place, hostile.kind, partial(templates.chain, name)).encode() == written
         )
 
 
