@@ -21,6 +21,7 @@ from gpuconf.compiler.templating.engine import Templates
 from gpuconf.compiler.templating.shipped import shipped_names
 
 SITE = REPO / "examples" / "site-templates"
+SITE_TEMPLATES = SITE / "templates"
 HOSTILE = [
     "a\nb: c",
     "x: y",
@@ -141,33 +142,46 @@ def test_a_value_printed_without_an_encoding_filter_is_refused_at_its_line(tmp_p
     assert "printed without an encoding filter" in result.err
 
 
-def test_the_site_example_renders_checks_and_passes_kubernetes_validate(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    args = ("clusters/lab.yaml", "--templates", "examples/site-templates", "-o", str(out))
-    assert run_cli("render", *args, cwd=REPO).code == 0
-    assert run_cli("render", *args, "--check", cwd=REPO).code == 0
-    # The override folder is part of what --check compares: without it the tree is stale.
-    assert run_cli("render", "clusters/lab.yaml", "-o", str(out), "--check", cwd=REPO).code == 1
-    node = load_yaml((out / "lab/pools/t4/daemonset-gpuconf-node.yaml").read_bytes())
+def test_the_site_example_is_rendered_and_passes_kubernetes_validate() -> None:
+    clusters, rendered = "examples/site-templates/clusters", "examples/site-templates/rendered"
+    assert run_cli("render", clusters, "-o", rendered, "--check", cwd=REPO).code == 0
+    tree = SITE / "rendered" / "site-lab"
+    node = load_yaml((tree / "pools/t4/daemonset-gpuconf-node.yaml").read_bytes())
     pod = node["spec"]["template"]["spec"]
     assert pod["priorityClassName"] == "gpu-node-critical"
-    assert {
-        "key": "example.com/dedicated",
-        "operator": "Equal",
-        "value": "gpu",
-        "effect": "NoSchedule",
-    } in pod["tolerations"]
+    dedicated = {"key": "example.com/dedicated", "operator": "Equal", "value": "gpu"}
+    assert {**dedicated, "effect": "NoSchedule"} in pod["tolerations"]
     assert {c["image"] for c in pod["containers"] + pod["initContainers"]} == {
         "registry.example.com/mirror/gpuconf/gpuconf:0.1.0"
     }
-    kubernetes_validate.validate(node, "1.34.0", strict=True)
+    for path in tree.rglob("*.yaml"):
+        obj = load_yaml(path.read_bytes())
+        if obj["kind"] != "Kustomization":
+            kubernetes_validate.validate(obj, "1.34.0", strict=True)
+
+
+def test_the_command_line_folder_is_part_of_what_check_compares(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = ("clusters/lab.yaml", "--templates", "examples/site-templates/templates", "-o", str(out))
+    assert run_cli("render", *args, cwd=REPO).code == 0
+    assert run_cli("render", *args, "--check", cwd=REPO).code == 0
+    # Without the folder the tree reads as stale.
+    assert run_cli("render", "clusters/lab.yaml", "-o", str(out), "--check", cwd=REPO).code == 1
+
+
+def test_a_cluster_naming_a_missing_templates_folder_is_refused_there(tmp_path: Path) -> None:
+    text = (SITE / "clusters" / "site-lab.yaml").read_text()
+    (tmp_path / "site-lab.yaml").write_text(text.replace("../templates", "nowhere"))
+    result = run_cli("render", str(tmp_path / "site-lab.yaml"), "-o", str(tmp_path / "out"))
+    assert result.code == 1
+    assert "spec.templates: no folder 'nowhere' beside this file" in result.err
 
 
 def test_an_override_that_breaks_a_manifest_is_refused_with_its_file_and_line(
     tmp_path: Path,
 ) -> None:
     site = tmp_path / "site"
-    shutil.copytree(SITE, site)
+    shutil.copytree(SITE_TEMPLATES, site)
     template = site / "node-daemonset.yaml.j2"
     text = template.read_text().replace(
         "priorityClassName: gpu-node-critical", "priorityClassName: [gpu-node-critical"
