@@ -39,7 +39,9 @@ def render_artifact(artifact: Artifact, templates: Templates) -> bytes:
         # the values hold; a token anywhere else, and the values are rendered in place.
         skeleton, values = templates.render_skeleton(name, artifact.values)
         try:
-            text = filled_skeleton(skeleton, templates.token_prefix, values, artifact.kind, chain)
+            text = filled_skeleton(
+                skeleton, templates.token_prefix, values, artifact.kind, chain, templates.skeletons
+            )
         except (NotASkeleton, TypeError):  # TypeError: a value the writer cannot write
             text = checked_yaml(templates.render(name, artifact.values), artifact.kind, chain)
         return text.encode("utf-8")

@@ -242,3 +242,29 @@ def test_templates_list_and_show_print_the_shipped_ones() -> None:
 
 def valid_lab() -> Any:
     return valid(load_yaml((CLUSTERS / "lab.yaml").read_bytes()))
+
+
+@pytest.mark.parametrize(
+    ("line", "refusal"),
+    [
+        ("    raw: {{ meta['name'] ~ ('x' | yaml) }}", "printed without an encoding filter"),
+        ("    raw: {{ self.extra_labels() }}", "printed without an encoding filter"),
+        (
+            "    {% filter replace('X', meta['name']) %}raw: X{% endfilter %}",
+            "{% filter %} blocks are refused",
+        ),
+    ],
+    ids=["joined-to-an-encoded-value", "a-blocks-text", "a-filter-block"],
+)
+def test_no_way_around_the_encoding_filters(tmp_path: Path, line: str, refusal: str) -> None:
+    (tmp_path / "namespace.yaml.j2").write_text(
+        '{% extends "gpuconf/namespace.yaml.j2" %}\n{% block body %}\n'
+        + line
+        + "\n{% endblock %}\n"
+    )
+    result = run_cli(
+        "render", "clusters/lab.yaml", "--templates", str(tmp_path), "--check", cwd=REPO
+    )
+    assert result.code == 1
+    assert f"{tmp_path.as_posix()}/namespace.yaml.j2:3:1: " in result.err
+    assert refusal in result.err

@@ -86,12 +86,24 @@ def _filled(node: Any, prefix: str, values: list[Any]) -> Any:
     return node
 
 
-def filled_skeleton(text: str, prefix: str, values: list[Any], kind: str, chain: Chain) -> str:
+def filled_skeleton(
+    text: str,
+    prefix: str,
+    values: list[Any],
+    kind: str,
+    chain: Chain,
+    parsed: dict[str, Located],
+) -> str:
     """`checked_yaml` for a skeleton: the template's text is parsed with each value's token,
     the values are put back as data (JSON-encoded, each would have parsed to itself), and the
     whole is checked and written as `checked_yaml` would. Raises NotASkeleton where a token
-    stood anywhere but in a whole value or key: the caller renders the values in place."""
-    located = _parsed(text, chain)
+    stood anywhere but in a whole value or key: the caller renders the values in place.
+
+    `parsed`: skeletons already read, by their text. Outputs of one template mostly share
+    their skeleton (500 quotas, one text), and the same text parses the same way."""
+    located = parsed.get(text)
+    if located is None:
+        located = parsed[text] = _parsed(text, chain)
     data = _filled(located.data, prefix, values)
     if kind:
         _check_manifest(located._replace(data=data), kind, text, chain)

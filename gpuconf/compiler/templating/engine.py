@@ -20,15 +20,15 @@ from jinja2 import (
     TemplateError,
     TemplateNotFound,
     TemplateSyntaxError,
+    nodes,
 )
 from jinja2.sandbox import ImmutableSandboxedEnvironment
-from markupsafe import Markup
 
 from gpuconf.compiler.templating.filters import FILTERS, BlockRefused, Encoded, yaml_value
 from gpuconf.compiler.templating.shipped import SHIPPED_PREFIX, shipped_folder
 
-# Filters that shape text the template already holds, or pick from values; none of them can
-# turn a raw value into text the output accepts (`safe`, `tojson`, `join`, `format` could).
+# Filters that pick from values or change them before an encoding filter; none of them
+# encodes (`tojson`, for one, escapes for HTML, not YAML).
 _KEPT_FILTERS = (
     "default", "dictsort", "first", "indent", "items", "last", "length", "list", "lower",
     "map", "reject", "rejectattr", "replace", "reverse", "select", "selectattr", "sort",
@@ -54,14 +54,28 @@ class Unencoded(TemplateError):
     """A template printed a value without an encoding filter."""
 
 
-def _only_encoded(value: Any) -> Markup:
-    """Every `{{ … }}` passes here. Encoded values and the template's own text (macros, blocks,
-    `super()`, which the environment returns as Markup) are printed; anything else is refused."""
+def _only_encoded(value: Any) -> Encoded:
+    """Every `{{ … }}` passes here: what an encoding filter returned is printed, anything else
+    (a value, a string joined to an encoded one, a macro's or block's text) is refused."""
     if type(value) is Encoded:
-        return Markup(value)
-    if isinstance(value, Markup) and not isinstance(value, Encoded):
         return value
     raise Unencoded(f"{value!r} printed without an encoding filter")
+
+
+class _Sandbox(ImmutableSandboxedEnvironment):
+    """The sandbox, refusing the one statement whose output no hook sees: `{% filter %}`
+    applies a filter (say `replace` with a value) to text and prints the result unchecked."""
+
+    def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
+        tree = super()._parse(source, name, filename)
+        for node in tree.find_all(nodes.FilterBlock):
+            raise TemplateSyntaxError(
+                "{% filter %} blocks are refused: print values through an encoding filter",
+                node.lineno,
+                name,
+                filename,
+            )
+        return tree
 
 
 class TemplateSource(NamedTuple):
@@ -86,10 +100,10 @@ class Templates:
         if overrides is not None:
             loaders.insert(0, FileSystemLoader(overrides))
         loaders.append(shipped)
-        environment = ImmutableSandboxedEnvironment(
+        environment = _Sandbox(
             loader=ChoiceLoader(loaders),
             undefined=StrictUndefined,
-            autoescape=True,  # macros and blocks come back as Markup; values are refused (above)
+            autoescape=False,  # the output is YAML, TOML or Markdown: filters encode, not HTML
             finalize=_only_encoded,
             trim_blocks=True,
             lstrip_blocks=True,
@@ -107,6 +121,8 @@ class Templates:
         """What `| yaml` prints in place of each value while tokens are collected: no value
         can spell it (values are not in that text at all) nor can a template guess it."""
         self._tokens: list[Any] | None = None
+        self.skeletons: dict[str, Any] = {}
+        """Skeletons parsed back, by their text (compiler/templating/check.py)."""
 
     def _yaml(self, value: Any) -> Encoded:
         tokens = self._tokens
@@ -204,8 +220,6 @@ def _message(error: Exception) -> str:
 
 def _extended(environment: ImmutableSandboxedEnvironment, source: str) -> str | None:
     """The template `source` extends, where it names one plainly."""
-    from jinja2 import nodes
-
     try:
         tree = environment.parse(source)
     except TemplateSyntaxError:

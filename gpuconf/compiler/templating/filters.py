@@ -14,17 +14,14 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from markupsafe import Markup
-
 from gpuconf.formats.located_yaml import LoadFailed, parse_text
 from gpuconf.formats.toml_writer import toml_value
 
 
-class Encoded(Markup):
+class Encoded(str):
     """Text an encoding filter produced: the only kind of value a template may print.
 
-    A Markup, so macros, blocks and `super()` (which the environment returns as Markup)
-    are text the template itself wrote, and may be printed too."""
+    Joined to any other string (`~`, `+`) it becomes a plain string again, which is refused."""
 
     __slots__ = ()
 

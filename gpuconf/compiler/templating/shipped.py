@@ -16,6 +16,6 @@ def shipped_folder() -> Path:
 
 
 def shipped_names() -> list[str]:
-    """Every shipped template, helpers (`_macros.j2`) included."""
+    """Every shipped template, the shared layouts (`_manifest.j2`, …) included."""
     folder = shipped_folder()
     return sorted(p.name for p in folder.iterdir() if p.name.endswith(SUFFIX) and p.is_file())
