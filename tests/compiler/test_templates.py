@@ -268,3 +268,16 @@ def test_no_way_around_the_encoding_filters(tmp_path: Path, line: str, refusal: 
     assert result.code == 1
     assert f"{tmp_path.as_posix()}/namespace.yaml.j2:3:1: " in result.err
     assert refusal in result.err
+
+
+def test_toml_values_stay_values_whatever_they_hold(tmp_path: Path) -> None:
+    import tomllib
+
+    (tmp_path / "dropin.toml.j2").write_text(
+        "[plugins]\nname = {{ name | toml }}\nargs = {{ args | toml }}\n"
+    )
+    values = {"name": HOSTILE[0], "args": HOSTILE}
+    artifact = Artifact("dropin.toml", "dropin.toml.j2", values)
+    assert tomllib.loads(render_artifact(artifact, Templates(tmp_path)).decode()) == {
+        "plugins": values
+    }

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -161,6 +160,8 @@ def _check_manifest(located: Located, kind: str, text: str, chain: Chain) -> Non
 
 
 def checked_toml(text: str, chain: Chain) -> str:
+    import tomllib  # only where a TOML file is rendered
+
     try:
         tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:

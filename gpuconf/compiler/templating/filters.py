@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gpuconf.formats.located_yaml import LoadFailed, parse_text
-from gpuconf.formats.toml_writer import toml_value
 
 
 class Encoded(str):
@@ -33,6 +32,8 @@ def yaml_value(value: Any) -> Encoded:
 
 def toml_scalar(value: Any) -> Encoded:
     """A TOML value: a basic string with every control character escaped, a number, a list."""
+    from gpuconf.formats.toml_writer import toml_value  # tomllib, only for a TOML template
+
     return Encoded(toml_value(value))
 
 
