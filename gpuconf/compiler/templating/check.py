@@ -15,37 +15,15 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from gpuconf.compiler.templating.engine import TemplateFailed, TemplateSource
+from gpuconf.compiler.templating.engine import TemplateFailed, TemplateSource, template_line
 from gpuconf.diagnostics import format_path
 from gpuconf.formats.located_yaml import LoadFailed, Located, parse_text
 from gpuconf.formats.yaml_writer import dump
 
 CRDS = Path(__file__).parent / "crds"
-_EXPRESSION = re.compile(r"\{\{.*?\}\}")
 
 Chain = Callable[[], list[TemplateSource]]
 """The files that made an output, found only when it is refused."""
-
-
-def template_line(chain: list[TemplateSource], output_line: str) -> tuple[str, int]:
-    """The template line that wrote `output_line`: the first, override first, with the same
-    text, else the first whose text matches it around its `{{ … }}` expressions."""
-    wanted = output_line.strip()
-    for source in chain:
-        for number, line in enumerate(source.text.splitlines(), 1):
-            if wanted and line.strip() == wanted:
-                return source.display, number
-    for source in chain:
-        for number, line in enumerate(source.text.splitlines(), 1):
-            text = line.strip()
-            if not text or text.startswith(("{%", "{#")):
-                continue
-            parts = _EXPRESSION.split(text)
-            if not "".join(parts).strip():
-                continue  # an expression alone (a macro's lines) says nothing of where
-            if re.fullmatch(".*".join(re.escape(part) for part in parts), wanted):
-                return source.display, number
-    return chain[0].display, 1
 
 
 def _refused(chain: Chain, text: str, line: int, message: str, hint: str = "") -> TemplateFailed:

@@ -7,6 +7,7 @@ The only module that imports jinja2 (import-linter holds it to that).
 from __future__ import annotations
 
 import os
+import re
 import traceback
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -201,8 +202,6 @@ class Templates:
             return TemplateFailed(file, error.lineno, f"template syntax: {error.message}")
         hint = ENCODING_HINT if isinstance(error, Unencoded) else ""
         if isinstance(error, BlockRefused):
-            from gpuconf.compiler.templating.check import template_line
-
             file, line = template_line(self.chain(name), error.line)
             return TemplateFailed(file, line, _message(error))
         for frame in reversed(traceback.extract_tb(error.__traceback__)):
@@ -211,6 +210,30 @@ class Templates:
                     self.display(frame.filename), frame.lineno or 1, _message(error), hint
                 )
         return TemplateFailed(self.display(name), 1, _message(error), hint)
+
+
+_EXPRESSION = re.compile(r"\{\{.*?\}\}")
+
+
+def template_line(chain: list[TemplateSource], output_line: str) -> tuple[str, int]:
+    """The template line that wrote `output_line`: the first, override first, with the same
+    text, else the first whose text matches it around its `{{ … }}` expressions."""
+    wanted = output_line.strip()
+    for source in chain:
+        for number, line in enumerate(source.text.splitlines(), 1):
+            if wanted and line.strip() == wanted:
+                return source.display, number
+    for source in chain:
+        for number, line in enumerate(source.text.splitlines(), 1):
+            text = line.strip()
+            if not text or text.startswith(("{%", "{#")):
+                continue
+            parts = _EXPRESSION.split(text)
+            if not "".join(parts).strip():
+                continue  # an expression alone (a macro's lines) says nothing of where
+            if re.fullmatch(".*".join(re.escape(part) for part in parts), wanted):
+                return source.display, number
+    return chain[0].display, 1
 
 
 def _message(error: Exception) -> str:
