@@ -60,7 +60,7 @@ def install_crds(server: Server, folder: Path = CRDS) -> list[str]:
 
 def _established(server: Server, name: str) -> bool:
     crd = server.get("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", name)
-    conditions = (crd or {}).get("status", {}).get("conditions", [])
+    conditions = (crd or {}).get("status", {}).get("conditions") or []
     return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
 
 

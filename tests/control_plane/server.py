@@ -86,13 +86,13 @@ class Server:
         query: list[tuple[str, str]] | None = None,
         content_type: str = "application/json",
     ) -> Response:
-        payload = body if body is None or isinstance(body, str) else json.dumps(body)
+        # The client writes a dict as JSON for any +json or +yaml content type (JSON is YAML).
         method, url, headers, payload, _ = self.client.param_serialize(
             method=method,
             resource_path=path,
             query_params=query or [],
             header_params={"Content-Type": content_type, "Accept": "application/json"},
-            body=payload,
+            body=body,
             auth_settings=["BearerToken"],
         )
         response = self.client.call_api(method, url, headers, payload)
@@ -138,9 +138,7 @@ class Server:
         query = [("fieldManager", manager), ("fieldValidation", "Strict")]
         if dry_run:
             query.append(("dryRun", "All"))
-        return self.request(
-            "PATCH", self.path(*identity(document)), json.dumps(document), query, APPLY
-        )
+        return self.request("PATCH", self.path(*identity(document)), document, query, APPLY)
 
     def get(self, api_version: str, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         try:
@@ -162,4 +160,7 @@ class Server:
         return self.request("POST", self.path(api_version, kind, namespace), document)
 
     def delete(self, api_version: str, kind: str, namespace: str, name: str) -> None:
-        self.request("DELETE", self.path(api_version, kind, namespace, name))
+        """Delete at once: with no kubelet, a pod on a node would otherwise wait forever for
+        the kubelet to confirm its graceful end."""
+        path = self.path(api_version, kind, namespace, name)
+        self.request("DELETE", path, query=[("gracePeriodSeconds", "0")])

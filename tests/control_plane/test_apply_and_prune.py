@@ -4,22 +4,21 @@ exactly what render removes.
 
 "Prune" here means what Argo CD's and Flux's pruning do with a rendered tree: the objects the
 previous tree had and the new one lacks, by identity (apiVersion, kind, namespace, name), are
-deleted. For gpuconf that is the same set as the objects in the files `gpuconf diff` shows
-going to /dev/null, which the test checks, and afterwards the server holds exactly the new
-tree's objects under the cluster's label."""
+deleted. The new tree is what `gpuconf render` writes over the previous one (which keeps a
+namespace the cluster no longer declares, compiler/kept_namespaces.py); the pruned objects must
+be those of the files `gpuconf diff` showed going to /dev/null, and afterwards the server holds
+exactly the new tree's objects under the cluster's label."""
 
 from __future__ import annotations
 
 import itertools
 import shutil
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from builders import RENDERED, cluster_file, read_tree, rendered, run_cli
+from builders import RENDERED, cluster_file, read_tree, run_cli
 from control_plane.manifests import (
     admission_refusals,
     delete_objects,
@@ -48,8 +47,25 @@ def old_tree() -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def new_tree() -> dict[str, bytes]:
-    return rendered(_without_class(cluster_file(CLUSTER), REMOVED_CLASS))
+def rerendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, bytes], set[str]]:
+    """The tree `gpuconf render` writes over rendered/dra-lab once the class is removed, and
+    the files `gpuconf diff` said beforehand it would delete."""
+    folder = tmp_path_factory.mktemp("rerender")
+    (folder / "clusters").mkdir()
+    document = _without_class(cluster_file(CLUSTER), REMOVED_CLASS)
+    (folder / "clusters" / f"{CLUSTER}.yaml").write_text(yaml.safe_dump(document), encoding="utf-8")
+    shutil.copytree(RENDERED / CLUSTER, folder / "rendered" / CLUSTER)
+    diff = run_cli("diff", "clusters", "-o", "rendered", cwd=folder)
+    assert diff.code == 0, diff.err
+    lines = diff.out.splitlines()
+    removed = {
+        old.removeprefix(f"--- a/{CLUSTER}/")
+        for old, new in itertools.pairwise(lines)
+        if old.startswith("--- a/") and new == "+++ /dev/null"
+    }
+    render = run_cli("render", "clusters", "-o", "rendered", cwd=folder)
+    assert render.code == 0, render.err
+    return read_tree(folder / "rendered" / CLUSTER), removed
 
 
 @pytest.fixture(scope="module")
@@ -97,23 +113,6 @@ def test_applying_the_same_tree_again_changes_nothing(
         assert after[key]["metadata"]["managedFields"] == stored["metadata"]["managedFields"], key
 
 
-def _removed_by_render(tmp_path: Path, document: dict[str, Any]) -> set[str]:
-    """The files `gpuconf diff` says a render of `document` would delete from rendered/."""
-    (tmp_path / "clusters").mkdir()
-    (tmp_path / "clusters" / f"{CLUSTER}.yaml").write_text(
-        yaml.safe_dump(document), encoding="utf-8"
-    )
-    shutil.copytree(RENDERED / CLUSTER, tmp_path / "rendered" / CLUSTER)
-    result = run_cli("diff", "clusters", "-o", "rendered", cwd=tmp_path)
-    assert result.code == 0, result.err
-    lines = result.out.splitlines()
-    return {
-        old.removeprefix(f"--- a/{CLUSTER}/")
-        for old, new in itertools.pairwise(lines)
-        if old.startswith("--- a/") and new == "+++ /dev/null"
-    }
-
-
 def _labelled(server: Server, kinds: set[tuple[str, str]]) -> set[Identity]:
     selector = f"gpuconf.dev/cluster={CLUSTER}"
     return {
@@ -125,28 +124,25 @@ def _labelled(server: Server, kinds: set[tuple[str, str]]) -> set[Identity]:
 
 
 def test_a_rerender_without_a_class_prunes_exactly_what_render_removes(
-    server: Server, old_tree: dict[str, bytes], new_tree: dict[str, bytes], tmp_path: Path
+    server: Server, old_tree: dict[str, bytes], rerendered: tuple[dict[str, bytes], set[str]]
 ) -> None:
+    new_tree, removed_files = rerendered
     _apply(server, old_tree)
-    old = {identity(d): d for _, d in tree_objects(old_tree)}
+    old = {identity(d) for _, d in tree_objects(old_tree)}
     new = {identity(d) for _, d in tree_objects(new_tree)}
-    pruned = set(old) - new
-    removed_files = _removed_by_render(
-        tmp_path, _without_class(cluster_file(CLUSTER), REMOVED_CLASS)
-    )
-    assert removed_files, "the re-render removes no file"
+    pruned = old - new
+    assert removed_files == set(old_tree) - set(new_tree)
     assert pruned == {identity(d) for f, d in tree_objects(old_tree) if f in removed_files}
     assert ("resource.k8s.io/v1", "DeviceClass", "", REMOVED_CLASS) in pruned
+    assert ("v1", "Namespace", "", "training") in new  # kept by render, so not pruned
 
     _apply(server, new_tree)
-    for key in sorted(pruned, key=lambda k: k[1] == "Namespace"):  # a namespace last, as Argo CD
+    for key in pruned:
         server.delete(*key)
     kinds = {(k[0], k[1]) for k in old}
-    deadline = time.monotonic() + 60  # a namespace goes once the namespace controller emptied it
-    while any(server.get(*key) is not None for key in pruned) and time.monotonic() < deadline:
-        time.sleep(0.25)
     assert not [key for key in pruned if server.get(*key) is not None]
     assert _labelled(server, kinds) == new
+    assert server.get("v1", "ResourceQuota", "training", "gpuconf-gpus") is None
 
-    _apply(server, old_tree)  # and back: the removed objects can be created again
-    assert _labelled(server, kinds) == set(old)
+    _apply(server, old_tree)  # and back: the pruned objects can be created again
+    assert _labelled(server, kinds) == old

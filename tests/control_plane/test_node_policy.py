@@ -195,7 +195,9 @@ def test_on_its_own_node_it_may_change_nothing_but_gpuconf_annotations(
     before = api_server.get("v1", "Node", "", OWN)
     with pytest.raises(Refused) as refused:
         _patch(as_node, OWN, patch)
-    assert refused.value.status == 403
+    # A policy's denial is 422 (Invalid) unless the validation names another reason.
+    assert refused.value.status == 422
+    assert "is forbidden: ValidatingAdmissionPolicy" in refused.value.message
     assert WRONG_FIELD in refused.value.message
     after = api_server.get("v1", "Node", "", OWN)
     assert before is not None
@@ -227,8 +229,12 @@ def test_impersonating_the_account_on_its_node_the_policy_admits_only_that_node(
 def test_the_account_without_a_pods_node_is_refused_every_node(
     kubeconfig: Path, as_node: Server
 ) -> None:
-    """A token not bound to a pod on a Node (a plain service-account token) carries no node."""
+    """A token not bound to a pod on a Node (a plain service-account token) carries no node.
+    With no user extra at all, the policy's first expression fails to evaluate ("no such key:
+    extra") rather than being false: the failurePolicy (Fail) still refuses the request."""
     server = _impersonating(kubeconfig, None)
     for node in (OWN, OTHER):
-        with pytest.raises(Refused, match=WRONG_NODE):
+        with pytest.raises(Refused) as refused:
             _patch(server, node, _annotate("gpuconf.dev/probe"), dry_run=True)
+        assert refused.value.status == 422
+        assert "gpuconf-node-own-node-gpuconf-system' denied request" in refused.value.message

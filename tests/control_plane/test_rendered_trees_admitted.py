@@ -91,3 +91,17 @@ def test_an_object_the_server_lacks_a_kind_for_is_reported_with_its_file(
     }
     (refusal,) = admission_refusals(api_server, tree, dry_run=True)
     assert refusal.startswith("cluster/thing.yaml: Thing x: refused (404)")
+
+
+def test_a_field_the_server_does_not_keep_is_reported(with_crds: Server) -> None:
+    """DeviceClass.spec.extendedResourceName is alpha in 1.34 (DRAExtendedResource, off): the
+    server admits the class and silently clears the field, which the check reports."""
+    device_class = yaml.safe_load(
+        (RENDERED / "dra-lab" / "cluster" / "deviceclass-big-memory.yaml").read_bytes()
+    )
+    device_class["spec"]["extendedResourceName"] = "example.com/gpu"
+    tree = {"cluster/deviceclass.yaml": yaml.safe_dump(device_class).encode()}
+    (problem,) = admission_refusals(with_crds, tree, dry_run=True)
+    assert problem == (
+        "cluster/deviceclass.yaml: DeviceClass big-memory: admitted without .spec.extendedResourceName"
+    )
