@@ -58,7 +58,6 @@ WITH_CONTROL_PLANE = trap '$(CONTROL_PLANE) down --dir $(TEST_PLANE) >/dev/null'
 
 # Four workers on two cores: the suite mostly waits on processes and sockets (its CPU time
 # is a quarter of its wall time at -n 2), so two workers per core finish in half the time.
-# (--dist loadgroup, in pyproject.toml: tests marked xdist_group run in order on one worker.)
 test: lint
 	@$(WITH_CONTROL_PLANE) $(BIN)/python -m pytest -n 4
 

@@ -35,9 +35,13 @@ def kubeconfig() -> Iterator[Path]:
         pytest.fail(f"the test control plane: {error}", pytrace=False)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def api_server(kubeconfig: Path):  # type: ignore[no-untyped-def]
-    """The control plane as the admin: control_plane.server.Server."""
+    """The control plane as the admin (control_plane.server.Server), held alone: the tests
+    that use it run one at a time across pytest-xdist's workers (a file lock beside the
+    kubeconfig), so each may set up the objects it needs and must remove them again."""
+    from control_plane.cluster import locked
     from control_plane.server import Server
 
-    return Server.from_kubeconfig(kubeconfig)
+    with locked(kubeconfig.parent / "tests.lock"):
+        yield Server.from_kubeconfig(kubeconfig)

@@ -30,6 +30,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -231,6 +232,9 @@ class ControlPlane:
         self.state_file = self.folder / "state.json"
         self.pki = self.folder / "pki"
         self.logs = self.folder / "logs"
+        # The processes this object started, reaped when it stops them (a pytest session
+        # that started the control plane also stops it).
+        self._children: dict[int, subprocess.Popen[bytes]] = {}
 
     def lock(self) -> contextlib.AbstractContextManager[None]:
         return locked(self.folder / ".lock")
@@ -298,6 +302,10 @@ class ControlPlane:
                 users.write_text(" ".join(map(str, sorted(remaining))))
                 if not remaining:
                     self._stop()
+                with warnings.catch_warnings():
+                    # Still running on purpose: the last user stops them, by PID.
+                    warnings.simplefilter("ignore", ResourceWarning)
+                    self._children.clear()
 
     def down(self) -> list[str]:
         """Stop what `up` started; return the names of the processes it stopped."""
@@ -314,6 +322,7 @@ class ControlPlane:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # outlives the make or pytest process that started it
             )
+        self._children[process.pid] = process
         processes = {**self._processes(), name: process.pid}
         self._write_state(processes=processes)
         return process.pid
@@ -422,6 +431,8 @@ class ControlPlane:
             if self._alive(pid):
                 os.kill(pid, signal.SIGKILL)
             stopped.append(name)
+        while self._children:
+            self._children.popitem()[1].wait(timeout=20)
         if self.state_file.exists():
             self._write_state(processes={})
         for stale in ("etcd", "pki"):

@@ -22,11 +22,10 @@ from builders import RENDERED, cluster_file, read_tree, run_cli
 from control_plane.manifests import (
     admission_refusals,
     delete_objects,
+    ensure_namespaces,
     tree_objects,
 )
 from control_plane.server import FIELD_MANAGER, Server, identity
-
-pytestmark = pytest.mark.xdist_group("control-plane")
 
 CLUSTER, REMOVED_CLASS = "dra-lab", "big-memory"
 Identity = tuple[str, str, str, str]
@@ -68,10 +67,15 @@ def rerendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, byte
     return read_tree(folder / "rendered" / CLUSTER), removed
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def server(api_server: Server, old_tree: dict[str, bytes]) -> Iterator[Server]:
     objects = tree_objects(old_tree)
     delete_objects(api_server, objects)  # a reused control plane may hold an earlier run's
+    # Namespaces the tree uses but another installs (the GPU Operator's) exist beforehand.
+    declared = {d["metadata"]["name"] for _, d in objects if d["kind"] == "Namespace"}
+    ensure_namespaces(
+        api_server, [o for o in objects if o[1]["metadata"].get("namespace") not in declared]
+    )
     yield api_server
     delete_objects(api_server, objects)
 

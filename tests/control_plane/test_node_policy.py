@@ -21,8 +21,6 @@ from control_plane.server import Refused, Server
 
 from gpuconf.node.node_annotation import PENDING_ANNOTATION, annotate_pending
 
-pytestmark = pytest.mark.xdist_group("control-plane")
-
 LAB = RENDERED / "lab"
 POLICY_FILES = [
     "namespaces/gpuconf-system.yaml",
@@ -77,7 +75,7 @@ def _annotate(key: str, value: str = "x") -> dict[str, Any]:
     return {"metadata": {"annotations": {key: value}}}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def policy(api_server: Server) -> Iterator[list[tuple[str, dict[str, Any]]]]:
     applied = [(f, yaml.safe_load((LAB / f).read_text(encoding="utf-8"))) for f in POLICY_FILES]
     made = [("test", _node(OWN)), ("test", _node(OTHER)), ("test", _pod())]
@@ -91,7 +89,7 @@ def policy(api_server: Server) -> Iterator[list[tuple[str, dict[str, Any]]]]:
         delete_objects(api_server, applied + made)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def node_token(api_server: Server, policy: Any) -> str:
     """A token for the node's service account bound to a pod on OWN, as the kubelet gets one:
     the server adds the pod's node to the token's user info (authentication.kubernetes.io/
@@ -116,7 +114,7 @@ def node_token(api_server: Server, policy: Any) -> str:
     return token
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def as_node(api_server: Server, kubeconfig: Path, node_token: str) -> Server:
     """The node's service account, once the server enforces the policy (a new policy takes
     effect when the API server's informers see it; a dry run is admitted or refused like a

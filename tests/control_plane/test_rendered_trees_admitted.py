@@ -17,12 +17,10 @@ from control_plane.manifests import (
 )
 from control_plane.server import Server
 
-pytestmark = pytest.mark.xdist_group("control-plane")
-
 CLUSTERS = sorted(p.name for p in RENDERED.iterdir() if (p / "kustomization.yaml").is_file())
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def with_crds(api_server: Server) -> Server:
     install_crds(api_server)
     return api_server

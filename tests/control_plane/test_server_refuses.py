@@ -15,8 +15,6 @@ import yaml
 from builders import RENDERED
 from control_plane.server import Refused, Server, identity
 
-pytestmark = pytest.mark.xdist_group("control-plane")
-
 DEVICE_CLASS = RENDERED / "dra-lab" / "cluster" / "deviceclass-big-memory.yaml"
 NODE_POLICY = RENDERED / "lab" / "cluster" / "validatingadmissionpolicy-gpuconf-node.yaml"
 
