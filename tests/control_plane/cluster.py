@@ -82,9 +82,28 @@ def pinned_versions() -> tuple[str, str]:
     return kubernetes.group(1), etcd.group(1)
 
 
+def build_flags() -> list[str]:
+    """`go build`'s flags: the version the binaries report (/version, as a release build's)
+    and no debug information, which halves linking and the binaries' size."""
+    kubernetes, _ = pinned_versions()
+    major, minor = kubernetes.lstrip("v").split(".")[:2]
+    version = "k8s.io/component-base/version"
+    ldflags = [
+        "-s",
+        "-w",
+        f"-X {version}.gitVersion={kubernetes}",
+        f"-X {version}.gitMajor={major}",
+        f"-X {version}.gitMinor={minor}",
+        f"-X {version}.gitTreeState=clean",
+    ]
+    return ["-trimpath", "-ldflags", " ".join(ldflags)]
+
+
 def build_key() -> str:
+    """The cache folder's name: the pinned versions, and a digest of everything else the
+    binaries are made from (go.sum, our Go files, the flags)."""
     kubernetes, etcd = pinned_versions()
-    digest = hashlib.sha256()
+    digest = hashlib.sha256("\0".join([*build_flags(), *PACKAGES]).encode())
     for path in sorted([HERE / "go.mod", HERE / "go.sum", *HERE.glob("*/*.go")]):
         digest.update(path.relative_to(HERE).as_posix().encode() + b"\0" + path.read_bytes())
     return f"kubernetes-{kubernetes}-etcd-{etcd}-{digest.hexdigest()[:12]}"
@@ -125,21 +144,10 @@ def build(log: Path | None = None) -> Path:
     with locked(folder.parent / f"{folder.name}.lock"):
         if all((binaries / name).is_file() for name in (*COMPONENTS, "certs")):
             return binaries
-        kubernetes, _ = pinned_versions()
         partial = folder / "bin.partial"
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
-        minor = kubernetes.lstrip("v").split(".")
-        version = "k8s.io/component-base/version"
-        ldflags = " ".join(
-            [
-                f"-X {version}.gitVersion={kubernetes}",
-                f"-X {version}.gitMajor={minor[0]}",
-                f"-X {version}.gitMinor={minor[1]}",
-                f"-X {version}.gitTreeState=clean",
-            ]
-        )
-        command = [go_binary(), "build", "-trimpath", "-ldflags", ldflags, "-o", f"{partial}/"]
+        command = [go_binary(), "build", *build_flags(), "-o", f"{partial}/"]
         print(f"building the test control plane ({folder.name}); the first build takes a while")
         started = time.monotonic()
         with contextlib.ExitStack() as stack:
@@ -258,6 +266,17 @@ class ControlPlane:
         except OSError:
             return False
         return str(self._state().get("bin", "\0")) in command
+
+    def _ended(self, pid: int, timeout_s: float) -> bool:
+        """Wait until pid has exited and, unless this object started it (and reaps it), has
+        been reaped by its parent, so that nothing of it is left in the process table."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            exited = not self._alive(pid)
+            if exited and (pid in self._children or not Path(f"/proc/{pid}").exists()):
+                return True
+            time.sleep(0.1)
+        return not self._alive(pid)
 
     def ready(self) -> bool:
         processes = self._processes()
@@ -425,11 +444,9 @@ class ControlPlane:
             if not self._alive(pid):
                 continue
             os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + 20
-            while self._alive(pid) and time.monotonic() < deadline:
-                time.sleep(0.1)
-            if self._alive(pid):
+            if not self._ended(pid, 20):
                 os.kill(pid, signal.SIGKILL)
+                self._ended(pid, 5)
             stopped.append(name)
         while self._children:
             self._children.popitem()[1].wait(timeout=20)
