@@ -91,8 +91,8 @@ def dropped_fields(sent: Any, kept: Any, path: str = "") -> list[str]:
 
 
 def admission_refusals(server: Server, tree: dict[str, bytes], dry_run: bool) -> list[str]:
-    """Apply every object of a tree as gpuconf; what the server refused or did not keep, one
-    line per object as file: message."""
+    """Apply every object of a tree as gpuconf; what the server refused, did not keep or
+    warned about (a deprecated field, a value it corrected), one line each as file: message."""
     problems = []
     for path, document in tree_objects(tree):
         _, kind, namespace, name = identity(document)
@@ -105,6 +105,7 @@ def admission_refusals(server: Server, tree: dict[str, bytes], dry_run: bool) ->
         lost = dropped_fields(document, response.body)
         if lost:
             problems.append(f"{path}: {what}: admitted without {', '.join(lost)}")
+        problems.extend(f"{path}: {what}: admitted with a warning: {w}" for w in response.warnings)
     return problems
 
 

@@ -103,3 +103,18 @@ def test_a_field_the_server_does_not_keep_is_reported(with_crds: Server) -> None
     assert problem == (
         "cluster/deviceclass.yaml: DeviceClass big-memory: admitted without .spec.extendedResourceName"
     )
+
+
+def test_a_warning_from_the_server_is_reported(with_crds: Server) -> None:
+    """A deprecated or non-functional setting is admitted with a Warning header (pkg/api/pod/
+    warnings.go for pod templates); the check reports it like a refusal."""
+    objects = tree_objects(read_tree(RENDERED / "lab"))
+    ensure_namespaces(with_crds, objects)
+    path = "pools/t4/daemonset-gpuconf-setup.yaml"
+    daemonset = next(d for f, d in objects if f == path)
+    template = daemonset["spec"]["template"]["metadata"]
+    template.setdefault("annotations", {})["scheduler.alpha.kubernetes.io/critical-pod"] = ""
+    (problem,) = admission_refusals(with_crds, {path: yaml.safe_dump(daemonset).encode()}, True)
+    assert problem.startswith(f"{path}: DaemonSet gpuconf-system/")
+    assert "admitted with a warning" in problem
+    assert "scheduler.alpha.kubernetes.io/critical-pod" in problem
