@@ -44,8 +44,9 @@ PACKAGES = (
     "./etcd",
     "./certs",
 )
-# Beta DRA versions are off by default in 1.34 (v1 is GA); clusters that declare 1.32 or 1.33
-# render resource.k8s.io/v1beta1 or v1beta2, and the server must serve them to admit those.
+# Beta DRA versions are off by default in 1.34 (v1 is GA; betaAPIGroupVersionsDisabledByDefault
+# in k8s.io/kubernetes pkg/controlplane/instance.go); clusters that declare 1.32 or 1.33 render
+# resource.k8s.io/v1beta1 or v1beta2, and the server must serve them to admit those.
 RUNTIME_CONFIG = "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true"
 # What the tests need from the controllers (names as in cmd/kube-controller-manager/names):
 # namespaces emptied, owned objects collected, PodDisruptionBudgets' status for eviction,
