@@ -20,6 +20,7 @@ import glob
 import hashlib
 import json
 import os
+import platform
 import re
 import shutil
 import signal
@@ -27,10 +28,12 @@ import socket
 import ssl
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
 import warnings
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -115,16 +118,66 @@ def cache_root() -> Path:
     return Path(base) / "gpuconf" / "control-plane"
 
 
+# With no Go on the machine (CI's clean machines have only Python and make), the toolchain is
+# fetched as the go command fetches one for GOTOOLCHAIN: the module golang.org/toolchain from
+# the Go module proxy, checked against its go.sum hash (dirhash h1), pinned here per machine.
+TOOLCHAINS = {
+    "x86_64": ("v0.0.1-go1.24.13.linux-amd64", "h1:5sgfUhn9QCgVl4UYj32GrIYFHI3bi2UX55tNfupXwxc="),
+}
+
+
 def go_binary() -> str:
     candidates = [os.environ.get("GO", ""), shutil.which("go") or "", "/usr/local/go/bin/go"]
     candidates += sorted(glob.glob("/usr/lib/go-*/bin/go"), reverse=True)
     for candidate in filter(None, candidates):
         if os.access(candidate, os.X_OK):
             return candidate
-    raise ControlPlaneError(
-        "the test control plane is built from Go modules: install Go 1.24 or later "
-        "(https://go.dev/dl/ or apt-get install golang-go), or set GO=/path/to/go"
-    )
+    if platform.machine() not in TOOLCHAINS:
+        raise ControlPlaneError(
+            "the test control plane is built from Go modules: install Go 1.24 or later "
+            "(https://go.dev/dl/ or apt-get install golang-go), or set GO=/path/to/go"
+        )
+    return str(fetch_toolchain(*TOOLCHAINS[platform.machine()]))
+
+
+def module_hash(archive: zipfile.ZipFile) -> str:
+    """A module zip's go.sum hash (golang.org/x/mod/sumdb/dirhash Hash1)."""
+    names = sorted(n for n in archive.namelist() if not n.endswith("/"))
+    lines = "".join(f"{hashlib.sha256(archive.read(n)).hexdigest()}  {n}\n" for n in names)
+    return "h1:" + base64.b64encode(hashlib.sha256(lines.encode()).digest()).decode()
+
+
+def fetch_toolchain(version: str, expected: str) -> Path:
+    folder = cache_root() / "go" / version
+    go = folder / "bin" / "go"
+    with locked(folder.parent / f"{version}.lock"):
+        if go.is_file():
+            return go
+        proxy = os.environ.get("GOPROXY", "https://proxy.golang.org").split(",")[0].split("|")[0]
+        url = f"{proxy.rstrip('/')}/golang.org/toolchain/@v/{version}.zip"
+        print(f"no Go on this machine: fetching {url}")
+        with tempfile.TemporaryFile() as download:
+            with urllib.request.urlopen(url, timeout=600) as response:
+                shutil.copyfileobj(response, download)
+            archive = zipfile.ZipFile(download)
+            if module_hash(archive) != expected:
+                raise ControlPlaneError(f"{url}: not the toolchain pinned ({expected})")
+            partial = folder.with_name(f"{version}.partial")
+            shutil.rmtree(partial, ignore_errors=True)
+            prefix = f"golang.org/toolchain@{version}/"
+            for member in archive.infolist():
+                if member.is_dir() or not member.filename.startswith(prefix):
+                    continue
+                relative = member.filename.removeprefix(prefix)
+                target = partial / relative
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(archive.read(member))
+                # The zip keeps no modes; the go command marks these executable (toolchain.go).
+                if relative.startswith(("bin/", "pkg/tool/")):
+                    target.chmod(0o755)
+        shutil.rmtree(folder, ignore_errors=True)
+        partial.rename(folder)
+        return go
 
 
 @contextlib.contextmanager
