@@ -18,6 +18,7 @@ import contextlib
 import fcntl
 import glob
 import hashlib
+import http.client
 import json
 import os
 import platform
@@ -281,7 +282,7 @@ def _get(url: str, context: ssl.SSLContext | None = None) -> tuple[int, str]:
             return response.status, response.read().decode(errors="replace")
     except urllib.error.HTTPError as error:
         return error.code, error.read().decode(errors="replace")
-    except OSError as error:
+    except (OSError, http.client.HTTPException) as error:
         return 0, str(error)
 
 
@@ -315,6 +316,8 @@ class ControlPlane:
     def _alive(self, pid: int) -> bool:
         """Whether pid is still a process started from this control plane's binaries (a PID
         the system gave to another program since is not ours to signal)."""
+        if pid in self._children:  # ours: its cmdline is Python's until the exec is done
+            return self._children[pid].poll() is None
         try:
             command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
         except OSError:
@@ -350,7 +353,13 @@ class ControlPlane:
             return
         self._stop()
         self.logs.mkdir(parents=True, exist_ok=True)
-        self._start(build(self.logs / "build.log"))
+        binaries = build(self.logs / "build.log")
+        try:
+            self._start(binaries)
+        except ControlPlaneError:
+            # A port free_port() found may be taken before the component binds it (another
+            # control plane starting beside this one): once more, on other ports.
+            self._start(binaries)
 
     @contextlib.contextmanager
     def shared(self) -> Iterator[Path]:
