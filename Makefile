@@ -4,7 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: venv render test test-latest test-runtimes lint lock lock-upgrade bench image clean
+.PHONY: venv render test test-latest test-runtimes lint lock lock-upgrade bench image clean \
+	cluster-up cluster-down
 
 # Environments install only from the committed lock (requirements/README.md): exact versions
 # and hashes, so the suite's result does not depend on the day it is installed. gpuconf itself
@@ -40,10 +41,26 @@ lint: $(VENV)/.installed-test
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
+# A real etcd + kube-apiserver + kube-controller-manager on 127.0.0.1 (tests/control_plane):
+# built once per machine from the Go modules pinned there, cached under ~/.cache/gpuconf.
+# `cluster-up` is idempotent and prints the kubeconfig's path; `cluster-down` stops it by PID.
+CONTROL_PLANE := $(PYTHON) tests/control_plane/cluster.py
+cluster-up:
+	@$(CONTROL_PLANE) up
+cluster-down:
+	@$(CONTROL_PLANE) down
+
+# The suite's own control plane, apart from one `cluster-up` started: up before pytest, so the
+# workers share one, and down after it, whatever pytest's result.
+TEST_PLANE := .cluster/test
+WITH_CONTROL_PLANE = trap '$(CONTROL_PLANE) down --dir $(TEST_PLANE) >/dev/null' EXIT INT TERM; \
+	$(CONTROL_PLANE) up --dir $(TEST_PLANE) && \
+	GPUCONF_TEST_KUBECONFIG=$(CURDIR)/$(TEST_PLANE)/kubeconfig
+
 # Four workers on two cores: the suite mostly waits on processes and sockets (its CPU time
 # is a quarter of its wall time at -n 2), so two workers per core finish in half the time.
 test: lint
-	$(BIN)/python -m pytest -n 4
+	@$(WITH_CONTROL_PLANE) $(BIN)/python -m pytest -n 4
 
 # The lock: one universal resolution for Python 3.11-3.13 on Linux (amd64, arm64), test.lock
 # whole, runtime.lock its part for gpuconf and its build. `lock` keeps every pin it can;
@@ -73,7 +90,8 @@ test-latest:
 		--upgrade-strategy eager -e '.[test]'
 	$(LATEST)/bin/python -m pip freeze --exclude-editable > $(LATEST)/installed.txt
 	touch $(LATEST)/.installed
-	GPUCONF_UNLOCKED=1 $(LATEST)/bin/python -m pytest -n 4 -p no:cacheprovider
+	@$(WITH_CONTROL_PLANE) GPUCONF_UNLOCKED=1 $(LATEST)/bin/python -m pytest -n 4 \
+		-p no:cacheprovider
 
 # The real engines setup writes for: Debian's containerd (1.6) and docker.io (dockerd 20.10).
 # Installs them when run as root; more containerd builds: GPUCONF_TEST_CONTAINERD=path:path.

@@ -1,0 +1,238 @@
+"""The node runtime's ValidatingAdmissionPolicy, enforced by the real admission chain on real
+requests as the node's service account: with a token bound to a pod on its Node (as the
+kubelet mounts it), through gpuconf's own annotate code, and by impersonation. It may change
+its own Node's gpuconf.dev/ annotations, and nothing else on that or any other Node."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import kubernetes
+import pytest
+import yaml
+from builders import RENDERED
+from control_plane.manifests import delete_objects
+from control_plane.server import Refused, Server
+
+from gpuconf.node.node_annotation import PENDING_ANNOTATION, annotate_pending
+
+LAB = RENDERED / "lab"
+POLICY_FILES = [
+    "namespaces/gpuconf-system.yaml",
+    "cluster/serviceaccount-gpuconf-node.yaml",
+    "cluster/clusterrole-gpuconf-node.yaml",
+    "cluster/clusterrolebinding-gpuconf-node.yaml",
+    "cluster/validatingadmissionpolicy-gpuconf-node.yaml",
+    "cluster/validatingadmissionpolicybinding-gpuconf-node.yaml",
+]
+NAMESPACE, ACCOUNT = "gpuconf-system", "gpuconf-node"
+OWN, OTHER = "gpu-node-own", "gpu-node-other"
+WRONG_NODE = "gpuconf-node may change only the Node its pod runs on"
+WRONG_FIELD = "gpuconf-node may change only gpuconf.dev/ annotations"
+MERGE = "application/strategic-merge-patch+json"
+
+
+def _node(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {"pool": "h100"},
+            "annotations": {"example.com/owner": "ops"},
+        },
+    }
+
+
+def _pod() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "gpuconf-node-policy-test", "namespace": NAMESPACE},
+        "spec": {
+            "nodeName": OWN,
+            "serviceAccountName": ACCOUNT,
+            "automountServiceAccountToken": False,
+            "containers": [{"name": "node", "image": "registry.k8s.io/pause:3.10"}],
+        },
+    }
+
+
+def _patch(
+    server: Server, node: str, patch: dict[str, Any], dry_run: bool = False
+) -> dict[str, Any]:
+    query = [("dryRun", "All")] if dry_run else []
+    path = server.path("v1", "Node", "", node)
+    return server.request("PATCH", path, patch, query, MERGE).body
+
+
+def _annotate(key: str, value: str = "x") -> dict[str, Any]:
+    return {"metadata": {"annotations": {key: value}}}
+
+
+@pytest.fixture
+def policy(api_server: Server) -> Iterator[list[tuple[str, dict[str, Any]]]]:
+    applied = [(f, yaml.safe_load((LAB / f).read_text(encoding="utf-8"))) for f in POLICY_FILES]
+    made = [("test", _node(OWN)), ("test", _node(OTHER)), ("test", _pod())]
+    for _, document in applied:
+        api_server.apply(document)
+    for _, document in made:
+        api_server.create(document)
+    try:
+        yield applied + made
+    finally:
+        delete_objects(api_server, applied + made)
+
+
+@pytest.fixture
+def node_token(api_server: Server, policy: Any) -> str:
+    """A token for the node's service account bound to a pod on OWN, as the kubelet gets one:
+    the server adds the pod's node to the token's user info (authentication.kubernetes.io/
+    node-name), which is what the policy checks."""
+    pod = api_server.get("v1", "Pod", NAMESPACE, "gpuconf-node-policy-test")
+    assert pod is not None
+    request = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {
+            "boundObjectRef": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": pod["metadata"]["name"],
+                "uid": pod["metadata"]["uid"],
+            },
+            "expirationSeconds": 3600,
+        },
+    }
+    path = f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{ACCOUNT}/token"
+    token: str = api_server.request("POST", path, request).body["status"]["token"]
+    return token
+
+
+@pytest.fixture
+def as_node(api_server: Server, kubeconfig: Path, node_token: str) -> Server:
+    """The node's service account, once the server enforces the policy (a new policy takes
+    effect when the API server's informers see it; a dry run is admitted or refused like a
+    real request, and changes nothing)."""
+    server = Server.with_token(kubeconfig, node_token)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            _patch(server, OTHER, _annotate("gpuconf.dev/probe"), dry_run=True)
+        except Refused as refused:
+            if WRONG_NODE in refused.message:
+                return server
+        if time.monotonic() > deadline:
+            raise TimeoutError("the node policy was not enforced within 30 s")
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def in_cluster(
+    monkeypatch: pytest.MonkeyPatch, kubeconfig: Path, node_token: str, tmp_path: Path
+) -> None:
+    """What the node runtime's pod sees: the service host and port, and the mounted token."""
+    config = yaml.safe_load(kubeconfig.read_text(encoding="utf-8"))
+    cluster = config["clusters"][0]["cluster"]
+    host, port = cluster["server"].removeprefix("https://").rsplit(":", 1)
+    (tmp_path / "token").write_text(node_token, encoding="utf-8")
+    (tmp_path / "ca.crt").write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
+    incluster = kubernetes.config.incluster_config
+    monkeypatch.setattr(incluster, "SERVICE_TOKEN_FILENAME", str(tmp_path / "token"))
+    monkeypatch.setattr(incluster, "SERVICE_CERT_FILENAME", str(tmp_path / "ca.crt"))
+    monkeypatch.setattr(kubernetes.client.Configuration, "_default", None)  # it sets the default
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", host)
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", port)
+
+
+def _annotations(server: Server, node: str) -> dict[str, str]:
+    found = server.get("v1", "Node", "", node)
+    assert found is not None
+    annotations: dict[str, str] = found["metadata"].get("annotations", {})
+    return annotations
+
+
+@pytest.mark.usefixtures("in_cluster")
+def test_the_node_runtime_annotates_its_own_node(api_server: Server, as_node: Server) -> None:
+    annotate_pending(OWN, [{"resource": "nvidia.com/gpu", "replicas": 4}])
+    assert (
+        _annotations(api_server, OWN)[PENDING_ANNOTATION]
+        == '[{"replicas":4,"resource":"nvidia.com/gpu"}]'
+    )
+
+
+@pytest.mark.usefixtures("in_cluster")
+def test_the_node_runtime_is_refused_another_node(
+    api_server: Server, as_node: Server, caplog: pytest.LogCaptureFixture
+) -> None:
+    before = _annotations(api_server, OTHER)
+    with caplog.at_level(logging.WARNING, logger="gpuconf.node.node_annotation"):
+        annotate_pending(OTHER, [{"resource": "nvidia.com/gpu", "replicas": 4}])
+    assert _annotations(api_server, OTHER) == before
+    (record,) = caplog.records
+    assert "could not annotate node gpu-node-other" in record.getMessage()
+    assert WRONG_NODE in record.getMessage()
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        pytest.param(_annotate("example.com/owner", "me"), id="another-annotation"),
+        pytest.param({"metadata": {"labels": {"example.com/team": "x"}}}, id="a-label"),
+        pytest.param({"spec": {"unschedulable": True}}, id="cordon"),
+    ],
+)
+def test_on_its_own_node_it_may_change_nothing_but_gpuconf_annotations(
+    api_server: Server, as_node: Server, patch: dict[str, Any]
+) -> None:
+    before = api_server.get("v1", "Node", "", OWN)
+    with pytest.raises(Refused) as refused:
+        _patch(as_node, OWN, patch)
+    # A policy's denial is 422 (Invalid) unless the validation names another reason.
+    assert refused.value.status == 422
+    assert "is forbidden: ValidatingAdmissionPolicy" in refused.value.message
+    assert WRONG_FIELD in refused.value.message
+    after = api_server.get("v1", "Node", "", OWN)
+    assert before is not None
+    assert after is not None
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+def test_its_own_gpuconf_annotation_may_be_set_by_a_direct_patch(as_node: Server) -> None:
+    patched = _patch(as_node, OWN, _annotate("gpuconf.dev/inventory-drift", "false"))
+    assert patched["metadata"]["annotations"]["gpuconf.dev/inventory-drift"] == "false"
+
+
+def _impersonating(kubeconfig: Path, node: str | None) -> Server:
+    headers = {"Impersonate-User": f"system:serviceaccount:{NAMESPACE}:{ACCOUNT}"}
+    if node is not None:
+        headers["Impersonate-Extra-authentication.kubernetes.io%2fnode-name"] = node
+    return Server.from_kubeconfig(kubeconfig, headers)
+
+
+def test_impersonating_the_account_on_its_node_the_policy_admits_only_that_node(
+    kubeconfig: Path, as_node: Server
+) -> None:
+    server = _impersonating(kubeconfig, OWN)
+    _patch(server, OWN, _annotate("gpuconf.dev/probe"), dry_run=True)
+    with pytest.raises(Refused, match=WRONG_NODE):
+        _patch(server, OTHER, _annotate("gpuconf.dev/probe"), dry_run=True)
+
+
+def test_the_account_without_a_pods_node_is_refused_every_node(
+    kubeconfig: Path, as_node: Server
+) -> None:
+    """A token not bound to a pod on a Node (a plain service-account token) carries no node.
+    With no user extra at all, the policy's first expression fails to evaluate ("no such key:
+    extra") rather than being false: the failurePolicy (Fail) still refuses the request."""
+    server = _impersonating(kubeconfig, None)
+    for node in (OWN, OTHER):
+        with pytest.raises(Refused) as refused:
+            _patch(server, node, _annotate("gpuconf.dev/probe"), dry_run=True)
+        assert refused.value.status == 422
+        assert "gpuconf-node-own-node-gpuconf-system' denied request" in refused.value.message
