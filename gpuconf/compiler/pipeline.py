@@ -113,6 +113,7 @@ def compile_paths(
 def _render_all(result: Compiled, sources: dict[str, str], previous: Path | None) -> None:
     # Planning and rendering load only for commands that write.
     from gpuconf.compiler.kept_namespaces import kept_namespaces
+    from gpuconf.compiler.kueue_check import kueue_problems
     from gpuconf.compiler.object_limits import oversized
     from gpuconf.compiler.plan import plan
     from gpuconf.compiler.render import render
@@ -121,6 +122,10 @@ def _render_all(result: Compiled, sources: dict[str, str], previous: Path | None
         kept = kept_namespaces(previous / name, validated.cluster) if previous else []
         artifacts = plan(validated, sources[name], kept)
         result.diagnostics += [_kept_warning(validated, name, k) for k in kept]
+        refused = kueue_problems(validated, artifacts)
+        if refused:
+            result.diagnostics += refused
+            continue
         tree = render(artifacts)
         too_big = oversized(validated, artifacts, tree)
         if too_big:

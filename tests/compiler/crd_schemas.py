@@ -1,4 +1,5 @@
-"""Validate objects against the CRD schemas of the programs that read them (tests/fixtures/crds/)."""
+"""Validate objects against the CRD schemas of the programs that read them (tests/fixtures/crds/,
+and the Kueue releases' CRD manifests gpuconf ships in gpuconf/compiler/kueue/crds/)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from functools import cache
 from typing import Any
 
 import jsonschema
-from builders import REPO
+from builders import REPO, load_yaml
 
 CRDS = REPO / "tests" / "fixtures" / "crds"
+KUEUE_CRDS = REPO / "gpuconf" / "compiler" / "kueue" / "crds"
 
 
 def _strict(schema: Any) -> Any:
@@ -31,7 +33,20 @@ def _validators() -> dict[tuple[str, str], jsonschema.Draft7Validator]:
         crd = json.loads(path.read_text())
         key = (f"{crd['group']}/{crd['version']}", crd["kind"])
         validators[key] = jsonschema.Draft7Validator(_strict(crd["schema"]))
+    # Kueue's served versions: v1beta1 in every release gpuconf supports, v1beta2 from v0.16; the
+    # newest release's schema is kept for each (a test per release checks its own).
+    for path in sorted(KUEUE_CRDS.glob("*/*.yaml"), key=lambda p: version_key(p.parent.name)):
+        crd = load_yaml(path.read_text())
+        for served in crd["spec"]["versions"]:
+            key = (f"{crd['spec']['group']}/{served['name']}", crd["spec"]["names"]["kind"])
+            validators[key] = jsonschema.Draft7Validator(
+                _strict(served["schema"]["openAPIV3Schema"])
+            )
     return validators
+
+
+def version_key(release: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in release.removeprefix("v").split("."))
 
 
 def crd_errors(obj: dict[str, Any]) -> list[str]:

@@ -12,6 +12,7 @@ from gpuconf.api.base import (
     KubernetesVersion,
     Model,
 )
+from gpuconf.api.cluster.kueue import Kueue
 from gpuconf.api.cluster.nvidia_components import Dra, MigManager, NvidiaPlugin
 from gpuconf.api.cluster.pool import NodePool
 from gpuconf.api.cluster.quota import NamespacePolicy, Quota
@@ -105,6 +106,9 @@ class ClusterSpec(Model):
     """NVIDIA's DRA driver (allocation: dra)."""
     mig_manager: MigManager = field(default_factory=MigManager)
     """Where the GPU Operator's MIG manager reads the MIG layouts."""
+    kueue: Kueue | None = None
+    """Quotas admitted by Kueue: ResourceFlavors per pool, a ClusterQueue per tenant and a
+    LocalQueue per quota namespace, from the same classes and quotas (docs/quotas.md)."""
     gpu_models: list[GpuModel] = field(default_factory=list)
     """GPU models the catalog lacks, usable wherever a catalog name is (names must not clash)."""
     node_pools: Annotated[list[NodePool], Limits(min_length=1)]

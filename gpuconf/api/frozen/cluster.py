@@ -6,6 +6,7 @@ The core schema pydantic builds for Cluster, for pydantic-core to validate with 
 # mypy: ignore-errors
 
 from gpuconf.api.cluster.document import Cluster, ClusterSpec, Health, Images, KubernetesTarget, Metadata, Monitoring, NodeSettings, default_scrapers
+from gpuconf.api.cluster.kueue import BorrowWithinCohort, ClusterQueueSettings, Kueue, Preemption
 from gpuconf.api.cluster.nvidia_components import Dra, MigManager, NvidiaPlugin
 from gpuconf.api.cluster.pool import ContainerRuntime, DeclaredGpu, DeclaredNode, Driver, GpuShape, MigLayout, NodePool, Toleration
 from gpuconf.api.cluster.quota import Quota
@@ -346,6 +347,24 @@ NVIDIA_PLUGIN = {
     'ref': 'gpuconf.api.cluster.nvidia_components.NvidiaPlugin',
 }
 
+PART_14 = {
+    'type': 'model-field',
+    'schema': {
+        'type': 'default',
+        'schema': {
+            'type': 'dict',
+            'keys_schema': {
+                'type': 'str',
+            },
+            'values_schema': {
+                'type': 'bool',
+            },
+        },
+        'default_factory': dict,
+    },
+    'validation_alias': 'featureGates',
+}
+
 DRA = {
     'type': 'model',
     'cls': Dra,
@@ -372,23 +391,7 @@ DRA = {
                 },
                 'validation_alias': 'driverVersion',
             },
-            'feature_gates': {
-                'type': 'model-field',
-                'schema': {
-                    'type': 'default',
-                    'schema': {
-                        'type': 'dict',
-                        'keys_schema': {
-                            'type': 'str',
-                        },
-                        'values_schema': {
-                            'type': 'bool',
-                        },
-                    },
-                    'default_factory': dict,
-                },
-                'validation_alias': 'featureGates',
-            },
+            'feature_gates': PART_14,
         },
         'model_name': 'Dra',
         'extra_behavior': 'forbid',
@@ -442,6 +445,247 @@ MIG_MANAGER = {
         'strict': True,
     },
     'ref': 'gpuconf.api.cluster.nvidia_components.MigManager',
+}
+
+BORROW_WITHIN_COHORT = {
+    'type': 'model',
+    'cls': BorrowWithinCohort,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'policy': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'literal',
+                        'expected': [
+                            'Never',
+                            'LowerPriority',
+                        ],
+                    },
+                    'default': 'Never',
+                },
+                'validation_alias': 'policy',
+            },
+            'max_priority_threshold': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'int',
+                            'ge': -2147483647,
+                            'le': 2147483647,
+                        },
+                    },
+                    'default': None,
+                },
+                'validation_alias': 'maxPriorityThreshold',
+            },
+        },
+        'model_name': 'BorrowWithinCohort',
+        'extra_behavior': 'forbid',
+    },
+    'config': {
+        'title': 'BorrowWithinCohort',
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+    },
+    'ref': 'gpuconf.api.cluster.kueue.BorrowWithinCohort',
+}
+
+PREEMPTION = {
+    'type': 'model',
+    'cls': Preemption,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'reclaim_within_cohort': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'literal',
+                        'expected': [
+                            'Never',
+                            'LowerPriority',
+                            'Any',
+                        ],
+                    },
+                    'default': 'Any',
+                },
+                'validation_alias': 'reclaimWithinCohort',
+            },
+            'within_cluster_queue': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'literal',
+                        'expected': [
+                            'Never',
+                            'LowerPriority',
+                            'LowerOrNewerEqualPriority',
+                        ],
+                    },
+                    'default': 'LowerPriority',
+                },
+                'validation_alias': 'withinClusterQueue',
+            },
+            'borrow_within_cohort': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': BORROW_WITHIN_COHORT,
+                    },
+                    'default': None,
+                },
+                'validation_alias': 'borrowWithinCohort',
+            },
+        },
+        'model_name': 'Preemption',
+        'extra_behavior': 'forbid',
+    },
+    'config': {
+        'title': 'Preemption',
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+    },
+    'ref': 'gpuconf.api.cluster.kueue.Preemption',
+}
+
+PART_15 = {
+    'type': 'default',
+    'schema': {
+        'type': 'nullable',
+        'schema': {
+            'type': 'dict',
+            'keys_schema': {
+                'type': 'str',
+                'pattern': '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$',
+            },
+            'values_schema': {
+                'type': 'int',
+                'ge': 0,
+                'le': 1000000,
+            },
+        },
+    },
+    'default': None,
+}
+
+CLUSTER_QUEUE_SETTINGS = {
+    'type': 'model',
+    'cls': ClusterQueueSettings,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'name': PART_11,
+            'borrowing_limit': {
+                'type': 'model-field',
+                'schema': PART_15,
+                'validation_alias': 'borrowingLimit',
+            },
+            'lending_limit': {
+                'type': 'model-field',
+                'schema': PART_15,
+                'validation_alias': 'lendingLimit',
+            },
+            'preemption': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': PREEMPTION,
+                    'default_factory': Preemption,
+                },
+                'validation_alias': 'preemption',
+            },
+        },
+        'model_name': 'ClusterQueueSettings',
+        'extra_behavior': 'forbid',
+    },
+    'config': {
+        'title': 'ClusterQueueSettings',
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+    },
+    'ref': 'gpuconf.api.cluster.kueue.ClusterQueueSettings',
+}
+
+PART_16 = {
+    'type': 'default',
+    'schema': {
+        'type': 'nullable',
+        'schema': {
+            'type': 'str',
+            'pattern': '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$',
+        },
+    },
+    'default': None,
+}
+
+KUEUE = {
+    'type': 'model',
+    'cls': Kueue,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'version': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'literal',
+                    'expected': [
+                        'v0.13.10',
+                        'v0.14.8',
+                        'v0.19.2',
+                    ],
+                },
+                'validation_alias': 'version',
+            },
+            'cohort': {
+                'type': 'model-field',
+                'schema': PART_16,
+                'validation_alias': 'cohort',
+            },
+            'local_queue': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'str',
+                        'pattern': '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$',
+                    },
+                    'default': 'default',
+                },
+                'validation_alias': 'localQueue',
+            },
+            'feature_gates': PART_14,
+            'cluster_queues': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'list',
+                        'items_schema': CLUSTER_QUEUE_SETTINGS,
+                    },
+                    'default_factory': list,
+                },
+                'validation_alias': 'clusterQueues',
+            },
+        },
+        'model_name': 'Kueue',
+        'extra_behavior': 'forbid',
+    },
+    'config': {
+        'title': 'Kueue',
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+    },
+    'ref': 'gpuconf.api.cluster.kueue.Kueue',
 }
 
 TOLERATION = {
@@ -943,7 +1187,7 @@ NODE_POOL = {
     'ref': 'gpuconf.api.cluster.pool.NodePool',
 }
 
-PART_14 = {
+PART_17 = {
     'type': 'model-field',
     'schema': {
         'type': 'default',
@@ -963,7 +1207,7 @@ PART_14 = {
     'validation_alias': 'indices',
 }
 
-PART_15 = {
+PART_18 = {
     'type': 'literal',
     'expected': [
         'Kepler',
@@ -1063,7 +1307,7 @@ SELECTOR = {
                 },
                 'validation_alias': 'nodes',
             },
-            'indices': PART_14,
+            'indices': PART_17,
             'mig_profile': {
                 'type': 'model-field',
                 'schema': {
@@ -1088,10 +1332,10 @@ SELECTOR = {
                         'schema': {
                             'type': 'union',
                             'choices': [
-                                PART_15,
+                                PART_18,
                                 {
                                     'type': 'list',
-                                    'items_schema': PART_15,
+                                    'items_schema': PART_18,
                                 },
                             ],
                         },
@@ -1354,7 +1598,7 @@ RESOURCE_CLASS = {
     'ref': 'gpuconf.api.cluster.resource_class.ResourceClass',
 }
 
-PART_16 = {
+PART_19 = {
     'type': 'literal',
     'expected': [
         'create',
@@ -1400,11 +1644,16 @@ QUOTA = {
                     'type': 'default',
                     'schema': {
                         'type': 'nullable',
-                        'schema': PART_16,
+                        'schema': PART_19,
                     },
                     'default': None,
                 },
                 'validation_alias': 'namespacePolicy',
+            },
+            'cluster_queue': {
+                'type': 'model-field',
+                'schema': PART_16,
+                'validation_alias': 'clusterQueue',
             },
         },
         'model_name': 'Quota',
@@ -1529,6 +1778,18 @@ CLUSTER_SPEC = {
                 },
                 'validation_alias': 'migManager',
             },
+            'kueue': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': KUEUE,
+                    },
+                    'default': None,
+                },
+                'validation_alias': 'kueue',
+            },
             'gpu_models': {
                 'type': 'model-field',
                 'schema': {
@@ -1578,7 +1839,7 @@ CLUSTER_SPEC = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': PART_16,
+                    'schema': PART_19,
                     'default': 'create',
                 },
                 'validation_alias': 'namespacePolicy',
@@ -1674,7 +1935,7 @@ MIG_LAYOUT = {
                 },
                 'validation_alias': 'layout',
             },
-            'indices': PART_14,
+            'indices': PART_17,
         },
         'model_name': 'MigLayout',
         'extra_behavior': 'forbid',

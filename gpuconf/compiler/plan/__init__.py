@@ -79,6 +79,11 @@ def plan(
         artifacts += quotas(cluster, validated.classes, quota_key=dra_quota_key)
     else:
         artifacts += quotas(cluster, validated.classes)
+    if spec.kueue is not None:
+        # Imported here: only clusters whose quotas Kueue admits build its queues.
+        from gpuconf.compiler.plan.kueue import kueue_objects
+
+        artifacts += kueue_objects(cluster, validated.classes)
     artifacts += mig_manager_config_map(cluster, validated.inventory)
     artifacts.append(readme(validated, source, mig_rows(cluster, validated.inventory)))
     artifacts.append(kustomization(artifacts))

@@ -75,6 +75,27 @@ release, with CDI enabled in every node's container runtime (the driver hands de
 """
 
 
+def _kueue_section(validated: Validated) -> str:
+    kueue = validated.cluster.spec.kueue
+    if kueue is None:
+        return ""
+    dra = ""
+    if validated.cluster.spec.allocation == "dra":
+        dra = """
+Kueue counts DRA devices only through the deviceClassMappings in its own Configuration, which
+gpuconf does not own: merge `kueue-configuration.yaml` (not in kustomization.yaml) into Kueue's
+manager config (Helm value `managerConfig.controllerManagerConfigYaml`) and restart Kueue.
+"""
+    return f"""
+## Kueue
+
+`kueue/` holds a ResourceFlavor per pool, a ClusterQueue per tenant in cohort
+`{kueue.cohort or validated.cluster.metadata.name}` and a LocalQueue `{kueue.local_queue}` in every quota namespace, checked
+against the CRDs of Kueue {kueue.version}; install that release first. `gpuconf explain` shows each
+queue's nominal quota per class, what it lends and what it may borrow.
+{dra}"""
+
+
 def _mig_section(cluster: Cluster, rows: list[dict[str, str]]) -> str:
     config_map = cluster.spec.mig_manager.config_map_name
     namespace = cluster.spec.mig_manager.namespace
@@ -128,7 +149,7 @@ Target: Kubernetes {spec.kubernetes.version}, allocation `{spec.allocation}`{plu
 
 | class | requested as | devices | replicas | capacity | quota | headroom |
 |---|---|---|---|---|---|---|
-{_class_rows(class_rows(validated))}{_dra_section(dra) if dra else ""}{_mig_section(cluster, mig_rows) if mig_rows else ""}
+{_class_rows(class_rows(validated))}{_dra_section(dra) if dra else ""}{_kueue_section(validated)}{_mig_section(cluster, mig_rows) if mig_rows else ""}
 ## Files
 
 - `kustomization.yaml` lists every manifest; point Argo CD or Flux at this folder.

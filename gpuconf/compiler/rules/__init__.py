@@ -10,6 +10,7 @@ from gpuconf.compiler.rules import (
     gpu_models,
     jetson_sharing,
     kubernetes_version,
+    kueue,
     mig,
     mps,
     names,
@@ -39,6 +40,7 @@ DOCUMENT_RULES: tuple[Rule, ...] = (
 INVENTORY_RULES: tuple[Rule, ...] = (
     classes.check,
     quotas.check,
+    kueue.check,
     nvidia_plugin.check,
     mig.check,
     mps.check,

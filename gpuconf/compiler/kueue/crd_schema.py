@@ -1,0 +1,65 @@
+"""Kueue objects checked against the CRD schemas of the declared release, as a strict API server
+checks them: the served version's openAPIV3Schema, with unknown fields refused."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from gpuconf.api.cluster.kueue import KueueRelease
+from gpuconf.formats.located_yaml import load_file
+
+CRDS = Path(__file__).with_name("crds")
+
+
+class SchemaError(NamedTuple):
+    path: str
+    """The field in the object, dotted (spec.resourceGroups.0.flavors)."""
+    message: str
+
+
+def _strict(schema: Any) -> Any:
+    """Unknown fields are errors wherever the schema lists properties and does not preserve
+    unknown fields: what `kubectl apply --validate=strict` (the default since 1.27) does."""
+    if isinstance(schema, list):
+        return [_strict(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    strict = {k: v if k == "enum" else _strict(v) for k, v in schema.items()}
+    if "properties" in strict and not strict.get("x-kubernetes-preserve-unknown-fields"):
+        strict.setdefault("additionalProperties", False)
+    return strict
+
+
+class CrdSchemas:
+    """The release's CRDs, by (apiVersion, kind): the schema of each version it serves."""
+
+    __slots__ = ("_schemas", "release")
+
+    def __init__(self, release: KueueRelease) -> None:
+        self.release = release
+        self._schemas: dict[tuple[str, str], Any] = {}
+        for path in sorted((CRDS / release).glob("*.yaml")):
+            crd = load_file(path, f"gpuconf/compiler/kueue/crds/{release}/{path.name}").data
+            group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
+            for version in crd["spec"]["versions"]:
+                if version.get("served"):
+                    schema = version["schema"]["openAPIV3Schema"]
+                    self._schemas[f"{group}/{version['name']}", kind] = _strict(schema)
+
+    def errors(self, obj: dict[str, Any]) -> Iterator[SchemaError]:
+        # Imported here: only clusters with Kueue pay for jsonschema.
+        import jsonschema
+
+        schema = self._schemas.get((obj["apiVersion"], obj["kind"]))
+        if schema is None:
+            yield SchemaError(
+                "apiVersion", f"Kueue {self.release} serves no {obj['kind']} at {obj['apiVersion']}"
+            )
+            return
+        validator = jsonschema.Draft7Validator(schema)
+        for error in sorted(
+            validator.iter_errors(obj), key=lambda e: list(map(str, e.absolute_path))
+        ):
+            yield SchemaError(".".join(map(str, error.absolute_path)), error.message)
