@@ -118,10 +118,14 @@ def pool(
 
 
 def as_dra(data: dict[str, Any], version: str | None = None) -> dict[str, Any]:
+    """The cluster under DRA; before 1.34 with the feature gate DRA needs there declared on."""
     changed = copy.deepcopy(data)
     changed["spec"]["allocation"] = "dra"
+    target = changed["spec"]["kubernetes"]
     if version is not None:
-        changed["spec"]["kubernetes"]["version"] = version
+        target["version"] = version
+    if int(target["version"].split(".")[1]) < 34:
+        target.setdefault("featureGates", {})["DynamicResourceAllocation"] = True
     return changed
 
 

@@ -67,6 +67,8 @@ def _hetero(version: str) -> dict[str, Any]:
     gates = {"TimeSlicingSettings": True, "MPSSupport": True}
     cluster = heterogeneous(classes, quotas=quotas, dra={"featureGates": gates})
     cluster["spec"]["kubernetes"]["version"] = version
+    if version in ("1.32", "1.33"):
+        cluster["spec"]["kubernetes"]["featureGates"] = {"DynamicResourceAllocation": True}
     return cluster
 
 
@@ -92,6 +94,27 @@ def test_device_classes_and_claim_templates_use_the_versions_api(version: str) -
         assert request == {"name": "gpu", "deviceClassName": "mig"}
     else:
         assert request == {"name": "gpu", "exactly": {"deviceClassName": "mig"}}
+
+
+@pytest.mark.parametrize("version", ["1.32", "1.33"])
+def test_dra_before_1_34_is_refused_without_its_feature_gate_and_renders_with_it(
+    version: str,
+) -> None:
+    cluster = _hetero(version)
+    del cluster["spec"]["kubernetes"]["featureGates"]
+    [found] = errors(cluster)
+    assert format_path(found.path) == "spec.allocation"
+    assert found.message == (
+        f"allocation: dra needs the feature gate DynamicResourceAllocation (beta, off by default "
+        f"in {version}) and the API {API[version]}, both off by default"
+    )
+    assert f"--runtime-config={API[version]}=true" in found.hint
+    cluster["spec"]["kubernetes"]["featureGates"] = {"DynamicResourceAllocation": False}
+    [found] = errors(cluster)
+    assert format_path(found.path) == "spec.kubernetes.featureGates.DynamicResourceAllocation"
+    assert "declared off" in found.message
+    cluster["spec"]["kubernetes"]["featureGates"] = {"DynamicResourceAllocation": True}
+    assert "cluster/deviceclass-mig.yaml" in rendered(cluster)
 
 
 def test_sharing_becomes_the_drivers_opaque_config() -> None:

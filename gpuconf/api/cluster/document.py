@@ -31,6 +31,10 @@ class Metadata(Model):
 class KubernetesTarget(Model):
     version: KubernetesVersion
     """Target Kubernetes minor version, quoted ("1.34"); decides the API versions emitted."""
+    feature_gates: dict[str, bool] = field(default_factory=dict)
+    """Feature gates the cluster's control plane and kubelets run with, where they differ from
+    the version's defaults: DRA on 1.32 and 1.33 needs DynamicResourceAllocation (and its API's
+    runtime-config); features that are alpha on the target (e.g. DRAExtendedResource) need theirs."""
 
 
 class Images(Model):

@@ -41,6 +41,24 @@ METADATA = {
     'ref': 'gpuconf.api.cluster.document.Metadata',
 }
 
+PART_12 = {
+    'type': 'model-field',
+    'schema': {
+        'type': 'default',
+        'schema': {
+            'type': 'dict',
+            'keys_schema': {
+                'type': 'str',
+            },
+            'values_schema': {
+                'type': 'bool',
+            },
+        },
+        'default_factory': dict,
+    },
+    'validation_alias': 'featureGates',
+}
+
 KUBERNETES_TARGET = {
     'type': 'model',
     'cls': KubernetesTarget,
@@ -55,6 +73,7 @@ KUBERNETES_TARGET = {
                 },
                 'validation_alias': 'version',
             },
+            'feature_gates': PART_12,
         },
         'model_name': 'KubernetesTarget',
         'extra_behavior': 'forbid',
@@ -127,7 +146,7 @@ IMAGES = {
     'ref': 'gpuconf.api.cluster.document.Images',
 }
 
-PART_12 = {
+PART_13 = {
     'type': 'default',
     'schema': {
         'type': 'nullable',
@@ -151,12 +170,12 @@ HEALTH = {
         'fields': {
             'ignored_xids': {
                 'type': 'model-field',
-                'schema': PART_12,
+                'schema': PART_13,
                 'validation_alias': 'ignoredXids',
             },
             'reset_xids': {
                 'type': 'model-field',
-                'schema': PART_12,
+                'schema': PART_13,
                 'validation_alias': 'resetXids',
             },
             'recover_after_seconds': {
@@ -290,7 +309,7 @@ NODE_SETTINGS = {
     'ref': 'gpuconf.api.cluster.document.NodeSettings',
 }
 
-PART_13 = {
+PART_14 = {
     'type': 'default',
     'schema': {
         'type': 'bool',
@@ -332,7 +351,7 @@ NVIDIA_PLUGIN = {
             },
             'rename_by_default': {
                 'type': 'model-field',
-                'schema': PART_13,
+                'schema': PART_14,
                 'validation_alias': 'renameByDefault',
             },
         },
@@ -345,24 +364,6 @@ NVIDIA_PLUGIN = {
         'strict': True,
     },
     'ref': 'gpuconf.api.cluster.nvidia_components.NvidiaPlugin',
-}
-
-PART_14 = {
-    'type': 'model-field',
-    'schema': {
-        'type': 'default',
-        'schema': {
-            'type': 'dict',
-            'keys_schema': {
-                'type': 'str',
-            },
-            'values_schema': {
-                'type': 'bool',
-            },
-        },
-        'default_factory': dict,
-    },
-    'validation_alias': 'featureGates',
 }
 
 DRA = {
@@ -391,7 +392,7 @@ DRA = {
                 },
                 'validation_alias': 'driverVersion',
             },
-            'feature_gates': PART_14,
+            'feature_gates': PART_12,
         },
         'model_name': 'Dra',
         'extra_behavior': 'forbid',
@@ -663,7 +664,7 @@ KUEUE = {
                 },
                 'validation_alias': 'localQueue',
             },
-            'feature_gates': PART_14,
+            'feature_gates': PART_12,
             'cluster_queues': {
                 'type': 'model-field',
                 'schema': {
@@ -796,7 +797,7 @@ CONTAINER_RUNTIME = {
             'engine': PART_6,
             'set_as_default': {
                 'type': 'model-field',
-                'schema': PART_13,
+                'schema': PART_14,
                 'validation_alias': 'setAsDefault',
             },
             'binary_path': {

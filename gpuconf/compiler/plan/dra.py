@@ -7,6 +7,7 @@ from typing import Any
 from gpuconf.api.base import kubernetes_minor
 from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.dra.devices import DRIVER
+from gpuconf.compiler.dra.kubernetes_gates import dra_api_version
 from gpuconf.compiler.dra.selector import cel_selector
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
@@ -19,10 +20,7 @@ CLAIM_REQUEST = "gpu"
 
 
 def resource_api_version(kubernetes: str) -> str:
-    """resource.k8s.io is v1beta1 in 1.32, v1beta2 in 1.33 and v1 (GA) from 1.34."""
-    minor = kubernetes_minor(kubernetes)
-    version = "v1beta1" if minor <= 32 else "v1beta2" if minor == 33 else "v1"
-    return f"resource.k8s.io/{version}"
+    return dra_api_version(kubernetes_minor(kubernetes))
 
 
 def dra_quota_key(resolved: ResolvedClass) -> str:

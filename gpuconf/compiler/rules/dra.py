@@ -13,6 +13,7 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
         return
     # Imported here: the CEL proof and the driver's device model are most of a device-plugin
     # cluster's validate start-up otherwise.
-    from gpuconf.compiler.rules import dra_selectors
+    from gpuconf.compiler.rules import dra_kubernetes, dra_selectors
 
+    yield from dra_kubernetes.check(ctx)
     yield from dra_selectors.check(ctx)
