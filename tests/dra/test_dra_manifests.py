@@ -33,17 +33,17 @@ def _lab_classes() -> list[dict[str, Any]]:
         {
             "name": "l4-ts",
             "select": {"model": "L4"},
-            "sharing": {"strategy": "time-slicing", "replicas": 4},
+            "sharing": {"strategy": "time-slicing"},
         },
         {
             "name": "l40s-mps",
             "select": {"model": "L40S", "memoryAtLeast": "80Gi"},
-            "sharing": {"strategy": "mps", "replicas": 2, "activeThreadPercentage": 50},
+            "sharing": {"strategy": "mps", "memoryLimitMiB": 23034, "activeThreadPercentage": 50},
         },
         {
             "name": "mig",
             "select": {"migProfile": "1g.10gb"},
-            "sharing": {"strategy": "time-slicing", "replicas": 2},
+            "sharing": {"strategy": "time-slicing"},
         },
     ]
 
@@ -58,7 +58,7 @@ def _hetero(version: str) -> dict[str, Any]:
         {
             "name": "l40s-mps",
             "select": {"model": "L40S"},
-            "sharing": {"strategy": "mps", "replicas": 2, "activeThreadPercentage": 50},
+            "sharing": {"strategy": "mps", "memoryLimitMiB": 23034, "activeThreadPercentage": 50},
         }
     )
     quotas = [

@@ -62,8 +62,9 @@ class NoSharing(Model):
 class TimeSlicing(Model):
     strategy: Literal["time-slicing"]
     """Each GPU is offered as `replicas` devices that share it in time."""
-    replicas: Annotated[int, Limits(ge=2, le=64)]
-    """How many containers may share one GPU (at least 2)."""
+    replicas: Annotated[int | None, Limits(ge=2, le=64)] = None
+    """Device-plugin mode (required there): how many containers may share one GPU (at least 2).
+    Not under DRA, where the containers and pods sharing one ResourceClaim share its GPU."""
     fail_requests_greater_than_one: bool = False
     """Refuse requests for more than one replica, which would not give more GPU."""
 
@@ -71,12 +72,14 @@ class TimeSlicing(Model):
 class Mps(Model):
     strategy: Literal["mps"]
     """CUDA Multi-Process Service: containers share a GPU with separated memory."""
-    replicas: Annotated[int, Limits(ge=2, le=48)]
-    """How many clients may share one GPU (at least 2)."""
+    replicas: Annotated[int | None, Limits(ge=2, le=48)] = None
+    """Device-plugin mode (required there): how many clients may share one GPU (at least 2).
+    Not under DRA, where the containers and pods sharing one ResourceClaim share its GPU."""
     memory_limit_mi_b: Annotated[int | None, Limits(ge=1, le=INT32_MAX)] = field(
         default=None, key="memoryLimitMiB"
     )
-    """Pinned device memory per client, in MiB; defaults to the GPU's memory / replicas."""
+    """Pinned device memory per client, in MiB; defaults to the GPU's memory / replicas (under
+    DRA: no limit unless given)."""
     active_thread_percentage: Annotated[int | None, Limits(ge=1, le=100)] = None
     """Share of the GPU's threads each client may use."""
 

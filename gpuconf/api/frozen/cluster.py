@@ -1434,9 +1434,16 @@ TIME_SLICING = {
             'replicas': {
                 'type': 'model-field',
                 'schema': {
-                    'type': 'int',
-                    'ge': 2,
-                    'le': 64,
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'int',
+                            'ge': 2,
+                            'le': 64,
+                        },
+                    },
+                    'default': None,
                 },
                 'validation_alias': 'replicas',
             },
@@ -1472,9 +1479,16 @@ MPS = {
             'replicas': {
                 'type': 'model-field',
                 'schema': {
-                    'type': 'int',
-                    'ge': 2,
-                    'le': 48,
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'int',
+                            'ge': 2,
+                            'le': 48,
+                        },
+                    },
+                    'default': None,
                 },
                 'validation_alias': 'replicas',
             },

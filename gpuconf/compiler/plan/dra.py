@@ -39,9 +39,9 @@ def _driver_config(resolved: ResolvedClass) -> dict[str, Any] | None:
         if kind == "GpuConfig":
             settings["timeSlicingConfig"] = {"interval": "Default"}
     else:
-        mps: dict[str, Any] = {
-            "defaultPinnedDeviceMemoryLimit": f"{resolved.mps_memory_limit_mib}Mi"
-        }
+        mps: dict[str, Any] = {}
+        if sharing.memory_limit_mi_b is not None:
+            mps["defaultPinnedDeviceMemoryLimit"] = f"{sharing.memory_limit_mi_b}Mi"
         if sharing.active_thread_percentage is not None:
             mps["defaultActiveThreadPercentage"] = sharing.active_thread_percentage
         settings = {"strategy": "MPS", "mpsConfig": mps}

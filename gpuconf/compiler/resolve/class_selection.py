@@ -64,7 +64,7 @@ class ResolvedClass:
 
     @property
     def replicas(self) -> int:
-        return getattr(self.spec.sharing, "replicas", 1)
+        return getattr(self.spec.sharing, "replicas", None) or 1
 
     @property
     def devices(self) -> int:

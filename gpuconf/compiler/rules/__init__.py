@@ -20,6 +20,7 @@ from gpuconf.compiler.rules import (
     platforms,
     pools,
     quotas,
+    sharing_replicas,
 )
 from gpuconf.compiler.rules.context import RuleContext
 from gpuconf.diagnostics import Diagnostic
@@ -36,6 +37,7 @@ DOCUMENT_RULES: tuple[Rule, ...] = (
     platforms.check,
     kubernetes_version.check,
     node_settings.check,
+    sharing_replicas.check,
 )
 INVENTORY_RULES: tuple[Rule, ...] = (
     classes.check,
