@@ -336,3 +336,35 @@ def test_without_kueue_no_queue_is_rendered() -> None:
     document = copy.deepcopy(_two_pool_class())
     del document["spec"]["kueue"]
     assert not [p for p in rendered(document) if p.startswith("kueue/")]
+
+
+def test_each_namespace_quota_admits_what_its_queue_may_admit_nominal_plus_borrowable() -> None:
+    document = cluster_file("training-fleet")
+    tree = rendered(document)
+    text = explain_text(valid(document))
+    domain = document["spec"]["resourceDomain"]
+    for quota in document["spec"]["quotas"]:
+        queue = quota.get("clusterQueue", quota["namespace"])
+        hard = load_yaml(tree[f"quotas/{quota['namespace']}.yaml"])["spec"]["hard"]
+        expected = {}
+        for section in text.split("\n\n"):
+            header, *rows = section.splitlines()
+            if ": Kueue ClusterQueues" not in header:
+                continue
+            for row in rows:
+                found = re.fullmatch(rf"  {queue}: nominal (\d+).*may borrow (\d+)", row)
+                if found:
+                    name = header.split(":")[0]
+                    expected[f"requests.{domain}/{name}"] = str(int(found[1]) + int(found[2]))
+        assert hard == expected, quota["namespace"]
+
+
+def test_the_quotas_page_shows_what_explain_prints() -> None:
+    from builders import REPO, run_cli
+
+    page = (REPO / "docs" / "quotas.md").read_text(encoding="utf-8")
+    sample = re.search(r"```console\n\$ gpuconf (explain \S+)\n(.*?)```", page, re.S)
+    assert sample
+    result = run_cli(*sample[1].split(), cwd=REPO)
+    assert result.code == 0
+    assert result.out == sample[2]

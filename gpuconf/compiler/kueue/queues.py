@@ -203,3 +203,23 @@ def flavor_capacity(classes: tuple[ResolvedClass, ...]) -> dict[tuple[str, str],
                 over or resolved.spec.overcommit,
             )
     return held
+
+
+def admitted_per_namespace(
+    plan: KueuePlan, classes: tuple[ResolvedClass, ...]
+) -> dict[tuple[str, str], int]:
+    """(namespace, class) -> what Kueue may admit of the class for the namespace: its queue's
+    nominal quota of the class plus what the queue may borrow (any namespace of a queue may use
+    all of it)."""
+    admitted = {}
+    for resolved in classes:
+        pools = resolved.pools
+        for queue in plan.queues:
+            for resource in queue.resources:
+                if resolved.name not in resource.classes:
+                    continue
+                nominal = sum(f.nominal for f in resource.flavors if f.flavor in pools)
+                total = nominal + plan.borrowable(queue, resource, pools)
+                for namespace in queue.namespaces:
+                    admitted[namespace, resolved.name] = total
+    return admitted
