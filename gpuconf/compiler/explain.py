@@ -23,6 +23,28 @@ class ClassRow(NamedTuple):
     namespaces: dict[str, int]
 
 
+def _claim_shape(resolved: ResolvedClass) -> str:
+    """What one claim of the class takes, where it is more than one device."""
+    claim = resolved.spec.claim
+    if claim is None:
+        return ""
+    shape = [
+        "every device on the node"
+        if claim.allocation_mode == "All"
+        else f"{claim.count} per claim"
+        if claim.count > 1
+        else ""
+    ]
+    if claim.first_available:
+        shape.append("else " + ", else ".join(claim.first_available))
+    if claim.match_attribute:
+        shape.append(f"same {claim.match_attribute}")
+    if claim.extended_resource:
+        shape.append(f"or {resolved.resource_name}")
+    shown = "; ".join(s for s in shape if s)
+    return f" ({shown})" if shown else ""
+
+
 def class_rows(validated: Validated) -> list[ClassRow]:
     spec = validated.cluster.spec
     by_class: dict[str, dict[str, int]] = {}
@@ -36,7 +58,7 @@ def class_rows(validated: Validated) -> list[ClassRow]:
         request = (
             resolved.resource_name
             if spec.allocation == "device-plugin"
-            else f"DeviceClass {resolved.name}"
+            else f"DeviceClass {resolved.name}{_claim_shape(resolved)}"
         )
         rows.append(
             ClassRow(

@@ -87,6 +87,25 @@ class Mps(Model):
 Sharing = Annotated[NoSharing | TimeSlicing | Mps, Limits(discriminator="strategy")]
 
 
+class Claim(Model):
+    """DRA only: what the class's ResourceClaimTemplate asks for (default: one device)."""
+
+    count: Annotated[int, Limits(ge=1, le=64)] = 1
+    """Devices per claim, all on one node."""
+    allocation_mode: Literal["ExactCount", "All"] = "ExactCount"
+    """All: every device of the class on the node the pod lands on (count must stay 1)."""
+    first_available: list[DnsLabel] | None = None
+    """Other classes to fall back to, in order, when none of this class's devices is free
+    (Kubernetes' prioritized list; beta and on from 1.34, alpha in 1.33)."""
+    match_attribute: Annotated[str, Limits(max_length=317)] | None = None
+    """An attribute all devices of a claim share, as NVIDIA's DRA driver publishes it, e.g.
+    resource.kubernetes.io/pcieRoot (same PCIe root) or gpu.nvidia.com/productName."""
+    extended_resource: bool = False
+    """Pods may also ask for the class as the extended resource it has in device-plugin mode
+    (<resourceDomain>/<name> or resourceName), unchanged: DeviceClass extendedResourceName
+    (alpha in 1.34, feature gate DRAExtendedResource)."""
+
+
 class ResourceClass(Model):
     name: DnsLabel
     """Class name: a DNS label, unique in the cluster."""
@@ -100,5 +119,7 @@ class ResourceClass(Model):
     """How the class's GPUs are shared between containers."""
     allocation_policy: Literal["spread", "pack"] = "spread"
     """For shared GPUs: spread replicas over physical GPUs, or pack them onto few."""
+    claim: Claim | None = None
+    """DRA only: devices per claim, all devices, fallbacks, a shared attribute, extended resource."""
     overcommit: bool = False
     """Allow quotas that add up to more than the class's capacity (a warning, not an error)."""

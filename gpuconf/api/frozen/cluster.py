@@ -10,7 +10,7 @@ from gpuconf.api.cluster.kueue import BorrowWithinCohort, ClusterQueueSettings, 
 from gpuconf.api.cluster.nvidia_components import Dra, MigManager, NvidiaPlugin
 from gpuconf.api.cluster.pool import ContainerRuntime, DeclaredGpu, DeclaredNode, Driver, GpuShape, MigLayout, NodePool, Toleration
 from gpuconf.api.cluster.quota import Quota
-from gpuconf.api.cluster.resource_class import Mps, NoSharing, ResourceClass, Selector, TimeSlicing
+from gpuconf.api.cluster.resource_class import Claim, Mps, NoSharing, ResourceClass, Selector, TimeSlicing
 from gpuconf.api.frozen._shared import GPU_MODEL, PART_1, PART_10, PART_2, PART_3, PART_4, PART_5, PART_6, PART_7, PART_8, PART_9
 
 PART_11 = {
@@ -1209,6 +1209,21 @@ PART_17 = {
 }
 
 PART_18 = {
+    'type': 'default',
+    'schema': {
+        'type': 'nullable',
+        'schema': {
+            'type': 'list',
+            'items_schema': {
+                'type': 'str',
+                'pattern': '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$',
+            },
+        },
+    },
+    'default': None,
+}
+
+PART_19 = {
     'type': 'literal',
     'expected': [
         'Kepler',
@@ -1273,20 +1288,7 @@ SELECTOR = {
             },
             'pools': {
                 'type': 'model-field',
-                'schema': {
-                    'type': 'default',
-                    'schema': {
-                        'type': 'nullable',
-                        'schema': {
-                            'type': 'list',
-                            'items_schema': {
-                                'type': 'str',
-                                'pattern': '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$',
-                            },
-                        },
-                    },
-                    'default': None,
-                },
+                'schema': PART_18,
                 'validation_alias': 'pools',
             },
             'nodes': {
@@ -1333,10 +1335,10 @@ SELECTOR = {
                         'schema': {
                             'type': 'union',
                             'choices': [
-                                PART_18,
+                                PART_19,
                                 {
                                     'type': 'list',
-                                    'items_schema': PART_18,
+                                    'items_schema': PART_19,
                                 },
                             ],
                         },
@@ -1536,6 +1538,77 @@ MPS = {
     'ref': 'gpuconf.api.cluster.resource_class.Mps',
 }
 
+CLAIM = {
+    'type': 'model',
+    'cls': Claim,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'count': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'int',
+                        'ge': 1,
+                        'le': 64,
+                    },
+                    'default': 1,
+                },
+                'validation_alias': 'count',
+            },
+            'allocation_mode': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'literal',
+                        'expected': [
+                            'ExactCount',
+                            'All',
+                        ],
+                    },
+                    'default': 'ExactCount',
+                },
+                'validation_alias': 'allocationMode',
+            },
+            'first_available': {
+                'type': 'model-field',
+                'schema': PART_18,
+                'validation_alias': 'firstAvailable',
+            },
+            'match_attribute': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'str',
+                            'max_length': 317,
+                        },
+                    },
+                    'default': None,
+                },
+                'validation_alias': 'matchAttribute',
+            },
+            'extended_resource': {
+                'type': 'model-field',
+                'schema': PART_1,
+                'validation_alias': 'extendedResource',
+            },
+        },
+        'model_name': 'Claim',
+        'extra_behavior': 'forbid',
+    },
+    'config': {
+        'title': 'Claim',
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+    },
+    'ref': 'gpuconf.api.cluster.resource_class.Claim',
+}
+
 RESOURCE_CLASS = {
     'type': 'model',
     'cls': ResourceClass,
@@ -1596,6 +1669,18 @@ RESOURCE_CLASS = {
                 'validation_alias': 'sharing',
             },
             'allocation_policy': PART_5,
+            'claim': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': CLAIM,
+                    },
+                    'default': None,
+                },
+                'validation_alias': 'claim',
+            },
             'overcommit': {
                 'type': 'model-field',
                 'schema': PART_1,
@@ -1613,7 +1698,7 @@ RESOURCE_CLASS = {
     'ref': 'gpuconf.api.cluster.resource_class.ResourceClass',
 }
 
-PART_19 = {
+PART_20 = {
     'type': 'literal',
     'expected': [
         'create',
@@ -1659,7 +1744,7 @@ QUOTA = {
                     'type': 'default',
                     'schema': {
                         'type': 'nullable',
-                        'schema': PART_19,
+                        'schema': PART_20,
                     },
                     'default': None,
                 },
@@ -1854,7 +1939,7 @@ CLUSTER_SPEC = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': PART_19,
+                    'schema': PART_20,
                     'default': 'create',
                 },
                 'validation_alias': 'namespacePolicy',

@@ -6,6 +6,7 @@ from typing import Any
 
 from gpuconf.api.base import kubernetes_minor
 from gpuconf.api.cluster import Cluster
+from gpuconf.api.cluster.resource_class import Claim
 from gpuconf.compiler.dra.devices import DRIVER
 from gpuconf.compiler.dra.kubernetes_gates import dra_api_version
 from gpuconf.compiler.dra.selector import cel_selector
@@ -13,7 +14,7 @@ from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.gpus.catalog import Catalog
-from gpuconf.gpus.dra_attributes import attribute_set
+from gpuconf.gpus.dra_attributes import attribute_set, qualified_name
 
 CONFIG_API_VERSION = "resource.nvidia.com/v1beta1"
 CLAIM_REQUEST = "gpu"
@@ -56,6 +57,8 @@ def device_class(cluster: Cluster, resolved: ResolvedClass, catalog: Catalog) ->
     spec: dict[str, Any] = {"selectors": [{"cel": {"expression": expression}}]}
     if (parameters := _driver_config(resolved)) is not None:
         spec["config"] = [{"opaque": {"driver": DRIVER, "parameters": parameters}}]
+    if resolved.spec.claim is not None and resolved.spec.claim.extended_resource:
+        spec["extendedResourceName"] = resolved.resource_name
     return manifest(
         f"cluster/deviceclass-{resolved.name}.yaml",
         {
@@ -67,13 +70,40 @@ def device_class(cluster: Cluster, resolved: ResolvedClass, catalog: Catalog) ->
     )
 
 
+def _devices(claim: Claim | None, device_class: str) -> dict[str, Any]:
+    """What one request (or sub-request) asks of a device class."""
+    asked: dict[str, Any] = {"deviceClassName": device_class}
+    if claim is not None and claim.allocation_mode == "All":
+        asked["allocationMode"] = "All"
+    elif claim is not None and claim.count > 1:
+        asked["count"] = claim.count
+    return asked
+
+
+def _request(resolved: ResolvedClass, api_version: str) -> dict[str, Any]:
+    claim = resolved.spec.claim
+    request: dict[str, Any] = {"name": CLAIM_REQUEST}
+    if claim is not None and claim.first_available:
+        # One sub-request per class, in order; the scheduler takes the first it can satisfy.
+        request["firstAvailable"] = [
+            {"name": name, **_devices(claim, name)}
+            for name in [resolved.name, *claim.first_available]
+        ]
+    elif api_version.endswith("/v1beta1"):
+        request.update(_devices(claim, resolved.name))
+    else:
+        request["exactly"] = _devices(claim, resolved.name)
+    return request
+
+
 def claim_template(cluster: Cluster, resolved: ResolvedClass, namespace: str) -> Artifact:
     api_version = resource_api_version(cluster.spec.kubernetes.version)
-    request: dict[str, Any] = {"name": CLAIM_REQUEST}
-    if api_version.endswith("/v1beta1"):
-        request["deviceClassName"] = resolved.name
-    else:
-        request["exactly"] = {"deviceClassName": resolved.name}
+    devices: dict[str, Any] = {"requests": [_request(resolved, api_version)]}
+    claim = resolved.spec.claim
+    if claim is not None and claim.match_attribute is not None:
+        devices["constraints"] = [
+            {"requests": [CLAIM_REQUEST], "matchAttribute": qualified_name(claim.match_attribute)}
+        ]
     return manifest(
         f"claims/{namespace}/{resolved.name}.yaml",
         {
@@ -82,7 +112,7 @@ def claim_template(cluster: Cluster, resolved: ResolvedClass, namespace: str) ->
             "metadata": metadata(
                 cluster, resolved.name, "claim-template", namespace=namespace, wave=WAVE_CONFIG
             ),
-            "spec": {"spec": {"devices": {"requests": [request]}}},
+            "spec": {"spec": {"devices": devices}},
         },
     )
 
