@@ -12,16 +12,22 @@ from gpuconf.compiler.kueue.crd_schema import CrdSchemas
 from gpuconf.compiler.kueue.queues import flavor_capacity
 from gpuconf.compiler.kueue.releases import GROUP
 from gpuconf.compiler.plan.artifact import Artifact
+from gpuconf.compiler.plan.kueue import kueue_objects
 from gpuconf.compiler.validate import Validated
 from gpuconf.diagnostics import Diagnostic
 
 WHERE = ("spec", "kueue")
 
 
-def kueue_problems(validated: Validated, artifacts: Iterable[Artifact]) -> list[Diagnostic]:
+def kueue_problems(
+    validated: Validated, artifacts: Iterable[Artifact] | None = None
+) -> list[Diagnostic]:
+    """`artifacts`: the render's plan; without it, only the Kueue objects are planned."""
     kueue = validated.cluster.spec.kueue
     if kueue is None:
         return []
+    if artifacts is None:
+        artifacts = kueue_objects(validated.cluster, validated.classes)[0]
     objects: list[dict[str, Any]] = [
         a.content
         for a in artifacts

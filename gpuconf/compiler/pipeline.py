@@ -92,6 +92,14 @@ def compile_paths(
             result.diagnostics += outcome
             continue
         result.diagnostics += outcome.warnings
+        if not render_output and outcome.cluster.spec.kueue is not None:
+            # Validate checks the Kueue objects too, as render would, without planning the rest.
+            from gpuconf.compiler.kueue_check import kueue_problems
+
+            refused = kueue_problems(outcome)
+            if refused:
+                result.diagnostics += refused
+                continue
         name = outcome.cluster.metadata.name
         if name in sources:
             result.diagnostics.append(

@@ -368,3 +368,16 @@ def test_the_quotas_page_shows_what_explain_prints() -> None:
     result = run_cli(*sample[1].split(), cwd=REPO)
     assert result.code == 0
     assert result.out == sample[2]
+
+
+def test_validate_refuses_what_render_would_refuse(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from builders import run_cli
+
+    document = _two_pool_class()
+    document["spec"]["nodePools"][0]["tolerations"] = [
+        {"key": f"example.com/t{i}", "operator": "Exists", "effect": "NoSchedule"} for i in range(9)
+    ]
+    (tmp_path / "c.yaml").write_text(dump(document))
+    result = run_cli("validate", "c.yaml", cwd=tmp_path)
+    assert result.code == 1
+    assert "spec.kueue: ResourceFlavor h100: spec.nodeTaints: " in result.err

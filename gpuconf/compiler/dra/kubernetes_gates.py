@@ -2,7 +2,10 @@
 
 Read from k8s.io/kubernetes `pkg/features/kube_features.go` at v1.34.4 and v1.35.4 (the Go module
 proxy's source of each release). Minors after 1.35 are taken to keep 1.35's defaults: a gate
-that is on stays on, and one that is off is declared where a cluster uses it."""
+that is on stays on, and one that is off is declared where a cluster uses it. Only the gates
+behind what gpuconf renders are here: it renders no adminAccess, partitionable devices
+(DRAPartitionableDevices, alpha from 1.33) or consumable capacity (DRAConsumableCapacity, alpha
+from 1.34)."""
 
 from __future__ import annotations
 
@@ -33,11 +36,6 @@ DYNAMIC_RESOURCE_ALLOCATION = Gate("DynamicResourceAllocation", 26, 34)
 PRIORITIZED_LIST = Gate("DRAPrioritizedList", 33, 34)
 # A DeviceClass's extendedResourceName: alpha (off) from 1.34.
 EXTENDED_RESOURCE = Gate("DRAExtendedResource", 34, None)
-# adminAccess in a device request: alpha in 1.32 and 1.33, beta and on from 1.34.
-ADMIN_ACCESS = Gate("DRAAdminAccess", 32, 34)
-# Partitionable devices (alpha from 1.33) and consumable capacity (alpha from 1.34): off.
-PARTITIONABLE_DEVICES = Gate("DRAPartitionableDevices", 33, None)
-CONSUMABLE_CAPACITY = Gate("DRAConsumableCapacity", 34, None)
 
 
 def dra_api_version(minor: int) -> str:
