@@ -107,11 +107,10 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
         yield from _claim(ctx, resolved)
     if not dra:
         return
-    by_name = {c.name: c for c in ctx.classes}
+    claims = {c.name: c.spec.claim for c in ctx.classes}
     for i, quota in enumerate(ctx.cluster.spec.quotas):
         for name, count in quota.classes.items():
-            resolved = by_name.get(name)
-            claim = resolved.spec.claim if resolved is not None else None
+            claim = claims.get(name)
             if claim is not None and 0 < count < claim.count:
                 yield ctx.error(
                     quota_path(i, "classes", name),
