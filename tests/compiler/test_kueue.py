@@ -381,3 +381,45 @@ def test_validate_refuses_what_render_would_refuse(tmp_path) -> None:  # type: i
     result = run_cli("validate", "c.yaml", cwd=tmp_path)
     assert result.code == 1
     assert "spec.kueue: ResourceFlavor h100: spec.nodeTaints: " in result.err
+
+
+def test_the_crd_schemas_defaults_and_cel_rules_apply_as_the_api_server_applies_them() -> None:
+    schemas = CrdSchemas("v0.19.2")
+    queue = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": "q"},
+        "spec": {
+            "namespaceSelector": {},
+            # reclaimWithinCohort defaults to Never, which forbids preempting while borrowing.
+            "preemption": {"borrowWithinCohort": {"policy": "LowerPriority"}},
+            "resourceGroups": [
+                {
+                    "coveredResources": ["a", "b"],
+                    "flavors": [
+                        {
+                            "name": "f",
+                            "resources": [{"name": "a", "nominalQuota": 1, "borrowingLimit": 2}],
+                        }
+                    ],
+                }
+            ],
+        },
+    }
+    assert [(e.path, e.message) for e in schemas.errors(queue)] == [
+        ("spec", "borrowingLimit must be nil when cohort is empty"),
+        ("spec.preemption", "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never"),
+        (
+            "spec.resourceGroups.0",
+            "flavors must have the same number of resources as the coveredResources",
+        ),
+    ]
+    flavor = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": "f"},
+        "spec": {"tolerations": [{"operator": "Equal", "effect": "NoSchedule"}]},
+    }
+    assert [e.message for e in schemas.errors(flavor)] == [
+        "operator must be Exists when 'key' is empty, which means 'match all values and all keys'"
+    ]
