@@ -52,7 +52,7 @@ class CelRules:
     def failures(self, schema: Any, value: Any, path: str = "") -> Iterator[RuleFailure]:
         if not isinstance(schema, dict):
             return
-        from celpy import json_to_cel
+        from celpy.adapter import json_to_cel
         from celpy.evaluation import CELEvalError
 
         for validation in schema.get("x-kubernetes-validations") or []:
