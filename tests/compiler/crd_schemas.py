@@ -1,5 +1,6 @@
-"""Validate objects against the CRD schemas of the programs that read them (tests/fixtures/crds/,
-and the Kueue releases' CRD manifests gpuconf ships in gpuconf/compiler/kueue/crds/)."""
+"""Validate objects against the CRD schemas of the programs that read them
+(gpuconf/compiler/templating/crds/, and the Kueue releases' CRD manifests gpuconf ships in
+gpuconf/compiler/kueue/crds/)."""
 
 from __future__ import annotations
 
@@ -10,20 +11,10 @@ from typing import Any
 import jsonschema
 from builders import REPO, load_yaml
 
-CRDS = REPO / "tests" / "fixtures" / "crds"
+from gpuconf.compiler.strict_schema import strict
+
+CRDS = REPO / "gpuconf" / "compiler" / "templating" / "crds"
 KUEUE_CRDS = REPO / "gpuconf" / "compiler" / "kueue" / "crds"
-
-
-def _strict(schema: Any) -> Any:
-    """The CRD schema as a strict API server applies it: unknown fields are errors."""
-    if isinstance(schema, list):
-        return [_strict(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    strict = {k: _strict(v) if k != "enum" else v for k, v in schema.items()}
-    if "properties" in strict and not strict.get("x-kubernetes-preserve-unknown-fields"):
-        strict.setdefault("additionalProperties", False)
-    return strict
 
 
 @cache
@@ -32,7 +23,7 @@ def _validators() -> dict[tuple[str, str], jsonschema.Draft7Validator]:
     for path in CRDS.glob("*.json"):
         crd = json.loads(path.read_text())
         key = (f"{crd['group']}/{crd['version']}", crd["kind"])
-        validators[key] = jsonschema.Draft7Validator(_strict(crd["schema"]))
+        validators[key] = jsonschema.Draft7Validator(strict(crd["schema"]))
     # Kueue's served versions: v1beta1 in every release gpuconf supports, v1beta2 from v0.16; the
     # newest release's schema is kept for each (a test per release checks its own).
     for path in sorted(KUEUE_CRDS.glob("*/*.yaml"), key=lambda p: version_key(p.parent.name)):
@@ -40,7 +31,7 @@ def _validators() -> dict[tuple[str, str], jsonschema.Draft7Validator]:
         for served in crd["spec"]["versions"]:
             key = (f"{crd['spec']['group']}/{served['name']}", crd["spec"]["names"]["kind"])
             validators[key] = jsonschema.Draft7Validator(
-                _strict(served["schema"]["openAPIV3Schema"])
+                strict(served["schema"]["openAPIV3Schema"])
             )
     return validators
 

@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 from gpuconf.api.cluster.kueue import KueueRelease
 from gpuconf.compiler.kueue.crd_rules import CelRules, with_defaults
+from gpuconf.compiler.strict_schema import strict
 from gpuconf.formats.located_yaml import load_file
 
 CRDS = Path(__file__).with_name("crds")
@@ -19,19 +20,6 @@ class SchemaError(NamedTuple):
     path: str
     """The field in the object, dotted (spec.resourceGroups.0.flavors)."""
     message: str
-
-
-def _strict(schema: Any) -> Any:
-    """Unknown fields are errors wherever the schema lists properties and does not preserve
-    unknown fields: what `kubectl apply --validate=strict` (the default since 1.27) does."""
-    if isinstance(schema, list):
-        return [_strict(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    strict = {k: v if k == "enum" else _strict(v) for k, v in schema.items()}
-    if "properties" in strict and not strict.get("x-kubernetes-preserve-unknown-fields"):
-        strict.setdefault("additionalProperties", False)
-    return strict
 
 
 class CrdSchemas:
@@ -49,7 +37,7 @@ class CrdSchemas:
             for version in crd["spec"]["versions"]:
                 if version.get("served"):
                     schema = version["schema"]["openAPIV3Schema"]
-                    self._schemas[f"{group}/{version['name']}", kind] = _strict(schema)
+                    self._schemas[f"{group}/{version['name']}", kind] = strict(schema)
 
     def errors(self, obj: dict[str, Any]) -> Iterator[SchemaError]:
         # Imported here: only clusters with Kueue pay for jsonschema.

@@ -54,19 +54,22 @@ def device_class(cluster: Cluster, resolved: ResolvedClass, catalog: Catalog) ->
     expression = cel_selector(
         resolved, catalog, attribute_set(cluster.spec.dra.driver_version)
     ).expression
-    spec: dict[str, Any] = {"selectors": [{"cel": {"expression": expression}}]}
-    if (parameters := _driver_config(resolved)) is not None:
-        spec["config"] = [{"opaque": {"driver": DRIVER, "parameters": parameters}}]
-    if resolved.spec.claim is not None and resolved.spec.claim.extended_resource:
-        spec["extendedResourceName"] = resolved.resource_name
+    claim = resolved.spec.claim
     return manifest(
         f"cluster/deviceclass-{resolved.name}.yaml",
+        "deviceclass.yaml.j2",
+        "DeviceClass",
         {
-            "apiVersion": resource_api_version(cluster.spec.kubernetes.version),
-            "kind": "DeviceClass",
-            "metadata": metadata(cluster, resolved.name, "device-class", wave=WAVE_CONFIG),
-            "spec": spec,
+            "api_version": resource_api_version(cluster.spec.kubernetes.version),
+            "meta": metadata(cluster, resolved.name, "device-class", wave=WAVE_CONFIG),
+            "expression": expression,
+            "driver": DRIVER,
+            "parameters": _driver_config(resolved),
+            "extended_resource_name": resolved.resource_name
+            if claim is not None and claim.extended_resource
+            else None,
         },
+        source=("spec", "resourceClasses", resolved.index),
     )
 
 
@@ -98,22 +101,25 @@ def _request(resolved: ResolvedClass, api_version: str) -> dict[str, Any]:
 
 def claim_template(cluster: Cluster, resolved: ResolvedClass, namespace: str) -> Artifact:
     api_version = resource_api_version(cluster.spec.kubernetes.version)
-    devices: dict[str, Any] = {"requests": [_request(resolved, api_version)]}
     claim = resolved.spec.claim
+    constraints = None
     if claim is not None and claim.match_attribute is not None:
-        devices["constraints"] = [
+        constraints = [
             {"requests": [CLAIM_REQUEST], "matchAttribute": qualified_name(claim.match_attribute)}
         ]
     return manifest(
         f"claims/{namespace}/{resolved.name}.yaml",
+        "resourceclaimtemplate.yaml.j2",
+        "ResourceClaimTemplate",
         {
-            "apiVersion": api_version,
-            "kind": "ResourceClaimTemplate",
-            "metadata": metadata(
+            "api_version": api_version,
+            "meta": metadata(
                 cluster, resolved.name, "claim-template", namespace=namespace, wave=WAVE_CONFIG
             ),
-            "spec": {"spec": {"devices": devices}},
+            "requests": [_request(resolved, api_version)],
+            "constraints": constraints,
         },
+        source=("spec", "resourceClasses", resolved.index),
     )
 
 

@@ -51,15 +51,16 @@ def cluster_queue(cluster: Cluster, kueue: KueuePlan, queue: ClusterQueuePlan) -
     }
     return manifest(
         f"kueue/clusterqueue-{queue.name}.yaml",
+        "clusterqueue.yaml.j2",
+        "ClusterQueue",
         {
-            "apiVersion": release.api_version,
-            "kind": "ClusterQueue",
-            "metadata": metadata(cluster, queue.name, "kueue", wave=WAVE_CONFIG),
-            "spec": {
-                release.cohort_field: kueue.cohort,
-                "namespaceSelector": selector,
-                "preemption": queue.settings.preemption.as_data(),
-                "resourceGroups": groups,
-            },
+            "api_version": release.api_version,
+            "meta": metadata(cluster, queue.name, "kueue", wave=WAVE_CONFIG),
+            "cohort_field": release.cohort_field,
+            "cohort": kueue.cohort,
+            "namespace_selector": selector,
+            "preemption": queue.settings.preemption.as_data(),
+            "resource_groups": groups,
         },
+        source=("spec", "kueue"),
     )

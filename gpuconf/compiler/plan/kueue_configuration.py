@@ -7,8 +7,6 @@ beside the manifests, not listed in kustomization.yaml, for the team running Kue
 
 from __future__ import annotations
 
-from typing import Any
-
 from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.kueue.releases import facts
 from gpuconf.compiler.plan.artifact import Artifact
@@ -22,12 +20,18 @@ def kueue_configuration(cluster: Cluster, classes: tuple[ResolvedClass, ...]) ->
     kueue = cluster.spec.kueue
     assert kueue is not None
     release = facts(kueue.version)
-    mappings = [{"name": c.resource_name, "deviceClassNames": [c.name]} for c in classes]
-    configuration: dict[str, Any] = {
-        "apiVersion": release.config_api_version,
-        "kind": "Configuration",
-        "resources": {"deviceClassMappings": mappings},
-    }
+    gates = None
     if release.dra_gate is not None and not release.dra_gate_on_by_default:
-        configuration["featureGates"] = {release.dra_gate: True}
-    return Artifact(CONFIGURATION, configuration, "yaml")
+        gates = {release.dra_gate: True}
+    return Artifact(
+        CONFIGURATION,
+        "kueue-configuration.yaml.j2",
+        {
+            "api_version": release.config_api_version,
+            "device_class_mappings": [
+                {"name": c.resource_name, "deviceClassNames": [c.name]} for c in classes
+            ],
+            "feature_gates": gates,
+        },
+        source=("spec", "kueue"),
+    )

@@ -3,14 +3,12 @@ gives the workloads it admits there."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.cluster.pool import Toleration
 from gpuconf.compiler.kueue.releases import facts
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
-from gpuconf.compiler.plan.pod import node_selector
+from gpuconf.compiler.plan.pod import node_selector, pool_source
 
 
 def _taint(toleration: Toleration) -> dict[str, str] | None:
@@ -26,20 +24,19 @@ def _taint(toleration: Toleration) -> dict[str, str] | None:
 
 def resource_flavor(cluster: Cluster, pool: NodePool) -> Artifact:
     assert cluster.spec.kueue is not None
-    spec: dict[str, Any] = {"nodeLabels": node_selector(pool)}
     # Kueue admits to a flavor only workloads that tolerate its nodeTaints, counting the flavor's
     # own tolerations (pkg/scheduler/flavorassigner/flavorassigner.go), which it adds to the pods.
     taints = [t for t in map(_taint, pool.tolerations) if t is not None]
-    if taints:
-        spec["nodeTaints"] = taints
-    if pool.tolerations:
-        spec["tolerations"] = [t.as_data() for t in pool.tolerations]
     return manifest(
         f"kueue/resourceflavor-{pool.name}.yaml",
+        "resourceflavor.yaml.j2",
+        "ResourceFlavor",
         {
-            "apiVersion": facts(cluster.spec.kueue.version).api_version,
-            "kind": "ResourceFlavor",
-            "metadata": metadata(cluster, pool.name, "kueue", wave=WAVE_CONFIG),
-            "spec": spec,
+            "api_version": facts(cluster.spec.kueue.version).api_version,
+            "meta": metadata(cluster, pool.name, "kueue", wave=WAVE_CONFIG),
+            "node_labels": node_selector(pool),
+            "node_taints": taints,
+            "tolerations": [t.as_data() for t in pool.tolerations],
         },
+        source=pool_source(cluster, pool),
     )

@@ -14,12 +14,14 @@ def local_queue(cluster: Cluster, queue: ClusterQueuePlan, namespace: str) -> Ar
     assert kueue is not None
     return manifest(
         f"kueue/localqueue-{namespace}.yaml",
+        "localqueue.yaml.j2",
+        "LocalQueue",
         {
-            "apiVersion": facts(kueue.version).api_version,
-            "kind": "LocalQueue",
-            "metadata": metadata(
+            "api_version": facts(kueue.version).api_version,
+            "meta": metadata(
                 cluster, kueue.local_queue, "kueue", namespace=namespace, wave=WAVE_CONFIG
             ),
-            "spec": {"clusterQueue": queue.name},
+            "cluster_queue": queue.name,
         },
+        source=("spec", "kueue"),
     )

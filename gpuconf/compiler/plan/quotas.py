@@ -27,7 +27,7 @@ def quotas(
     (a queue's namespaces share its nominal quota and what it may borrow)."""
     by_name = {c.name: c for c in classes}
     artifacts = []
-    for quota in cluster.spec.quotas:
+    for index, quota in enumerate(cluster.spec.quotas):
         # Classes that share a resource name (NVIDIA's plugin on different pools) share its quota.
         totals: dict[str, int] = {}
         counts = (
@@ -43,14 +43,15 @@ def quotas(
         artifacts.append(
             manifest(
                 f"quotas/{quota.namespace}.yaml",
+                "resourcequota.yaml.j2",
+                "ResourceQuota",
                 {
-                    "apiVersion": "v1",
-                    "kind": "ResourceQuota",
-                    "metadata": metadata(
+                    "meta": metadata(
                         cluster, QUOTA_NAME, "quota", namespace=quota.namespace, wave=WAVE_CONFIG
                     ),
-                    "spec": {"hard": hard},
+                    "hard": hard,
                 },
+                source=("spec", "quotas", index),
             )
         )
     return artifacts
