@@ -423,3 +423,31 @@ def test_the_crd_schemas_defaults_and_cel_rules_apply_as_the_api_server_applies_
     assert [e.message for e in schemas.errors(flavor)] == [
         "operator must be Exists when 'key' is empty, which means 'match all values and all keys'"
     ]
+
+
+def test_a_site_template_is_checked_against_the_declared_releases_crds_in_render_and_validate(
+    tmp_path,  # type: ignore[no-untyped-def]
+) -> None:
+    from builders import run_cli
+
+    site = tmp_path / "site"
+    site.mkdir()
+    # Without its cohort a ClusterQueue's limits break the release's CEL rule.
+    (site / "clusterqueue.yaml.j2").write_text(
+        '{% extends "gpuconf/clusterqueue.yaml.j2" %}\n'
+        "{% block body %}\nspec:\n  namespaceSelector: {{ namespace_selector | yaml }}\n"
+        "  resourceGroups: {{ resource_groups | yaml }}\n{% endblock %}\n"
+    )
+    document = cluster_file("training-fleet")
+    document["spec"]["templates"] = "site"
+    (tmp_path / "c.yaml").write_text(dump(document))
+    refusal = (
+        "spec.kueue: ClusterQueue language: spec: borrowingLimit must be nil when cohort is "
+        "empty (Kueue v0.19.2's CRD schema)"
+    )
+    for command in (("render", "-o", "out"), ("validate",)):
+        result = run_cli(command[0], "c.yaml", *command[1:], cwd=tmp_path)
+        assert result.code == 1, command
+        assert refusal in result.err, command
+    (site / "clusterqueue.yaml.j2").unlink()
+    assert run_cli("validate", "c.yaml", cwd=tmp_path).code == 0
