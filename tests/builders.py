@@ -119,10 +119,17 @@ def pool(
 
 
 def as_dra(data: dict[str, Any], version: str | None = None) -> dict[str, Any]:
+    """The cluster under DRA; before 1.34 with the feature gate DRA needs there declared on,
+    and without sharing replicas, which DRA refuses (each claim takes whole devices)."""
     changed = copy.deepcopy(data)
     changed["spec"]["allocation"] = "dra"
+    for resource_class in changed["spec"].get("resourceClasses", []):
+        resource_class.get("sharing", {}).pop("replicas", None)
+    target = changed["spec"]["kubernetes"]
     if version is not None:
-        changed["spec"]["kubernetes"]["version"] = version
+        target["version"] = version
+    if int(target["version"].split(".")[1]) < 34:
+        target.setdefault("featureGates", {})["DynamicResourceAllocation"] = True
     return changed
 
 

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from gpuconf.compiler.kueue.queues import KueuePlan, kueue_plan, lendable
+from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.compiler.validate import Validated
 from gpuconf.formats.located_yaml import LoadFailed, load_file
 
@@ -21,6 +23,28 @@ class ClassRow(NamedTuple):
     namespaces: dict[str, int]
 
 
+def _claim_shape(resolved: ResolvedClass) -> str:
+    """What one claim of the class takes, where it is more than one device."""
+    claim = resolved.spec.claim
+    if claim is None:
+        return ""
+    shape = [
+        "every device on the node"
+        if claim.allocation_mode == "All"
+        else f"{claim.count} per claim"
+        if claim.count > 1
+        else ""
+    ]
+    if claim.first_available:
+        shape.append("else " + ", else ".join(claim.first_available))
+    if claim.match_attribute:
+        shape.append(f"same {claim.match_attribute}")
+    if claim.extended_resource:
+        shape.append(f"or {resolved.resource_name}")
+    shown = "; ".join(s for s in shape if s)
+    return f" ({shown})" if shown else ""
+
+
 def class_rows(validated: Validated) -> list[ClassRow]:
     spec = validated.cluster.spec
     by_class: dict[str, dict[str, int]] = {}
@@ -34,7 +58,7 @@ def class_rows(validated: Validated) -> list[ClassRow]:
         request = (
             resolved.resource_name
             if spec.allocation == "device-plugin"
-            else f"DeviceClass {resolved.name}"
+            else f"DeviceClass {resolved.name}{_claim_shape(resolved)}"
         )
         rows.append(
             ClassRow(
@@ -43,6 +67,62 @@ def class_rows(validated: Validated) -> list[ClassRow]:
             )
         )  # fmt: skip
     return rows
+
+
+class QueueRow(NamedTuple):
+    queue: str
+    nominal: int
+    by_pool: dict[str, int]
+    lends: int
+    borrows: int
+
+
+def queue_rows(kueue: KueuePlan, resolved: ResolvedClass) -> list[QueueRow]:
+    """Each ClusterQueue's part of one class: its nominal quota (per pool), what it lends of
+    it and what it may borrow from the cohort."""
+    rows = []
+    pools = resolved.pools
+    for queue in kueue.queues:
+        for resource in queue.resources:
+            if resolved.name not in resource.classes:
+                continue
+            flavors = [f for f in resource.flavors if f.flavor in pools]
+            rows.append(
+                QueueRow(
+                    queue.name,
+                    sum(f.nominal for f in flavors),
+                    {f.flavor: f.nominal for f in flavors},
+                    sum(lendable(f) for f in flavors),
+                    kueue.borrowable(queue, resource, pools),
+                )
+            )
+    return rows
+
+
+def _kueue_lines(validated: Validated) -> list[str]:
+    if validated.cluster.spec.kueue is None:
+        return []
+    kueue = kueue_plan(validated.cluster, validated.classes)
+    lines = []
+    for resolved in validated.classes:
+        rows = queue_rows(kueue, resolved)
+        if not rows:
+            continue
+        lines += [
+            "",
+            f"{resolved.name}: Kueue ClusterQueues in cohort {kueue.cohort} (capacity {resolved.capacity})",
+        ]
+        for row in rows:
+            split = (
+                " (" + ", ".join(f"{pool}: {n}" for pool, n in row.by_pool.items()) + ")"
+                if len(row.by_pool) > 1
+                else ""
+            )
+            lines.append(
+                f"  {row.queue}: nominal {row.nominal}{split}, lends up to {row.lends}, "
+                f"may borrow {row.borrows}"
+            )
+    return lines
 
 
 def explain_text(validated: Validated) -> str:
@@ -69,6 +149,7 @@ def explain_text(validated: Validated) -> str:
             lines.append("")
             lines.append(f"{row.name}: quota per namespace")
             lines.extend(f"  {ns}: {count}" for ns, count in row.namespaces.items())
+    lines += _kueue_lines(validated)
     return "\n".join(lines) + "\n"
 
 

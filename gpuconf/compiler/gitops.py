@@ -27,7 +27,8 @@ SOURCE_NAME = "gpuconf"
 FIRST_STAGES = {"namespaces": 0, "cluster": 1}
 # Monitoring (PodMonitor, NetworkPolicy) comes last beside pools, not before them: a cluster
 # without the Prometheus Operator's CRDs fails that stage, and no GPU node may wait on it.
-LAST_STAGES = {"pools": 3, "monitoring": 3}
+# Kueue's queues likewise: they need Kueue's CRDs, which the GPU nodes do not.
+LAST_STAGES = {"pools": 3, "monitoring": 3, "kueue": 3}
 MIDDLE_RANK = 2
 
 

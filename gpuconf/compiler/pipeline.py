@@ -95,6 +95,12 @@ def compile_paths(
             result.diagnostics += outcome
             continue
         result.diagnostics += outcome.warnings
+        folder = _templates_folder(outcome, file, templates, result.diagnostics)
+        if not render_output and outcome.cluster.spec.kueue is not None:
+            refused = _kueue_refused(outcome, folder, relative_to)
+            if refused:
+                result.diagnostics += refused
+                continue
         name = outcome.cluster.metadata.name
         if name in sources:
             result.diagnostics.append(
@@ -108,7 +114,7 @@ def compile_paths(
         # Rendered files never hold an absolute path: same input, same bytes, on any machine.
         sources[name] = file.name if Path(source).is_absolute() else source
         result.validated[name] = outcome
-        folders[name] = _templates_folder(outcome, file, templates, result.diagnostics)
+        folders[name] = folder
     if result.ok and render_output:
         shown = {
             folder: display_path(folder, relative_to)
@@ -138,6 +144,23 @@ def _templates_folder(
     return folder
 
 
+def _kueue_refused(
+    validated: Validated, folder: Path | None, relative_to: Path | None
+) -> list[Diagnostic]:
+    """Validate checks the Kueue objects too, as render would, without planning the rest."""
+    from gpuconf.compiler.kueue_check import planned_kueue_problems
+    from gpuconf.compiler.render import RenderFailed
+    from gpuconf.compiler.templating.engine import Templates
+
+    if folder is not None and not folder.is_dir():
+        return []  # already a diagnostic at spec.templates
+    shown = display_path(folder, relative_to) if folder is not None else None
+    try:
+        return planned_kueue_problems(validated, Templates(folder, shown))
+    except RenderFailed as failed:
+        return [_template_error(validated, failed)]
+
+
 def _render_all(
     result: Compiled,
     sources: dict[str, str],
@@ -147,6 +170,7 @@ def _render_all(
 ) -> None:
     # Planning and rendering load only for commands that write.
     from gpuconf.compiler.kept_namespaces import kept_namespaces
+    from gpuconf.compiler.kueue_check import kueue_problems
     from gpuconf.compiler.object_limits import oversized
     from gpuconf.compiler.plan import plan
     from gpuconf.compiler.render import RenderFailed, render
@@ -166,6 +190,10 @@ def _render_all(
             tree = render(artifacts, templates)
         except RenderFailed as failed:
             result.diagnostics.append(_template_error(validated, failed))
+            continue
+        refused = kueue_problems(validated, artifacts, tree)
+        if refused:
+            result.diagnostics += refused
             continue
         too_big = oversized(validated, artifacts, tree)
         if too_big:

@@ -89,3 +89,10 @@ def qualified(name: str) -> tuple[str, str]:
     """(domain, attribute) as a CEL selector reaches it: device.attributes[domain].attribute."""
     domain, _, attribute = name.rpartition("/")
     return (domain or DRIVER, attribute)
+
+
+def qualified_name(name: str) -> str:
+    """The fully qualified attribute name a matchAttribute constraint takes: names without a
+    domain are the driver's (productName -> gpu.nvidia.com/productName)."""
+    domain, attribute = qualified(name)
+    return f"{domain}/{attribute}"

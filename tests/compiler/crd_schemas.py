@@ -1,4 +1,6 @@
-"""Validate objects against the CRD schemas of the programs that read them (gpuconf/compiler/templating/crds/)."""
+"""Validate objects against the CRD schemas of the programs that read them
+(gpuconf/compiler/templating/crds/, and the Kueue releases' CRD manifests gpuconf ships in
+gpuconf/compiler/kueue/crds/)."""
 
 from __future__ import annotations
 
@@ -7,21 +9,12 @@ from functools import cache
 from typing import Any
 
 import jsonschema
-from builders import REPO
+from builders import REPO, load_yaml
+
+from gpuconf.compiler.strict_schema import strict
 
 CRDS = REPO / "gpuconf" / "compiler" / "templating" / "crds"
-
-
-def _strict(schema: Any) -> Any:
-    """The CRD schema as a strict API server applies it: unknown fields are errors."""
-    if isinstance(schema, list):
-        return [_strict(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    strict = {k: _strict(v) if k != "enum" else v for k, v in schema.items()}
-    if "properties" in strict and not strict.get("x-kubernetes-preserve-unknown-fields"):
-        strict.setdefault("additionalProperties", False)
-    return strict
+KUEUE_CRDS = REPO / "gpuconf" / "compiler" / "kueue" / "crds"
 
 
 @cache
@@ -30,8 +23,21 @@ def _validators() -> dict[tuple[str, str], jsonschema.Draft7Validator]:
     for path in CRDS.glob("*.json"):
         crd = json.loads(path.read_text())
         key = (f"{crd['group']}/{crd['version']}", crd["kind"])
-        validators[key] = jsonschema.Draft7Validator(_strict(crd["schema"]))
+        validators[key] = jsonschema.Draft7Validator(strict(crd["schema"]))
+    # Kueue's served versions: v1beta1 in every release gpuconf supports, v1beta2 from v0.16; the
+    # newest release's schema is kept for each (a test per release checks its own).
+    for path in sorted(KUEUE_CRDS.glob("*/*.yaml"), key=lambda p: version_key(p.parent.name)):
+        crd = load_yaml(path.read_text())
+        for served in crd["spec"]["versions"]:
+            key = (f"{crd['spec']['group']}/{served['name']}", crd["spec"]["names"]["kind"])
+            validators[key] = jsonschema.Draft7Validator(
+                strict(served["schema"]["openAPIV3Schema"])
+            )
     return validators
+
+
+def version_key(release: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in release.removeprefix("v").split("."))
 
 
 def crd_errors(obj: dict[str, Any]) -> list[str]:

@@ -1,5 +1,5 @@
 """Every rendered manifest passes kubernetes-validate (strict), or its CRD's schema for kinds
-Kubernetes does not ship (the Prometheus Operator's PodMonitor), and every cluster folder
+Kubernetes does not ship (the Prometheus Operator's PodMonitor, Kueue's queues), and every cluster folder
 builds with kustomize."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from crd_schemas import crd_errors
 from ruamel.yaml import YAML
 
 KUBERNETES_VERSIONS = ("1.30.0", "1.34.0")
-CRD_GROUPS = ("monitoring.coreos.com/",)
+CRD_GROUPS = ("monitoring.coreos.com/", "kueue.x-k8s.io/")
 CLUSTER_SCOPED = {
     "Namespace",
     "ClusterRole",
@@ -28,6 +28,8 @@ CLUSTER_SCOPED = {
     "PriorityClass",
     "CustomResourceDefinition",
     "StorageClass",
+    "ResourceFlavor",
+    "ClusterQueue",
 }
 
 

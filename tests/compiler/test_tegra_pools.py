@@ -153,7 +153,10 @@ def test_mps_on_a_jetson_is_refused_at_the_class() -> None:
 
 
 def test_dra_is_refused_for_a_cluster_with_jetson_pools() -> None:
-    document = cluster([_jetson()], [_shared()], allocation="dra")
+    # Time-sliced as DRA shares: no replicas (refused under DRA on its own account).
+    document = cluster(
+        [_jetson()], [_shared(sharing={"strategy": "time-slicing"})], allocation="dra"
+    )
     assert _messages(document) == [
         (
             "spec.nodePools[0].platform",

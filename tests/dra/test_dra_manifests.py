@@ -33,17 +33,17 @@ def _lab_classes() -> list[dict[str, Any]]:
         {
             "name": "l4-ts",
             "select": {"model": "L4"},
-            "sharing": {"strategy": "time-slicing", "replicas": 4},
+            "sharing": {"strategy": "time-slicing"},
         },
         {
             "name": "l40s-mps",
             "select": {"model": "L40S", "memoryAtLeast": "80Gi"},
-            "sharing": {"strategy": "mps", "replicas": 2, "activeThreadPercentage": 50},
+            "sharing": {"strategy": "mps", "memoryLimitMiB": 23034, "activeThreadPercentage": 50},
         },
         {
             "name": "mig",
             "select": {"migProfile": "1g.10gb"},
-            "sharing": {"strategy": "time-slicing", "replicas": 2},
+            "sharing": {"strategy": "time-slicing"},
         },
     ]
 
@@ -58,7 +58,7 @@ def _hetero(version: str) -> dict[str, Any]:
         {
             "name": "l40s-mps",
             "select": {"model": "L40S"},
-            "sharing": {"strategy": "mps", "replicas": 2, "activeThreadPercentage": 50},
+            "sharing": {"strategy": "mps", "memoryLimitMiB": 23034, "activeThreadPercentage": 50},
         }
     )
     quotas = [
@@ -67,6 +67,8 @@ def _hetero(version: str) -> dict[str, Any]:
     gates = {"TimeSlicingSettings": True, "MPSSupport": True}
     cluster = heterogeneous(classes, quotas=quotas, dra={"featureGates": gates})
     cluster["spec"]["kubernetes"]["version"] = version
+    if version in ("1.32", "1.33"):
+        cluster["spec"]["kubernetes"]["featureGates"] = {"DynamicResourceAllocation": True}
     return cluster
 
 
@@ -92,6 +94,27 @@ def test_device_classes_and_claim_templates_use_the_versions_api(version: str) -
         assert request == {"name": "gpu", "deviceClassName": "mig"}
     else:
         assert request == {"name": "gpu", "exactly": {"deviceClassName": "mig"}}
+
+
+@pytest.mark.parametrize("version", ["1.32", "1.33"])
+def test_dra_before_1_34_is_refused_without_its_feature_gate_and_renders_with_it(
+    version: str,
+) -> None:
+    cluster = _hetero(version)
+    del cluster["spec"]["kubernetes"]["featureGates"]
+    [found] = errors(cluster)
+    assert format_path(found.path) == "spec.allocation"
+    assert found.message == (
+        f"allocation: dra needs the feature gate DynamicResourceAllocation (beta, off by default "
+        f"in {version}) and the API {API[version]}, both off by default"
+    )
+    assert f"--runtime-config={API[version]}=true" in found.hint
+    cluster["spec"]["kubernetes"]["featureGates"] = {"DynamicResourceAllocation": False}
+    [found] = errors(cluster)
+    assert format_path(found.path) == "spec.kubernetes.featureGates.DynamicResourceAllocation"
+    assert "declared off" in found.message
+    cluster["spec"]["kubernetes"]["featureGates"] = {"DynamicResourceAllocation": True}
+    assert "cluster/deviceclass-mig.yaml" in rendered(cluster)
 
 
 def test_sharing_becomes_the_drivers_opaque_config() -> None:
@@ -155,7 +178,9 @@ def test_quota_beyond_devices_is_an_error_because_claims_take_whole_devices() ->
 
 def test_dra_lab_example_renders_valid_manifests_for_kubernetes_1_34() -> None:
     for path, obj in _manifests(rendered(cluster_file("dra-lab"))).items():
-        if obj.get("kind") == "Kustomization":
+        # Kueue's objects and its Configuration are checked against Kueue's own schemas
+        # (tests/compiler/test_kueue.py).
+        if obj.get("kind") == "Kustomization" or "kueue.x-k8s.io/" in obj["apiVersion"]:
             continue
         try:
             kubernetes_validate.validate(obj, "1.34.0", strict=True)

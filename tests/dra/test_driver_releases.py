@@ -32,7 +32,7 @@ EXPRESSIBLE = [
     {
         "name": "l4",
         "select": {"model": "L4"},
-        "sharing": {"strategy": "time-slicing", "replicas": 2},
+        "sharing": {"strategy": "time-slicing"},
     },
     {"name": "pinned", "select": {"nodes": ["h100-a"], "indices": [1, 2]}},
     {"name": "slices", "select": {"migProfile": "1g.10gb", "nodes": ["h100-a"], "indices": [7]}},

@@ -12,6 +12,7 @@ from gpuconf.api.base import (
     KubernetesVersion,
     Model,
 )
+from gpuconf.api.cluster.kueue import Kueue
 from gpuconf.api.cluster.nvidia_components import Dra, MigManager, NvidiaPlugin
 from gpuconf.api.cluster.pool import NodePool
 from gpuconf.api.cluster.quota import NamespacePolicy, Quota
@@ -30,6 +31,10 @@ class Metadata(Model):
 class KubernetesTarget(Model):
     version: KubernetesVersion
     """Target Kubernetes minor version, quoted ("1.34"); decides the API versions emitted."""
+    feature_gates: dict[str, bool] = field(default_factory=dict)
+    """Feature gates the cluster's control plane and kubelets run with, where they differ from
+    the version's defaults: DRA on 1.32 and 1.33 needs DynamicResourceAllocation (and its API's
+    runtime-config); features that are alpha on the target (e.g. DRAExtendedResource) need theirs."""
 
 
 class Images(Model):
@@ -105,6 +110,9 @@ class ClusterSpec(Model):
     """NVIDIA's DRA driver (allocation: dra)."""
     mig_manager: MigManager = field(default_factory=MigManager)
     """Where the GPU Operator's MIG manager reads the MIG layouts."""
+    kueue: Kueue | None = None
+    """Quotas admitted by Kueue: ResourceFlavors per pool, a ClusterQueue per tenant and a
+    LocalQueue per quota namespace, from the same classes and quotas (docs/quotas.md)."""
     gpu_models: list[GpuModel] = field(default_factory=list)
     """GPU models the catalog lacks, usable wherever a catalog name is (names must not clash)."""
     node_pools: Annotated[list[NodePool], Limits(min_length=1)]

@@ -23,3 +23,6 @@ class Quota(Model):
     """Who owns the namespace (default: spec.namespacePolicy). create: gpuconf renders it;
     adopt: it exists already and gpuconf only adds its labels; external: gpuconf renders only
     the ResourceQuota. Argo CD and Flux never prune or delete a Namespace gpuconf renders."""
+    cluster_queue: DnsLabel | None = None
+    """With spec.kueue: the ClusterQueue (spec.kueue.clusterQueues[].name) this namespace's quota
+    joins; namespaces naming the same one share its quota. Default: one named after the namespace."""

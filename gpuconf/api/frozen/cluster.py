@@ -6,10 +6,11 @@ The core schema pydantic builds for Cluster, for pydantic-core to validate with 
 # mypy: ignore-errors
 
 from gpuconf.api.cluster.document import Cluster, ClusterSpec, Health, Images, KubernetesTarget, Metadata, Monitoring, NodeSettings, default_scrapers
+from gpuconf.api.cluster.kueue import BorrowWithinCohort, ClusterQueueSettings, Kueue, Preemption
 from gpuconf.api.cluster.nvidia_components import Dra, MigManager, NvidiaPlugin
 from gpuconf.api.cluster.pool import ContainerRuntime, DeclaredGpu, DeclaredNode, Driver, GpuShape, MigLayout, NodePool, Toleration
 from gpuconf.api.cluster.quota import Quota
-from gpuconf.api.cluster.resource_class import Mps, NoSharing, ResourceClass, Selector, TimeSlicing
+from gpuconf.api.cluster.resource_class import Claim, Mps, NoSharing, ResourceClass, Selector, TimeSlicing
 from gpuconf.api.frozen._shared import GPU_MODEL, PART_1, PART_10, PART_2, PART_3, PART_4, PART_5, PART_6, PART_7, PART_8, PART_9
 
 PART_11 = {
@@ -40,6 +41,24 @@ METADATA = {
     'ref': 'gpuconf.api.cluster.document.Metadata',
 }
 
+PART_12 = {
+    'type': 'model-field',
+    'schema': {
+        'type': 'default',
+        'schema': {
+            'type': 'dict',
+            'keys_schema': {
+                'type': 'str',
+            },
+            'values_schema': {
+                'type': 'bool',
+            },
+        },
+        'default_factory': dict,
+    },
+    'validation_alias': 'featureGates',
+}
+
 KUBERNETES_TARGET = {
     'type': 'model',
     'cls': KubernetesTarget,
@@ -54,6 +73,7 @@ KUBERNETES_TARGET = {
                 },
                 'validation_alias': 'version',
             },
+            'feature_gates': PART_12,
         },
         'model_name': 'KubernetesTarget',
         'extra_behavior': 'forbid',
@@ -126,7 +146,7 @@ IMAGES = {
     'ref': 'gpuconf.api.cluster.document.Images',
 }
 
-PART_12 = {
+PART_13 = {
     'type': 'default',
     'schema': {
         'type': 'nullable',
@@ -150,12 +170,12 @@ HEALTH = {
         'fields': {
             'ignored_xids': {
                 'type': 'model-field',
-                'schema': PART_12,
+                'schema': PART_13,
                 'validation_alias': 'ignoredXids',
             },
             'reset_xids': {
                 'type': 'model-field',
-                'schema': PART_12,
+                'schema': PART_13,
                 'validation_alias': 'resetXids',
             },
             'recover_after_seconds': {
@@ -289,7 +309,7 @@ NODE_SETTINGS = {
     'ref': 'gpuconf.api.cluster.document.NodeSettings',
 }
 
-PART_13 = {
+PART_14 = {
     'type': 'default',
     'schema': {
         'type': 'bool',
@@ -331,7 +351,7 @@ NVIDIA_PLUGIN = {
             },
             'rename_by_default': {
                 'type': 'model-field',
-                'schema': PART_13,
+                'schema': PART_14,
                 'validation_alias': 'renameByDefault',
             },
         },
@@ -372,23 +392,7 @@ DRA = {
                 },
                 'validation_alias': 'driverVersion',
             },
-            'feature_gates': {
-                'type': 'model-field',
-                'schema': {
-                    'type': 'default',
-                    'schema': {
-                        'type': 'dict',
-                        'keys_schema': {
-                            'type': 'str',
-                        },
-                        'values_schema': {
-                            'type': 'bool',
-                        },
-                    },
-                    'default_factory': dict,
-                },
-                'validation_alias': 'featureGates',
-            },
+            'feature_gates': PART_12,
         },
         'model_name': 'Dra',
         'extra_behavior': 'forbid',
@@ -442,6 +446,247 @@ MIG_MANAGER = {
         'strict': True,
     },
     'ref': 'gpuconf.api.cluster.nvidia_components.MigManager',
+}
+
+BORROW_WITHIN_COHORT = {
+    'type': 'model',
+    'cls': BorrowWithinCohort,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'policy': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'literal',
+                        'expected': [
+                            'Never',
+                            'LowerPriority',
+                        ],
+                    },
+                    'default': 'Never',
+                },
+                'validation_alias': 'policy',
+            },
+            'max_priority_threshold': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'int',
+                            'ge': -2147483647,
+                            'le': 2147483647,
+                        },
+                    },
+                    'default': None,
+                },
+                'validation_alias': 'maxPriorityThreshold',
+            },
+        },
+        'model_name': 'BorrowWithinCohort',
+        'extra_behavior': 'forbid',
+    },
+    'config': {
+        'title': 'BorrowWithinCohort',
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+    },
+    'ref': 'gpuconf.api.cluster.kueue.BorrowWithinCohort',
+}
+
+PREEMPTION = {
+    'type': 'model',
+    'cls': Preemption,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'reclaim_within_cohort': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'literal',
+                        'expected': [
+                            'Never',
+                            'LowerPriority',
+                            'Any',
+                        ],
+                    },
+                    'default': 'Any',
+                },
+                'validation_alias': 'reclaimWithinCohort',
+            },
+            'within_cluster_queue': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'literal',
+                        'expected': [
+                            'Never',
+                            'LowerPriority',
+                            'LowerOrNewerEqualPriority',
+                        ],
+                    },
+                    'default': 'LowerPriority',
+                },
+                'validation_alias': 'withinClusterQueue',
+            },
+            'borrow_within_cohort': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': BORROW_WITHIN_COHORT,
+                    },
+                    'default': None,
+                },
+                'validation_alias': 'borrowWithinCohort',
+            },
+        },
+        'model_name': 'Preemption',
+        'extra_behavior': 'forbid',
+    },
+    'config': {
+        'title': 'Preemption',
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+    },
+    'ref': 'gpuconf.api.cluster.kueue.Preemption',
+}
+
+PART_15 = {
+    'type': 'default',
+    'schema': {
+        'type': 'nullable',
+        'schema': {
+            'type': 'dict',
+            'keys_schema': {
+                'type': 'str',
+                'pattern': '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$',
+            },
+            'values_schema': {
+                'type': 'int',
+                'ge': 0,
+                'le': 1000000,
+            },
+        },
+    },
+    'default': None,
+}
+
+CLUSTER_QUEUE_SETTINGS = {
+    'type': 'model',
+    'cls': ClusterQueueSettings,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'name': PART_11,
+            'borrowing_limit': {
+                'type': 'model-field',
+                'schema': PART_15,
+                'validation_alias': 'borrowingLimit',
+            },
+            'lending_limit': {
+                'type': 'model-field',
+                'schema': PART_15,
+                'validation_alias': 'lendingLimit',
+            },
+            'preemption': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': PREEMPTION,
+                    'default_factory': Preemption,
+                },
+                'validation_alias': 'preemption',
+            },
+        },
+        'model_name': 'ClusterQueueSettings',
+        'extra_behavior': 'forbid',
+    },
+    'config': {
+        'title': 'ClusterQueueSettings',
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+    },
+    'ref': 'gpuconf.api.cluster.kueue.ClusterQueueSettings',
+}
+
+PART_16 = {
+    'type': 'default',
+    'schema': {
+        'type': 'nullable',
+        'schema': {
+            'type': 'str',
+            'pattern': '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$',
+        },
+    },
+    'default': None,
+}
+
+KUEUE = {
+    'type': 'model',
+    'cls': Kueue,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'version': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'literal',
+                    'expected': [
+                        'v0.13.10',
+                        'v0.14.8',
+                        'v0.19.2',
+                    ],
+                },
+                'validation_alias': 'version',
+            },
+            'cohort': {
+                'type': 'model-field',
+                'schema': PART_16,
+                'validation_alias': 'cohort',
+            },
+            'local_queue': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'str',
+                        'pattern': '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$',
+                    },
+                    'default': 'default',
+                },
+                'validation_alias': 'localQueue',
+            },
+            'feature_gates': PART_12,
+            'cluster_queues': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'list',
+                        'items_schema': CLUSTER_QUEUE_SETTINGS,
+                    },
+                    'default_factory': list,
+                },
+                'validation_alias': 'clusterQueues',
+            },
+        },
+        'model_name': 'Kueue',
+        'extra_behavior': 'forbid',
+    },
+    'config': {
+        'title': 'Kueue',
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+    },
+    'ref': 'gpuconf.api.cluster.kueue.Kueue',
 }
 
 TOLERATION = {
@@ -552,7 +797,7 @@ CONTAINER_RUNTIME = {
             'engine': PART_6,
             'set_as_default': {
                 'type': 'model-field',
-                'schema': PART_13,
+                'schema': PART_14,
                 'validation_alias': 'setAsDefault',
             },
             'binary_path': {
@@ -943,7 +1188,7 @@ NODE_POOL = {
     'ref': 'gpuconf.api.cluster.pool.NodePool',
 }
 
-PART_14 = {
+PART_17 = {
     'type': 'model-field',
     'schema': {
         'type': 'default',
@@ -963,7 +1208,22 @@ PART_14 = {
     'validation_alias': 'indices',
 }
 
-PART_15 = {
+PART_18 = {
+    'type': 'default',
+    'schema': {
+        'type': 'nullable',
+        'schema': {
+            'type': 'list',
+            'items_schema': {
+                'type': 'str',
+                'pattern': '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$',
+            },
+        },
+    },
+    'default': None,
+}
+
+PART_19 = {
     'type': 'literal',
     'expected': [
         'Kepler',
@@ -1028,20 +1288,7 @@ SELECTOR = {
             },
             'pools': {
                 'type': 'model-field',
-                'schema': {
-                    'type': 'default',
-                    'schema': {
-                        'type': 'nullable',
-                        'schema': {
-                            'type': 'list',
-                            'items_schema': {
-                                'type': 'str',
-                                'pattern': '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$',
-                            },
-                        },
-                    },
-                    'default': None,
-                },
+                'schema': PART_18,
                 'validation_alias': 'pools',
             },
             'nodes': {
@@ -1063,7 +1310,7 @@ SELECTOR = {
                 },
                 'validation_alias': 'nodes',
             },
-            'indices': PART_14,
+            'indices': PART_17,
             'mig_profile': {
                 'type': 'model-field',
                 'schema': {
@@ -1088,10 +1335,10 @@ SELECTOR = {
                         'schema': {
                             'type': 'union',
                             'choices': [
-                                PART_15,
+                                PART_19,
                                 {
                                     'type': 'list',
-                                    'items_schema': PART_15,
+                                    'items_schema': PART_19,
                                 },
                             ],
                         },
@@ -1189,9 +1436,16 @@ TIME_SLICING = {
             'replicas': {
                 'type': 'model-field',
                 'schema': {
-                    'type': 'int',
-                    'ge': 2,
-                    'le': 64,
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'int',
+                            'ge': 2,
+                            'le': 64,
+                        },
+                    },
+                    'default': None,
                 },
                 'validation_alias': 'replicas',
             },
@@ -1227,9 +1481,16 @@ MPS = {
             'replicas': {
                 'type': 'model-field',
                 'schema': {
-                    'type': 'int',
-                    'ge': 2,
-                    'le': 48,
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'int',
+                            'ge': 2,
+                            'le': 48,
+                        },
+                    },
+                    'default': None,
                 },
                 'validation_alias': 'replicas',
             },
@@ -1275,6 +1536,77 @@ MPS = {
         'strict': True,
     },
     'ref': 'gpuconf.api.cluster.resource_class.Mps',
+}
+
+CLAIM = {
+    'type': 'model',
+    'cls': Claim,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'count': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'int',
+                        'ge': 1,
+                        'le': 64,
+                    },
+                    'default': 1,
+                },
+                'validation_alias': 'count',
+            },
+            'allocation_mode': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'literal',
+                        'expected': [
+                            'ExactCount',
+                            'All',
+                        ],
+                    },
+                    'default': 'ExactCount',
+                },
+                'validation_alias': 'allocationMode',
+            },
+            'first_available': {
+                'type': 'model-field',
+                'schema': PART_18,
+                'validation_alias': 'firstAvailable',
+            },
+            'match_attribute': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'str',
+                            'max_length': 317,
+                        },
+                    },
+                    'default': None,
+                },
+                'validation_alias': 'matchAttribute',
+            },
+            'extended_resource': {
+                'type': 'model-field',
+                'schema': PART_1,
+                'validation_alias': 'extendedResource',
+            },
+        },
+        'model_name': 'Claim',
+        'extra_behavior': 'forbid',
+    },
+    'config': {
+        'title': 'Claim',
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+    },
+    'ref': 'gpuconf.api.cluster.resource_class.Claim',
 }
 
 RESOURCE_CLASS = {
@@ -1337,6 +1669,18 @@ RESOURCE_CLASS = {
                 'validation_alias': 'sharing',
             },
             'allocation_policy': PART_5,
+            'claim': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': CLAIM,
+                    },
+                    'default': None,
+                },
+                'validation_alias': 'claim',
+            },
             'overcommit': {
                 'type': 'model-field',
                 'schema': PART_1,
@@ -1354,7 +1698,7 @@ RESOURCE_CLASS = {
     'ref': 'gpuconf.api.cluster.resource_class.ResourceClass',
 }
 
-PART_16 = {
+PART_20 = {
     'type': 'literal',
     'expected': [
         'create',
@@ -1400,11 +1744,16 @@ QUOTA = {
                     'type': 'default',
                     'schema': {
                         'type': 'nullable',
-                        'schema': PART_16,
+                        'schema': PART_20,
                     },
                     'default': None,
                 },
                 'validation_alias': 'namespacePolicy',
+            },
+            'cluster_queue': {
+                'type': 'model-field',
+                'schema': PART_16,
+                'validation_alias': 'clusterQueue',
             },
         },
         'model_name': 'Quota',
@@ -1529,6 +1878,18 @@ CLUSTER_SPEC = {
                 },
                 'validation_alias': 'migManager',
             },
+            'kueue': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': KUEUE,
+                    },
+                    'default': None,
+                },
+                'validation_alias': 'kueue',
+            },
             'gpu_models': {
                 'type': 'model-field',
                 'schema': {
@@ -1578,7 +1939,7 @@ CLUSTER_SPEC = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': PART_16,
+                    'schema': PART_20,
                     'default': 'create',
                 },
                 'validation_alias': 'namespacePolicy',
@@ -1689,7 +2050,7 @@ MIG_LAYOUT = {
                 },
                 'validation_alias': 'layout',
             },
-            'indices': PART_14,
+            'indices': PART_17,
         },
         'model_name': 'MigLayout',
         'extra_behavior': 'forbid',

@@ -70,15 +70,22 @@ def plan(
     by_pool = _classes_by_pool(validated.classes)
     for pool in spec.node_pools:
         artifacts += _pool_artifacts(validated, pool, by_pool.get(pool.name, ()))
+    admitted = None
+    if spec.kueue is not None:
+        # Imported here: only clusters whose quotas Kueue admits build its queues.
+        from gpuconf.compiler.plan.kueue import kueue_objects
+
+        found, admitted = kueue_objects(cluster, validated.classes)
+        artifacts += found
     if spec.allocation == "dra":
         # Imported here: the DRA device model and CEL selectors are a device-plugin cluster's
         # largest needless import.
         from gpuconf.compiler.plan.dra import dra_objects, dra_quota_key
 
         artifacts += dra_objects(cluster, validated.classes, validated.catalog)
-        artifacts += quotas(cluster, validated.classes, quota_key=dra_quota_key)
+        artifacts += quotas(cluster, validated.classes, dra_quota_key, admitted)
     else:
-        artifacts += quotas(cluster, validated.classes)
+        artifacts += quotas(cluster, validated.classes, admitted=admitted)
     artifacts += mig_manager_config_map(cluster, validated.inventory)
     artifacts.append(readme(validated, source, mig_rows(cluster, validated.inventory)))
     artifacts.append(kustomization(artifacts))

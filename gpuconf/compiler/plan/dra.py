@@ -6,23 +6,22 @@ from typing import Any
 
 from gpuconf.api.base import kubernetes_minor
 from gpuconf.api.cluster import Cluster
+from gpuconf.api.cluster.resource_class import Claim
 from gpuconf.compiler.dra.devices import DRIVER
+from gpuconf.compiler.dra.kubernetes_gates import dra_api_version
 from gpuconf.compiler.dra.selector import cel_selector
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.gpus.catalog import Catalog
-from gpuconf.gpus.dra_attributes import attribute_set
+from gpuconf.gpus.dra_attributes import attribute_set, qualified_name
 
 CONFIG_API_VERSION = "resource.nvidia.com/v1beta1"
 CLAIM_REQUEST = "gpu"
 
 
 def resource_api_version(kubernetes: str) -> str:
-    """resource.k8s.io is v1beta1 in 1.32, v1beta2 in 1.33 and v1 (GA) from 1.34."""
-    minor = kubernetes_minor(kubernetes)
-    version = "v1beta1" if minor <= 32 else "v1beta2" if minor == 33 else "v1"
-    return f"resource.k8s.io/{version}"
+    return dra_api_version(kubernetes_minor(kubernetes))
 
 
 def dra_quota_key(resolved: ResolvedClass) -> str:
@@ -41,9 +40,9 @@ def _driver_config(resolved: ResolvedClass) -> dict[str, Any] | None:
         if kind == "GpuConfig":
             settings["timeSlicingConfig"] = {"interval": "Default"}
     else:
-        mps: dict[str, Any] = {
-            "defaultPinnedDeviceMemoryLimit": f"{resolved.mps_memory_limit_mib}Mi"
-        }
+        mps: dict[str, Any] = {}
+        if sharing.memory_limit_mi_b is not None:
+            mps["defaultPinnedDeviceMemoryLimit"] = f"{sharing.memory_limit_mi_b}Mi"
         if sharing.active_thread_percentage is not None:
             mps["defaultActiveThreadPercentage"] = sharing.active_thread_percentage
         settings = {"strategy": "MPS", "mpsConfig": mps}
@@ -55,6 +54,7 @@ def device_class(cluster: Cluster, resolved: ResolvedClass, catalog: Catalog) ->
     expression = cel_selector(
         resolved, catalog, attribute_set(cluster.spec.dra.driver_version)
     ).expression
+    claim = resolved.spec.claim
     return manifest(
         f"cluster/deviceclass-{resolved.name}.yaml",
         "deviceclass.yaml.j2",
@@ -65,18 +65,48 @@ def device_class(cluster: Cluster, resolved: ResolvedClass, catalog: Catalog) ->
             "expression": expression,
             "driver": DRIVER,
             "parameters": _driver_config(resolved),
+            "extended_resource_name": resolved.resource_name
+            if claim is not None and claim.extended_resource
+            else None,
         },
         source=("spec", "resourceClasses", resolved.index),
     )
 
 
+def _devices(claim: Claim | None, device_class: str) -> dict[str, Any]:
+    """What one request (or sub-request) asks of a device class."""
+    asked: dict[str, Any] = {"deviceClassName": device_class}
+    if claim is not None and claim.allocation_mode == "All":
+        asked["allocationMode"] = "All"
+    elif claim is not None and claim.count > 1:
+        asked["count"] = claim.count
+    return asked
+
+
+def _request(resolved: ResolvedClass, api_version: str) -> dict[str, Any]:
+    claim = resolved.spec.claim
+    request: dict[str, Any] = {"name": CLAIM_REQUEST}
+    if claim is not None and claim.first_available:
+        # One sub-request per class, in order; the scheduler takes the first it can satisfy.
+        request["firstAvailable"] = [
+            {"name": name, **_devices(claim, name)}
+            for name in [resolved.name, *claim.first_available]
+        ]
+    elif api_version.endswith("/v1beta1"):
+        request.update(_devices(claim, resolved.name))
+    else:
+        request["exactly"] = _devices(claim, resolved.name)
+    return request
+
+
 def claim_template(cluster: Cluster, resolved: ResolvedClass, namespace: str) -> Artifact:
     api_version = resource_api_version(cluster.spec.kubernetes.version)
-    request: dict[str, Any] = {"name": CLAIM_REQUEST}
-    if api_version.endswith("/v1beta1"):
-        request["deviceClassName"] = resolved.name
-    else:
-        request["exactly"] = {"deviceClassName": resolved.name}
+    claim = resolved.spec.claim
+    constraints = None
+    if claim is not None and claim.match_attribute is not None:
+        constraints = [
+            {"requests": [CLAIM_REQUEST], "matchAttribute": qualified_name(claim.match_attribute)}
+        ]
     return manifest(
         f"claims/{namespace}/{resolved.name}.yaml",
         "resourceclaimtemplate.yaml.j2",
@@ -86,7 +116,8 @@ def claim_template(cluster: Cluster, resolved: ResolvedClass, namespace: str) ->
             "meta": metadata(
                 cluster, resolved.name, "claim-template", namespace=namespace, wave=WAVE_CONFIG
             ),
-            "requests": [request],
+            "requests": [_request(resolved, api_version)],
+            "constraints": constraints,
         },
         source=("spec", "resourceClasses", resolved.index),
     )

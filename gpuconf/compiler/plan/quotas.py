@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.plan.artifact import Artifact, manifest
@@ -20,13 +20,23 @@ def quotas(
     cluster: Cluster,
     classes: tuple[ResolvedClass, ...],
     quota_key: Callable[[ResolvedClass], str] = device_plugin_quota_key,
+    admitted: Mapping[tuple[str, str], int] | None = None,
 ) -> list[Artifact]:
+    """`admitted`: (namespace, class) -> what Kueue may admit there, when Kueue admits: the
+    ResourceQuota is then the backstop for pods outside Kueue, never refusing what Kueue admitted
+    (a queue's namespaces share its nominal quota and what it may borrow)."""
     by_name = {c.name: c for c in classes}
     artifacts = []
     for index, quota in enumerate(cluster.spec.quotas):
         # Classes that share a resource name (NVIDIA's plugin on different pools) share its quota.
         totals: dict[str, int] = {}
-        for name, count in quota.classes.items():
+        counts = (
+            quota.classes
+            if admitted is None
+            # Every class of the namespace's queue: Kueue admits any of them there.
+            else {c: n for (ns, c), n in admitted.items() if ns == quota.namespace}
+        )
+        for name, count in counts.items():
             key = quota_key(by_name[name])
             totals[key] = totals.get(key, 0) + count
         hard = {key: str(total) for key, total in totals.items()}

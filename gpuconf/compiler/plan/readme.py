@@ -53,6 +53,21 @@ def _pools(validated: Validated) -> list[dict[str, Any]]:
     return rows
 
 
+def _kueue(validated: Validated) -> dict[str, Any] | None:
+    """What the Kueue section says: where the queues are, and whether DRA needs Kueue's
+    Configuration merged (kueue-configuration.yaml)."""
+    cluster = validated.cluster
+    kueue = cluster.spec.kueue
+    if kueue is None:
+        return None
+    return {
+        "cohort": kueue.cohort or cluster.metadata.name,
+        "local_queue": kueue.local_queue,
+        "version": kueue.version,
+        "dra": cluster.spec.allocation == "dra",
+    }
+
+
 def readme(validated: Validated, source: str, mig_rows: list[dict[str, Any]]) -> Artifact:
     cluster = validated.cluster
     spec = cluster.spec
@@ -65,6 +80,7 @@ def readme(validated: Validated, source: str, mig_rows: list[dict[str, Any]]) ->
         "pools": _pools(validated),
         "classes": [row._asdict() for row in class_rows(validated)],
         "dra": _dra_driver(validated),
+        "kueue": _kueue(validated),
         "mig": {
             "config_map": spec.mig_manager.config_map_name,
             "namespace": spec.mig_manager.namespace,

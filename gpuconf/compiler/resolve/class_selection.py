@@ -64,7 +64,7 @@ class ResolvedClass:
 
     @property
     def replicas(self) -> int:
-        return getattr(self.spec.sharing, "replicas", 1)
+        return getattr(self.spec.sharing, "replicas", None) or 1
 
     @property
     def devices(self) -> int:
@@ -75,6 +75,11 @@ class ResolvedClass:
     def capacity(self) -> int:
         """What the scheduler can hand out: devices × replicas (devices alone under DRA)."""
         return self.devices if self.claims_take_whole_devices else self.devices * self.replicas
+
+    def capacity_in(self, pool: str) -> int:
+        """The share of `capacity` on one pool's nodes."""
+        devices = sum(m.group.size * m.units for m in self.members_in(pool))
+        return devices if self.claims_take_whole_devices else devices * self.replicas
 
     @property
     def pools(self) -> list[str]:

@@ -10,6 +10,7 @@ from gpuconf.compiler.rules import (
     gpu_models,
     jetson_sharing,
     kubernetes_version,
+    kueue,
     mig,
     mps,
     names,
@@ -19,6 +20,7 @@ from gpuconf.compiler.rules import (
     platforms,
     pools,
     quotas,
+    sharing_replicas,
 )
 from gpuconf.compiler.rules.context import RuleContext
 from gpuconf.diagnostics import Diagnostic
@@ -35,10 +37,12 @@ DOCUMENT_RULES: tuple[Rule, ...] = (
     platforms.check,
     kubernetes_version.check,
     node_settings.check,
+    sharing_replicas.check,
 )
 INVENTORY_RULES: tuple[Rule, ...] = (
     classes.check,
     quotas.check,
+    kueue.check,
     nvidia_plugin.check,
     mig.check,
     mps.check,

@@ -138,7 +138,9 @@ def _sharing(ctx: RuleContext, resolved: ResolvedClass) -> Iterator[Diagnostic]:
             yield ctx.error(
                 (*path, "memoryLimitMiB"),
                 f"{sharing.memory_limit_mi_b} MiB per client is more than a {member.gpu.model.name} has ({memory} MiB)",
-                f"at most {memory // sharing.replicas} MiB gives each of the {sharing.replicas} clients its share",
+                f"at most {memory // resolved.replicas} MiB gives each of the {resolved.replicas} clients its share"
+                if sharing.replicas
+                else f"at most {memory} MiB",
             )
             return
 

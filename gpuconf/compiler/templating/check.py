@@ -15,6 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from gpuconf.compiler.strict_schema import strict
 from gpuconf.compiler.templating.engine import TemplateFailed, TemplateSource, template_line
 from gpuconf.diagnostics import format_path
 from gpuconf.formats.located_yaml import LoadFailed, Located, parse_text
@@ -156,18 +157,6 @@ def checked_json(text: str, chain: Chain) -> str:
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def _strict(schema: Any) -> Any:
-    """The CRD schema as a strict API server applies it: unknown fields are errors."""
-    if isinstance(schema, list):
-        return [_strict(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    strict = {k: _strict(v) if k != "enum" else v for k, v in schema.items()}
-    if "properties" in strict and not strict.get("x-kubernetes-preserve-unknown-fields"):
-        strict.setdefault("additionalProperties", False)
-    return strict
-
-
 @cache
 def _crd_files() -> dict[tuple[str, str], Path]:
     found = {}
@@ -189,4 +178,4 @@ def crd_validator(api_version: str, kind: str) -> Any:
         return None
     import jsonschema  # only where such a kind is rendered
 
-    return jsonschema.Draft7Validator(_strict(crd["schema"]))
+    return jsonschema.Draft7Validator(strict(crd["schema"]))

@@ -1,0 +1,44 @@
+"""Kubernetes' DRA feature gates: from which minor each exists, and where it is on by default.
+
+Read from k8s.io/kubernetes `pkg/features/kube_features.go` at v1.34.4 and v1.35.4 (the Go module
+proxy's source of each release). Minors after 1.35 are taken to keep 1.35's defaults: a gate
+that is on stays on, and one that is off is declared where a cluster uses it. Only the gates
+behind what gpuconf renders are here: it renders no adminAccess, partitionable devices
+(DRAPartitionableDevices, alpha from 1.33) or consumable capacity (DRAConsumableCapacity, alpha
+from 1.34)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Gate(NamedTuple):
+    name: str
+    since: int
+    """The first minor that has the gate (and the API fields behind it)."""
+    on_from: int | None
+    """The first minor where it is on by default; None while it is off everywhere."""
+
+    def on_by_default(self, minor: int) -> bool:
+        return self.on_from is not None and minor >= self.on_from
+
+    def stage(self, minor: int) -> str:
+        """alpha or beta, as the release calls the gate; "GA" once the feature is on for good."""
+        if self.on_by_default(minor):
+            return "GA" if self is DYNAMIC_RESOURCE_ALLOCATION and minor >= 34 else "beta"
+        return "beta" if self is DYNAMIC_RESOURCE_ALLOCATION else "alpha"
+
+
+# Beta and off in 1.32 and 1.33 (with the resource.k8s.io API, v1beta1 and v1beta2, which the
+# API server serves only with --runtime-config); GA and on from 1.34.
+DYNAMIC_RESOURCE_ALLOCATION = Gate("DynamicResourceAllocation", 26, 34)
+# firstAvailable in a device request: alpha in 1.33, beta and on from 1.34.
+PRIORITIZED_LIST = Gate("DRAPrioritizedList", 33, 34)
+# A DeviceClass's extendedResourceName: alpha (off) from 1.34.
+EXTENDED_RESOURCE = Gate("DRAExtendedResource", 34, None)
+
+
+def dra_api_version(minor: int) -> str:
+    """resource.k8s.io is v1beta1 in 1.32, v1beta2 in 1.33 and v1 (GA) from 1.34."""
+    version = "v1beta1" if minor <= 32 else "v1beta2" if minor == 33 else "v1"
+    return f"resource.k8s.io/{version}"

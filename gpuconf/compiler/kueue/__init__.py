@@ -1,0 +1,1 @@
+"""Kueue: the queues built from a cluster's classes and quotas, and the release they are checked against."""
