@@ -9,10 +9,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from gpuconf.api.cluster import Cluster
+from gpuconf.api.cluster.pool import POOL_LABEL
 from gpuconf.compiler.explain import ClassRow, class_rows
 from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.pod import node_selector
 from gpuconf.compiler.resolve.declared_inventory import pool_size
+from gpuconf.compiler.rules.node_selection import relabel_command
 from gpuconf.compiler.validate import Validated
 from gpuconf.gpus.dra_attributes import SHARING_GATES, attribute_set
 
@@ -52,6 +54,33 @@ def _pool_rows(validated: Validated) -> str:
         gpus = f"{'/'.join(map(str, counts))} × {model}"
         rows.append(_row(pool.name, pool_size(pool), gpus, pool.runtime.engine, f"`{selector}`"))
     return "".join(rows)
+
+
+def _pool_label_section(cluster: Cluster) -> str:
+    """How the nodes of pools that select by gpuconf's pool label get it: the user writes it."""
+    lines = []
+    for pool in cluster.spec.node_pools:
+        if pool.node_selector:
+            continue
+        if pool.nodes and pool_size(pool) == len(pool.nodes):
+            lines.append(f"{relabel_command(pool)}\n")
+        else:
+            lines.append(
+                f"kubectl label nodes NODE… {POOL_LABEL}={pool.name}"
+                f"   # the pool's {pool_size(pool)} nodes\n"
+            )
+    if not lines:
+        return ""
+    return f"""
+## Node labels
+
+Pools without a `nodeSelector` run on the nodes labelled `{POOL_LABEL}=<pool>`. Only you write
+that label, so nothing NVIDIA's components do (GPU Feature Discovery renaming
+`nvidia.com/gpu.product`, `helm uninstall` of NVIDIA's chart) moves a node out of its pool:
+
+```sh
+{"".join(lines)}```
+"""
 
 
 def _class_rows(rows: Iterable[ClassRow]) -> str:
@@ -128,7 +157,7 @@ Target: Kubernetes {spec.kubernetes.version}, allocation `{spec.allocation}`{plu
 
 | class | requested as | devices | replicas | capacity | quota | headroom |
 |---|---|---|---|---|---|---|
-{_class_rows(class_rows(validated))}{_dra_section(dra) if dra else ""}{_mig_section(cluster, mig_rows) if mig_rows else ""}
+{_class_rows(class_rows(validated))}{_pool_label_section(cluster)}{_dra_section(dra) if dra else ""}{_mig_section(cluster, mig_rows) if mig_rows else ""}
 ## Files
 
 - `kustomization.yaml` lists every manifest; point Argo CD or Flux at this folder.
