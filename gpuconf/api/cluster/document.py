@@ -12,7 +12,7 @@ from gpuconf.api.base import (
     KubernetesVersion,
     Model,
 )
-from gpuconf.api.cluster.nvidia_components import Dra, MigManager, NvidiaPlugin
+from gpuconf.api.cluster.nvidia_components import Dra, GpuOperator, MigManager, NvidiaPlugin
 from gpuconf.api.cluster.pool import NodePool
 from gpuconf.api.cluster.quota import NamespacePolicy, Quota
 from gpuconf.api.cluster.resource_class import ResourceClass
@@ -105,6 +105,9 @@ class ClusterSpec(Model):
     """NVIDIA's DRA driver (allocation: dra)."""
     mig_manager: MigManager = field(default_factory=MigManager)
     """Where the GPU Operator's MIG manager reads the MIG layouts."""
+    gpu_operator: GpuOperator | None = None
+    """The GPU Operator, when the cluster runs it: gpuconf renders its Helm values and
+    ClusterPolicy patch turning off what gpuconf's pools replace and handing MIG to it."""
     gpu_models: list[GpuModel] = field(default_factory=list)
     """GPU models the catalog lacks, usable wherever a catalog name is (names must not clash)."""
     node_pools: Annotated[list[NodePool], Limits(min_length=1)]

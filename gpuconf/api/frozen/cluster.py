@@ -6,7 +6,7 @@ The core schema pydantic builds for Cluster, for pydantic-core to validate with 
 # mypy: ignore-errors
 
 from gpuconf.api.cluster.document import Cluster, ClusterSpec, Health, Images, KubernetesTarget, Metadata, Monitoring, NodeSettings, default_scrapers
-from gpuconf.api.cluster.nvidia_components import Dra, MigManager, NvidiaPlugin
+from gpuconf.api.cluster.nvidia_components import Dra, GpuOperator, MigManager, NvidiaPlugin
 from gpuconf.api.cluster.pool import ContainerRuntime, DeclaredGpu, DeclaredNode, Driver, GpuShape, MigLayout, NodePool, Toleration
 from gpuconf.api.cluster.quota import Quota
 from gpuconf.api.cluster.resource_class import Mps, NoSharing, ResourceClass, Selector, TimeSlicing
@@ -401,24 +401,26 @@ DRA = {
     'ref': 'gpuconf.api.cluster.nvidia_components.Dra',
 }
 
+PART_14 = {
+    'type': 'model-field',
+    'schema': {
+        'type': 'default',
+        'schema': {
+            'type': 'str',
+            'pattern': '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$',
+        },
+        'default': 'gpu-operator',
+    },
+    'validation_alias': 'namespace',
+}
+
 MIG_MANAGER = {
     'type': 'model',
     'cls': MigManager,
     'schema': {
         'type': 'model-fields',
         'fields': {
-            'namespace': {
-                'type': 'model-field',
-                'schema': {
-                    'type': 'default',
-                    'schema': {
-                        'type': 'str',
-                        'pattern': '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$',
-                    },
-                    'default': 'gpu-operator',
-                },
-                'validation_alias': 'namespace',
-            },
+            'namespace': PART_14,
             'config_map_name': {
                 'type': 'model-field',
                 'schema': {
@@ -442,6 +444,43 @@ MIG_MANAGER = {
         'strict': True,
     },
     'ref': 'gpuconf.api.cluster.nvidia_components.MigManager',
+}
+
+GPU_OPERATOR = {
+    'type': 'model',
+    'cls': GpuOperator,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'version': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'literal',
+                    'expected': [
+                        'v25.3.4',
+                        'v25.10.1',
+                        'v26.3.3',
+                        'v26.7.0',
+                    ],
+                },
+                'validation_alias': 'version',
+            },
+            'namespace': PART_14,
+            'device_plugin': {
+                'type': 'model-field',
+                'schema': PART_1,
+                'validation_alias': 'devicePlugin',
+            },
+        },
+        'model_name': 'GpuOperator',
+        'extra_behavior': 'forbid',
+    },
+    'config': {
+        'title': 'GpuOperator',
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+    },
+    'ref': 'gpuconf.api.cluster.nvidia_components.GpuOperator',
 }
 
 TOLERATION = {
@@ -943,7 +982,7 @@ NODE_POOL = {
     'ref': 'gpuconf.api.cluster.pool.NodePool',
 }
 
-PART_14 = {
+PART_15 = {
     'type': 'model-field',
     'schema': {
         'type': 'default',
@@ -963,7 +1002,7 @@ PART_14 = {
     'validation_alias': 'indices',
 }
 
-PART_15 = {
+PART_16 = {
     'type': 'literal',
     'expected': [
         'Kepler',
@@ -1063,7 +1102,7 @@ SELECTOR = {
                 },
                 'validation_alias': 'nodes',
             },
-            'indices': PART_14,
+            'indices': PART_15,
             'mig_profile': {
                 'type': 'model-field',
                 'schema': {
@@ -1088,10 +1127,10 @@ SELECTOR = {
                         'schema': {
                             'type': 'union',
                             'choices': [
-                                PART_15,
+                                PART_16,
                                 {
                                     'type': 'list',
-                                    'items_schema': PART_15,
+                                    'items_schema': PART_16,
                                 },
                             ],
                         },
@@ -1354,7 +1393,7 @@ RESOURCE_CLASS = {
     'ref': 'gpuconf.api.cluster.resource_class.ResourceClass',
 }
 
-PART_16 = {
+PART_17 = {
     'type': 'literal',
     'expected': [
         'create',
@@ -1400,7 +1439,7 @@ QUOTA = {
                     'type': 'default',
                     'schema': {
                         'type': 'nullable',
-                        'schema': PART_16,
+                        'schema': PART_17,
                     },
                     'default': None,
                 },
@@ -1529,6 +1568,18 @@ CLUSTER_SPEC = {
                 },
                 'validation_alias': 'migManager',
             },
+            'gpu_operator': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': GPU_OPERATOR,
+                    },
+                    'default': None,
+                },
+                'validation_alias': 'gpuOperator',
+            },
             'gpu_models': {
                 'type': 'model-field',
                 'schema': {
@@ -1578,7 +1629,7 @@ CLUSTER_SPEC = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': PART_16,
+                    'schema': PART_17,
                     'default': 'create',
                 },
                 'validation_alias': 'namespacePolicy',
@@ -1674,7 +1725,7 @@ MIG_LAYOUT = {
                 },
                 'validation_alias': 'layout',
             },
-            'indices': PART_14,
+            'indices': PART_15,
         },
         'model_name': 'MigLayout',
         'extra_behavior': 'forbid',
