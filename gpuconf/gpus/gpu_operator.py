@@ -64,30 +64,42 @@ FIRST_WAITING = min(
 )
 
 
-def pool_deploy_labels(release: str, *, mig: bool, operator_device_plugin: bool) -> dict[str, str]:
-    """The `nvidia.com/gpu.deploy.*` labels a gpuconf pool's nodes carry beside the Operator.
+def pool_deploy_labels(
+    release: str | None, *, mig: bool, driver_managed: bool, operator_device_plugin: bool
+) -> dict[str, str]:
+    """The `nvidia.com/gpu.deploy.*` labels a gpuconf pool's nodes carry.
 
-    `mig`: the pool declares a MIG layout, so the MIG manager must run there and gpuconf's
-    plugin pods must be among the clients it stops. `operator_device_plugin`: the Operator's
-    own device plugin stays enabled for other nodes, so this node must say false to it (and
-    gpuconf's plugin selects that false, so the two never share a node)."""
-    labels = {
-        label: "false"
-        for section, label in REPLACED_OPERANDS.items()
-        if section != "devicePlugin" or operator_device_plugin
-    }
-    labels[MIG_MANAGER_DEPLOY] = "true" if mig else "false"
-    if mig and RELEASES[release].waits_for_clients:
+    `release`: the GPU Operator's, None without it. `mig`: the pool declares a MIG layout, so
+    the MIG manager must run there and gpuconf's plugin pods must be among the clients it
+    stops. `driver_managed`: gpuconf's driver installer runs there with NVIDIA's
+    k8s-driver-manager, which from v0.12.0 stops the same clients by the same label
+    (cmd/driver-manager/main.go `nvidiaGPUClientDeployLabel`). `operator_device_plugin`: the
+    Operator's own device plugin stays enabled for other nodes, so this node must say false to
+    it (and gpuconf's plugin selects that false, so the two never share a node)."""
+    labels: dict[str, str] = {}
+    if release is not None:
+        labels = {
+            label: "false"
+            for section, label in REPLACED_OPERANDS.items()
+            if section != "devicePlugin" or operator_device_plugin
+        }
+        labels[MIG_MANAGER_DEPLOY] = "true" if mig else "false"
+    if driver_managed or (mig and release is not None and RELEASES[release].waits_for_clients):
         labels[CLIENT_DEPLOY] = "true"
     return dict(sorted(labels.items()))
 
 
 def client_node_selector(
-    release: str, *, mig: bool, operator_device_plugin: bool
+    release: str | None, *, mig: bool, driver_managed: bool, operator_device_plugin: bool
 ) -> dict[str, str]:
     """What a gpuconf GPU-client DaemonSet (its plugin, NVIDIA's plugin, the MPS daemon) adds to
-    its nodeSelector beside the Operator: the labels of `pool_deploy_labels` that must hold for
-    it to run, which is also what makes the MIG manager wait for it."""
-    labels = pool_deploy_labels(release, mig=mig, operator_device_plugin=operator_device_plugin)
+    its nodeSelector: the labels of `pool_deploy_labels` that must hold for it to run, which is
+    also what makes the MIG manager and the driver manager wait for it."""
+    labels = pool_deploy_labels(
+        release,
+        mig=mig,
+        driver_managed=driver_managed,
+        operator_device_plugin=operator_device_plugin,
+    )
     wanted = (CLIENT_DEPLOY, DEVICE_PLUGIN_DEPLOY)
     return {k: v for k, v in labels.items() if k in wanted}

@@ -111,7 +111,9 @@ def test_without_mig_the_mig_manager_is_off() -> None:
 def test_keeping_the_operator_plugin_leaves_it_on_and_labels_pool_nodes_off_it() -> None:
     values = _tree(_operator_cluster("v26.7.0", devicePlugin=True))["gpu-operator-values.yaml"]
     assert "devicePlugin" not in values
-    labels = pool_deploy_labels("v26.7.0", mig=False, operator_device_plugin=True)
+    labels = pool_deploy_labels(
+        "v26.7.0", mig=False, driver_managed=False, operator_device_plugin=True
+    )
     assert labels["nvidia.com/gpu.deploy.device-plugin"] == "false"
 
 
@@ -216,7 +218,12 @@ def test_on_a_labelled_mig_node_the_operator_runs_only_the_mig_manager_and_it_wa
     tree = _tree(_operator_cluster(release, plugin, devicePlugin=device_plugin))
     values = tree["gpu-operator-values.yaml"]
     own = {"gpuconf.dev/pool": "h100"}
-    labels = {**own, **pool_deploy_labels(release, mig=True, operator_device_plugin=device_plugin)}
+    labels = {
+        **own,
+        **pool_deploy_labels(
+            release, mig=True, driver_managed=False, operator_device_plugin=device_plugin
+        ),
+    }
     node = _operator_labels_node(labels, release)
     running = {
         section
@@ -238,7 +245,9 @@ def test_older_mig_managers_still_take_our_plugin_off_the_node_they_repartition(
 ) -> None:
     tree = _tree(_operator_cluster(release))
     labels = {"gpuconf.dev/pool": "h100"}
-    labels.update(pool_deploy_labels(release, mig=True, operator_device_plugin=False))
+    labels.update(
+        pool_deploy_labels(release, mig=True, driver_managed=False, operator_device_plugin=False)
+    )
     node = _operator_labels_node(labels, release)
     assert node.get("nvidia.com/gpu.deploy.mig-manager") == "true"
     pods = _client_pods(tree, "h100")
@@ -248,7 +257,9 @@ def test_older_mig_managers_still_take_our_plugin_off_the_node_they_repartition(
 
 
 def test_a_pool_without_mig_keeps_the_mig_manager_off() -> None:
-    labels = pool_deploy_labels("v26.7.0", mig=False, operator_device_plugin=False)
+    labels = pool_deploy_labels(
+        "v26.7.0", mig=False, driver_managed=False, operator_device_plugin=False
+    )
     node = _operator_labels_node(labels, "v26.7.0")
     assert node["nvidia.com/gpu.deploy.mig-manager"] == "false"
     assert CLIENT_DEPLOY not in labels
@@ -259,7 +270,9 @@ def test_the_operator_plugin_and_ours_never_share_a_node() -> None:
     tree = _tree(_operator_cluster(release, devicePlugin=True))
     for pool_name, mig in (("h100", True), ("t4", False)):
         labels = {"gpuconf.dev/pool": pool_name}
-        labels.update(pool_deploy_labels(release, mig=mig, operator_device_plugin=True))
+        labels.update(
+            pool_deploy_labels(release, mig=mig, driver_managed=False, operator_device_plugin=True)
+        )
         node = _operator_labels_node(labels, release)
         assert node["nvidia.com/gpu.deploy.device-plugin"] == "false"
         assert all(_runs_on(p, node) for p in _client_pods(tree, pool_name))
@@ -280,7 +293,9 @@ def test_the_mig_example_declares_the_operator() -> None:
 def test_the_labels_alone_keep_replaced_operands_off_if_the_clusterpolicy_turns_them_on(
     device_plugin: bool,
 ) -> None:
-    labels = pool_deploy_labels("v26.7.0", mig=False, operator_device_plugin=device_plugin)
+    labels = pool_deploy_labels(
+        "v26.7.0", mig=False, driver_managed=False, operator_device_plugin=device_plugin
+    )
     node = _operator_labels_node(labels, "v26.7.0")
     kept_off = {s for s, key in REPLACED_OPERANDS.items() if node[key] == "false"}
     # Without the Operator's plugin the device-plugin label stays the Operator's: it is the

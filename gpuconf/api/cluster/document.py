@@ -40,6 +40,10 @@ class Images(Model):
     nvcr.io/nvidia/k8s-device-plugin:<nvidiaPlugin.version>."""
     driver: ImageReference = "nvcr.io/nvidia/driver"
     """The driver-installer image, without tag: the tag is <version>-<os>."""
+    driver_manager: ImageReference = "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0"
+    """NVIDIA's k8s-driver-manager, the driver installer's init container: it cordons the node,
+    evicts its GPU pods and unloads the old driver (v0.12.0 also waits for the pods of
+    DaemonSets that select nvidia.com/gpu.deploy.client)."""
 
 
 class Health(Model):

@@ -114,6 +114,19 @@ IMAGES = {
                 },
                 'validation_alias': 'driver',
             },
+            'driver_manager': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'str',
+                        'max_length': 512,
+                        'pattern': '^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$',
+                    },
+                    'default': 'nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0',
+                },
+                'validation_alias': 'driverManager',
+            },
         },
         'model_name': 'Images',
         'extra_behavior': 'forbid',
@@ -658,6 +671,32 @@ DRIVER = {
                     'default': 'ubuntu22.04',
                 },
                 'validation_alias': 'os',
+            },
+            'max_unavailable': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'int',
+                        'ge': 1,
+                        'le': 100000,
+                    },
+                    'default': 1,
+                },
+                'validation_alias': 'maxUnavailable',
+            },
+            'eviction_timeout_seconds': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'int',
+                        'ge': 0,
+                        'le': 86400,
+                    },
+                    'default': 600,
+                },
+                'validation_alias': 'evictionTimeoutSeconds',
             },
         },
         'model_name': 'Driver',

@@ -9,6 +9,7 @@ from gpuconf.compiler.plan import cluster_objects
 from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.cluster_objects import KeptNamespace
 from gpuconf.compiler.plan.driver import driver_daemonset
+from gpuconf.compiler.plan.driver_manager import driver_manager_rbac
 from gpuconf.compiler.plan.gpu_operator import gpu_operator
 from gpuconf.compiler.plan.kustomization import kustomization
 from gpuconf.compiler.plan.mig_parted import mig_manager_config_map, mig_rows
@@ -64,6 +65,7 @@ def plan(
     artifacts = [
         *cluster_objects.namespaces(cluster, kept_namespaces),
         cluster_objects.runtime_class(cluster),
+        *driver_manager_rbac(cluster),
     ]
     if spec.allocation == "device-plugin" and spec.plugin == "gpuconf":
         artifacts += cluster_objects.node_rbac(cluster)

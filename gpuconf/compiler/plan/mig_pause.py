@@ -9,8 +9,10 @@ they require only that the device-plugin label is not one of the stop values. Be
 whose MIG manager waits for third-party clients, a MIG pool's clients also select
 `nvidia.com/gpu.deploy.client=true`: `waitForPodsWithNodeSelector` in
 `pkg/mig/reconfigure/reconfigure.go` waits only for DaemonSet pods whose nodeSelector has that
-key. Where the Operator keeps its own device plugin for other nodes, ours select
-`nvidia.com/gpu.deploy.device-plugin=false`, the label that keeps the Operator's off the node."""
+key; NVIDIA's k8s-driver-manager (v0.12.0), which gpuconf's driver installer runs, waits for
+the same pods, so a pool whose driver gpuconf installs selects it too. Where the Operator keeps
+its own device plugin for other nodes, ours select `nvidia.com/gpu.deploy.device-plugin=false`,
+the label that keeps the Operator's off the node."""
 
 from __future__ import annotations
 
@@ -46,17 +48,21 @@ def pause_affinity() -> dict[str, Any]:
 
 def on_gpu_client_nodes(cluster: Cluster, pool: NodePool) -> dict[str, Any]:
     """`on_pool_nodes` for a GPU client: the pool's nodes, minus any the MIG manager is
-    repartitioning, and (beside the Operator) where the hand-off's labels allow it."""
+    repartitioning, and where the hand-off's labels allow it (gpus/gpu_operator.py)."""
     placement = on_pool_nodes(pool)
-    operator = cluster.spec.gpu_operator
-    if operator is None:
-        return {**placement, "affinity": pause_affinity()}
-    extra = client_node_selector(
-        operator.version,
-        mig=bool(pool.mig_layouts()),
-        operator_device_plugin=operator.device_plugin,
-    )
+    extra = client_node_selector(**pool_client_facts(cluster, pool))
     placement["nodeSelector"] = {**placement["nodeSelector"], **extra}
     if DEVICE_PLUGIN_DEPLOY not in extra:
         placement["affinity"] = pause_affinity()
     return placement
+
+
+def pool_client_facts(cluster: Cluster, pool: NodePool) -> dict[str, Any]:
+    """The arguments of gpus/gpu_operator.py's label functions for one pool."""
+    operator = cluster.spec.gpu_operator
+    return {
+        "release": operator.version if operator is not None else None,
+        "mig": bool(pool.mig_layouts()),
+        "driver_managed": pool.driver is not None and pool.driver.install,
+        "operator_device_plugin": operator is not None and operator.device_plugin,
+    }

@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from gpuconf.api.cluster import Cluster
+from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.cluster.pool import POOL_LABEL
 from gpuconf.compiler.explain import ClassRow, class_rows
 from gpuconf.compiler.plan.artifact import Artifact
+from gpuconf.compiler.plan.mig_pause import pool_client_facts
 from gpuconf.compiler.plan.pod import node_selector
 from gpuconf.compiler.resolve.declared_inventory import pool_size
 from gpuconf.compiler.rules.node_selection import relabel_command
@@ -57,8 +58,15 @@ def _pool_rows(validated: Validated) -> str:
     return "".join(rows)
 
 
+def _label_command(pool: NodePool, labels: dict[str, str]) -> str:
+    selector = ",".join(f"{k}={v}" for k, v in sorted(node_selector(pool).items()))
+    pairs = " ".join(f"{k}={v}" for k, v in labels.items())
+    return f"kubectl label nodes -l {selector} {pairs} --overwrite\n"
+
+
 def _pool_label_section(cluster: Cluster) -> str:
-    """How the nodes of pools that select by gpuconf's pool label get it: the user writes it."""
+    """How the nodes of pools that select by gpuconf's pool label get it (the user writes it),
+    and, without the GPU Operator, the label the driver manager stops GPU clients by."""
     lines = []
     for pool in cluster.spec.node_pools:
         if pool.node_selector:
@@ -70,11 +78,16 @@ def _pool_label_section(cluster: Cluster) -> str:
                 f"kubectl label nodes NODE… {POOL_LABEL}={pool.name}"
                 f"   # the pool's {pool_size(pool)} nodes\n"
             )
-    if not lines:
+    clients = []
+    if cluster.spec.gpu_operator is None:  # else the Operator's section lists them all
+        for pool in cluster.spec.node_pools:
+            if deploy := pool_deploy_labels(**pool_client_facts(cluster, pool)):
+                clients.append(_label_command(pool, deploy))
+    if not lines and not clients:
         return ""
-    return f"""
-## Node labels
-
+    text = "\n## Node labels\n"
+    if lines:
+        text += f"""
 Pools without a `nodeSelector` run on the nodes labelled `{POOL_LABEL}=<pool>`. Only you write
 that label, so nothing NVIDIA's components do (GPU Feature Discovery renaming
 `nvidia.com/gpu.product`, `helm uninstall` of NVIDIA's chart) moves a node out of its pool:
@@ -82,6 +95,16 @@ that label, so nothing NVIDIA's components do (GPU Feature Discovery renaming
 ```sh
 {"".join(lines)}```
 """
+    if clients:
+        text += f"""
+On pools whose driver gpuconf installs, setup and the GPU clients rendered here run only where
+`{CLIENT_DEPLOY}=true`: NVIDIA's k8s-driver-manager pauses that label and waits for
+their pods to go before it unloads the old driver. Label the nodes once they are in their pool:
+
+```sh
+{"".join(clients)}```
+"""
+    return text
 
 
 def _class_rows(rows: Iterable[ClassRow]) -> str:
@@ -160,14 +183,10 @@ def _operator_section(cluster: Cluster) -> str:
     if operator is None:
         return ""
     version, namespace = operator.version, operator.namespace
-    labels = []
-    for pool in cluster.spec.node_pools:
-        selector = ",".join(f"{k}={v}" for k, v in sorted(node_selector(pool).items()))
-        deploy = pool_deploy_labels(
-            version, mig=bool(pool.mig_layouts()), operator_device_plugin=operator.device_plugin
-        )
-        pairs = " ".join(f"{k}={v}" for k, v in deploy.items())
-        labels.append(f"kubectl label nodes -l {selector} {pairs} --overwrite\n")
+    labels = [
+        _label_command(pool, pool_deploy_labels(**pool_client_facts(cluster, pool)))
+        for pool in cluster.spec.node_pools
+    ]
     return f"""
 ## GPU Operator {version}
 

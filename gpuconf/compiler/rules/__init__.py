@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from gpuconf.compiler.rules import (
     classes,
     dra,
+    driver_upgrades,
     gpu_models,
     gpu_operator,
     jetson_sharing,
@@ -47,6 +48,7 @@ INVENTORY_RULES: tuple[Rule, ...] = (
     gpu_operator.check,
     mps.check,
     dra.check,
+    driver_upgrades.check,
     jetson_sharing.check,
 )
 
