@@ -11,10 +11,16 @@ from __future__ import annotations
 
 from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.runtime_files import DRIVER_READY_MARKER, DRIVER_VALIDATIONS_DIR
-from gpuconf.compiler.plan.artifact import Artifact, manifest
+from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.driver_manager import DRIVER_MANAGER_ACCOUNT, driver_manager_container
 from gpuconf.compiler.plan.meta import WAVE_DRIVER
-from gpuconf.compiler.plan.pod import host_path, on_pool_nodes, pool_daemonset
+from gpuconf.compiler.plan.pod import (
+    daemonset,
+    host_path,
+    on_pool_nodes,
+    pool_daemonset,
+    pool_source,
+)
 
 
 def validate_driver_command(version: str) -> str:
@@ -86,4 +92,9 @@ def driver_daemonset(cluster: Cluster, pool: NodePool) -> Artifact | None:
         "type": "RollingUpdate",
         "rollingUpdate": {"maxUnavailable": driver.max_unavailable},
     }
-    return manifest(f"pools/{pool.name}/daemonset-nvidia-driver.yaml", workload)
+    return daemonset(
+        f"pools/{pool.name}/daemonset-nvidia-driver.yaml",
+        "nvidia-driver-daemonset.yaml.j2",
+        workload,
+        pool_source(cluster, pool),
+    )

@@ -8,6 +8,7 @@ from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
 
 NODE_PODS = {"app.kubernetes.io/name": "gpuconf-node"}
 """The label every `gpuconf node` pod carries, whatever its pool."""
+MONITORING = ("spec", "node", "monitoring")
 
 
 def monitoring(cluster: Cluster) -> list[Artifact]:
@@ -18,50 +19,36 @@ def monitoring(cluster: Cluster) -> list[Artifact]:
         artifacts.append(
             manifest(
                 "monitoring/podmonitor-gpuconf-node.yaml",
+                "podmonitor.yaml.j2",
+                "PodMonitor",
                 {
-                    "apiVersion": "monitoring.coreos.com/v1",
-                    "kind": "PodMonitor",
-                    "metadata": metadata(
+                    "meta": metadata(
                         cluster, "gpuconf-node", "monitoring", namespace=namespace, wave=WAVE_CONFIG
                     ),
-                    "spec": {
-                        "selector": {"matchLabels": NODE_PODS},
-                        "podMetricsEndpoints": [{"port": "metrics", "path": "/metrics"}],
-                    },
+                    "pods": NODE_PODS,
                 },
+                source=MONITORING,
             )
         )
     if settings.network_policy:
-        scrapers = [
-            {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}}}
-            for name in sorted(set(settings.scraper_namespaces))
-        ]
         artifacts.append(
             manifest(
                 "monitoring/networkpolicy-gpuconf-node-metrics.yaml",
+                "networkpolicy.yaml.j2",
+                "NetworkPolicy",
                 {
-                    "apiVersion": "networking.k8s.io/v1",
-                    "kind": "NetworkPolicy",
-                    "metadata": metadata(
+                    "meta": metadata(
                         cluster,
                         "gpuconf-node-metrics",
                         "monitoring",
                         namespace=namespace,
                         wave=WAVE_CONFIG,
                     ),
-                    "spec": {
-                        "podSelector": {"matchLabels": NODE_PODS},
-                        "policyTypes": ["Ingress"],
-                        "ingress": [
-                            {
-                                "from": scrapers,
-                                "ports": [
-                                    {"port": cluster.spec.node.metrics_port, "protocol": "TCP"}
-                                ],
-                            }
-                        ],
-                    },
+                    "pods": NODE_PODS,
+                    "scraper_namespaces": sorted(set(settings.scraper_namespaces)),
+                    "port": cluster.spec.node.metrics_port,
                 },
+                source=MONITORING,
             )
         )
     return artifacts
