@@ -88,41 +88,29 @@ def driver_manager_rbac(cluster: Cluster) -> list[Artifact]:
     return [
         manifest(
             "cluster/serviceaccount-gpuconf-driver-manager.yaml",
+            "serviceaccount.yaml.j2",
+            "ServiceAccount",
             {
-                "apiVersion": "v1",
-                "kind": "ServiceAccount",
-                "metadata": metadata(
+                "meta": metadata(
                     cluster, DRIVER_MANAGER_ACCOUNT, "driver", namespace=namespace, wave=WAVE_CONFIG
-                ),
+                )
             },
         ),
         manifest(
             "cluster/clusterrole-gpuconf-driver-manager.yaml",
-            {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "ClusterRole",
-                "metadata": metadata(cluster, role_name, "driver", wave=WAVE_CONFIG),
-                "rules": rules,
-            },
+            "clusterrole.yaml.j2",
+            "ClusterRole",
+            {"meta": metadata(cluster, role_name, "driver", wave=WAVE_CONFIG), "rules": rules},
         ),
         manifest(
             "cluster/clusterrolebinding-gpuconf-driver-manager.yaml",
+            "clusterrolebinding.yaml.j2",
+            "ClusterRoleBinding",
             {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "ClusterRoleBinding",
-                "metadata": metadata(cluster, role_name, "driver", wave=WAVE_CONFIG),
-                "roleRef": {
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "ClusterRole",
-                    "name": role_name,
-                },
-                "subjects": [
-                    {
-                        "kind": "ServiceAccount",
-                        "name": DRIVER_MANAGER_ACCOUNT,
-                        "namespace": namespace,
-                    }
-                ],
+                "meta": metadata(cluster, role_name, "driver", wave=WAVE_CONFIG),
+                "role": role_name,
+                "service_account": DRIVER_MANAGER_ACCOUNT,
+                "namespace": namespace,
             },
         ),
     ]
