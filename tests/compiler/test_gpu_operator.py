@@ -5,14 +5,12 @@ operands off them and run the MIG manager, which then waits for gpuconf's plugin
 
 from __future__ import annotations
 
-import json
-from functools import cache
 from typing import Any
 
-import jsonschema
 import pytest
-from builders import REPO, cluster, cluster_file, load_yaml, pool, rendered, valid
+from builders import cluster, cluster_file, load_yaml, pool, rendered, valid
 
+from gpuconf.compiler.templating.check import patch_validator
 from gpuconf.gpus.gpu_operator import (
     CLIENT_DEPLOY,
     RELEASES,
@@ -20,35 +18,12 @@ from gpuconf.gpus.gpu_operator import (
     pool_deploy_labels,
 )
 
-SCHEMAS = REPO / "tests" / "fixtures" / "gpu-operator"
-
-
-def _patch_schema(schema: Any) -> Any:
-    """The CRD schema as a strict API server applies it to a merge patch: unknown fields are
-    errors, required ones may be left out (the installed object has them)."""
-    if isinstance(schema, list):
-        return [_patch_schema(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    strict = {
-        k: _patch_schema(v) if k != "enum" else v for k, v in schema.items() if k != "required"
-    }
-    if "properties" in strict and not strict.get("x-kubernetes-preserve-unknown-fields"):
-        strict.setdefault("additionalProperties", False)
-    return strict
-
-
-@cache
-def _validator(release: str) -> jsonschema.Draft7Validator:
-    crd = json.loads((SCHEMAS / f"clusterpolicy-{release}.json").read_text())
-    return jsonschema.Draft7Validator(_patch_schema(crd["schema"]))
-
 
 def _errors(release: str, spec: dict[str, Any]) -> list[str]:
-    obj = {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {}, "spec": spec}
+    """How `spec` breaks the release's ClusterPolicy spec schema, as render checks a merge patch."""
+    validator, _ = patch_validator(f"gpu-operator/clusterpolicy-{release}", ("spec",))
     return [
-        f"{'.'.join(map(str, e.absolute_path))}: {e.message}"
-        for e in _validator(release).iter_errors(obj)
+        f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(spec)
     ]
 
 
