@@ -40,10 +40,18 @@ def render_artifact(artifact: Artifact, templates: Templates) -> bytes:
         skeleton, values = templates.render_skeleton(name, artifact.values)
         try:
             text = filled_skeleton(
-                skeleton, templates.token_prefix, values, artifact.kind, chain, templates.skeletons
+                skeleton,
+                templates.token_prefix,
+                values,
+                artifact.kind,
+                chain,
+                templates.skeletons,
+                artifact.patch_of,
             )
         except (NotASkeleton, TypeError):  # TypeError: a value the writer cannot write
-            text = checked_yaml(templates.render(name, artifact.values), artifact.kind, chain)
+            text = checked_yaml(
+                templates.render(name, artifact.values), artifact.kind, chain, artifact.patch_of
+            )
         return text.encode("utf-8")
     text = templates.render(name, artifact.values)
     if name.endswith(".json.j2"):

@@ -13,8 +13,9 @@ def test_only_pods_that_call_the_api_server_get_a_token(compiled_examples) -> No
             if obj["kind"] != "DaemonSet":
                 continue
             pod = obj["spec"]["template"]["spec"]
-            # gpuconf node patches its Node's drift annotations; nothing else talks to the API.
-            calls_api = pod.get("serviceAccountName") == "gpuconf-node"
+            # gpuconf node patches its Node's drift annotations, and the driver installer's
+            # k8s-driver-manager cordons its Node and evicts GPU pods; nothing else talks to the API.
+            calls_api = pod.get("serviceAccountName") in {"gpuconf-node", "gpuconf-driver-manager"}
             assert pod.get("automountServiceAccountToken", True) is calls_api, f"{name}: {path}"
             seen[calls_api] += 1
     assert seen[True]

@@ -154,7 +154,8 @@ def test_pools_mixing_models_filter_devices_by_pci_id() -> None:
 def test_the_readme_documents_the_node_labels(trees: dict[str, dict[str, bytes]]) -> None:
     readme = trees["mig"]["README.md"].decode()
     assert "## MIG" in readme
-    assert "--set migManager.config.name=gpuconf-mig-parted-config" in readme
+    # mig declares the GPU Operator: its values name the ConfigMap, the README says how to apply them.
+    assert "-f gpu-operator-values.yaml" in readme
     for name, nodes in (("h100", 4), ("a100", 2), ("a30", 3)):
         assert (
             f"| {name} | {nodes} with `gpuconf.dev/pool={name}` | `nvidia.com/mig.config=gpuconf-{name}` |"

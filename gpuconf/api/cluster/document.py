@@ -13,7 +13,7 @@ from gpuconf.api.base import (
     Model,
 )
 from gpuconf.api.cluster.kueue import Kueue
-from gpuconf.api.cluster.nvidia_components import Dra, MigManager, NvidiaPlugin
+from gpuconf.api.cluster.nvidia_components import Dra, GpuOperator, MigManager, NvidiaPlugin
 from gpuconf.api.cluster.pool import NodePool
 from gpuconf.api.cluster.quota import NamespacePolicy, Quota
 from gpuconf.api.cluster.resource_class import ResourceClass
@@ -45,6 +45,10 @@ class Images(Model):
     nvcr.io/nvidia/k8s-device-plugin:<nvidiaPlugin.version>."""
     driver: ImageReference = "nvcr.io/nvidia/driver"
     """The driver-installer image, without tag: the tag is <version>-<os>."""
+    driver_manager: ImageReference = "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0"
+    """NVIDIA's k8s-driver-manager, the driver installer's init container: it cordons the node,
+    evicts its GPU pods and unloads the old driver (v0.12.0 also waits for the pods of
+    DaemonSets that select nvidia.com/gpu.deploy.client)."""
 
 
 class Health(Model):
@@ -113,6 +117,9 @@ class ClusterSpec(Model):
     kueue: Kueue | None = None
     """Quotas admitted by Kueue: ResourceFlavors per pool, a ClusterQueue per tenant and a
     LocalQueue per quota namespace, from the same classes and quotas (docs/quotas.md)."""
+    gpu_operator: GpuOperator | None = None
+    """The GPU Operator, when the cluster runs it: gpuconf renders its Helm values and
+    ClusterPolicy patch turning off what gpuconf's pools replace and handing MIG to it."""
     gpu_models: list[GpuModel] = field(default_factory=list)
     """GPU models the catalog lacks, usable wherever a catalog name is (names must not clash)."""
     node_pools: Annotated[list[NodePool], Limits(min_length=1)]

@@ -1,5 +1,5 @@
-"""NVIDIA's components a cluster may run beside gpuconf: the device plugin, the DRA driver and
-the GPU Operator's MIG manager, each with the release or place gpuconf writes for."""
+"""NVIDIA's components a cluster may run beside gpuconf: the device plugin, the DRA driver, the
+GPU Operator and its MIG manager, each with the release or place gpuconf writes for."""
 
 from __future__ import annotations
 
@@ -30,6 +30,10 @@ DraDriverRelease = Literal[
 ]
 
 
+# GPU Operator releases whose chart values, ClusterPolicy CRD and MIG manager gpuconf has read.
+GpuOperatorRelease = Literal["v25.3.4", "v25.10.1", "v26.3.3", "v26.7.0"]
+
+
 class NvidiaPlugin(Model):
     version: NvidiaPluginRelease = "v0.20.0"
     """NVIDIA's device plugin release (plugin: nvidia); decides which of its options gpuconf writes."""
@@ -54,3 +58,15 @@ class MigManager(Model):
     config_map_name: DnsSubdomain = "gpuconf-mig-parted-config"
     """The ConfigMap holding every pool's MIG layout (key config.yaml); set the ClusterPolicy's
     migManager.config.name to this name."""
+
+
+class GpuOperator(Model):
+    version: GpuOperatorRelease
+    """The GPU Operator release installed (its Helm chart version); decides the values and
+    ClusterPolicy fields gpuconf writes and which MIG manager runs."""
+    namespace: DnsLabel = "gpu-operator"
+    """The Operator's namespace (its MIG manager reads its ConfigMap only there)."""
+    device_plugin: bool = False
+    """Keep the Operator's own device plugin on, for GPU nodes outside gpuconf's pools: gpuconf's
+    pool nodes then carry nvidia.com/gpu.deploy.device-plugin=false and gpuconf's plugin runs
+    only where that label says false."""

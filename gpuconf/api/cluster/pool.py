@@ -24,6 +24,8 @@ from gpuconf.api.record import Limits, field
 GpuIndex = Annotated[int, Limits(ge=0, le=63)]
 ARCH_LABEL = "kubernetes.io/arch"
 """The well-known node label the kubelet sets to the node's CPU architecture."""
+POOL_LABEL = "gpuconf.dev/pool"
+"""The label that picks a pool's nodes unless the pool gives its own nodeSelector."""
 
 
 class ContainerRuntime(Model):
@@ -48,6 +50,13 @@ class Driver(Model):
     """Emit a driver-installer DaemonSet that installs this version on the pool's nodes."""
     os: Literal["ubuntu20.04", "ubuntu22.04", "ubuntu24.04", "rhel8", "rhel9"] = "ubuntu22.04"
     """The node OS; picks the driver container image tag."""
+    max_unavailable: Annotated[int, Limits(ge=1, le=100_000)] = 1
+    """Installer only: how many of the pool's nodes change driver at once (the DaemonSet's
+    rolling update moves on once a node's new driver answers with this version)."""
+    eviction_timeout_seconds: Annotated[int, Limits(ge=0, le=86_400)] = 600
+    """Installer only: how long NVIDIA's k8s-driver-manager retries evicting the node's GPU pods
+    (a PodDisruptionBudget answers 429) before it gives up, uncordons and retries the pod;
+    0 waits for ever."""
 
 
 class Toleration(Model):

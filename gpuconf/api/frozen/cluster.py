@@ -7,7 +7,7 @@ The core schema pydantic builds for Cluster, for pydantic-core to validate with 
 
 from gpuconf.api.cluster.document import Cluster, ClusterSpec, Health, Images, KubernetesTarget, Metadata, Monitoring, NodeSettings, default_scrapers
 from gpuconf.api.cluster.kueue import BorrowWithinCohort, ClusterQueueSettings, Kueue, Preemption
-from gpuconf.api.cluster.nvidia_components import Dra, MigManager, NvidiaPlugin
+from gpuconf.api.cluster.nvidia_components import Dra, GpuOperator, MigManager, NvidiaPlugin
 from gpuconf.api.cluster.pool import ContainerRuntime, DeclaredGpu, DeclaredNode, Driver, GpuShape, MigLayout, NodePool, Toleration
 from gpuconf.api.cluster.quota import Quota
 from gpuconf.api.cluster.resource_class import Claim, Mps, NoSharing, ResourceClass, Selector, TimeSlicing
@@ -133,6 +133,19 @@ IMAGES = {
                     'default': 'nvcr.io/nvidia/driver',
                 },
                 'validation_alias': 'driver',
+            },
+            'driver_manager': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'str',
+                        'max_length': 512,
+                        'pattern': '^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$',
+                    },
+                    'default': 'nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0',
+                },
+                'validation_alias': 'driverManager',
             },
         },
         'model_name': 'Images',
@@ -405,24 +418,26 @@ DRA = {
     'ref': 'gpuconf.api.cluster.nvidia_components.Dra',
 }
 
+PART_15 = {
+    'type': 'model-field',
+    'schema': {
+        'type': 'default',
+        'schema': {
+            'type': 'str',
+            'pattern': '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$',
+        },
+        'default': 'gpu-operator',
+    },
+    'validation_alias': 'namespace',
+}
+
 MIG_MANAGER = {
     'type': 'model',
     'cls': MigManager,
     'schema': {
         'type': 'model-fields',
         'fields': {
-            'namespace': {
-                'type': 'model-field',
-                'schema': {
-                    'type': 'default',
-                    'schema': {
-                        'type': 'str',
-                        'pattern': '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$',
-                    },
-                    'default': 'gpu-operator',
-                },
-                'validation_alias': 'namespace',
-            },
+            'namespace': PART_15,
             'config_map_name': {
                 'type': 'model-field',
                 'schema': {
@@ -559,7 +574,7 @@ PREEMPTION = {
     'ref': 'gpuconf.api.cluster.kueue.Preemption',
 }
 
-PART_15 = {
+PART_16 = {
     'type': 'default',
     'schema': {
         'type': 'nullable',
@@ -588,12 +603,12 @@ CLUSTER_QUEUE_SETTINGS = {
             'name': PART_11,
             'borrowing_limit': {
                 'type': 'model-field',
-                'schema': PART_15,
+                'schema': PART_16,
                 'validation_alias': 'borrowingLimit',
             },
             'lending_limit': {
                 'type': 'model-field',
-                'schema': PART_15,
+                'schema': PART_16,
                 'validation_alias': 'lendingLimit',
             },
             'preemption': {
@@ -617,7 +632,7 @@ CLUSTER_QUEUE_SETTINGS = {
     'ref': 'gpuconf.api.cluster.kueue.ClusterQueueSettings',
 }
 
-PART_16 = {
+PART_17 = {
     'type': 'default',
     'schema': {
         'type': 'nullable',
@@ -649,7 +664,7 @@ KUEUE = {
             },
             'cohort': {
                 'type': 'model-field',
-                'schema': PART_16,
+                'schema': PART_17,
                 'validation_alias': 'cohort',
             },
             'local_queue': {
@@ -687,6 +702,43 @@ KUEUE = {
         'strict': True,
     },
     'ref': 'gpuconf.api.cluster.kueue.Kueue',
+}
+
+GPU_OPERATOR = {
+    'type': 'model',
+    'cls': GpuOperator,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'version': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'literal',
+                    'expected': [
+                        'v25.3.4',
+                        'v25.10.1',
+                        'v26.3.3',
+                        'v26.7.0',
+                    ],
+                },
+                'validation_alias': 'version',
+            },
+            'namespace': PART_15,
+            'device_plugin': {
+                'type': 'model-field',
+                'schema': PART_1,
+                'validation_alias': 'devicePlugin',
+            },
+        },
+        'model_name': 'GpuOperator',
+        'extra_behavior': 'forbid',
+    },
+    'config': {
+        'title': 'GpuOperator',
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+    },
+    'ref': 'gpuconf.api.cluster.nvidia_components.GpuOperator',
 }
 
 TOLERATION = {
@@ -864,6 +916,32 @@ DRIVER = {
                     'default': 'ubuntu22.04',
                 },
                 'validation_alias': 'os',
+            },
+            'max_unavailable': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'int',
+                        'ge': 1,
+                        'le': 100000,
+                    },
+                    'default': 1,
+                },
+                'validation_alias': 'maxUnavailable',
+            },
+            'eviction_timeout_seconds': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'int',
+                        'ge': 0,
+                        'le': 86400,
+                    },
+                    'default': 600,
+                },
+                'validation_alias': 'evictionTimeoutSeconds',
             },
         },
         'model_name': 'Driver',
@@ -1188,7 +1266,7 @@ NODE_POOL = {
     'ref': 'gpuconf.api.cluster.pool.NodePool',
 }
 
-PART_17 = {
+PART_18 = {
     'type': 'model-field',
     'schema': {
         'type': 'default',
@@ -1208,7 +1286,7 @@ PART_17 = {
     'validation_alias': 'indices',
 }
 
-PART_18 = {
+PART_19 = {
     'type': 'default',
     'schema': {
         'type': 'nullable',
@@ -1223,7 +1301,7 @@ PART_18 = {
     'default': None,
 }
 
-PART_19 = {
+PART_20 = {
     'type': 'literal',
     'expected': [
         'Kepler',
@@ -1288,7 +1366,7 @@ SELECTOR = {
             },
             'pools': {
                 'type': 'model-field',
-                'schema': PART_18,
+                'schema': PART_19,
                 'validation_alias': 'pools',
             },
             'nodes': {
@@ -1310,7 +1388,7 @@ SELECTOR = {
                 },
                 'validation_alias': 'nodes',
             },
-            'indices': PART_17,
+            'indices': PART_18,
             'mig_profile': {
                 'type': 'model-field',
                 'schema': {
@@ -1335,10 +1413,10 @@ SELECTOR = {
                         'schema': {
                             'type': 'union',
                             'choices': [
-                                PART_19,
+                                PART_20,
                                 {
                                     'type': 'list',
-                                    'items_schema': PART_19,
+                                    'items_schema': PART_20,
                                 },
                             ],
                         },
@@ -1574,7 +1652,7 @@ CLAIM = {
             },
             'first_available': {
                 'type': 'model-field',
-                'schema': PART_18,
+                'schema': PART_19,
                 'validation_alias': 'firstAvailable',
             },
             'match_attribute': {
@@ -1698,7 +1776,7 @@ RESOURCE_CLASS = {
     'ref': 'gpuconf.api.cluster.resource_class.ResourceClass',
 }
 
-PART_20 = {
+PART_21 = {
     'type': 'literal',
     'expected': [
         'create',
@@ -1744,7 +1822,7 @@ QUOTA = {
                     'type': 'default',
                     'schema': {
                         'type': 'nullable',
-                        'schema': PART_20,
+                        'schema': PART_21,
                     },
                     'default': None,
                 },
@@ -1752,7 +1830,7 @@ QUOTA = {
             },
             'cluster_queue': {
                 'type': 'model-field',
-                'schema': PART_16,
+                'schema': PART_17,
                 'validation_alias': 'clusterQueue',
             },
         },
@@ -1890,6 +1968,18 @@ CLUSTER_SPEC = {
                 },
                 'validation_alias': 'kueue',
             },
+            'gpu_operator': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': GPU_OPERATOR,
+                    },
+                    'default': None,
+                },
+                'validation_alias': 'gpuOperator',
+            },
             'gpu_models': {
                 'type': 'model-field',
                 'schema': {
@@ -1939,7 +2029,7 @@ CLUSTER_SPEC = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': PART_20,
+                    'schema': PART_21,
                     'default': 'create',
                 },
                 'validation_alias': 'namespacePolicy',
@@ -2050,7 +2140,7 @@ MIG_LAYOUT = {
                 },
                 'validation_alias': 'layout',
             },
-            'indices': PART_17,
+            'indices': PART_18,
         },
         'model_name': 'MigLayout',
         'extra_behavior': 'forbid',

@@ -9,6 +9,8 @@ from gpuconf.compiler.plan import cluster_objects
 from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.cluster_objects import KeptNamespace
 from gpuconf.compiler.plan.driver import driver_daemonset
+from gpuconf.compiler.plan.driver_manager import driver_manager_rbac
+from gpuconf.compiler.plan.gpu_operator import gpu_operator
 from gpuconf.compiler.plan.kustomization import kustomization
 from gpuconf.compiler.plan.mig_parted import mig_manager_config_map, mig_rows
 from gpuconf.compiler.plan.monitoring import monitoring
@@ -63,6 +65,7 @@ def plan(
     artifacts = [
         *cluster_objects.namespaces(cluster, kept_namespaces),
         cluster_objects.runtime_class(cluster),
+        *driver_manager_rbac(cluster),
     ]
     if spec.allocation == "device-plugin" and spec.plugin == "gpuconf":
         artifacts += cluster_objects.node_rbac(cluster)
@@ -87,6 +90,7 @@ def plan(
     else:
         artifacts += quotas(cluster, validated.classes, admitted=admitted)
     artifacts += mig_manager_config_map(cluster, validated.inventory)
+    artifacts += gpu_operator(cluster, uses_mig=any(p.mig_layouts() for p in spec.node_pools))
     artifacts.append(readme(validated, source, mig_rows(cluster, validated.inventory)))
     artifacts.append(kustomization(artifacts))
     return sorted(artifacts, key=lambda a: a.path)

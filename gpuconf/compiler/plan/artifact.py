@@ -7,6 +7,17 @@ from typing import Any, NamedTuple
 from gpuconf.diagnostics import KeyPath
 
 
+class PatchOf(NamedTuple):
+    """A YAML file that is no object but a merge patch of one (or Helm values a chart copies
+    into an object unchanged): checked against that object's vendored CRD schema, unknown
+    fields refused, none required (the object has them)."""
+
+    schema: str
+    """The schema's file under compiler/templating/crds/, without `.json`."""
+    at: tuple[str, ...] = ()
+    """Where the file's data stands in the object: ("spec",) for values copied into its spec."""
+
+
 class Artifact(NamedTuple):
     path: str
     """Relative POSIX path inside the cluster's output folder."""
@@ -20,6 +31,8 @@ class Artifact(NamedTuple):
     """A Kubernetes manifest listed in kustomization.yaml."""
     source: KeyPath = ()
     """Where in the cluster file its values come from, for diagnostics."""
+    patch_of: PatchOf | None = None
+    """For a YAML file that is not a manifest: the object it patches, whose schema it passes."""
 
 
 def manifest(

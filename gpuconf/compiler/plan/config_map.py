@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from gpuconf.api.cluster import Cluster, NodePool
+from gpuconf.api.cluster.pool import POOL_LABEL
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
-from gpuconf.compiler.plan.pod import POOL_LABEL, pool_source
+from gpuconf.compiler.plan.pod import pool_source
 
 
 def pool_config_map(

@@ -1,15 +1,18 @@
 """The driver-installer DaemonSet, for pools that ask gpuconf to install the NVIDIA driver.
 
-Its files land under /run/nvidia/driver; once nvidia-smi answers it writes the driver-ready
-marker setup waits for. Updates are OnDelete: a new driver means unloading the kernel module
-under every GPU pod of the node, so an operator drains a node and deletes its driver pod
-(docs/node-setup.md), rather than a rollout doing it to every node on its own."""
+Its files land under /run/nvidia/driver. A version change rolls `maxUnavailable` nodes at a
+time: on each, NVIDIA's k8s-driver-manager (the init container, plan/driver_manager.py) stops
+the GPU clients, cordons, evicts the GPU pods, unloads the old driver and uncordons; the
+installer loads the new one, and only when nvidia-smi reports the declared version on every GPU
+does the startup probe write the driver-ready marker (which gpuconf's setup and plugin wait
+for) and the pod turn Ready, which lets the rollout move to the next node."""
 
 from __future__ import annotations
 
 from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.runtime_files import DRIVER_READY_MARKER, DRIVER_VALIDATIONS_DIR
 from gpuconf.compiler.plan.artifact import Artifact
+from gpuconf.compiler.plan.driver_manager import DRIVER_MANAGER_ACCOUNT, driver_manager_container
 from gpuconf.compiler.plan.meta import WAVE_DRIVER
 from gpuconf.compiler.plan.pod import (
     daemonset,
@@ -20,14 +23,25 @@ from gpuconf.compiler.plan.pod import (
 )
 
 
+def validate_driver_command(version: str) -> str:
+    """Shell that succeeds, and marks the driver ready, only when nvidia-smi answers and every
+    GPU reports `version` (a node still on the old driver, or with none, fails)."""
+    return (
+        "v=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader) "
+        f'&& [ -n "$v" ] && [ -z "$(printf \'%s\\n\' "$v" | grep -vxF \'{version}\')" ] '
+        f"&& mkdir -p {DRIVER_VALIDATIONS_DIR} && touch {DRIVER_READY_MARKER}"
+    )
+
+
 def driver_daemonset(cluster: Cluster, pool: NodePool) -> Artifact | None:
     driver = pool.driver
     if driver is None or not driver.install:
         return None
     pod = {
-        "automountServiceAccountToken": False,
+        "serviceAccountName": DRIVER_MANAGER_ACCOUNT,
         **on_pool_nodes(pool),
         "hostPID": True,
+        "initContainers": [driver_manager_container(cluster, pool)],
         "containers": [
             {
                 "name": "nvidia-driver",
@@ -42,14 +56,7 @@ def driver_daemonset(cluster: Cluster, pool: NodePool) -> Artifact | None:
                     "limits": {"memory": "2Gi"},
                 },
                 "startupProbe": {
-                    "exec": {
-                        "command": [
-                            "sh",
-                            "-c",
-                            f"nvidia-smi && mkdir -p {DRIVER_VALIDATIONS_DIR} "
-                            f"&& touch {DRIVER_READY_MARKER}",
-                        ]
-                    },
+                    "exec": {"command": ["sh", "-c", validate_driver_command(driver.version)]},
                     "initialDelaySeconds": 60,
                     "periodSeconds": 10,
                     "failureThreshold": 120,
@@ -76,10 +83,15 @@ def driver_daemonset(cluster: Cluster, pool: NodePool) -> Artifact | None:
             host_path("host-os-release", "/etc/os-release", "File"),
             host_path("var-log", "/var/log", "Directory"),
             host_path("dev-log", "/dev/log", "Socket"),
+            host_path("host-root", "/", "Directory"),
+            host_path("host-sys", "/sys", "Directory"),
         ],
     }
     workload = pool_daemonset(cluster, pool, "nvidia-driver", "driver", WAVE_DRIVER, pod)
-    workload["spec"]["updateStrategy"] = {"type": "OnDelete"}
+    workload["spec"]["updateStrategy"] = {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": driver.max_unavailable},
+    }
     return daemonset(
         f"pools/{pool.name}/daemonset-nvidia-driver.yaml",
         "nvidia-driver-daemonset.yaml.j2",

@@ -9,13 +9,12 @@ from gpuconf.api.node_config import NODE_CONFIG_FILE
 from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.cluster_objects import NODE_SERVICE_ACCOUNT, RUNTIME_CLASS
 from gpuconf.compiler.plan.meta import WAVE_PLUGIN
-from gpuconf.compiler.plan.mig_pause import pause_affinity
+from gpuconf.compiler.plan.mig_pause import on_gpu_client_nodes
 from gpuconf.compiler.plan.pod import (
     PLUGIN_RESOURCES,
     daemonset,
     hardened,
     host_path,
-    on_pool_nodes,
     pool_daemonset,
     pool_source,
 )
@@ -94,8 +93,7 @@ def node_daemonset(
     port = cluster.spec.node.metrics_port
     pod: dict[str, Any] = {
         "serviceAccountName": NODE_SERVICE_ACCOUNT,
-        **on_pool_nodes(pool),
-        "affinity": pause_affinity(),
+        **on_gpu_client_nodes(cluster, pool),
         "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
         "initContainers": [wait_for_setup(cluster)],
         "containers": [

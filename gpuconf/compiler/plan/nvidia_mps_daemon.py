@@ -14,14 +14,8 @@ from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.config_hash import annotate_template
 from gpuconf.compiler.plan.meta import WAVE_PLUGIN
-from gpuconf.compiler.plan.mig_pause import pause_affinity
-from gpuconf.compiler.plan.pod import (
-    daemonset,
-    host_path,
-    on_pool_nodes,
-    pool_daemonset,
-    pool_source,
-)
+from gpuconf.compiler.plan.mig_pause import on_gpu_client_nodes
+from gpuconf.compiler.plan.pod import daemonset, host_path, pool_daemonset, pool_source
 from gpuconf.compiler.plan.pool_node_config import MPS_ROOT, MPS_SHM
 from gpuconf.compiler.plan.setup_daemonset import setup_marker_volume, wait_for_setup
 
@@ -50,9 +44,8 @@ def mps_control_daemon(
     privileged = {"privileged": True}
     pod: dict[str, Any] = {
         "automountServiceAccountToken": False,
-        **on_pool_nodes(pool),
+        **on_gpu_client_nodes(cluster, pool),
         "hostPID": True,
-        "affinity": pause_affinity(),
         "initContainers": [
             wait_for_setup(cluster),
             {

@@ -14,7 +14,7 @@ from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.config_hash import annotate_template
 from gpuconf.compiler.plan.config_map import pool_config_map
 from gpuconf.compiler.plan.meta import WAVE_PLUGIN
-from gpuconf.compiler.plan.mig_pause import pause_affinity
+from gpuconf.compiler.plan.mig_pause import on_gpu_client_nodes
 from gpuconf.compiler.plan.node_daemonset import PLUGIN_DIR
 from gpuconf.compiler.plan.nvidia_mps_daemon import (
     CONTAINER_MPS_ROOT,
@@ -26,7 +26,6 @@ from gpuconf.compiler.plan.pod import (
     daemonset,
     hardened,
     host_path,
-    on_pool_nodes,
     pool_daemonset,
     pool_source,
 )
@@ -174,8 +173,7 @@ def nvidia_plugin(
     volumes += [{"name": "config", "configMap": {"name": config_name}}, setup_marker_volume()]
     pod: dict[str, Any] = {
         "automountServiceAccountToken": False,
-        **on_pool_nodes(pool),
-        "affinity": pause_affinity(),
+        **on_gpu_client_nodes(cluster, pool),
         "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
         "initContainers": [wait_for_setup(cluster)],
         "containers": [

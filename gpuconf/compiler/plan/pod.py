@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from gpuconf.api.cluster import Cluster, NodePool
-from gpuconf.api.cluster.pool import ARCH_LABEL
+from gpuconf.api.cluster.pool import ARCH_LABEL, POOL_LABEL
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import metadata
 from gpuconf.diagnostics import KeyPath
 
-POOL_LABEL = "gpuconf.dev/pool"
 # A device plugin holds a few sockets and device lists; these bounds leave it room for bursts.
 PLUGIN_RESOURCES = {
     "requests": {"cpu": "20m", "memory": "64Mi"},

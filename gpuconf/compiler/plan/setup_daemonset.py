@@ -24,6 +24,7 @@ from gpuconf.compiler.plan.pod import (
     pool_source,
 )
 from gpuconf.compiler.plan.pool_node_config import config_map_name
+from gpuconf.gpus.gpu_operator import CLIENT_DEPLOY
 
 HOST_ROOT = "/host"
 CONFIG_DIR = "/etc/gpuconf"
@@ -79,9 +80,15 @@ def _what_setup_configures(config: NodeConfig) -> dict[str, str]:
 
 def setup_daemonset(cluster: Cluster, pool: NodePool, config: NodeConfig) -> Artifact:
     config_mount = {"name": "node-config", "mountPath": CONFIG_DIR, "readOnly": True}
+    placement = on_pool_nodes(pool)
+    if pool.driver is not None and pool.driver.install:
+        # k8s-driver-manager stops DaemonSet pods that select this label before it unloads the
+        # old driver and restarts them after: setup then regenerates the CDI spec for the new
+        # driver (its init container waits for the new driver-ready marker).
+        placement["nodeSelector"] = {**placement["nodeSelector"], CLIENT_DEPLOY: "true"}
     pod: dict[str, Any] = {
         "automountServiceAccountToken": False,
-        **on_pool_nodes(pool),
+        **placement,
         # Signalling dockerd/containerd/crio needs the host's PIDs.
         "hostPID": True,
         # Setup must run where the nvidia runtime is not needed: no runtimeClassName, ever.

@@ -7,7 +7,9 @@ from collections.abc import Callable, Iterator
 from gpuconf.compiler.rules import (
     classes,
     dra,
+    driver_upgrades,
     gpu_models,
+    gpu_operator,
     jetson_sharing,
     kubernetes_version,
     kueue,
@@ -15,6 +17,7 @@ from gpuconf.compiler.rules import (
     mps,
     names,
     namespaces,
+    node_selection,
     node_settings,
     nvidia_plugin,
     platforms,
@@ -34,6 +37,7 @@ DOCUMENT_RULES: tuple[Rule, ...] = (
     namespaces.check,
     gpu_models.check,
     pools.check,
+    node_selection.check,
     platforms.check,
     kubernetes_version.check,
     node_settings.check,
@@ -45,8 +49,10 @@ INVENTORY_RULES: tuple[Rule, ...] = (
     kueue.check,
     nvidia_plugin.check,
     mig.check,
+    gpu_operator.check,
     mps.check,
     dra.check,
+    driver_upgrades.check,
     jetson_sharing.check,
 )
 

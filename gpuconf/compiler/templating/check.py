@@ -3,7 +3,8 @@
 YAML is read with gpuconf's own loader (one document, one mapping, core-schema scalars, no
 anchors, tags or duplicate keys) and written again by the canonical YAML writer, so the
 bytes do not depend on how a template laid the text out. A manifest must be the kind the
-plan asked for; a kind defined by a CRD must also pass that CRD's schema (crds/).
+plan asked for; a kind defined by a CRD must also pass that CRD's schema (crds/), and so must
+a file that patches such an object (the GPU Operator's values and ClusterPolicy patch).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from gpuconf.compiler.plan.artifact import PatchOf
 from gpuconf.compiler.strict_schema import strict
 from gpuconf.compiler.templating.engine import TemplateFailed, TemplateSource, template_line
 from gpuconf.diagnostics import format_path
@@ -71,6 +73,7 @@ def filled_skeleton(
     kind: str,
     chain: Chain,
     parsed: dict[str, Located],
+    patch_of: PatchOf | None = None,
 ) -> str:
     """`checked_yaml` for a skeleton: the template's text is parsed with each value's token,
     the values are put back as data (JSON-encoded, each would have parsed to itself), and the
@@ -83,8 +86,7 @@ def filled_skeleton(
     if located is None:
         located = parsed[text] = _parsed(text, chain)
     data = _filled(located.data, prefix, values)
-    if kind:
-        _check_manifest(located._replace(data=data), kind, text, chain)
+    _check(located._replace(data=data), kind, patch_of, text, chain)
     return dump(data)
 
 
@@ -99,13 +101,20 @@ def _parsed(text: str, chain: Chain) -> Located:
         ) from None
 
 
-def checked_yaml(text: str, kind: str, chain: Chain) -> str:
-    """`text` as gpuconf writes YAML, once it parsed and (for a manifest) is a `kind`."""
+def checked_yaml(text: str, kind: str, chain: Chain, patch_of: PatchOf | None = None) -> str:
+    """`text` as gpuconf writes YAML, once it parsed and (for a manifest) is a `kind`, (for a
+    patch) passes the patched object's schema."""
     located = _parsed(text, chain)
-    data = located.data
+    _check(located, kind, patch_of, text, chain)
+    return dump(located.data)
+
+
+def _check(located: Located, kind: str, patch_of: PatchOf | None, text: str, chain: Chain) -> None:
     if kind:
         _check_manifest(located, kind, text, chain)
-    return dump(data)
+    if patch_of is not None:
+        validator, source = patch_validator(*patch_of)
+        _check_schema(located, validator, source, text, chain)
 
 
 def _check_manifest(located: Located, kind: str, text: str, chain: Chain) -> None:
@@ -123,9 +132,13 @@ def _check_manifest(located: Located, kind: str, text: str, chain: Chain) -> Non
     if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
         raise _refused(chain, text, 1, f"the {kind} has no metadata.name")
     validator = crd_validator(data["apiVersion"], kind)
-    if validator is None:
-        return
-    for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.path))):
+    if validator is not None:
+        _check_schema(located, validator, f"the {kind} CRD's schema", text, chain)
+
+
+def _check_schema(located: Located, validator: Any, source: str, text: str, chain: Chain) -> None:
+    """Refuses the output at the line of its first error against `validator` (from `source`)."""
+    for error in sorted(validator.iter_errors(located.data), key=lambda e: list(map(str, e.path))):
         path = tuple(error.absolute_path)
         known = path
         while known and known not in located.positions:
@@ -134,7 +147,7 @@ def _check_manifest(located: Located, kind: str, text: str, chain: Chain) -> Non
             chain,
             text,
             located.position(known)[0],
-            f"{format_path(path)}: {error.message} (the {kind} CRD's schema)",
+            f"{format_path(path)}: {error.message} ({source})",
         )
 
 
@@ -179,3 +192,18 @@ def crd_validator(api_version: str, kind: str) -> Any:
     import jsonschema  # only where such a kind is rendered
 
     return jsonschema.Draft7Validator(strict(crd["schema"]))
+
+
+@cache
+def patch_validator(schema: str, at: tuple[str, ...] = ()) -> tuple[Any, str]:
+    """The JSON Schema validator for a merge patch of the object crds/<schema>.json defines,
+    standing at `at` in it, and where that schema comes from, as diagnostics say it."""
+    crd = json.loads((CRDS / f"{schema}.json").read_text(encoding="utf-8"))
+    found = crd["schema"]
+    for key in at:
+        found = found["properties"][key]
+    import jsonschema  # only where such a patch is rendered
+
+    where = f" at {format_path(at)}" if at else ""
+    source = f"the {crd['kind']} CRD's schema in crds/{schema}.json, as a merge patch{where}"
+    return jsonschema.Draft7Validator(strict(found, patch=True)), source

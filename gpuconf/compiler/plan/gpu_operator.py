@@ -1,0 +1,66 @@
+"""The GPU Operator hand-off: its Helm values and the equal ClusterPolicy merge patch.
+
+They turn off the operands gpuconf replaces (driver, container toolkit, device plugin, GPU
+Feature Discovery) and give the MIG manager gpuconf's mig-parted ConfigMap. Each section has
+the same shape in the chart's values and in the ClusterPolicy's spec: NVIDIA's chart copies
+`enabled` and `config.{name,default}` across in `templates/clusterpolicy.yaml`. The chart has no
+values schema; render checks both files against the release's ClusterPolicy CRD schema
+(templating/crds/gpu-operator/). dcgm-exporter and Node Feature Discovery stay the Operator's:
+the Operator finds GPU nodes by NFD's `pci-10de` labels."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuconf.api.cluster import Cluster
+from gpuconf.compiler.plan.artifact import Artifact, PatchOf
+from gpuconf.gpus.gpu_operator import REPLACED_OPERANDS
+from gpuconf.gpus.mig import DISABLED
+
+VALUES = "gpu-operator-values.yaml"
+CLUSTER_POLICY_PATCH = "gpu-operator-clusterpolicy-patch.yaml"
+# Beside kustomization.yaml, not in a folder: every file in a folder is a manifest (Flux applies
+# a stage folder whole), and these two are inputs to helm and kubectl patch.
+SOURCE = ("spec", "gpuOperator")
+
+
+def operator_sections(cluster: Cluster, uses_mig: bool) -> dict[str, Any]:
+    """The chart values' (= ClusterPolicy spec's) sections gpuconf decides."""
+    operator = cluster.spec.gpu_operator
+    assert operator is not None
+    sections: dict[str, Any] = {
+        section: {"enabled": False}
+        for section in REPLACED_OPERANDS
+        if section != "devicePlugin" or not operator.device_plugin
+    }
+    sections["migManager"] = {"enabled": uses_mig}
+    if uses_mig:
+        sections["migManager"]["config"] = {
+            "name": cluster.spec.mig_manager.config_map_name,
+            "default": DISABLED,
+        }
+    return sections
+
+
+def gpu_operator(cluster: Cluster, uses_mig: bool) -> list[Artifact]:
+    operator = cluster.spec.gpu_operator
+    if operator is None:
+        return []
+    values = {"sections": operator_sections(cluster, uses_mig)}
+    schema = f"gpu-operator/clusterpolicy-{operator.version}"
+    return [
+        Artifact(
+            VALUES,
+            "gpu-operator-values.yaml.j2",
+            values,
+            source=SOURCE,
+            patch_of=PatchOf(schema, ("spec",)),
+        ),
+        Artifact(
+            CLUSTER_POLICY_PATCH,
+            "gpu-operator-clusterpolicy-patch.yaml.j2",
+            values,
+            source=SOURCE,
+            patch_of=PatchOf(schema),
+        ),
+    ]

@@ -1,0 +1,72 @@
+"""Beside the GPU Operator: one place for the MIG config, one plugin per GPU, and a MIG manager
+that waits for gpuconf's plugin before it repartitions (gpus/gpu_operator.py has the facts)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpuconf.api.cluster.nvidia_components import GpuOperator
+from gpuconf.compiler.rules.context import SPEC, RuleContext, pool_path
+from gpuconf.diagnostics import Diagnostic
+from gpuconf.gpus.gpu_operator import FIRST_WAITING, RELEASES
+
+OPERATOR = (*SPEC, "gpuOperator")
+
+
+def check(ctx: RuleContext) -> Iterator[Diagnostic]:
+    operator = ctx.cluster.spec.gpu_operator
+    if operator is None:
+        return
+    yield from _namespace(ctx, operator)
+    if operator.device_plugin and ctx.cluster.spec.allocation == "dra":
+        yield ctx.error(
+            (*OPERATOR, "devicePlugin"),
+            "the GPU Operator's device plugin would advertise the GPUs NVIDIA's DRA driver "
+            "already hands out (allocation: dra), and nothing gpuconf renders for DRA keeps "
+            "the two off the same node",
+            "set devicePlugin: false",
+        )
+    yield from _mig_waits(ctx, operator)
+
+
+def _namespace(ctx: RuleContext, operator: GpuOperator) -> Iterator[Diagnostic]:
+    mig_namespace = ctx.cluster.spec.mig_manager.namespace
+    if any(p.mig_layouts() for p in ctx.cluster.spec.node_pools) and (
+        mig_namespace != operator.namespace
+    ):
+        yield ctx.error(
+            (*OPERATOR, "namespace"),
+            f"the GPU Operator runs in {operator.namespace!r} but the MIG layouts go to "
+            f"{mig_namespace!r} (spec.migManager.namespace); its MIG manager reads its "
+            "ConfigMap only in the Operator's namespace",
+            f"set spec.migManager.namespace: {operator.namespace}",
+        )
+
+
+def _mig_waits(ctx: RuleContext, operator: GpuOperator) -> Iterator[Diagnostic]:
+    release = RELEASES[operator.version]
+    if release.waits_for_clients or ctx.cluster.spec.allocation == "dra":
+        return
+    for i, pool in enumerate(ctx.cluster.spec.node_pools):
+        if not pool.mig_layouts():
+            continue
+        manager = f"the MIG manager of GPU Operator {operator.version} ({release.mig_manager})"
+        if operator.device_plugin:
+            yield ctx.error(
+                pool_path(i, "sharing"),
+                f"{manager} would repartition pool {pool.name!r} under a running plugin: with "
+                "the Operator's own device plugin kept on, the pool's plugin runs where "
+                "nvidia.com/gpu.deploy.device-plugin=false, a value the MIG manager never "
+                "pauses, and it waits only for the Operator's own pods",
+                f"use GPU Operator {FIRST_WAITING} (its MIG manager waits for "
+                "nvidia.com/gpu.deploy.client pods), or set gpuOperator.devicePlugin: false",
+            )
+        else:
+            yield ctx.warning(
+                pool_path(i, "sharing"),
+                f"{manager} takes the plugin pods of pool {pool.name!r} off a node it repartitions "
+                "(it pauses nvidia.com/gpu.deploy.device-plugin) but does not wait for them to "
+                "go; a pod still holding a GPU makes the change fail "
+                "(nvidia.com/mig.config.state=failed) until the node is labelled again",
+                f"GPU Operator {FIRST_WAITING}'s MIG manager waits for them",
+            )

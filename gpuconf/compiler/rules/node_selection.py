@@ -1,0 +1,45 @@
+"""Pools pick their nodes by labels the user owns, not by labels NVIDIA's components rewrite."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpuconf.api.cluster import NodePool
+from gpuconf.api.cluster.pool import POOL_LABEL
+from gpuconf.compiler.rules.context import RuleContext, pool_path
+from gpuconf.diagnostics import Diagnostic
+from gpuconf.gpus.node_labels import PRODUCT_LABEL, managed_by_nvidia
+
+
+def check(ctx: RuleContext) -> Iterator[Diagnostic]:
+    for i, pool in enumerate(ctx.cluster.spec.node_pools):
+        selector = pool.node_selector
+        if selector and all(managed_by_nvidia(key) for key in selector):
+            yield ctx.warning(
+                pool_path(i, "nodeSelector"),
+                f"pool {pool.name!r} selects its nodes only by labels NVIDIA's components write "
+                f"({', '.join(sorted(selector))}): {_why(selector)}, and `helm uninstall` of "
+                "NVIDIA's chart removes GFD's labels, so the pool's DaemonSets would stop "
+                "matching its nodes",
+                f"label the nodes once while the old labels still match ({relabel_command(pool)}) "
+                "and drop nodeSelector",
+            )
+
+
+def _why(selector: dict[str, str]) -> str:
+    if PRODUCT_LABEL in selector:
+        return (
+            "GPU Feature Discovery appends -SHARED to nvidia.com/gpu.product when the GPUs are "
+            "time-sliced or MPS-shared with renameByDefault false"
+        )
+    return "their values follow the plugin's config and the GPU Operator's state"
+
+
+def relabel_command(pool: NodePool) -> str:
+    """The command that gives a pool's nodes gpuconf's pool label: by name where the nodes are
+    declared, else by the pool's own selector (which matches until NVIDIA's chart is removed)."""
+    target = f"{POOL_LABEL}={pool.name}"
+    if pool.nodes and (pool.size is None or pool.size == len(pool.nodes)):
+        return f"kubectl label nodes {' '.join(n.name for n in pool.nodes)} {target}"
+    selector = ",".join(f"{k}={v}" for k, v in sorted(pool.node_selector.items()))
+    return f"kubectl label nodes -l {selector} {target}"
