@@ -1,0 +1,121 @@
+"""The adoption commands on the command line: fmt, nodes, migrate, import, status.
+
+Only argparse is imported at start-up: `gpuconf validate` builds the same parser and must not
+pay for ruamel.yaml or the Kubernetes client. Each command imports its modules when it runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpuconf.errors import ArgumentParser, ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from gpuconf.adopt.cluster_file import ClusterFile, Edited
+    from gpuconf.diagnostics import Diagnostic
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def add_parsers(commands: argparse._SubParsersAction[ArgumentParser]) -> dict[str, Command]:
+    fmt = commands.add_parser(
+        "fmt", help="write cluster files in canonical style, keeping comments and order"
+    )
+    fmt.add_argument(
+        "paths", nargs="*", type=Path, metavar="PATH", help="files or folders (default: clusters/)"
+    )
+    fmt.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 with a diff when not formatted"
+    )
+
+    nodes = commands.add_parser("nodes", help="declare or retire nodes (and their GPU UUIDs)")
+    actions = nodes.add_subparsers(
+        dest="action", required=True, metavar="ACTION", parser_class=ArgumentParser
+    )
+    add = actions.add_parser("add", help="declare nodes in a pool")
+    add.add_argument("file", type=Path, metavar="FILE", help="the cluster file")
+    add.add_argument("pool", metavar="POOL", help="the pool the nodes join")
+    add.add_argument("nodes", nargs="+", metavar="NODE", help="Kubernetes Node names")
+    add.add_argument(
+        "--gpus", type=int, default=None, metavar="N", help="GPUs per node (default: the pool's)"
+    )
+    add.add_argument(
+        "--uuid",
+        dest="uuids",
+        action="append",
+        default=[],
+        metavar="UUID",
+        help="the GPUs' UUIDs in index order (one node only); `nvidia-smi -L` lists them",
+    )
+    remove = actions.add_parser("remove", help="retire declared nodes")
+    remove.add_argument("file", type=Path, metavar="FILE", help="the cluster file")
+    remove.add_argument("nodes", nargs="+", metavar="NODE", help="Kubernetes Node names")
+    return {"fmt": _fmt, "nodes": _nodes}
+
+
+def _fmt(options: argparse.Namespace) -> int:
+    from gpuconf.adopt.fmt import formatted
+    from gpuconf.compiler.pipeline import find_cluster_files
+
+    files = find_cluster_files(options.paths or [options.base / "clusters"])
+    edits = [formatted(_read(options, path)) for path in files]
+    if options.check:
+        _warn(_checked(edits))
+        stale = [e for e in edits if e.changed]
+        for edit in stale:
+            sys.stdout.writelines(edit.diff())
+        for edit in stale:
+            print(f"{edit.shown}: not formatted: run gpuconf fmt", file=sys.stderr)
+        return ExitCode.INVALID_INPUT if stale else ExitCode.OK
+    changed = [e.shown for e in edits if e.changed]
+    return _written(edits, f"formatted {len(changed)} file(s): {', '.join(changed)}")
+
+
+def _nodes(options: argparse.Namespace) -> int:
+    from gpuconf.adopt import nodes
+
+    file = _read(options, options.file)
+    if options.action == "add":
+        if options.uuids and len(options.nodes) > 1:
+            raise UsageError("--uuid declares the GPUs of one node: add one node at a time")
+        edit = nodes.add(file, options.pool, options.nodes, options.gpus, options.uuids)
+        done = f"declared {len(options.nodes)} node(s) in pool {options.pool} of {file.shown}"
+    else:
+        edit = nodes.remove(file, options.nodes)
+        done = f"retired {len(options.nodes)} node(s) from {file.shown}"
+    return _written([edit], done)
+
+
+def _read(options: argparse.Namespace, path: Path) -> ClusterFile:
+    from gpuconf.adopt.cluster_file import read
+    from gpuconf.compiler.pipeline import display_path
+
+    path = options.base / path
+    return read(path, display_path(path, options.base))
+
+
+def _checked(edits: Sequence[Edited]) -> list[Diagnostic]:
+    from gpuconf.adopt.cluster_file import check
+    from gpuconf.diagnostics import InvalidInput, has_errors
+
+    diagnostics = check(edits)
+    if has_errors(diagnostics):
+        raise InvalidInput(diagnostics)
+    return diagnostics
+
+
+def _written(edits: Sequence[Edited], done: str) -> int:
+    from gpuconf.adopt.cluster_file import write
+
+    _warn(write(edits))
+    print(done if any(e.changed for e in edits) else "nothing to change")
+    return ExitCode.OK
+
+
+def _warn(diagnostics: Sequence[Diagnostic]) -> None:
+    from gpuconf.diagnostics import report_text
+
+    sys.stderr.write(report_text(diagnostics))
