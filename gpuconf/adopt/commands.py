@@ -15,6 +15,7 @@ from gpuconf.errors import ArgumentParser, ExitCode, UsageError
 
 if TYPE_CHECKING:
     from gpuconf.adopt.cluster_file import ClusterFile, Edited
+    from gpuconf.compiler.validate import Validated
     from gpuconf.diagnostics import Diagnostic
 
 Command = Callable[[argparse.Namespace], int]
@@ -53,7 +54,34 @@ def add_parsers(commands: argparse._SubParsersAction[ArgumentParser]) -> dict[st
     remove = actions.add_parser("remove", help="retire declared nodes")
     remove.add_argument("file", type=Path, metavar="FILE", help="the cluster file")
     remove.add_argument("nodes", nargs="+", metavar="NODE", help="Kubernetes Node names")
-    return {"fmt": _fmt, "nodes": _nodes}
+
+    status = commands.add_parser(
+        "status", help="compare a live cluster with its cluster file (read-only)"
+    )
+    status.add_argument("cluster", help="a cluster file, or the name of a cluster in clusters/")
+    _cluster_access(status)
+    status.add_argument(
+        "-o",
+        "--output",
+        dest="output_format",
+        choices=("text", "json"),
+        default="text",
+        help="text table or JSON",
+    )
+    return {"fmt": _fmt, "nodes": _nodes, "status": _status}
+
+
+def _cluster_access(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--kubeconfig",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)",
+    )
+    parser.add_argument(
+        "--context", default=None, help="kubeconfig context (default: the current one)"
+    )
 
 
 def _fmt(options: argparse.Namespace) -> int:
@@ -87,6 +115,40 @@ def _nodes(options: argparse.Namespace) -> int:
         edit = nodes.remove(file, options.nodes)
         done = f"retired {len(options.nodes)} node(s) from {file.shown}"
     return _written([edit], done)
+
+
+def _status(options: argparse.Namespace) -> int:
+    from gpuconf.adopt.live.cluster_api import connect
+    from gpuconf.adopt.live.status import status
+
+    validated = _validated(options, options.cluster)
+    kubeconfig = options.base / options.kubeconfig if options.kubeconfig else None
+    api = connect(kubeconfig, options.context)
+    report = status(validated, api.nodes(), api.resource_quotas())
+    sys.stdout.write(report.as_json() if options.output_format == "json" else report.as_text())
+    return ExitCode.INVALID_INPUT if report.problems() else ExitCode.OK
+
+
+def _validated(options: argparse.Namespace, cluster: str) -> Validated:
+    """The cluster file named on the command line, or the one in clusters/ declaring `cluster`."""
+    from gpuconf.compiler.explain import files_declaring
+    from gpuconf.compiler.pipeline import compile_paths, find_cluster_files
+    from gpuconf.diagnostics import InvalidInput
+
+    target = options.base / cluster
+    if target.exists():
+        paths = [target]
+    else:
+        paths, known = files_declaring(cluster, find_cluster_files([options.base / "clusters"]))
+        if not paths:
+            raise UsageError(
+                f"no cluster named {cluster!r} in clusters/ (known: {', '.join(known)})"
+            )
+    compiled = compile_paths(paths, relative_to=options.base, render_output=False)
+    if not compiled.ok:
+        raise InvalidInput(compiled.diagnostics)
+    _warn(compiled.diagnostics)
+    return next(iter(compiled.validated.values()))
 
 
 def _read(options: argparse.Namespace, path: Path) -> ClusterFile:
