@@ -68,7 +68,50 @@ def add_parsers(commands: argparse._SubParsersAction[ArgumentParser]) -> dict[st
         default="text",
         help="text table or JSON",
     )
-    return {"fmt": _fmt, "nodes": _nodes, "status": _status}
+
+    importing = commands.add_parser(
+        "import", help="write a cluster file from NVIDIA's chart, ResourceQuotas or a live cluster"
+    )
+    sources = importing.add_subparsers(
+        dest="source", required=True, metavar="SOURCE", parser_class=ArgumentParser
+    )
+    chart = sources.add_parser(
+        "nvidia-chart", help="from the device-plugin chart's values and config files"
+    )
+    chart.add_argument("values", type=Path, metavar="VALUES", help="the values file given to helm")
+    chart.add_argument(
+        "configs",
+        nargs="*",
+        type=Path,
+        metavar="CONFIG",
+        help="the ConfigMap config.name refers to, or config files (named by file name)",
+    )
+    chart.add_argument(
+        "--gpus",
+        action="append",
+        default=[],
+        metavar="CONFIG=MODEL:COUNT:NODES",
+        help="each config's nodes: GPU model, GPUs per node, nodes (e.g. default=L4:2:10)",
+    )
+    _new_cluster_options(chart)
+    return {"fmt": _fmt, "nodes": _nodes, "status": _status, "import": _import}
+
+
+def _new_cluster_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--name", required=True, help="the cluster's name")
+    parser.add_argument(
+        "--kubernetes-version", default="1.34", metavar="X.Y", help="the cluster's Kubernetes"
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        dest="cluster_file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="where to write it (default: clusters/NAME.yaml)",
+    )
+    parser.add_argument("--force", action="store_true", help="replace FILE when it exists")
 
 
 def _cluster_access(parser: argparse.ArgumentParser) -> None:
@@ -127,6 +170,39 @@ def _status(options: argparse.Namespace) -> int:
     report = status(validated, api.nodes(), api.resource_quotas())
     sys.stdout.write(report.as_json() if options.output_format == "json" else report.as_text())
     return ExitCode.INVALID_INPUT if report.problems() else ExitCode.OK
+
+
+def _import(options: argparse.Namespace) -> int:
+    from gpuconf.adopt.cluster_file import new_file
+    from gpuconf.adopt.importers.cluster_document import cluster_document
+    from gpuconf.adopt.importers.nvidia_chart import import_chart, parse_gpus
+    from gpuconf.adopt.importers.sources import read_documents, read_one
+    from gpuconf.compiler.pipeline import display_path
+
+    target = options.base / (options.cluster_file or Path("clusters") / f"{options.name}.yaml")
+    shown = display_path(target, options.base)
+    if target.exists() and not options.force:
+        raise UsageError(f"{shown} exists: choose another -o FILE, or --force to replace it")
+    values_path = options.base / options.values
+    values = read_one(values_path, display_path(values_path, options.base))
+    configs = [
+        (source, path)
+        for path in (options.base / p for p in options.configs)
+        for source in read_documents(path, display_path(path, options.base))
+    ]
+    imported = import_chart(values, configs, parse_gpus(options.gpus), options.kubernetes_version)
+    origin = " ".join(
+        ["gpuconf import nvidia-chart", str(options.values), *map(str, options.configs)]
+    )
+    left_out = [d.as_text().partition(": warning: ")[2] or d.as_text() for d in imported.left_out]
+    document = cluster_document(options.name, imported.spec, origin, left_out)
+    _warn(imported.left_out)
+    _written([new_file(target, shown, document)], f"wrote {shown}")
+    if imported.left_out:
+        print(
+            f"{len(imported.left_out)} setting(s) not imported: listed above and in the file's header"
+        )
+    return ExitCode.OK
 
 
 def _validated(options: argparse.Namespace, cluster: str) -> Validated:
