@@ -94,6 +94,15 @@ def add_parsers(commands: argparse._SubParsersAction[ArgumentParser]) -> dict[st
         help="each config's nodes: GPU model, GPUs per node, nodes (e.g. default=L4:2:10)",
     )
     _new_cluster_options(chart)
+    quotas = sources.add_parser(
+        "quotas", help="the GPU lines of ResourceQuotas, into a cluster file's spec.quotas"
+    )
+    quotas.add_argument(
+        "quotas", nargs="+", type=Path, metavar="RESOURCEQUOTA", help="ResourceQuota manifests"
+    )
+    quotas.add_argument(
+        "--into", type=Path, required=True, metavar="FILE", help="the cluster file to edit"
+    )
     return {"fmt": _fmt, "nodes": _nodes, "status": _status, "import": _import}
 
 
@@ -173,6 +182,8 @@ def _status(options: argparse.Namespace) -> int:
 
 
 def _import(options: argparse.Namespace) -> int:
+    if options.source == "quotas":
+        return _import_quotas(options)
     from gpuconf.adopt.cluster_file import new_file
     from gpuconf.adopt.importers.cluster_document import cluster_document
     from gpuconf.adopt.importers.nvidia_chart import import_chart, parse_gpus
@@ -203,6 +214,24 @@ def _import(options: argparse.Namespace) -> int:
             f"{len(imported.left_out)} setting(s) not imported: listed above and in the file's header"
         )
     return ExitCode.OK
+
+
+def _import_quotas(options: argparse.Namespace) -> int:
+    from gpuconf.adopt.cluster_file import edited
+    from gpuconf.adopt.importers.quotas import import_quotas
+    from gpuconf.adopt.importers.sources import read_documents
+    from gpuconf.compiler.pipeline import display_path
+
+    validated = _validated(options, str(options.into))
+    file = _read(options, options.into)
+    sources = [
+        source
+        for path in (options.base / p for p in options.quotas)
+        for source in read_documents(path, display_path(path, options.base))
+    ]
+    left_out = import_quotas(file, validated, sources)
+    _warn(left_out)
+    return _written([edited(file)], f"wrote the quotas into {file.shown}")
 
 
 def _validated(options: argparse.Namespace, cluster: str) -> Validated:

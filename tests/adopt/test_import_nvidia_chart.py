@@ -186,7 +186,7 @@ def test_the_import_renders_to_what_nvidias_parser_reads_from_the_chart(
     assert result.code == 0, result.err
     assert run_cli("render", cwd=tmp_path).code == 0
 
-    source_configs = {name: text for name, text in values.get("config", {}).get("map", {}).items()}
+    source_configs = dict(values.get("config", {}).get("map", {}))
     for name, content in files.items():
         if content.get("kind") == "ConfigMap":
             source_configs.update(content["data"])
