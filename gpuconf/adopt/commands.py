@@ -205,7 +205,11 @@ def _import(options: argparse.Namespace) -> int:
     origin = " ".join(
         ["gpuconf import nvidia-chart", str(options.values), *map(str, options.configs)]
     )
-    left_out = [d.as_text().partition(": warning: ")[2] or d.as_text() for d in imported.left_out]
+    from gpuconf.diagnostics import sort_key
+
+    left_out = [
+        d.as_text().replace(": warning: ", ": ", 1) for d in sorted(imported.left_out, key=sort_key)
+    ]
     document = cluster_document(options.name, imported.spec, origin, left_out)
     _warn(imported.left_out)
     _written([new_file(target, shown, document)], f"wrote {shown}")
@@ -222,7 +226,7 @@ def _import_quotas(options: argparse.Namespace) -> int:
     from gpuconf.adopt.importers.sources import read_documents
     from gpuconf.compiler.pipeline import display_path
 
-    validated = _validated(options, str(options.into))
+    validated = _validated(options, str(options.into), warn=False)  # the edit is checked anew
     file = _read(options, options.into)
     sources = [
         source
@@ -234,7 +238,7 @@ def _import_quotas(options: argparse.Namespace) -> int:
     return _written([edited(file)], f"wrote the quotas into {file.shown}")
 
 
-def _validated(options: argparse.Namespace, cluster: str) -> Validated:
+def _validated(options: argparse.Namespace, cluster: str, warn: bool = True) -> Validated:
     """The cluster file named on the command line, or the one in clusters/ declaring `cluster`."""
     from gpuconf.compiler.explain import files_declaring
     from gpuconf.compiler.pipeline import compile_paths, find_cluster_files
@@ -252,7 +256,8 @@ def _validated(options: argparse.Namespace, cluster: str) -> Validated:
     compiled = compile_paths(paths, relative_to=options.base, render_output=False)
     if not compiled.ok:
         raise InvalidInput(compiled.diagnostics)
-    _warn(compiled.diagnostics)
+    if warn:
+        _warn(compiled.diagnostics)
     return next(iter(compiled.validated.values()))
 
 
