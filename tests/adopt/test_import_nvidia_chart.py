@@ -242,7 +242,10 @@ def test_what_cannot_be_imported_is_listed_where_it_stands(tmp_path: Path) -> No
         "values.yaml:6:5: config.map.a100: warning: config 'a100': rename: NVIDIA's plugin ignores it at run time (api/config/v1 DisableResourceNamingInConfig)",
     ]
     written = (tmp_path / "clusters" / "a.yaml").read_text()
-    assert "#   - values.yaml:6:5: config.map.a100: config 'a100': rename: NVIDIA's plugin ignores it" in written
+    assert (
+        "#   - values.yaml:6:5: config.map.a100: config 'a100': rename: NVIDIA's plugin ignores it"
+        in written
+    )
 
 
 def test_import_needs_the_gpus_of_every_config_and_never_overwrites(tmp_path: Path) -> None:

@@ -17,8 +17,8 @@ PAGE_SIZE = 500
 # A list restarted this often while it pages is a cluster changing faster than it can be read.
 MAX_RESTARTS = 3
 READ_ONLY_ROLE_HINT = (
-    "gpuconf needs get/list on nodes and resourcequotas (rendered/<cluster>/cluster/"
-    "clusterrole-gpuconf-status.yaml grants them)"
+    "gpuconf needs get/list on nodes and resourcequotas: bind the ClusterRole in "
+    "rendered/<cluster>/cluster/clusterrole-gpuconf-status.yaml to this user"
 )
 
 Listing = Callable[..., Any]

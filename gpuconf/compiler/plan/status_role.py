@@ -1,0 +1,26 @@
+"""A read-only ClusterRole for `gpuconf status` and `gpuconf import cluster`: what they list, and
+nothing else. gpuconf binds it to no one; bind it to the CI identity or group that runs them."""
+
+from __future__ import annotations
+
+from gpuconf.api.cluster import Cluster
+from gpuconf.compiler.plan.artifact import Artifact, manifest
+from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
+
+STATUS_ROLE_PATH = "cluster/clusterrole-gpuconf-status.yaml"
+# adopt/live/cluster_api.py lists exactly these.
+READ = [{"apiGroups": [""], "resources": ["nodes", "resourcequotas"], "verbs": ["get", "list"]}]
+
+
+def status_role(cluster: Cluster) -> Artifact:
+    return manifest(
+        STATUS_ROLE_PATH,
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": metadata(
+                cluster, f"gpuconf-status-{cluster.spec.namespace}", "status", wave=WAVE_CONFIG
+            ),
+            "rules": READ,
+        },
+    )
