@@ -94,6 +94,9 @@ def add_parsers(commands: argparse._SubParsersAction[ArgumentParser]) -> dict[st
         help="each config's nodes: GPU model, GPUs per node, nodes (e.g. default=L4:2:10)",
     )
     _new_cluster_options(chart)
+    live = sources.add_parser("cluster", help="from a live cluster's GPU nodes (GFD's labels)")
+    _cluster_access(live)
+    _new_cluster_options(live, kubernetes_default=None)
     quotas = sources.add_parser(
         "quotas", help="the GPU lines of ResourceQuotas, into a cluster file's spec.quotas"
     )
@@ -106,10 +109,16 @@ def add_parsers(commands: argparse._SubParsersAction[ArgumentParser]) -> dict[st
     return {"fmt": _fmt, "nodes": _nodes, "status": _status, "import": _import}
 
 
-def _new_cluster_options(parser: argparse.ArgumentParser) -> None:
+def _new_cluster_options(
+    parser: argparse.ArgumentParser, kubernetes_default: str | None = "1.34"
+) -> None:
     parser.add_argument("--name", required=True, help="the cluster's name")
     parser.add_argument(
-        "--kubernetes-version", default="1.34", metavar="X.Y", help="the cluster's Kubernetes"
+        "--kubernetes-version",
+        default=kubernetes_default,
+        metavar="X.Y",
+        help="the cluster's Kubernetes "
+        + (f"(default: {kubernetes_default})" if kubernetes_default else "(default: the server's)"),
     )
     parser.add_argument(
         "-o",
@@ -184,16 +193,15 @@ def _status(options: argparse.Namespace) -> int:
 def _import(options: argparse.Namespace) -> int:
     if options.source == "quotas":
         return _import_quotas(options)
+    if options.source == "cluster":
+        return _import_cluster(options)
     from gpuconf.adopt.cluster_file import new_file
     from gpuconf.adopt.importers.cluster_document import cluster_document
     from gpuconf.adopt.importers.nvidia_chart import import_chart, parse_gpus
     from gpuconf.adopt.importers.sources import read_documents, read_one
     from gpuconf.compiler.pipeline import display_path
 
-    target = options.base / (options.cluster_file or Path("clusters") / f"{options.name}.yaml")
-    shown = display_path(target, options.base)
-    if target.exists() and not options.force:
-        raise UsageError(f"{shown} exists: choose another -o FILE, or --force to replace it")
+    target, shown = _new_target(options)
     values_path = options.base / options.values
     values = read_one(values_path, display_path(values_path, options.base))
     configs = [
@@ -218,6 +226,36 @@ def _import(options: argparse.Namespace) -> int:
             f"{len(imported.left_out)} setting(s) not imported: listed above and in the file's header"
         )
     return ExitCode.OK
+
+
+def _new_target(options: argparse.Namespace) -> tuple[Path, str]:
+    from gpuconf.compiler.pipeline import display_path
+
+    target = options.base / (options.cluster_file or Path("clusters") / f"{options.name}.yaml")
+    shown = display_path(target, options.base)
+    if target.exists() and not options.force:
+        raise UsageError(f"{shown} exists: choose another -o FILE, or --force to replace it")
+    return target, shown
+
+
+def _import_cluster(options: argparse.Namespace) -> int:
+    from gpuconf.adopt.cluster_file import new_file
+    from gpuconf.adopt.importers.cluster_document import cluster_document
+    from gpuconf.adopt.importers.live_cluster import import_live
+    from gpuconf.adopt.live.cluster_api import connect
+    from gpuconf.gpus.catalog import Catalog
+
+    target, shown = _new_target(options)
+    kubeconfig = options.base / options.kubeconfig if options.kubeconfig else None
+    api = connect(kubeconfig, options.context)
+    version = options.kubernetes_version or api.kubernetes_version()
+    imported = import_live(api.nodes(), version, Catalog.load())
+    document = cluster_document(
+        options.name, imported.spec, f"gpuconf import cluster ({api.server})", imported.left_out
+    )
+    for line in imported.left_out:
+        print(f"warning: {line}", file=sys.stderr)
+    return _written([new_file(target, shown, document)], f"wrote {shown}")
 
 
 def _import_quotas(options: argparse.Namespace) -> int:

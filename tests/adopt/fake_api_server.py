@@ -1,5 +1,5 @@
 """A small stand-in for kube-apiserver, over real HTTP on 127.0.0.1, serving what the real one
-serves for the calls gpuconf makes: GET of the Node and ResourceQuota lists (cluster-wide), in
+serves for the calls gpuconf makes: GET /version, and of the Node and ResourceQuota lists (cluster-wide), in
 pages with `limit` and `continue`, each error as a Status object with its code (403 Forbidden by
 bearer token, 410 Expired for a continue token that has gone stale).
 
@@ -82,6 +82,8 @@ class FakeApiServer:
                 query = {k: v[-1] for k, v in parse_qs(url.query).items()}
                 fake.requests.append(self.path)
                 token = self.headers.get("Authorization", "").removeprefix("Bearer ")
+                if url.path in ("/version", "/version/"):
+                    return self._send(200, {"major": "1", "minor": "33+", "gitVersion": "v1.33.4"})
                 if url.path not in LISTS:
                     return self._status(
                         404, "NotFound", "the server could not find the requested resource"

@@ -25,7 +25,7 @@ def cluster_document(
     )
     header = [SCHEMA_COMMENT, f"Imported by `{origin}`."]
     if left_out:
-        header.append("Not imported (gpuconf import listed each where it stands):")
+        header.append("Not imported:")
         header += [f"  - {line}" for line in left_out]
     document.yaml_set_start_comment("\n".join(header))
     return document

@@ -31,7 +31,21 @@ class ClusterApi:
         from kubernetes import client
 
         self._core = client.CoreV1Api(api_client)
+        self._version = client.VersionApi(api_client)
         self.server: str = api_client.configuration.host
+
+    def kubernetes_version(self) -> str:
+        """The server's "major.minor", as `kubectl version` shows it (a trailing + dropped)."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            response: Any = self._version.get_code(_preload_content=False)  # raw: no model
+            info = json.loads(response.data)
+        except ApiException as error:
+            raise _refused(error, "the version", self.server) from None
+        except OSError as error:
+            raise UserError(f"{self.server}: cannot read the version: {error}") from None
+        return f"{info['major']}.{str(info['minor']).rstrip('+')}"
 
     def nodes(self) -> list[dict[str, Any]]:
         return self._list(self._core.list_node, "nodes")
