@@ -75,25 +75,32 @@ def add_parsers(commands: argparse._SubParsersAction[ArgumentParser]) -> dict[st
     sources = importing.add_subparsers(
         dest="source", required=True, metavar="SOURCE", parser_class=ArgumentParser
     )
-    chart = sources.add_parser(
-        "nvidia-chart", help="from the device-plugin chart's values and config files"
-    )
-    chart.add_argument("values", type=Path, metavar="VALUES", help="the values file given to helm")
-    chart.add_argument(
-        "configs",
-        nargs="*",
-        type=Path,
-        metavar="CONFIG",
-        help="the ConfigMap config.name refers to, or config files (named by file name)",
-    )
-    chart.add_argument(
-        "--gpus",
-        action="append",
-        default=[],
-        metavar="CONFIG=MODEL:COUNT:NODES",
-        help="each config's nodes: GPU model, GPUs per node, nodes (e.g. default=L4:2:10)",
-    )
-    _new_cluster_options(chart)
+    for source, first, summary in (
+        ("nvidia-chart", "values", "from the device-plugin chart's values and config files"),
+        ("gpu-operator", "policy", "from a GPU Operator ClusterPolicy's device plugin settings"),
+    ):
+        chart = sources.add_parser(source, help=summary)
+        chart.add_argument(
+            first,
+            type=Path,
+            metavar="VALUES" if first == "values" else "CLUSTERPOLICY",
+            help="the values file given to helm" if first == "values" else "its manifest",
+        )
+        chart.add_argument(
+            "configs",
+            nargs="*",
+            type=Path,
+            metavar="CONFIG",
+            help="the plugin's ConfigMap (config.name), or config files (named by file name)",
+        )
+        chart.add_argument(
+            "--gpus",
+            action="append",
+            default=[],
+            metavar="CONFIG=MODEL:COUNT:NODES",
+            help="each config's nodes: GPU model, GPUs per node, nodes (e.g. default=L4:2:10)",
+        )
+        _new_cluster_options(chart)
     live = sources.add_parser("cluster", help="from a live cluster's GPU nodes (GFD's labels)")
     _cluster_access(live)
     _new_cluster_options(live, kubernetes_default=None)
@@ -202,17 +209,26 @@ def _import(options: argparse.Namespace) -> int:
     from gpuconf.compiler.pipeline import display_path
 
     target, shown = _new_target(options)
-    values_path = options.base / options.values
-    values = read_one(values_path, display_path(values_path, options.base))
+    first = options.values if options.source == "nvidia-chart" else options.policy
+    first_path = options.base / first
+    values = read_one(first_path, display_path(first_path, options.base))
+    policy_left_out: list[Diagnostic] = []
+    engine = None
+    if options.source == "gpu-operator":
+        from gpuconf.adopt.importers import gpu_operator
+
+        engine = gpu_operator.engine(values)
+        values, policy_left_out = gpu_operator.as_chart_values(values)
     configs = [
         (source, path)
         for path in (options.base / p for p in options.configs)
         for source in read_documents(path, display_path(path, options.base))
     ]
-    imported = import_chart(values, configs, parse_gpus(options.gpus), options.kubernetes_version)
-    origin = " ".join(
-        ["gpuconf import nvidia-chart", str(options.values), *map(str, options.configs)]
+    imported = import_chart(
+        values, configs, parse_gpus(options.gpus), options.kubernetes_version, engine
     )
+    imported.left_out[:0] = policy_left_out
+    origin = " ".join([f"gpuconf import {options.source}", str(first), *map(str, options.configs)])
     from gpuconf.diagnostics import sort_key
 
     left_out = [

@@ -274,3 +274,78 @@ def test_import_needs_the_gpus_of_every_config_and_never_overwrites(tmp_path: Pa
     assert result.code == 2
     assert "clusters/x.yaml exists" in result.err
     assert (tmp_path / "clusters" / "x.yaml").read_text() == "mine\n"
+
+
+POLICY = {
+    "apiVersion": "nvidia.com/v1",
+    "kind": "ClusterPolicy",
+    "metadata": {"name": "cluster-policy"},
+    "spec": {
+        "operator": {"defaultRuntime": "docker"},
+        "driver": {"enabled": True, "version": "550.90.07"},
+        "dcgmExporter": {"enabled": False},
+        "mig": {"strategy": "none"},
+        "devicePlugin": {
+            "version": "v0.17.2",
+            "config": {"name": "time-slicing-config", "default": "any"},
+            "env": [{"name": "FAIL_ON_INIT_ERROR", "value": "true"}],
+        },
+    },
+}
+POLICY_CONFIGS = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {"name": "time-slicing-config", "namespace": "gpu-operator"},
+    "data": {
+        "any": SHARED(
+            [
+                "version: v1",
+                "sharing:",
+                "  timeSlicing:",
+                "    resources:",
+                "    - name: nvidia.com/gpu",
+                "      replicas: 4",
+            ]
+        ),
+        "mps": SHARED(
+            [
+                "version: v1",
+                "sharing:",
+                "  mps:",
+                "    resources:",
+                "    - name: nvidia.com/gpu",
+                "      replicas: 3",
+            ]
+        ),
+    },
+}
+
+
+def test_the_gpu_operator_import_renders_to_what_nvidias_parser_reads_from_the_policy(
+    tmp_path: Path, nvidia_reader: Path
+) -> None:
+    (tmp_path / "policy.yaml").write_text(json.dumps(POLICY))
+    (tmp_path / "configs.yaml").write_text(json.dumps(POLICY_CONFIGS))
+    argv = ["import", "gpu-operator", "policy.yaml", "configs.yaml", "--name", "op"]
+    result = run_cli(*argv, "--gpus", "any=L4:2:3", "--gpus", "mps=L4:2:1", cwd=tmp_path)
+    assert result.code == 0, result.err
+    assert ": spec.driver: warning: left to the GPU Operator" in result.err
+    assert "spec.dcgmExporter" not in result.err  # disabled: nothing to leave out
+    assert run_cli("render", cwd=tmp_path).code == 0
+    # controllers/object_controls.go: MIG_STRATEGY from spec.mig.strategy, then devicePlugin.env.
+    env = {"MIG_STRATEGY": "none", "FAIL_ON_INIT_ERROR": "true"}
+    for name, text in POLICY_CONFIGS["data"].items():
+        (tmp_path / f"source-{name}.yaml").write_text(text)
+        pool = tmp_path / "rendered" / "op" / "pools" / name
+        config_map = load_yaml((pool / "configmap-nvidia-device-plugin.yaml").read_text())
+        (tmp_path / f"rendered-{name}.yaml").write_text(config_map["data"]["config.yaml"])
+        daemonset = load_yaml((pool / "daemonset-nvidia-device-plugin.yaml").read_text())
+        theirs = _advertised(_nvidia_reads(nvidia_reader, tmp_path / f"source-{name}.yaml", env))
+        ours = _advertised(
+            _nvidia_reads(
+                nvidia_reader, tmp_path / f"rendered-{name}.yaml", _rendered_env(daemonset)
+            )
+        )
+        assert ours == theirs, name
+    written = load_yaml((tmp_path / "clusters" / "op.yaml").read_text())
+    assert {p["runtime"]["engine"] for p in written["spec"]["nodePools"]} == {"docker"}

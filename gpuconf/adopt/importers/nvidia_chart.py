@@ -137,20 +137,23 @@ def import_chart(
     configs: Sequence[tuple[Source, Path]],
     gpus: Mapping[str, GpuShape],
     kubernetes_version: str,
+    engine: str | None = None,
 ) -> Imported:
+    """`engine`: the nodes' container engine, where the source says it."""
     named = named_configs(values, configs)
     left_out = _unread_values(values)
     if not named:
         # No config file: every GPU node runs the plugin with the chart's values alone.
         named = [NamedConfig("default", Source(values.located._replace(data={})), values, ())]
-    left_out.append(
-        values.not_imported(
-            (),
-            "the chart's files do not say which container runtime the nodes run: containerd "
-            "assumed",
-            "set each pool's runtime.engine (docker, containerd, k3s) before rendering",
+    if engine is None:
+        left_out.append(
+            values.not_imported(
+                (),
+                "the chart's files do not say which container runtime the nodes run: "
+                "containerd assumed",
+                "set each pool's runtime.engine (docker, containerd, k3s) before rendering",
+            )
         )
-    )
     missing = sorted(c.name for c in named if c.name not in gpus)
     if missing:
         raise UsageError(
@@ -163,7 +166,9 @@ def import_chart(
     renames: dict[bool, NamedConfig] = {}
     device_lists: set[str] = set()
     for config in named:
-        pool, pool_classes, rename, device_list = _pool(config, values, gpus[config.name], left_out)
+        pool, pool_classes, rename, device_list = _pool(
+            config, values, gpus[config.name], engine or "containerd", left_out
+        )
         if len(named) > 1 and config.name == default:
             left_out.append(
                 values.not_imported(
@@ -198,14 +203,14 @@ def import_chart(
 
 
 def _pool(
-    config: NamedConfig, values: Source, shape: GpuShape, left_out: list[Diagnostic]
+    config: NamedConfig, values: Source, shape: GpuShape, engine: str, left_out: list[Diagnostic]
 ) -> tuple[dict[str, Any], list[dict[str, Any]], bool | None, str | None]:
     flags = _effective_flags(config, values, left_out)
     selector = {CONFIG_LABEL: config.name} if config.config.data else {GPU_PRESENT_LABEL: "true"}
     pool = {
         "name": config.name,
         "nodeSelector": selector,
-        "runtime": {"engine": "containerd"},
+        "runtime": {"engine": engine},
         "gpus": {"model": shape.model, "count": shape.gpus},
         "size": shape.nodes,
     }
