@@ -32,6 +32,18 @@ def add_parsers(commands: argparse._SubParsersAction[ArgumentParser]) -> dict[st
         "--check", action="store_true", help="write nothing; exit 1 with a diff when not formatted"
     )
 
+    migrate = commands.add_parser(
+        "migrate", help="rewrite cluster files from older forms to the current one"
+    )
+    migrate.add_argument(
+        "paths", nargs="*", type=Path, metavar="PATH", help="files or folders (default: clusters/)"
+    )
+    migrate.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 with a diff when some would change",
+    )
+
     nodes = commands.add_parser("nodes", help="declare or retire nodes (and their GPU UUIDs)")
     actions = nodes.add_subparsers(
         dest="action", required=True, metavar="ACTION", parser_class=ArgumentParser
@@ -113,7 +125,13 @@ def add_parsers(commands: argparse._SubParsersAction[ArgumentParser]) -> dict[st
     quotas.add_argument(
         "--into", type=Path, required=True, metavar="FILE", help="the cluster file to edit"
     )
-    return {"fmt": _fmt, "nodes": _nodes, "status": _status, "import": _import}
+    return {
+        "fmt": _fmt,
+        "migrate": _migrate,
+        "nodes": _nodes,
+        "status": _status,
+        "import": _import,
+    }
 
 
 def _new_cluster_options(
@@ -168,6 +186,27 @@ def _fmt(options: argparse.Namespace) -> int:
         return ExitCode.INVALID_INPUT if stale else ExitCode.OK
     changed = [e.shown for e in edits if e.changed]
     return _written(edits, f"formatted {len(changed)} file(s): {', '.join(changed)}")
+
+
+def _migrate(options: argparse.Namespace) -> int:
+    from gpuconf.adopt.migrate import migrated
+    from gpuconf.compiler.pipeline import find_cluster_files
+
+    files = find_cluster_files(options.paths or [options.base / "clusters"])
+    edits = []
+    for path in files:
+        edit, changes = migrated(_read(options, path))
+        edits.append(edit)
+        for change in changes:
+            print(f"{edit.shown}: {change}", file=sys.stderr)
+    if options.check:
+        _warn(_checked(edits))
+        stale = [e for e in edits if e.changed]
+        for edit in stale:
+            sys.stdout.writelines(edit.diff())
+        return ExitCode.INVALID_INPUT if stale else ExitCode.OK
+    changed = [e.shown for e in edits if e.changed]
+    return _written(edits, f"migrated {len(changed)} file(s): {', '.join(changed)}")
 
 
 def _nodes(options: argparse.Namespace) -> int:
