@@ -231,7 +231,8 @@ def _status(options: argparse.Namespace) -> int:
     validated = _validated(options, options.cluster)
     kubeconfig = options.base / options.kubeconfig if options.kubeconfig else None
     api = connect(kubeconfig, options.context)
-    report = status(validated, api.nodes(), api.resource_quotas())
+    dra = api.dra_objects() if validated.cluster.spec.allocation == "dra" else None
+    report = status(validated, api.nodes(), api.resource_quotas(), dra)
     sys.stdout.write(report.as_json() if options.output_format == "json" else report.as_text())
     return ExitCode.INVALID_INPUT if report.problems() else ExitCode.OK
 

@@ -1,5 +1,6 @@
 """A small stand-in for kube-apiserver, over real HTTP on 127.0.0.1, serving what the real one
-serves for the calls gpuconf makes: GET /version, and of the Node and ResourceQuota lists (cluster-wide), in
+serves for the calls gpuconf makes: GET /version, and of the Node and ResourceQuota lists (and,
+when given, resource.k8s.io/v1 DeviceClasses and ResourceSlices; cluster-wide), in
 pages with `limit` and `continue`, each error as a Status object with its code (403 Forbidden by
 bearer token, 410 Expired for a continue token that has gone stale).
 
@@ -31,9 +32,26 @@ EXPIRED = (
 )
 
 
+DRA_LISTS = {
+    "/apis/resource.k8s.io/v1/deviceclasses": ("DeviceClassList", "deviceclasses"),
+    "/apis/resource.k8s.io/v1/resourceslices": ("ResourceSliceList", "resourceslices"),
+}
+
+
 class FakeApiServer:
-    def __init__(self, nodes: list[dict[str, Any]], quotas: list[dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        nodes: list[dict[str, Any]],
+        quotas: list[dict[str, Any]],
+        dra: tuple[list[dict[str, Any]], list[dict[str, Any]]] | None = None,
+    ) -> None:
+        """`dra`: DeviceClasses and ResourceSlices, served as resource.k8s.io/v1; without it the
+        group is not served (404), as on a cluster with DRA off."""
         self.objects = {"/api/v1/nodes": nodes, "/api/v1/resourcequotas": quotas}
+        self.lists = dict(LISTS)
+        if dra is not None:
+            self.lists.update(DRA_LISTS)
+            self.objects.update(zip(DRA_LISTS, dra, strict=True))
         self.requests: list[str] = []
         self.expire_next_continue = False
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -84,11 +102,11 @@ class FakeApiServer:
                 token = self.headers.get("Authorization", "").removeprefix("Bearer ")
                 if url.path in ("/version", "/version/"):
                     return self._send(200, {"major": "1", "minor": "33+", "gitVersion": "v1.33.4"})
-                if url.path not in LISTS:
+                if url.path not in fake.lists:
                     return self._status(
                         404, "NotFound", "the server could not find the requested resource"
                     )
-                kind, resource = LISTS[url.path]
+                kind, resource = fake.lists[url.path]
                 if token != TOKEN:
                     return self._status(
                         403,

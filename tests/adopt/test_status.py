@@ -118,6 +118,7 @@ def test_status_json_for_scripts_and_kubeconfig_from_the_environment(
         "allocatable": 12,
         "in_use": 9,
         "quota": 20,
+        "device_class": None,
     }
     assert len(report["problems"]) == 4
 
@@ -163,3 +164,57 @@ def test_status_with_an_unknown_context_says_so(server: FakeApiServer, tmp_path:
     assert result.code == 1
     assert "cannot load the cluster's configuration" in result.err
     assert "prod" in result.err
+
+
+DRA_LAB = str(REPO / "clusters" / "dra-lab.yaml")
+
+
+def _slice(node: str, devices: int) -> dict[str, Any]:
+    return {
+        "metadata": {"name": f"{node}-gpu.nvidia.com"},
+        "spec": {
+            "driver": "gpu.nvidia.com",
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": f"gpu-{i}"} for i in range(devices)],
+        },
+    }
+
+
+def test_status_of_a_dra_cluster_checks_device_classes_and_resource_slices(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    nodes = [
+        *(_node(f"h100-{i}", "h100") for i in range(2)),
+        *(_node(f"l40s-{i}", "l40s") for i in range(2)),
+        *(_node(f"l4-{i}", "l4") for i in range(4)),
+    ]
+    # l40s-1's driver has not published its GPUs; the h100-1g DeviceClass was never synced.
+    slices = [_slice(n["metadata"]["name"], 4) for n in nodes if n["metadata"]["name"] != "l40s-1"]
+    classes = [{"metadata": {"name": name}} for name in ("big-memory", "l4-shared")]
+    with FakeApiServer(nodes, [], (classes, slices)).running() as fake:
+        result = run_cli("status", DRA_LAB, "--kubeconfig", str(fake.kubeconfig(tmp_path)))
+    assert result.code == 1, result.err
+    assert result.out.splitlines()[1:5] == [
+        "pool  declared  present  drifted  rolling out  publishing",
+        "h100  2         2        0        0            2",
+        "l40s  2         2        0        0            1",
+        "l4    4         4        0        0            4",
+    ]
+    assert result.out.endswith(
+        "2 problem(s):\n"
+        "  - pool l40s: 1 of 2 nodes publish no GPU through gpu.nvidia.com\n"
+        "  - class h100-1g: the cluster has no DeviceClass h100-1g\n"
+    )
+
+
+def test_status_of_a_dra_cluster_whose_server_has_no_dra_api(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    nodes = [_node(f"l4-{i}", "l4") for i in range(4)]
+    with FakeApiServer(nodes, []).running() as fake:
+        result = run_cli("status", DRA_LAB, "--kubeconfig", str(fake.kubeconfig(tmp_path)))
+    assert "publishing" not in result.out
+    assert "pool h100: 0 of 2 nodes present" in result.out

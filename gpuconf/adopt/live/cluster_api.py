@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,19 @@ PAGE_SIZE = 500
 # A list restarted this often while it pages is a cluster changing faster than it can be read.
 MAX_RESTARTS = 3
 READ_ONLY_ROLE_HINT = (
-    "gpuconf needs get/list on nodes and resourcequotas: bind the ClusterRole in "
+    "gpuconf needs get/list on nodes, resourcequotas and (DRA) deviceclasses and resourceslices: "
+    "bind the ClusterRole in "
     "rendered/<cluster>/cluster/clusterrole-gpuconf-status.yaml to this user"
 )
 
 Listing = Callable[..., Any]
+DRA_GROUP = "resource.k8s.io"
+DRA_VERSIONS = ("v1", "v1beta2", "v1beta1")
+"""Newest first: GA in 1.34, v1beta2 in 1.33, v1beta1 in 1.32."""
+
+
+class _NotServed(Exception):
+    """The API server does not serve this resource (404 on its list)."""
 
 
 class ClusterApi:
@@ -32,6 +41,7 @@ class ClusterApi:
 
         self._core = client.CoreV1Api(api_client)
         self._version = client.VersionApi(api_client)
+        self._custom = client.CustomObjectsApi(api_client)
         self.server: str = api_client.configuration.host
 
     def kubernetes_version(self) -> str:
@@ -53,7 +63,29 @@ class ClusterApi:
     def resource_quotas(self) -> list[dict[str, Any]]:
         return self._list(self._core.list_resource_quota_for_all_namespaces, "resourcequotas")
 
-    def _list(self, listing: Listing, what: str) -> list[dict[str, Any]]:
+    def dra_objects(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+        """DeviceClasses and ResourceSlices from the newest resource.k8s.io version served; None
+        where the cluster serves none (DRA off, or before 1.32)."""
+        for version in DRA_VERSIONS:
+            try:
+                classes, slices = (
+                    self._list(
+                        partial(
+                            self._custom.list_cluster_custom_object, DRA_GROUP, version, plural
+                        ),
+                        f"{plural}.{DRA_GROUP}/{version}",
+                        may_be_absent=True,
+                    )
+                    for plural in ("deviceclasses", "resourceslices")
+                )
+            except _NotServed:
+                continue
+            return classes, slices
+        return None
+
+    def _list(
+        self, listing: Listing, what: str, may_be_absent: bool = False
+    ) -> list[dict[str, Any]]:
         from kubernetes.client.exceptions import ApiException
 
         for _ in range(MAX_RESTARTS + 1):
@@ -69,6 +101,8 @@ class ClusterApi:
             except ApiException as error:
                 if error.status == 410 and token is not None:
                     continue  # the continue token expired: read the whole list again
+                if error.status == 404 and may_be_absent:
+                    raise _NotServed(what) from None
                 raise _refused(error, what, self.server) from None
             except OSError as error:
                 raise UserError(f"{self.server}: cannot list {what}: {error}") from None

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 from gpuconf.compiler.explain import class_rows
 from gpuconf.compiler.plan.pod import node_selector
 from gpuconf.compiler.validate import Validated
+from gpuconf.gpus.dra_attributes import DRIVER as DRA_DRIVER
 from gpuconf.node.node_annotation import DRIFT_ANNOTATION, PENDING_ANNOTATION, REPORT_ANNOTATION
 
 
@@ -25,6 +26,8 @@ class PoolStatus(NamedTuple):
     """Node → the drift problems its runtime reported."""
     rolling_out: dict[str, int]
     """Node → how many GPU changes wait for running containers to release GPUs."""
+    publishing: int | None = None
+    """DRA: present nodes with a ResourceSlice of NVIDIA's DRA driver; None in device-plugin mode."""
 
 
 class ClassStatus(NamedTuple):
@@ -35,6 +38,8 @@ class ClassStatus(NamedTuple):
     """None where the class is not an extended resource (DRA), so Node objects cannot say."""
     in_use: int
     quota: int
+    device_class: bool | None = None
+    """DRA: whether the cluster has the class's DeviceClass; None in device-plugin mode."""
 
 
 class Status(NamedTuple):
@@ -45,6 +50,11 @@ class Status(NamedTuple):
     def problems(self) -> list[str]:
         out: list[str] = []
         for pool in self.pools:
+            if pool.publishing is not None and pool.publishing < pool.present:
+                out.append(
+                    f"pool {pool.pool}: {pool.present - pool.publishing} of {pool.present} nodes "
+                    f"publish no GPU through {DRA_DRIVER}"
+                )
             if pool.present < pool.declared:
                 out.append(f"pool {pool.pool}: {pool.present} of {pool.declared} nodes present")
             out += [f"pool {pool.pool}: node {n} is declared but absent" for n in pool.missing]
@@ -57,6 +67,8 @@ class Status(NamedTuple):
                 for node, count in pool.rolling_out.items()
             ]
         for row in self.classes:
+            if row.device_class is False:
+                out.append(f"class {row.name}: the cluster has no DeviceClass {row.name}")
             if row.allocatable is not None and row.allocatable < row.capacity:
                 out.append(
                     f"class {row.name}: {row.allocatable} of {row.capacity} {row.resource} allocatable"
@@ -78,8 +90,9 @@ class Status(NamedTuple):
         return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
     def as_text(self) -> str:
+        dra = any(p.publishing is not None for p in self.pools)
         pools = _table(
-            ("pool", "declared", "present", "drifted", "rolling out"),
+            ("pool", "declared", "present", "drifted", "rolling out", *(["publishing"] * dra)),
             [
                 (
                     p.pool,
@@ -87,6 +100,7 @@ class Status(NamedTuple):
                     str(p.present),
                     str(len(p.drifted)),
                     str(len(p.rolling_out)),
+                    *([str(p.publishing)] * dra),
                 )
                 for p in self.pools
             ],
@@ -115,11 +129,22 @@ class Status(NamedTuple):
 
 
 def status(
-    validated: Validated, nodes: Sequence[Mapping[str, Any]], quotas: Sequence[Mapping[str, Any]]
+    validated: Validated,
+    nodes: Sequence[Mapping[str, Any]],
+    quotas: Sequence[Mapping[str, Any]],
+    dra: tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]] | None = None,
 ) -> Status:
+    """`dra`: the cluster's DeviceClasses and ResourceSlices, for a DRA cluster that serves them."""
     cluster = validated.cluster
-    pools = [_pool_status(pool, nodes) for pool in cluster.spec.node_pools]
     device_plugin = cluster.spec.allocation == "device-plugin"
+    device_classes, slices = dra if dra is not None and not device_plugin else (None, None)
+    publishing = _publishing_nodes(slices) if slices is not None else None
+    pools = [_pool_status(pool, nodes, publishing) for pool in cluster.spec.node_pools]
+    class_names = (
+        {str(_at(c, "metadata").get("name")) for c in device_classes}
+        if device_classes is not None
+        else None
+    )
     classes = []
     for row in class_rows(validated):
         resource = row.request
@@ -137,12 +162,24 @@ def status(
                 allocatable if device_plugin else None,
                 sum(_count(_at(q, "status", "used"), hard_key) for q in quotas),
                 sum(_count(_at(q, "spec", "hard"), hard_key) for q in quotas),
+                None if class_names is None else row.name in class_names,
             )
         )
     return Status(cluster.metadata.name, pools, classes)
 
 
-def _pool_status(pool: Any, nodes: Sequence[Mapping[str, Any]]) -> PoolStatus:
+def _publishing_nodes(slices: Sequence[Mapping[str, Any]]) -> set[str]:
+    """Nodes with a ResourceSlice of NVIDIA's DRA driver that lists at least one device."""
+    return {
+        str(_at(s, "spec").get("nodeName"))
+        for s in slices
+        if _at(s, "spec").get("driver") == DRA_DRIVER and _at(s, "spec").get("devices")
+    }
+
+
+def _pool_status(
+    pool: Any, nodes: Sequence[Mapping[str, Any]], publishing: set[str] | None
+) -> PoolStatus:
     selector = node_selector(pool)
     members = [n for n in nodes if _matches(_at(n, "metadata", "labels"), selector)]
     names = {str(_at(n, "metadata").get("name")) for n in members}
@@ -167,6 +204,7 @@ def _pool_status(pool: Any, nodes: Sequence[Mapping[str, Any]]) -> PoolStatus:
         [n for n in declared_names if n not in names],
         dict(sorted(drifted.items())),
         dict(sorted(rolling_out.items())),
+        None if publishing is None else len(names & publishing),
     )
 
 

@@ -8,8 +8,15 @@ from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
 
 STATUS_ROLE_PATH = "cluster/clusterrole-gpuconf-status.yaml"
-# adopt/live/cluster_api.py lists exactly these.
-READ = [{"apiGroups": [""], "resources": ["nodes", "resourcequotas"], "verbs": ["get", "list"]}]
+# adopt/live/cluster_api.py lists exactly these (the DRA ones for allocation: dra clusters).
+READ = [
+    {"apiGroups": [""], "resources": ["nodes", "resourcequotas"], "verbs": ["get", "list"]},
+    {
+        "apiGroups": ["resource.k8s.io"],
+        "resources": ["deviceclasses", "resourceslices"],
+        "verbs": ["get", "list"],
+    },
+]
 
 
 def status_role(cluster: Cluster) -> Artifact:
