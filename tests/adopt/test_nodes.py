@@ -11,7 +11,9 @@ from builders import REPO, load_yaml, run_cli
 
 from gpuconf.formats.located_yaml import load_file
 
-EVERY_CLUSTER_FILE = sorted((REPO / "clusters").glob("*.yaml"))
+EVERY_CLUSTER_FILE = sorted(
+    [*(REPO / "clusters").glob("*.yaml"), *(REPO / "examples").rglob("clusters/*.yaml")]
+)
 UUIDS = ["GPU-5e1a0c52-3c4b-4d6e-9a2f-0c8e1f6b7a11", "GPU-5e1a0c52-3c4b-4d6e-9a2f-0c8e1f6b7a12"]
 
 
@@ -26,7 +28,7 @@ def _changed_lines(before: str, after: str) -> tuple[list[str], list[str]]:
     return [d[2:] for d in diff if d.startswith("- ")], [d[2:] for d in diff if d.startswith("+ ")]
 
 
-@pytest.mark.parametrize("source", EVERY_CLUSTER_FILE, ids=lambda p: p.name)
+@pytest.mark.parametrize("source", EVERY_CLUSTER_FILE, ids=lambda p: p.relative_to(REPO).as_posix())
 def test_nodes_add_only_adds_the_new_nodes_lines_to_every_example(
     source: Path, tmp_path: Path
 ) -> None:

@@ -105,7 +105,8 @@ def test_status_prints_drift_rollout_and_quota_over_capacity(
 def test_status_json_for_scripts_and_kubeconfig_from_the_environment(
     server: FakeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("KUBECONFIG", str(server.kubeconfig(tmp_path)))
+    # A list, as kubectl takes it: files that do not exist are skipped, the rest merged.
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'absent'}:{server.kubeconfig(tmp_path)}")
     result = run_cli("status", LAB, "--output", "json")
     assert result.code == 1, result.err
     report = json.loads(result.out)
