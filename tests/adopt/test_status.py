@@ -219,3 +219,33 @@ def test_status_of_a_dra_cluster_whose_server_has_no_dra_api(
         result = run_cli("status", DRA_LAB, "--kubeconfig", str(fake.kubeconfig(tmp_path)))
     assert "publishing" not in result.out
     assert "pool h100: 0 of 2 nodes present" in result.out
+
+
+def test_classes_sharing_a_resource_name_count_only_their_pools_nodes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+
+    def nvidia_node(name: str, product: str, gpus: int) -> dict[str, Any]:
+        return {
+            "metadata": {"name": name, "labels": {"nvidia.com/gpu.product": product}},
+            "status": {"allocatable": {"nvidia.com/gpu": str(gpus)}},
+        }
+
+    nodes = [
+        *(nvidia_node(f"t4-{i}", "Tesla-T4", 16) for i in range(6)),
+        *(nvidia_node(f"l4-{i}", "NVIDIA-L4", 8) for i in range(4)),
+        *(nvidia_node(f"a100-{i}", "NVIDIA-A100-SXM4-80GB", 8) for i in range(2)),
+    ]
+    migration = str(REPO / "clusters" / "nvidia-migration.yaml")
+    with FakeApiServer(nodes, []).running() as fake:
+        result = run_cli(
+            "status", migration, "--kubeconfig", str(fake.kubeconfig(tmp_path)), "-o", "json"
+        )
+    assert result.code == 0, result.out
+    classes = json.loads(result.out)["classes"]
+    assert [(c["name"], c["capacity"], c["allocatable"]) for c in classes] == [
+        ("t4-shared", 96, 96),
+        ("l4-mps", 32, 32),
+        ("a100", 16, 16),
+    ]

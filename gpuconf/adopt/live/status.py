@@ -139,16 +139,24 @@ def status(
     device_plugin = cluster.spec.allocation == "device-plugin"
     device_classes, slices = dra if dra is not None and not device_plugin else (None, None)
     publishing = _publishing_nodes(slices) if slices is not None else None
-    pools = [_pool_status(pool, nodes, publishing) for pool in cluster.spec.node_pools]
+    members = {
+        pool.name: [n for n in nodes if _matches(_at(n, "metadata", "labels"), node_selector(pool))]
+        for pool in cluster.spec.node_pools
+    }
+    pools = [_pool_status(p, members[p.name], publishing) for p in cluster.spec.node_pools]
     class_names = (
         {str(_at(c, "metadata").get("name")) for c in device_classes}
         if device_classes is not None
         else None
     )
     classes = []
-    for row in class_rows(validated):
+    for row, resolved in zip(class_rows(validated), validated.classes, strict=True):
         resource = row.request
-        allocatable = sum(_count(_at(n, "status", "allocatable"), resource) for n in nodes)
+        # Only the class's pools' nodes: classes may share a resource name (nvidia.com/gpu).
+        on_its_nodes = {_name(n): n for pool in resolved.pools for n in members[pool]}
+        allocatable = sum(
+            _count(_at(n, "status", "allocatable"), resource) for n in on_its_nodes.values()
+        )
         hard_key = (
             f"requests.{resource}"
             if device_plugin
@@ -178,16 +186,15 @@ def _publishing_nodes(slices: Sequence[Mapping[str, Any]]) -> set[str]:
 
 
 def _pool_status(
-    pool: Any, nodes: Sequence[Mapping[str, Any]], publishing: set[str] | None
+    pool: Any, members: Sequence[Mapping[str, Any]], publishing: set[str] | None
 ) -> PoolStatus:
-    selector = node_selector(pool)
-    members = [n for n in nodes if _matches(_at(n, "metadata", "labels"), selector)]
-    names = {str(_at(n, "metadata").get("name")) for n in members}
+    """`members`: the nodes the pool's selector picks."""
+    names = {_name(n) for n in members}
     declared_names = [node.name for node in pool.nodes]
     drifted: dict[str, list[str]] = {}
     rolling_out: dict[str, int] = {}
     for node in members:
-        name = str(_at(node, "metadata").get("name"))
+        name = _name(node)
         annotations = _at(node, "metadata", "annotations")
         if annotations.get(DRIFT_ANNOTATION) == "true":
             drifted[name] = _json(annotations.get(REPORT_ANNOTATION), {}).get("problems") or [
@@ -206,6 +213,10 @@ def _pool_status(
         dict(sorted(rolling_out.items())),
         None if publishing is None else len(names & publishing),
     )
+
+
+def _name(node: Mapping[str, Any]) -> str:
+    return str(_at(node, "metadata").get("name"))
 
 
 def _matches(labels: Mapping[str, Any], selector: Mapping[str, str]) -> bool:
