@@ -349,3 +349,33 @@ def test_the_gpu_operator_import_renders_to_what_nvidias_parser_reads_from_the_p
         assert ours == theirs, name
     written = load_yaml((tmp_path / "clusters" / "op.yaml").read_text())
     assert {p["runtime"]["engine"] for p in written["spec"]["nodePools"]} == {"docker"}
+
+
+@pytest.mark.parametrize(
+    ("config", "warning", "pool"),
+    [
+        (
+            "sharing: {timeSlicing: {resources: 5}}",
+            "config 'a_B': resources: not a list",
+            {"name": "a-b", "select": {"pools": ["a-b"]}},
+        ),
+        (
+            "sharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 1}]}}",
+            "config 'a_B': replicas 1: NVIDIA's parser refuses fewer than 2",
+            {"name": "a-b", "select": {"pools": ["a-b"]}},
+        ),
+    ],
+    ids=["resources-not-a-list", "one-replica"],
+)
+def test_configs_nvidia_would_refuse_import_as_whole_gpus_with_a_warning(
+    config: str, warning: str, pool: dict[str, Any], tmp_path: Path
+) -> None:
+    (tmp_path / "values.yaml").write_text(json.dumps({"config": {"map": {"a_B": config}}}))
+    argv = ["import", "nvidia-chart", "values.yaml", "--name", "x", "--gpus", "a_B=L4:1:1"]
+    result = run_cli(*argv, cwd=tmp_path)
+    assert result.code == 0, result.err
+    assert warning in result.err
+    spec = load_yaml((tmp_path / "clusters" / "x.yaml").read_text())["spec"]
+    assert spec["resourceClasses"] == [pool]
+    # The pool's name is a DNS label; its nodes keep the config's own name in their label.
+    assert spec["nodePools"][0]["nodeSelector"] == {"nvidia.com/device-plugin.config": "a_B"}

@@ -16,6 +16,7 @@ or its time-slicing or MPS replicas. The GPUs of each pool are not in any of the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, get_args
@@ -75,6 +76,12 @@ class NamedConfig(NamedTuple):
 class Imported(NamedTuple):
     spec: dict[str, Any]
     left_out: list[Diagnostic]
+
+
+def pool_name(config: str) -> str:
+    """A DNS label for the pool (and class) of a config; the node label keeps the config's name."""
+    label = re.sub(r"[^a-z0-9-]+", "-", config.lower()).strip("-")[:63].rstrip("-")
+    return label or "default"
 
 
 def parse_gpus(given: Sequence[str]) -> dict[str, GpuShape]:
@@ -208,7 +215,7 @@ def _pool(
     flags = _effective_flags(config, values, left_out)
     selector = {CONFIG_LABEL: config.name} if config.config.data else {GPU_PRESENT_LABEL: "true"}
     pool = {
-        "name": config.name,
+        "name": pool_name(config.name),
         "nodeSelector": selector,
         "runtime": {"engine": engine},
         "gpus": {"model": shape.model, "count": shape.gpus},
@@ -282,25 +289,44 @@ def _classes(
                 "",
             )
         )
-    whole = {"name": config.name, "select": {"pools": [config.name]}}
+    name = pool_name(config.name)
+    whole = {"name": name, "select": {"pools": [name]}}
     if not sections:
         return [whole], None
     section = sections[0]
     sharing = source.at("sharing", section)
     shared: list[dict[str, Any]] = []
-    for index, resource in enumerate(sharing.get("resources") or []):
+    resources = sharing.get("resources") or []
+    if not isinstance(resources, list):
+        left_out.append(
+            _at(source, config, ("sharing", section, "resources"), "resources: not a list", "")
+        )
+        resources = []
+    for index, resource in enumerate(resources):
         where: KeyPath = ("sharing", section, "resources", index)
-        name = resource.get("name") if isinstance(resource, dict) else None
+        resource_name = resource.get("name") if isinstance(resource, dict) else None
         replicas = resource.get("replicas") if isinstance(resource, dict) else None
-        if name != NVIDIA_GPU or not isinstance(replicas, int):
+        if resource_name != NVIDIA_GPU:
             left_out.append(
                 _at(
                     source,
                     config,
                     where,
-                    f"{name!r}: gpuconf shares MIG devices only in a pool "
+                    f"{resource_name!r}: gpuconf shares MIG devices only in a pool "
                     "whose MIG layout it knows",
                     "declare the layout, then a class per profile",
+                )
+            )
+            continue
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 2:
+            left_out.append(
+                _at(
+                    source,
+                    config,
+                    (*where, "replicas"),
+                    f"replicas {replicas!r}: NVIDIA's parser refuses fewer than 2 "
+                    "(api/config/v1/replicas.go); imported as whole GPUs",
+                    "",
                 )
             )
             continue
@@ -322,8 +348,8 @@ def _classes(
             class_sharing["failRequestsGreaterThanOne"] = True
         shared.append(
             {
-                "name": config.name,
-                "select": {"pools": [config.name]},
+                "name": name,
+                "select": {"pools": [name]},
                 "sharing": class_sharing,
             }
         )
@@ -336,7 +362,7 @@ def _plugin(
 ) -> dict[str, Any]:
     plugin: dict[str, Any] = {}
     tag = values.at("image", "tag")
-    if isinstance(tag, str) and tag:
+    if tag not in (None, ""):
         if tag in get_args(NvidiaPluginRelease):
             plugin["version"] = tag
         else:
