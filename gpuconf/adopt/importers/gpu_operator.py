@@ -65,11 +65,12 @@ def as_chart_values(policy: Source) -> tuple[Source, list[Diagnostic]]:
             positions[(value_key,)] = policy.located.position(
                 ("spec", "devicePlugin", "env", index)
             )
+    spec = policy.at("spec")
     left_out = [
         policy.not_imported(
             ("spec", section), "left to the GPU Operator; gpuconf imports the device plugin"
         )
-        for section, value in (policy.at("spec") or {}).items()
+        for section, value in (spec if isinstance(spec, dict) else {}).items()
         if section not in IMPORTED and section != "operator" and _enabled(value)
     ]
     located = policy.located._replace(data=values, positions=positions, renumbered={})

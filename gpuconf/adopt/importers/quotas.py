@@ -57,8 +57,11 @@ def import_quotas(
                     )
                 )
         hard = source.at("spec", "hard")
+        if not isinstance(hard, dict):
+            left_out.append(source.not_imported(("spec",), "no spec.hard mapping: skipped"))
+            continue
         classes: dict[str, int] = {}
-        for key, value in (hard if isinstance(hard, dict) else {}).items():
+        for key, value in hard.items():
             where = ("spec", "hard", key)
             named = keys.get(key, [])
             if len(named) != 1:
