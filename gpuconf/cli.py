@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from gpuconf.compiler.render import RenderedTree
 
 from gpuconf import __version__
+from gpuconf.adopt.commands import Command, add_parsers
 from gpuconf.diagnostics import InvalidInput, report_text, summary_line
 from gpuconf.errors import ArgumentParser, ExitCode, GpuconfError, UsageError, UserError
 
@@ -132,6 +133,7 @@ def build_parser() -> ArgumentParser:
     ):
         _gitops_options(agents.add_parser(agent, help=summary), with_paths)
 
+    _ADOPT_COMMANDS.update(add_parsers(commands))
     commands.add_parser("node", help="the node runtime: gpuconf node --help", add_help=False)
     return parser
 
@@ -382,7 +384,8 @@ def _templates(options: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-_COMMANDS = {
+_ADOPT_COMMANDS: dict[str, Command] = {}
+_COMMANDS: dict[str, Command] = {
     "validate": _validate,
     "render": _render,
     "diff": _diff,
@@ -414,7 +417,7 @@ def _run(argv: list[str]) -> int:
         return node_main(argv[1:])
     options = build_parser().parse_command_line(argv)
     _anchor(options)
-    return _COMMANDS[options.command](options)
+    return {**_COMMANDS, **_ADOPT_COMMANDS}[options.command](options)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

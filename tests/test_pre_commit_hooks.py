@@ -72,11 +72,12 @@ def _try_repo(user_repo: Path, hook_repo: Path, home: Path) -> subprocess.Comple
     )
 
 
-def test_the_hooks_are_the_two_checks_ci_needs() -> None:
+def test_the_hooks_are_the_two_checks_ci_needs_and_the_formatter() -> None:
     hooks = load_yaml((REPO / ".pre-commit-hooks.yaml").read_bytes())
     assert {h["id"]: h["entry"] for h in hooks} == {
         "gpuconf-validate": "gpuconf validate",
         "gpuconf-render-check": "gpuconf render --check",
+        "gpuconf-fmt": "gpuconf fmt",
     }
 
 
@@ -85,7 +86,7 @@ def test_the_hooks_pass_on_the_example_clusters(
 ) -> None:
     ran = _try_repo(user_repo, hook_repo, pre_commit_home)
     assert ran.returncode == 0, ran.stdout + ran.stderr
-    assert ran.stdout.count("Passed") == 2
+    assert ran.stdout.count("Passed") == 3
 
 
 def test_the_hooks_fail_on_a_mistake_with_the_located_diagnostic(
@@ -97,8 +98,20 @@ def test_the_hooks_fail_on_a_mistake_with_the_located_diagnostic(
     )
     ran = _try_repo(user_repo, hook_repo, pre_commit_home)
     assert ran.returncode == 1
-    assert ran.stdout.count("Failed") == 2
+    assert ran.stdout.count("Failed") == 3
     diagnostic = (
         "clusters/lab.yaml:17:9: spec.nodePools[0].gpus.model: unknown GPU model 'Tesla-T5'"
     )
-    assert ran.stdout.count(diagnostic) == 2
+    assert ran.stdout.count(diagnostic) == 3
+
+
+def test_the_fmt_hook_reindents_a_file_and_keeps_its_comments(
+    user_repo: Path, hook_repo: Path, pre_commit_home: Path
+) -> None:
+    lab = user_repo / "clusters" / "lab.yaml"
+    canonical = lab.read_text()
+    lab.write_text(canonical.replace("\n  ", "\n    "))  # four-space indents
+    ran = _try_repo(user_repo, hook_repo, pre_commit_home)
+    assert ran.returncode == 1
+    assert "files were modified by this hook" in ran.stdout
+    assert lab.read_text() == canonical

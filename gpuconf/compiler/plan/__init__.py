@@ -20,6 +20,7 @@ from gpuconf.compiler.plan.pool_node_config import build_node_config, node_confi
 from gpuconf.compiler.plan.quotas import quotas
 from gpuconf.compiler.plan.readme import readme
 from gpuconf.compiler.plan.setup_daemonset import setup_daemonset
+from gpuconf.compiler.plan.status_role import status_role
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.compiler.validate import Validated
 
@@ -66,6 +67,7 @@ def plan(
         *cluster_objects.namespaces(cluster, kept_namespaces),
         cluster_objects.runtime_class(cluster),
         *driver_manager_rbac(cluster),
+        status_role(cluster),
     ]
     if spec.allocation == "device-plugin" and spec.plugin == "gpuconf":
         artifacts += cluster_objects.node_rbac(cluster)

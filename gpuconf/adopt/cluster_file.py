@@ -1,0 +1,112 @@
+"""A cluster file being edited: read it, change its round-trip document, check the result with the
+compiler's own validator, and write it atomically, or write nothing and say where it is wrong."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from ruamel.yaml.comments import CommentedMap
+
+from gpuconf.compiler.pipeline import CLUSTER_DOCUMENT_HINT
+from gpuconf.compiler.validate import validate
+from gpuconf.diagnostics import Diagnostic, InvalidInput, has_errors
+from gpuconf.formats import round_trip_yaml
+from gpuconf.formats.located_yaml import LoadFailed, Located, load_file, parse_text
+from gpuconf.gpus.catalog import Catalog
+from gpuconf.node.atomic_files import write_atomically
+
+
+class ClusterFile(NamedTuple):
+    path: Path
+    shown: str
+    """The path as diagnostics and messages name it."""
+    text: str
+    located: Located
+    document: CommentedMap
+    """ruamel's round-trip data: edit it, then `edited()`."""
+    indentation: round_trip_yaml.Indentation
+
+
+class Edited(NamedTuple):
+    path: Path
+    shown: str
+    before: str
+    after: str
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+    def diff(self) -> list[str]:
+        return list(
+            difflib.unified_diff(
+                self.before.splitlines(keepends=True),
+                self.after.splitlines(keepends=True),
+                f"a/{self.shown}",
+                f"b/{self.shown}",
+            )
+        )
+
+
+def read(path: Path, shown: str, catalog: Catalog | None = None) -> ClusterFile:
+    """The file, loaded twice: located (for diagnostics) and round-trip (for edits). An invalid
+    file is refused here, with the positions of the file as it is."""
+    try:
+        located = load_file(path, shown, CLUSTER_DOCUMENT_HINT)
+    except LoadFailed as failure:
+        raise InvalidInput([failure.diagnostic]) from None
+    outcome = validate(located, catalog or Catalog.load())
+    if isinstance(outcome, list) and has_errors(outcome):
+        raise InvalidInput(outcome)
+    text = path.read_text(encoding="utf-8")
+    return ClusterFile(
+        path,
+        shown,
+        text,
+        located,
+        round_trip_yaml.load(text),
+        round_trip_yaml.guess_indentation(text),
+    )
+
+
+def edited(file: ClusterFile, indentation: round_trip_yaml.Indentation | None = None) -> Edited:
+    """The document as text again, in the file's own indentation unless told otherwise."""
+    text = round_trip_yaml.dump(file.document, indentation or file.indentation)
+    return Edited(file.path, file.shown, file.text, text)
+
+
+def new_file(path: Path, shown: str, document: CommentedMap) -> Edited:
+    """A file an importer writes: in gpuconf's own style."""
+    before = path.read_text(encoding="utf-8") if path.is_file() else ""
+    return Edited(path, shown, before, round_trip_yaml.dump(document, round_trip_yaml.CANONICAL))
+
+
+def check(edits: Iterable[Edited], catalog: Catalog | None = None) -> list[Diagnostic]:
+    """What the validator says about each new text (warnings included); errors name the line in
+    the file as it would be written."""
+    catalog = catalog or Catalog.load()
+    diagnostics: list[Diagnostic] = []
+    for edit in edits:
+        try:
+            located = parse_text(edit.after, edit.shown, CLUSTER_DOCUMENT_HINT)
+        except LoadFailed as failure:
+            diagnostics.append(failure.diagnostic)
+            continue
+        outcome = validate(located, catalog)
+        diagnostics += outcome if isinstance(outcome, list) else outcome.warnings
+    return diagnostics
+
+
+def write(edits: Sequence[Edited]) -> list[Diagnostic]:
+    """Validate every new text, then write those that changed; write none when any is invalid.
+    Returns the warnings."""
+    diagnostics = check(edits)
+    if has_errors(diagnostics):
+        raise InvalidInput(diagnostics)
+    for edit in edits:
+        if edit.changed:
+            write_atomically(edit.path, edit.after.encode("utf-8"))
+    return diagnostics

@@ -1,0 +1,102 @@
+"""What the adoption commands share on the command line: reading the cluster file named, writing
+edits (or reporting why not), warnings, and the options for reaching a live cluster."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpuconf.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from gpuconf.adopt.cluster_file import ClusterFile, Edited
+    from gpuconf.compiler.validate import Validated
+    from gpuconf.diagnostics import Diagnostic
+
+
+def cluster_access(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--kubeconfig",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)",
+    )
+    parser.add_argument(
+        "--context", default=None, help="kubeconfig context (default: the current one)"
+    )
+
+
+def validated_cluster(
+    options: argparse.Namespace, cluster: str, with_warnings: bool = True
+) -> Validated:
+    """The cluster file named on the command line, or the one in clusters/ declaring `cluster`."""
+    from gpuconf.compiler.explain import files_declaring
+    from gpuconf.compiler.pipeline import compile_paths, find_cluster_files
+    from gpuconf.diagnostics import InvalidInput
+
+    target = options.base / cluster
+    if target.exists():
+        paths = [target]
+    else:
+        paths, known = files_declaring(cluster, find_cluster_files([options.base / "clusters"]))
+        if not paths:
+            raise UsageError(
+                f"no cluster named {cluster!r} in clusters/ (known: {', '.join(known)})"
+            )
+    compiled = compile_paths(paths, relative_to=options.base, render_output=False)
+    if not compiled.ok:
+        raise InvalidInput(compiled.diagnostics)
+    if with_warnings:
+        warn(compiled.diagnostics)
+    return next(iter(compiled.validated.values()))
+
+
+def read_cluster_file(options: argparse.Namespace, path: Path) -> ClusterFile:
+    from gpuconf.adopt.cluster_file import read
+    from gpuconf.compiler.pipeline import display_path
+
+    path = options.base / path
+    return read(path, display_path(path, options.base))
+
+
+def checked(edits: Sequence[Edited]) -> list[Diagnostic]:
+    from gpuconf.adopt.cluster_file import check
+    from gpuconf.diagnostics import InvalidInput, has_errors
+
+    diagnostics = check(edits)
+    if has_errors(diagnostics):
+        raise InvalidInput(diagnostics)
+    return diagnostics
+
+
+def written(edits: Sequence[Edited], done: str) -> int:
+    from gpuconf.adopt.cluster_file import write
+
+    warn(write(edits))
+    print(done if any(e.changed for e in edits) else "nothing to change")
+    return ExitCode.OK
+
+
+def warn(diagnostics: Sequence[Diagnostic]) -> None:
+    from gpuconf.diagnostics import report_text
+
+    sys.stderr.write(report_text(diagnostics))
+
+
+def check_or_write(
+    options: argparse.Namespace, edits: Sequence[Edited], done: str, stale_note: str
+) -> int:
+    """--check: the diff of what would change, exit 1 if anything would; else write."""
+    if not options.check:
+        return written(edits, done)
+    warn(checked(edits))
+    stale = [e for e in edits if e.changed]
+    for edit in stale:
+        sys.stdout.writelines(edit.diff())
+    for edit in stale:
+        print(f"{edit.shown}: {stale_note}: run gpuconf {options.command}", file=sys.stderr)
+    return ExitCode.INVALID_INPUT if stale else ExitCode.OK

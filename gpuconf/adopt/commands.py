@@ -1,0 +1,149 @@
+"""The adoption commands on the command line: fmt, migrate, nodes, status, and import
+(import_commands.py).
+
+Only argparse is imported at start-up: `gpuconf validate` builds the same parser and must not
+pay for ruamel.yaml or the Kubernetes client. Each command imports its modules when it runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from gpuconf.adopt.command_io import (
+    check_or_write,
+    cluster_access,
+    read_cluster_file,
+    validated_cluster,
+    written,
+)
+from gpuconf.adopt.import_commands import add_import_parser, run_import
+from gpuconf.errors import ArgumentParser, ExitCode, UsageError
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def add_parsers(commands: argparse._SubParsersAction[ArgumentParser]) -> dict[str, Command]:
+    fmt = commands.add_parser(
+        "fmt", help="write cluster files in canonical style, keeping comments and order"
+    )
+    fmt.add_argument(
+        "paths", nargs="*", type=Path, metavar="PATH", help="files or folders (default: clusters/)"
+    )
+    fmt.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 with a diff when not formatted"
+    )
+
+    migrate = commands.add_parser(
+        "migrate", help="rewrite cluster files from older forms to the current one"
+    )
+    migrate.add_argument(
+        "paths", nargs="*", type=Path, metavar="PATH", help="files or folders (default: clusters/)"
+    )
+    migrate.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 with a diff when some would change",
+    )
+
+    nodes = commands.add_parser("nodes", help="declare or retire nodes (and their GPU UUIDs)")
+    actions = nodes.add_subparsers(
+        dest="action", required=True, metavar="ACTION", parser_class=ArgumentParser
+    )
+    add = actions.add_parser("add", help="declare nodes in a pool")
+    add.add_argument("file", type=Path, metavar="FILE", help="the cluster file")
+    add.add_argument("pool", metavar="POOL", help="the pool the nodes join")
+    add.add_argument("nodes", nargs="+", metavar="NODE", help="Kubernetes Node names")
+    add.add_argument(
+        "--gpus", type=int, default=None, metavar="N", help="GPUs per node (default: the pool's)"
+    )
+    add.add_argument(
+        "--uuid",
+        dest="uuids",
+        action="append",
+        default=[],
+        metavar="UUID",
+        help="the GPUs' UUIDs in index order (one node only); `nvidia-smi -L` lists them",
+    )
+    remove = actions.add_parser("remove", help="retire declared nodes")
+    remove.add_argument("file", type=Path, metavar="FILE", help="the cluster file")
+    remove.add_argument("nodes", nargs="+", metavar="NODE", help="Kubernetes Node names")
+
+    status = commands.add_parser(
+        "status", help="compare a live cluster with its cluster file (read-only)"
+    )
+    status.add_argument("cluster", help="a cluster file, or the name of a cluster in clusters/")
+    cluster_access(status)
+    status.add_argument(
+        "-o",
+        "--output",
+        dest="output_format",
+        choices=("text", "json"),
+        default="text",
+        help="text table or JSON",
+    )
+
+    add_import_parser(commands)
+    return {
+        "fmt": _fmt,
+        "migrate": _migrate,
+        "nodes": _nodes,
+        "status": _status,
+        "import": run_import,
+    }
+
+
+def _fmt(options: argparse.Namespace) -> int:
+    from gpuconf.adopt.fmt import formatted
+    from gpuconf.compiler.pipeline import find_cluster_files
+
+    files = find_cluster_files(options.paths or [options.base / "clusters"])
+    edits = [formatted(read_cluster_file(options, path)) for path in files]
+    changed = [e.shown for e in edits if e.changed]
+    done = f"formatted {len(changed)} file(s): {', '.join(changed)}"
+    return check_or_write(options, edits, done, "not formatted")
+
+
+def _migrate(options: argparse.Namespace) -> int:
+    from gpuconf.adopt.migrate import migrated
+    from gpuconf.compiler.pipeline import find_cluster_files
+
+    files = find_cluster_files(options.paths or [options.base / "clusters"])
+    edits = []
+    for path in files:
+        edit, changes = migrated(read_cluster_file(options, path))
+        edits.append(edit)
+        for change in changes:
+            print(f"{edit.shown}: {change}", file=sys.stderr)
+    changed = [e.shown for e in edits if e.changed]
+    done = f"migrated {len(changed)} file(s): {', '.join(changed)}"
+    return check_or_write(options, edits, done, "not migrated")
+
+
+def _nodes(options: argparse.Namespace) -> int:
+    from gpuconf.adopt import nodes
+
+    file = read_cluster_file(options, options.file)
+    if options.action == "add":
+        if options.uuids and len(options.nodes) > 1:
+            raise UsageError("--uuid declares the GPUs of one node: add one node at a time")
+        edit = nodes.add(file, options.pool, options.nodes, options.gpus, options.uuids)
+        done = f"declared {len(options.nodes)} node(s) in pool {options.pool} of {file.shown}"
+    else:
+        edit = nodes.remove(file, options.nodes)
+        done = f"retired {len(options.nodes)} node(s) from {file.shown}"
+    return written([edit], done)
+
+
+def _status(options: argparse.Namespace) -> int:
+    from gpuconf.adopt.live.cluster_api import connect
+    from gpuconf.adopt.live.status import status
+
+    validated = validated_cluster(options, options.cluster)
+    kubeconfig = options.base / options.kubeconfig if options.kubeconfig else None
+    api = connect(kubeconfig, options.context)
+    dra = api.dra_objects() if validated.cluster.spec.allocation == "dra" else None
+    report = status(validated, api.nodes(), api.resource_quotas(), dra)
+    sys.stdout.write(report.as_json() if options.output_format == "json" else report.as_text())
+    return ExitCode.INVALID_INPUT if report.problems() else ExitCode.OK

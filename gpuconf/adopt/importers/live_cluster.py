@@ -1,0 +1,159 @@
+"""`gpuconf import cluster`: a cluster file from a live cluster's GPU nodes, read from the labels
+GPU Feature Discovery puts on them (NVIDIA/k8s-device-plugin internal/lm: `nvidia.com/gpu.product`,
+the sanitised NVML name with `-SHARED` appended when shared and not renamed; `gpu.count`,
+`gpu.replicas`, `gpu.sharing-strategy`; `cuda.driver-version.full`) or gpuconf's own pool label.
+
+Nodes with the same pool label, or else the same model, GPU count, sharing, container engine and
+driver, form a pool that declares them by name; each pool gets one class. What the labels do not
+say is listed."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from gpuconf.errors import UserError
+from gpuconf.gpus.catalog import Catalog
+
+GFD = "nvidia.com/"
+PRODUCT = "nvidia.com/gpu.product"
+COUNT = "nvidia.com/gpu.count"
+REPLICAS = "nvidia.com/gpu.replicas"
+SHARING = "nvidia.com/gpu.sharing-strategy"
+DRIVER = "nvidia.com/cuda.driver-version.full"
+SHARED_SUFFIX = "-SHARED"
+POOL_LABEL = "gpuconf.dev/pool"
+ENGINES = {"containerd": "containerd", "docker": "docker", "cri-o": "cri-o"}
+
+
+class NodeShape(NamedTuple):
+    pool: str | None
+    model: str
+    gpus: int
+    replicas: int
+    sharing: str
+    engine: str
+    driver: str | None
+
+
+class LiveImport(NamedTuple):
+    spec: dict[str, Any]
+    left_out: list[str]
+
+
+def _sanitised(nvml_name: str) -> str:
+    """internal/lm/resource.go, sanitise: what GFD makes of an NVML name."""
+    return "-".join(re.sub(r"[^A-Za-z0-9-_. ]", "", nvml_name).split())
+
+
+def import_live(
+    nodes: Sequence[Mapping[str, Any]], kubernetes_version: str, catalog: Catalog
+) -> LiveImport:
+    models = {_sanitised(m.nvml_name): m.name for m in catalog.builtin()}
+    left_out: list[str] = []
+    groups: dict[NodeShape, list[str]] = {}
+    nvidia_plugin = False
+    renamed: set[bool] = set()
+    for node in nodes:
+        metadata = node.get("metadata") or {}
+        name = str(metadata.get("name"))
+        labels: Mapping[str, str] = metadata.get("labels") or {}
+        allocatable: Mapping[str, Any] = (node.get("status") or {}).get("allocatable") or {}
+        product = labels.get(PRODUCT)
+        if product is None:
+            if any(key.startswith(GFD) for key in allocatable):
+                left_out.append(
+                    f"node {name}: advertises NVIDIA resources but has no {PRODUCT} label"
+                )
+            continue
+        shared_label = product.endswith(SHARED_SUFFIX)
+        model = models.get(product.removesuffix(SHARED_SUFFIX))
+        if model is None:
+            left_out.append(
+                f"node {name}: GPU {product!r} is not in gpuconf's catalog (declare it in spec.gpuModels)"
+            )
+            continue
+        nvidia_plugin |= any(key.startswith("nvidia.com/gpu") for key in allocatable)
+        replicas = _int(labels.get(REPLICAS), 1)
+        if replicas > 1:
+            renamed.add(not shared_label)
+        shape = NodeShape(
+            labels.get(POOL_LABEL),
+            model,
+            _int(labels.get(COUNT), 1),
+            replicas,
+            labels.get(SHARING, "none") if replicas > 1 else "none",
+            _engine(node, name, left_out),
+            labels.get(DRIVER),
+        )
+        groups.setdefault(shape, []).append(name)
+    if not groups:
+        raise UserError(
+            f"no node carries GPU Feature Discovery's {PRODUCT} label: nothing to import"
+        )
+    spec: dict[str, Any] = {"kubernetes": {"version": kubernetes_version}}
+    if nvidia_plugin:
+        spec["plugin"] = "nvidia"
+        spec["nvidiaPlugin"] = {"renameByDefault": renamed == {True}}
+        if len(renamed) > 1:
+            left_out.append(
+                "some shared nodes are renamed (.shared) and some not: renameByDefault false"
+            )
+    names = _pool_names(list(groups))
+    spec["nodePools"] = [_pool(names[s], s, sorted(groups[s])) for s in groups]
+    spec["resourceClasses"] = [_class(names[s], s) for s in groups]
+    unlabelled = sorted(n for s, members in groups.items() if s.pool is None for n in members)
+    if unlabelled:
+        left_out.append(
+            f"nodes {', '.join(unlabelled)} have no {POOL_LABEL} label, which gpuconf's pools "
+            f"select by: label each with its pool's name"
+        )
+    return LiveImport(spec, left_out)
+
+
+def _engine(node: Mapping[str, Any], name: str, left_out: list[str]) -> str:
+    info = (node.get("status") or {}).get("nodeInfo") or {}
+    runtime = str(info.get("containerRuntimeVersion", "")).partition("://")[0]
+    if "k3s" in str(info.get("kubeletVersion", "")):
+        return "k3s"
+    if runtime not in ENGINES:
+        left_out.append(f"node {name}: container runtime {runtime!r} unknown: containerd assumed")
+        return "containerd"
+    return ENGINES[runtime]
+
+
+def _pool_names(shapes: list[NodeShape]) -> dict[NodeShape, str]:
+    names: dict[NodeShape, str] = {}
+    taken: set[str] = set()
+    for shape in shapes:
+        base = shape.pool or re.sub(r"[^a-z0-9-]", "-", shape.model.lower()).strip("-")
+        name, suffix = base, 2
+        while name in taken:
+            name, suffix = f"{base}-{suffix}", suffix + 1
+        taken.add(name)
+        names[shape] = name
+    return names
+
+
+def _pool(name: str, shape: NodeShape, members: list[str]) -> dict[str, Any]:
+    pool: dict[str, Any] = {"name": name, "runtime": {"engine": shape.engine}}
+    if shape.driver:
+        pool["driver"] = {"version": shape.driver}
+    pool["gpus"] = {"model": shape.model, "count": shape.gpus}
+    pool["nodes"] = [
+        {"name": node, "gpus": [{"index": i} for i in range(shape.gpus)]} for node in members
+    ]
+    return pool
+
+
+def _class(name: str, shape: NodeShape) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": name, "select": {"pools": [name]}}
+    if shape.replicas > 1:
+        strategy = "mps" if shape.sharing == "mps" else "time-slicing"
+        out["sharing"] = {"strategy": strategy, "replicas": shape.replicas}
+    return out
+
+
+def _int(text: str | None, default: int) -> int:
+    return int(text) if text is not None and text.isdigit() else default

@@ -1,0 +1,103 @@
+"""`gpuconf import quotas RESOURCEQUOTA… --into FILE`: the GPU lines of ResourceQuotas written as
+the cluster file's `spec.quotas`, through the round-trip writer (the file keeps its comments).
+
+A quota line becomes a class's quota where exactly one class is requested by that name
+(`requests.<resource>`, or `<class>.deviceclass.resource.k8s.io/devices` under DRA). Lines that
+name no class, or several (NVIDIA's nvidia.com/gpu shared by classes), scopes, and non-GPU
+resources are listed, not dropped."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+from gpuconf.adopt.cluster_file import ClusterFile
+from gpuconf.adopt.importers.sources import Source
+from gpuconf.compiler.explain import class_rows
+from gpuconf.compiler.validate import Validated
+from gpuconf.diagnostics import Diagnostic
+from gpuconf.formats import round_trip_yaml
+
+DRA_QUOTA_SUFFIX = ".deviceclass.resource.k8s.io/devices"
+
+
+def quota_keys(validated: Validated) -> dict[str, list[str]]:
+    """Each ResourceQuota key gpuconf writes for the cluster's classes → the classes it counts."""
+    keys: dict[str, list[str]] = {}
+    dra = validated.cluster.spec.allocation == "dra"
+    for row in class_rows(validated):
+        key = f"{row.name}{DRA_QUOTA_SUFFIX}" if dra else f"requests.{row.request}"
+        keys.setdefault(key, []).append(row.name)
+    return keys
+
+
+def import_quotas(
+    file: ClusterFile, validated: Validated, sources: Sequence[Source]
+) -> list[Diagnostic]:
+    """Set the quotas in `file`'s document; returns what was not imported."""
+    keys = quota_keys(validated)
+    left_out: list[Diagnostic] = []
+    for source in sources:
+        if source.at("kind") != "ResourceQuota":
+            left_out.append(source.not_imported(("kind",), "not a ResourceQuota; skipped"))
+            continue
+        namespace = source.at("metadata", "namespace")
+        if not isinstance(namespace, str):
+            left_out.append(
+                source.not_imported(("metadata",), "no metadata.namespace: skipped", "")
+            )
+            continue
+        for scoped in ("scopes", "scopeSelector"):
+            if source.at("spec", scoped) is not None:
+                left_out.append(
+                    source.not_imported(
+                        ("spec", scoped), "gpuconf's quotas have no scopes; imported without them"
+                    )
+                )
+        hard = source.at("spec", "hard")
+        if not isinstance(hard, dict):
+            left_out.append(source.not_imported(("spec",), "no spec.hard mapping: skipped"))
+            continue
+        classes: dict[str, int] = {}
+        for key, value in hard.items():
+            where = ("spec", "hard", key)
+            named = keys.get(key, [])
+            if len(named) != 1:
+                message = (
+                    f"{key} counts classes {', '.join(named)} together; gpuconf quotas one class"
+                    if named
+                    else "no class of the cluster is requested by this name"
+                )
+                left_out.append(source.not_imported(where, message))
+            elif not str(value).isdigit():
+                left_out.append(source.not_imported(where, f"{value!r} is not a device count"))
+            else:
+                classes[named[0]] = int(str(value))
+        if classes:
+            _set_quota(file.document, namespace, classes)
+    return left_out
+
+
+def _set_quota(document: CommentedMap, namespace: str, classes: dict[str, int]) -> None:
+    spec = document["spec"]
+    quotas = spec.get("quotas")
+    if not isinstance(quotas, CommentedSeq):
+        quotas = round_trip_yaml.sequence([], flow=False)
+        spec["quotas"] = quotas
+    for quota in quotas:
+        if isinstance(quota, CommentedMap) and quota.get("namespace") == namespace:
+            existing: Any = quota.get("classes")
+            if isinstance(existing, CommentedMap):
+                existing.update(classes)
+            else:
+                quota["classes"] = round_trip_yaml.flow_mapping(classes)
+            return
+    # Written like the file's quotas are: `classes: {a: 1}` or one class per line.
+    like: Any = quotas[0].get("classes") if quotas and isinstance(quotas[0], CommentedMap) else None
+    flow = not isinstance(like, CommentedMap) or bool(like.fa.flow_style())
+    written = (
+        round_trip_yaml.flow_mapping(classes) if flow else round_trip_yaml.block_mapping(classes)
+    )
+    quotas.append(round_trip_yaml.block_mapping({"namespace": namespace, "classes": written}))

@@ -1,0 +1,90 @@
+"""Reading the files an importer is given: located YAML, so each thing not imported is reported
+where it stands in its file; Kubernetes manifests may hold several documents."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from gpuconf.diagnostics import Diagnostic, InvalidInput, KeyPath, Severity
+from gpuconf.formats.located_yaml import LoadFailed, Located, load_file, parse_text
+
+
+class Source(NamedTuple):
+    """One YAML document of an input file, and where its values are."""
+
+    located: Located
+
+    @property
+    def data(self) -> Any:
+        return self.located.data
+
+    def at(self, *path: str | int) -> Any:
+        return self.located.value_at(path)
+
+    def not_imported(self, path: KeyPath, message: str, hint: str = "") -> Diagnostic:
+        return self.located.diagnostic(path, message, hint, severity=Severity.WARNING)
+
+    def wrong(self, path: KeyPath, message: str, hint: str = "") -> InvalidInput:
+        return InvalidInput([self.located.diagnostic(path, message, hint)])
+
+
+def read_documents(path: Path, shown: str) -> Iterator[Source]:
+    """Each document of a file (`---`-separated, as kubectl writes several objects)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise InvalidInput(
+            [Diagnostic(shown, 1, 1, (), f"cannot read the file: {error}")]
+        ) from None
+    if not text.lstrip().startswith("---") and "\n---" not in text:
+        yield _load(path, shown)
+        return
+    for first_line, chunk in _documents(text):
+        if any(line.strip() and not line.startswith("#") for line in chunk.splitlines()):
+            # Empty lines before the chunk keep its positions those of the file.
+            yield _parse("\n" * first_line + chunk, shown)
+
+
+def read_one(path: Path, shown: str) -> Source:
+    return _load(path, shown)
+
+
+def embedded(text: str, owner: Source, key: KeyPath) -> Source:
+    """A YAML file held as a string inside another (a ConfigMap's data, a chart value); its
+    problems are reported at the key holding it."""
+    try:
+        return Source(parse_text(text, owner.located.file))
+    except LoadFailed as failure:
+        raise owner.wrong(
+            key, f"the embedded file does not load: {failure.diagnostic.message}"
+        ) from None
+
+
+def _documents(text: str) -> list[tuple[int, str]]:
+    """Each document's text and the index of its first line."""
+    chunks: list[tuple[int, str]] = []
+    start, current = 0, list[str]()
+    for number, line in enumerate(text.split("\n")):
+        if line.rstrip() == "---" or line.startswith("--- "):
+            chunks.append((start, "\n".join(current)))
+            start, current = number + 1, []
+        else:
+            current.append(line)
+    chunks.append((start, "\n".join(current)))
+    return chunks
+
+
+def _load(path: Path, shown: str) -> Source:
+    try:
+        return Source(load_file(path, shown))
+    except LoadFailed as failure:
+        raise InvalidInput([failure.diagnostic]) from None
+
+
+def _parse(text: str, shown: str) -> Source:
+    try:
+        return Source(parse_text(text, shown))
+    except LoadFailed as failure:
+        raise InvalidInput([failure.diagnostic]) from None

@@ -1,0 +1,253 @@
+"""What a live cluster has against what its cluster file declares: per pool, declared vs present
+nodes, drifted nodes (the node runtime's inventory annotations) and nodes whose GPU changes wait
+for running containers (a rollout that has not finished); per class, declared capacity vs
+allocatable on the nodes vs in use and quota (from the live ResourceQuotas)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from gpuconf.compiler.explain import class_rows
+from gpuconf.compiler.plan.pod import node_selector
+from gpuconf.compiler.validate import Validated
+from gpuconf.gpus.dra_attributes import DRIVER as DRA_DRIVER
+from gpuconf.node.node_annotation import DRIFT_ANNOTATION, PENDING_ANNOTATION, REPORT_ANNOTATION
+
+
+class PoolStatus(NamedTuple):
+    pool: str
+    declared: int
+    present: int
+    missing: list[str]
+    """Declared node names the cluster does not have."""
+    drifted: dict[str, list[str]]
+    """Node → the drift problems its runtime reported."""
+    rolling_out: dict[str, int]
+    """Node → how many GPU changes wait for running containers to release GPUs."""
+    publishing: int | None = None
+    """DRA: present nodes with a ResourceSlice of NVIDIA's DRA driver; None in device-plugin mode."""
+
+
+class ClassStatus(NamedTuple):
+    name: str
+    resource: str
+    capacity: int
+    allocatable: int | None
+    """None where the class is not an extended resource (DRA), so Node objects cannot say."""
+    in_use: int
+    quota: int
+    device_class: bool | None = None
+    """DRA: whether the cluster has the class's DeviceClass; None in device-plugin mode."""
+
+
+class Status(NamedTuple):
+    cluster: str
+    pools: list[PoolStatus]
+    classes: list[ClassStatus]
+
+    def problems(self) -> list[str]:
+        out: list[str] = []
+        for pool in self.pools:
+            if pool.publishing is not None and pool.publishing < pool.present:
+                out.append(
+                    f"pool {pool.pool}: {pool.present - pool.publishing} of {pool.present} nodes "
+                    f"publish no GPU through {DRA_DRIVER}"
+                )
+            if pool.present < pool.declared:
+                out.append(f"pool {pool.pool}: {pool.present} of {pool.declared} nodes present")
+            out += [f"pool {pool.pool}: node {n} is declared but absent" for n in pool.missing]
+            out += [
+                f"pool {pool.pool}: node {node} drifted: {'; '.join(problems)}"
+                for node, problems in pool.drifted.items()
+            ]
+            out += [
+                f"pool {pool.pool}: node {node} has {count} GPU change(s) waiting for running containers"
+                for node, count in pool.rolling_out.items()
+            ]
+        for row in self.classes:
+            if row.device_class is False:
+                out.append(f"class {row.name}: the cluster has no DeviceClass {row.name}")
+            if row.allocatable is not None and row.allocatable < row.capacity:
+                out.append(
+                    f"class {row.name}: {row.allocatable} of {row.capacity} {row.resource} allocatable"
+                )
+            available = row.capacity if row.allocatable is None else row.allocatable
+            if row.quota > available:
+                out.append(
+                    f"class {row.name}: quotas add up to {row.quota}, more than the {available} available"
+                )
+        return out
+
+    def as_json(self) -> str:
+        data = {
+            "cluster": self.cluster,
+            "pools": [p._asdict() for p in self.pools],
+            "classes": [c._asdict() for c in self.classes],
+            "problems": self.problems(),
+        }
+        return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+    def as_text(self) -> str:
+        dra = any(p.publishing is not None for p in self.pools)
+        pools = _table(
+            ("pool", "declared", "present", "drifted", "rolling out", *(["publishing"] * dra)),
+            [
+                (
+                    p.pool,
+                    str(p.declared),
+                    str(p.present),
+                    str(len(p.drifted)),
+                    str(len(p.rolling_out)),
+                    *([str(p.publishing)] * dra),
+                )
+                for p in self.pools
+            ],
+        )
+        classes = _table(
+            ("class", "resource", "capacity", "allocatable", "in use", "quota"),
+            [
+                (
+                    c.name,
+                    c.resource,
+                    str(c.capacity),
+                    "-" if c.allocatable is None else str(c.allocatable),
+                    str(c.in_use),
+                    str(c.quota),
+                )
+                for c in self.classes
+            ],
+        )
+        problems = self.problems()
+        tail = (
+            ["", f"{len(problems)} problem(s):", *(f"  - {p}" for p in problems)]
+            if problems
+            else ["", "no problems"]
+        )
+        return "\n".join([f"cluster {self.cluster}", *pools, "", *classes, *tail]) + "\n"
+
+
+def status(
+    validated: Validated,
+    nodes: Sequence[Mapping[str, Any]],
+    quotas: Sequence[Mapping[str, Any]],
+    dra: tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]] | None = None,
+) -> Status:
+    """`dra`: the cluster's DeviceClasses and ResourceSlices, for a DRA cluster that serves them."""
+    cluster = validated.cluster
+    device_plugin = cluster.spec.allocation == "device-plugin"
+    device_classes, slices = dra if dra is not None and not device_plugin else (None, None)
+    publishing = _publishing_nodes(slices) if slices is not None else None
+    members = {
+        pool.name: [n for n in nodes if _matches(_at(n, "metadata", "labels"), node_selector(pool))]
+        for pool in cluster.spec.node_pools
+    }
+    pools = [_pool_status(p, members[p.name], publishing) for p in cluster.spec.node_pools]
+    class_names = (
+        {str(_at(c, "metadata").get("name")) for c in device_classes}
+        if device_classes is not None
+        else None
+    )
+    classes = []
+    for row, resolved in zip(class_rows(validated), validated.classes, strict=True):
+        resource = row.request
+        # Only the class's pools' nodes: classes may share a resource name (nvidia.com/gpu).
+        on_its_nodes = {_name(n): n for pool in resolved.pools for n in members[pool]}
+        allocatable = sum(
+            _count(_at(n, "status", "allocatable"), resource) for n in on_its_nodes.values()
+        )
+        hard_key = (
+            f"requests.{resource}"
+            if device_plugin
+            else f"{row.name}.deviceclass.resource.k8s.io/devices"
+        )
+        classes.append(
+            ClassStatus(
+                row.name,
+                resource if device_plugin else f"DeviceClass {row.name}",
+                row.capacity,
+                allocatable if device_plugin else None,
+                sum(_count(_at(q, "status", "used"), hard_key) for q in quotas),
+                sum(_count(_at(q, "spec", "hard"), hard_key) for q in quotas),
+                None if class_names is None else row.name in class_names,
+            )
+        )
+    return Status(cluster.metadata.name, pools, classes)
+
+
+def _publishing_nodes(slices: Sequence[Mapping[str, Any]]) -> set[str]:
+    """Nodes with a ResourceSlice of NVIDIA's DRA driver that lists at least one device."""
+    return {
+        str(_at(s, "spec").get("nodeName"))
+        for s in slices
+        if _at(s, "spec").get("driver") == DRA_DRIVER and _at(s, "spec").get("devices")
+    }
+
+
+def _pool_status(
+    pool: Any, members: Sequence[Mapping[str, Any]], publishing: set[str] | None
+) -> PoolStatus:
+    """`members`: the nodes the pool's selector picks."""
+    names = {_name(n) for n in members}
+    declared_names = [node.name for node in pool.nodes]
+    drifted: dict[str, list[str]] = {}
+    rolling_out: dict[str, int] = {}
+    for node in members:
+        name = _name(node)
+        annotations = _at(node, "metadata", "annotations")
+        if annotations.get(DRIFT_ANNOTATION) == "true":
+            drifted[name] = _json(annotations.get(REPORT_ANNOTATION), {}).get("problems") or [
+                "drifted"
+            ]
+        pending = _json(annotations.get(PENDING_ANNOTATION), [])
+        if isinstance(pending, list) and pending:
+            rolling_out[name] = len(pending)
+    size = pool.size if pool.size is not None else len(declared_names)
+    return PoolStatus(
+        pool.name,
+        size,
+        len(members),
+        [n for n in declared_names if n not in names],
+        dict(sorted(drifted.items())),
+        dict(sorted(rolling_out.items())),
+        None if publishing is None else len(names & publishing),
+    )
+
+
+def _name(node: Mapping[str, Any]) -> str:
+    return str(_at(node, "metadata").get("name"))
+
+
+def _matches(labels: Mapping[str, Any], selector: Mapping[str, str]) -> bool:
+    return all(labels.get(key) == value for key, value in selector.items())
+
+
+def _at(data: Mapping[str, Any], *path: str) -> Mapping[str, Any]:
+    node: Any = data
+    for part in path:
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return node if isinstance(node, Mapping) else {}
+
+
+def _count(values: Mapping[str, Any], key: str) -> int:
+    value = values.get(key)
+    if value is None:
+        return 0
+    try:
+        return int(str(value))  # device counts are plain integers
+    except ValueError:
+        return 0
+
+
+def _json(text: Any, default: Any) -> Any:
+    try:
+        return json.loads(text) if isinstance(text, str) else default
+    except ValueError:
+        return default
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    table = [tuple(header), *map(tuple, rows)]
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    return ["  ".join(c.ljust(widths[i]) for i, c in enumerate(line)).rstrip() for line in table]

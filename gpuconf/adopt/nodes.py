@@ -1,0 +1,134 @@
+"""`gpuconf nodes add|remove`: declare nodes (and their GPU UUIDs) in a pool, or retire them.
+
+A new node is written like the README's: `- name: N` then `gpus:` as one flow list of
+`{index: i}` when no UUID is known, one `{index: i, uuid: U}` per line when they are."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+from gpuconf.adopt.cluster_file import ClusterFile, Edited, edited
+from gpuconf.diagnostics import Diagnostic, InvalidInput
+from gpuconf.formats import round_trip_yaml
+
+NODES_KEY = "nodes"
+# Where a pool without `nodes:` gets it: after the last of these it has, else at its end.
+_NODES_AFTER = ("gpus", "size", "driver", "runtime")
+
+
+def add(
+    file: ClusterFile,
+    pool_name: str,
+    node_names: Sequence[str],
+    gpu_count: int | None,
+    uuids: Sequence[str],
+) -> Edited:
+    pool_index, pool = _pool(file, pool_name)
+    count = gpu_count if gpu_count is not None else _pool_gpu_count(pool)
+    if uuids and count is not None and len(uuids) != count:
+        raise _refused(
+            file,
+            ("spec", "nodePools", pool_index, "gpus", "count"),
+            f"{len(uuids)} UUID(s) given for a node of {count} GPU(s)",
+            "give one --uuid per GPU, in index order, or --gpus N",
+        )
+    count = count if count is not None else len(uuids)
+    if not count:
+        raise _refused(
+            file,
+            ("spec", "nodePools", pool_index),
+            f"pool {pool_name!r} has no gpus.count to give its new nodes",
+            "say how many GPUs each has: --gpus N",
+        )
+    declared = _declared_nodes(file)
+    for name in node_names:
+        if name in declared:
+            raise _refused(
+                file,
+                declared[name],
+                f"node {name!r} is already declared",
+                "remove it first to declare it again",
+            )
+    nodes = pool.get(NODES_KEY)
+    if not isinstance(nodes, CommentedSeq):
+        nodes = round_trip_yaml.sequence([], flow=False)
+        pool.insert(_nodes_position(pool), NODES_KEY, nodes)
+    for name in node_names:
+        nodes.append(round_trip_yaml.block_mapping({"name": name, "gpus": _gpus(count, uuids)}))
+    return edited(file)
+
+
+def remove(file: ClusterFile, node_names: Sequence[str]) -> Edited:
+    declared = _declared_nodes(file)
+    unknown = [name for name in node_names if name not in declared]
+    if unknown:
+        known = ", ".join(sorted(declared)) or "none"
+        raise _refused(
+            file,
+            ("spec", "nodePools"),
+            f"no node {', '.join(map(repr, unknown))} declared here",
+            f"declared nodes: {known}",
+        )
+    # Last first, so the indices of the ones still to go stay right.
+    for name in sorted(node_names, key=lambda n: declared[n], reverse=True):
+        _, _, pool_index, _, node_index = declared[name]
+        pool = file.document["spec"]["nodePools"][pool_index]
+        del pool[NODES_KEY][node_index]
+    return edited(file)
+
+
+def _pool(file: ClusterFile, name: str) -> tuple[int, CommentedMap]:
+    pools = _pools(file)
+    for index, pool in enumerate(pools):
+        if isinstance(pool, CommentedMap) and pool.get("name") == name:
+            return index, pool
+    known = ", ".join(str(p.get("name")) for p in pools if isinstance(p, CommentedMap))
+    raise _refused(
+        file, ("spec", "nodePools"), f"no pool named {name!r}", f"pools here: {known or 'none'}"
+    )
+
+
+def _pools(file: ClusterFile) -> list[Any]:
+    spec = file.document.get("spec")
+    pools = spec.get("nodePools") if isinstance(spec, CommentedMap) else None
+    return list(pools) if isinstance(pools, CommentedSeq) else []
+
+
+def _declared_nodes(file: ClusterFile) -> dict[str, tuple[str, str, int, str, int]]:
+    """Every declared node's name → its key path."""
+    out: dict[str, tuple[str, str, int, str, int]] = {}
+    for pool_index, pool in enumerate(_pools(file)):
+        nodes = pool.get(NODES_KEY) if isinstance(pool, CommentedMap) else None
+        for node_index, node in enumerate(nodes if isinstance(nodes, CommentedSeq) else []):
+            if isinstance(node, CommentedMap) and isinstance(node.get("name"), str):
+                path = ("spec", "nodePools", pool_index, NODES_KEY, node_index)
+                out.setdefault(node["name"], path)
+    return out
+
+
+def _pool_gpu_count(pool: CommentedMap) -> int | None:
+    gpus = pool.get("gpus")
+    count = gpus.get("count") if isinstance(gpus, CommentedMap) else None
+    return count if isinstance(count, int) and not isinstance(count, bool) else None
+
+
+def _nodes_position(pool: CommentedMap) -> int:
+    keys = list(pool)
+    after = [keys.index(k) for k in _NODES_AFTER if k in pool]
+    return max(after) + 1 if after else len(keys)
+
+
+def _gpus(count: int, uuids: Sequence[str]) -> CommentedSeq:
+    gpus = [
+        round_trip_yaml.flow_mapping({"index": i, "uuid": uuids[i]} if uuids else {"index": i})
+        for i in range(count)
+    ]
+    return round_trip_yaml.sequence(gpus, flow=not uuids)
+
+
+def _refused(file: ClusterFile, path: tuple[str | int, ...], message: str, hint: str) -> Exception:
+    diagnostic: Diagnostic = file.located.diagnostic(path, message, hint)
+    return InvalidInput([diagnostic])

@@ -1,0 +1,103 @@
+"""`gpuconf fmt` keeps what the user wrote (comments, order, quoting, blank lines) and changes only
+the indentation and whitespace gpuconf's style fixes; a second run changes nothing."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from builders import REPO, load_yaml, run_cli
+
+EVERY_CLUSTER_FILE = sorted(
+    [*(REPO / "clusters").glob("*.yaml"), *(REPO / "examples").rglob("clusters/*.yaml")]
+)
+
+MESSY = """\
+# The lab, written by hand.
+apiVersion: gpuconf.dev/v1alpha1
+kind: Cluster
+metadata:
+    name: lab     # output goes to rendered/lab/
+spec:
+    kubernetes:
+        version: '1.34'TRAILING
+    nodePools:
+    -   name: t4
+
+        runtime: {engine: docker}
+        gpus:
+            model: Tesla-T4     # a catalog name
+            count: 2
+        size: 2
+""".replace("TRAILING", "   ")
+
+# Comments stay in their column.
+MESSY_FORMATTED = """\
+# The lab, written by hand.
+apiVersion: gpuconf.dev/v1alpha1
+kind: Cluster
+metadata:
+  name: lab       # output goes to rendered/lab/
+spec:
+  kubernetes:
+    version: '1.34'
+  nodePools:
+    - name: t4
+
+      runtime: {engine: docker}
+      gpus:
+        model: Tesla-T4         # a catalog name
+        count: 2
+      size: 2
+"""
+
+
+@pytest.mark.parametrize("source", EVERY_CLUSTER_FILE, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_fmt_leaves_every_example_byte_for_byte(source: Path, tmp_path: Path) -> None:
+    copy = tmp_path / source.name
+    shutil.copy(source, copy)
+    result = run_cli("fmt", str(copy), cwd=tmp_path)
+    assert result.code == 0, result.err
+    assert result.out == "nothing to change\n"
+    assert copy.read_bytes() == source.read_bytes()
+    assert run_cli("fmt", "--check", cwd=REPO).code == 0
+
+
+def test_fmt_reindents_and_trims_but_keeps_comments_quotes_and_blank_lines(tmp_path: Path) -> None:
+    (tmp_path / "clusters").mkdir()
+    file = tmp_path / "clusters" / "lab.yaml"
+    file.write_text(MESSY)
+    check = run_cli("fmt", "--check", cwd=tmp_path)
+    assert check.code == 1
+    assert "clusters/lab.yaml: not formatted: run gpuconf fmt" in check.err
+    assert "-    name: lab     # output goes to rendered/lab/\n" in check.out
+    assert file.read_text() == MESSY
+
+    assert run_cli("fmt", cwd=tmp_path).out == "formatted 1 file(s): clusters/lab.yaml\n"
+    assert file.read_text() == MESSY_FORMATTED
+    assert load_yaml(MESSY_FORMATTED) == load_yaml(MESSY)
+
+    again = run_cli("fmt", cwd=tmp_path)
+    assert (again.code, again.out) == (0, "nothing to change\n")
+    assert run_cli("fmt", "--check", cwd=tmp_path).code == 0
+
+
+def test_fmt_refuses_an_invalid_file_with_its_position_and_writes_nothing(tmp_path: Path) -> None:
+    file = tmp_path / "lab.yaml"
+    broken = MESSY.replace("Tesla-T4", "Tesla-T5")
+    file.write_text(broken)
+    result = run_cli("fmt", "lab.yaml", cwd=tmp_path)
+    assert result.code == 1
+    assert (
+        "lab.yaml:14:13: spec.nodePools[0].gpus.model: unknown GPU model 'Tesla-T5'" in result.err
+    )
+    assert file.read_text() == broken
+
+
+def test_fmt_reports_bad_yaml_where_it_is(tmp_path: Path) -> None:
+    file = tmp_path / "lab.yaml"
+    file.write_text("apiVersion: [\n")
+    result = run_cli("fmt", "lab.yaml", cwd=tmp_path)
+    assert result.code == 1
+    assert result.err.startswith("lab.yaml:2:1: ")

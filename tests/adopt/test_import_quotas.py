@@ -1,0 +1,95 @@
+"""`gpuconf import quotas` writes the GPU lines of ResourceQuotas into a cluster file's quotas:
+rendered again, they are the same quotas; the file keeps its comments; the rest is listed."""
+
+from __future__ import annotations
+
+import difflib
+import shutil
+from pathlib import Path
+
+from builders import REPO, load_yaml, run_cli
+
+QUOTAS = """\
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: gpus, namespace: research}
+spec:
+  hard:
+    requests.gpuconf.dev/t4-shared: "6"
+    requests.cpu: "64"
+---
+# a namespace the cluster file does not know yet
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: gpus, namespace: ml}
+spec:
+  scopes: [NotBestEffort]
+  hard:
+    requests.gpuconf.dev/t4-shared: "2"
+    requests.nvidia.com/gpu: "1"
+"""
+
+
+def test_imported_quotas_render_as_the_source_quotas_and_the_rest_is_listed(tmp_path: Path) -> None:
+    (tmp_path / "clusters").mkdir()
+    source = REPO / "clusters" / "lab.yaml"
+    file = tmp_path / "clusters" / "lab.yaml"
+    shutil.copy(source, file)
+    (tmp_path / "quotas.yaml").write_text(QUOTAS)
+    result = run_cli("import", "quotas", "quotas.yaml", "--into", "clusters/lab.yaml", cwd=tmp_path)
+    assert result.code == 0, result.err
+    assert result.err.splitlines() == [
+        "quotas.yaml:7:5: spec.hard.requests.cpu: warning: no class of the cluster is requested by this name",
+        "quotas.yaml:14:3: spec.scopes: warning: gpuconf's quotas have no scopes; imported without them",
+        "quotas.yaml:17:5: spec.hard.requests.nvidia.com/gpu: warning: no class of the cluster is requested by this name",
+    ]
+    changes = [
+        line
+        for line in difflib.unified_diff(
+            source.read_text().splitlines(), file.read_text().splitlines(), n=0
+        )
+        if line[:1] in "+-" and line[:3] not in ("+++", "---")
+    ]
+    assert changes == [
+        "-        t4-shared: 8",
+        "+        t4-shared: 6",
+        "+    - namespace: ml",
+        "+      classes:",
+        "+        t4-shared: 2",
+    ]
+    assert run_cli("render", cwd=tmp_path).code == 0
+    for namespace, count in (("research", "6"), ("ml", "2")):
+        quota = load_yaml(
+            (tmp_path / "rendered" / "lab" / "quotas" / f"{namespace}.yaml").read_text()
+        )
+        assert quota["spec"]["hard"] == {"requests.gpuconf.dev/t4-shared": count}
+
+
+def test_a_resource_several_classes_share_is_listed_not_guessed(tmp_path: Path) -> None:
+    file = tmp_path / "nvidia-migration.yaml"
+    shutil.copy(REPO / "clusters" / "nvidia-migration.yaml", file)
+    (tmp_path / "q.yaml").write_text(
+        "kind: ResourceQuota\nmetadata: {namespace: inference}\nspec:\n  hard: {requests.nvidia.com/gpu: '80'}\n"
+    )
+    before = file.read_text()
+    result = run_cli("import", "quotas", "q.yaml", "--into", file.name, cwd=tmp_path)
+    assert result.code == 0, result.err
+    assert (
+        "q.yaml:4:10: spec.hard.requests.nvidia.com/gpu: warning: requests.nvidia.com/gpu counts "
+        "classes t4-shared, l4-mps, a100 together; gpuconf quotas one class"
+    ) in result.err
+    assert result.out == "nothing to change\n"
+    assert file.read_text() == before
+
+
+def test_quotas_over_capacity_are_refused_where_they_would_be_written(tmp_path: Path) -> None:
+    file = tmp_path / "lab.yaml"
+    shutil.copy(REPO / "clusters" / "lab.yaml", file)
+    before = file.read_text()
+    (tmp_path / "q.yaml").write_text(
+        "kind: ResourceQuota\nmetadata: {namespace: research}\nspec:\n  hard: {requests.gpuconf.dev/t4-shared: '40'}\n"
+    )
+    result = run_cli("import", "quotas", "q.yaml", "--into", "lab.yaml", cwd=tmp_path)
+    assert result.code == 1
+    assert "quotas for class 't4-shared' add up to 44, more than its capacity of 16" in result.err
+    assert file.read_text() == before

@@ -1,0 +1,115 @@
+"""`gpuconf nodes add|remove` changes only the lines of the nodes it declares or retires."""
+
+from __future__ import annotations
+
+import difflib
+import shutil
+from pathlib import Path
+
+import pytest
+from builders import REPO, load_yaml, run_cli
+
+from gpuconf.formats.located_yaml import load_file
+
+EVERY_CLUSTER_FILE = sorted(
+    [*(REPO / "clusters").glob("*.yaml"), *(REPO / "examples").rglob("clusters/*.yaml")]
+)
+UUIDS = ["GPU-5e1a0c52-3c4b-4d6e-9a2f-0c8e1f6b7a11", "GPU-5e1a0c52-3c4b-4d6e-9a2f-0c8e1f6b7a12"]
+
+
+def _copy(source: Path, folder: Path) -> Path:
+    copy = folder / source.name
+    shutil.copy(source, copy)
+    return copy
+
+
+def _changed_lines(before: str, after: str) -> tuple[list[str], list[str]]:
+    diff = list(difflib.ndiff(before.splitlines(), after.splitlines()))
+    return [d[2:] for d in diff if d.startswith("- ")], [d[2:] for d in diff if d.startswith("+ ")]
+
+
+@pytest.mark.parametrize("source", EVERY_CLUSTER_FILE, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_nodes_add_only_adds_the_new_nodes_lines_to_every_example(
+    source: Path, tmp_path: Path
+) -> None:
+    file = _copy(source, tmp_path)
+    pools = load_yaml(source.read_text())["spec"]["nodePools"]
+    pool = pools[-1]
+    result = run_cli("nodes", "add", file.name, pool["name"], "new-gpu-node", cwd=tmp_path)
+    assert result.code == 0, result.err
+    removed, added = _changed_lines(source.read_text(), file.read_text())
+    assert removed == []
+    assert [line.strip() for line in added if "nodes:" not in line][:1] == ["- name: new-gpu-node"]
+    after = load_yaml(file.read_text())["spec"]["nodePools"][-1]["nodes"][-1]
+    assert after == {
+        "name": "new-gpu-node",
+        "gpus": [{"index": i} for i in range(pool["gpus"]["count"])],
+    }
+    again = run_cli("fmt", "--check", file.name, cwd=tmp_path)
+    assert again.code == 0, again.out
+
+
+def test_nodes_add_with_uuids_then_remove_gives_back_the_file(tmp_path: Path) -> None:
+    source = REPO / "clusters" / "lab.yaml"
+    file = _copy(source, tmp_path)
+    uuids = [arg for u in UUIDS for arg in ("--uuid", u)]
+    assert run_cli("nodes", "add", "lab.yaml", "t4", "lab-gpu-3", *uuids, cwd=tmp_path).code == 0
+    removed, added = _changed_lines(source.read_text(), file.read_text())
+    assert removed == []
+    assert [a.strip() for a in added] == [
+        "- name: lab-gpu-3",
+        "gpus:",
+        f"- {{index: 0, uuid: {UUIDS[0]}}}",
+        f"- {{index: 1, uuid: {UUIDS[1]}}}",
+    ]
+    result = run_cli("nodes", "remove", "lab.yaml", "lab-gpu-3", cwd=tmp_path)
+    assert result.out == "retired 1 node(s) from lab.yaml\n"
+    assert file.read_text() == source.read_text()
+
+
+def test_nodes_remove_keeps_the_comment_that_follows_the_pool(tmp_path: Path) -> None:
+    source = REPO / "clusters" / "fleet.yaml"
+    file = _copy(source, tmp_path)
+    assert run_cli("nodes", "add", "fleet.yaml", "a100", "a100-gpu-05", cwd=tmp_path).code == 0
+    assert run_cli("nodes", "remove", "fleet.yaml", "a100-gpu-05", cwd=tmp_path).code == 0
+    assert file.read_text() == source.read_text()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["add", "lab.yaml", "t4", "lab-gpu-2"],
+            "lab.yaml:24:11: spec.nodePools[0].nodes[1]: node 'lab-gpu-2' is already declared",
+        ),
+        (["add", "lab.yaml", "t5", "x"], "lab.yaml:10:3: spec.nodePools: no pool named 't5'"),
+        (
+            ["add", "lab.yaml", "t4", "x", "--uuid", UUIDS[0]],
+            "lab.yaml:18:9: spec.nodePools[0].gpus.count: 1 UUID(s) given for a node of 2 GPU(s)",
+        ),
+        (["remove", "lab.yaml", "nope"], "lab.yaml:10:3: spec.nodePools: no node 'nope' declared"),
+        (
+            ["add", "lab.yaml", "t4", "UPPER"],
+            "lab.yaml:28:11: spec.nodePools[0].nodes[2].name:",
+        ),
+    ],
+    ids=["duplicate", "unknown-pool", "uuid-count", "unknown-node", "bad-name-checked-after-edit"],
+)
+def test_nodes_refuses_with_a_located_diagnostic_and_writes_nothing(
+    argv: list[str], message: str, tmp_path: Path
+) -> None:
+    source = REPO / "clusters" / "lab.yaml"
+    file = _copy(source, tmp_path)
+    result = run_cli("nodes", *argv, cwd=tmp_path)
+    assert result.code == 1
+    assert result.err.startswith(message), result.err
+    assert file.read_text() == source.read_text()
+
+
+def test_nodes_add_creates_the_nodes_list_where_a_pool_has_none(tmp_path: Path) -> None:
+    file = _copy(REPO / "clusters" / "nvidia-migration.yaml", tmp_path)
+    result = run_cli("nodes", "add", file.name, "l4", "l4-node-1", "--gpus", "2", cwd=tmp_path)
+    assert result.code == 0, result.err
+    pool = load_file(file).data["spec"]["nodePools"][1]
+    assert list(pool)[-2:] == ["size", "nodes"]
+    assert pool["nodes"] == [{"name": "l4-node-1", "gpus": [{"index": 0}, {"index": 1}]}]

@@ -1,0 +1,253 @@
+"""`gpuconf status` reads a live cluster through the Kubernetes client (here the fake API server
+in fake_api_server.py, over real HTTP) and compares it with the cluster file."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from builders import REPO, run_cli
+from fake_api_server import FakeApiServer
+
+from gpuconf.adopt.live import cluster_api
+
+LAB = str(REPO / "clusters" / "lab.yaml")
+DRIFT = "GPU 1: expected uuid GPU-5e1a0c52-3c4b-4d6e-9a2f-0c8e1f6b7a02, found GPU-00000000-0000-4000-8000-000000000001"
+
+
+def _node(name: str, pool: str | None, gpus: int = 0, **annotations: str) -> dict[str, Any]:
+    labels = {"kubernetes.io/hostname": name, **({"gpuconf.dev/pool": pool} if pool else {})}
+    allocatable = {
+        "cpu": "8",
+        "memory": "32Gi",
+        **({"gpuconf.dev/t4-shared": str(gpus)} if gpus else {}),
+    }
+    return {
+        "metadata": {"name": name, "labels": labels, "annotations": annotations},
+        "status": {"allocatable": allocatable, "capacity": allocatable},
+    }
+
+
+def _quota(namespace: str, hard: int, used: int) -> dict[str, Any]:
+    key = "requests.gpuconf.dev/t4-shared"
+    return {
+        "metadata": {"name": "gpuconf-gpus", "namespace": namespace},
+        "spec": {"hard": {key: str(hard)}},
+        "status": {"hard": {key: str(hard)}, "used": {key: str(used)}},
+    }
+
+
+NODES = [
+    _node(
+        "lab-gpu-1",
+        "t4",
+        8,
+        **{
+            "gpuconf.dev/inventory-drift": "true",
+            "gpuconf.dev/inventory-report": json.dumps(
+                {"drifted": True, "matchingIndices": [0], "problems": [DRIFT]}
+            ),
+        },
+    ),
+    _node(
+        "lab-gpu-2",
+        "t4",
+        4,
+        **{
+            "gpuconf.dev/inventory-drift": "false",
+            "gpuconf.dev/pending-gpu-changes": json.dumps([{"index": 0}, {"index": 1}]),
+        },
+    ),
+    *(_node(f"cpu-{i}", None) for i in range(5)),
+]
+# students' quota was raised by hand in the cluster: 8 + 12 is more than the 12 allocatable.
+QUOTAS = [_quota("research", 8, 6), _quota("students", 12, 3)]
+
+EXPECTED = """\
+cluster lab
+pool  declared  present  drifted  rolling out
+t4    2         2        1        1
+
+class      resource               capacity  allocatable  in use  quota
+t4-shared  gpuconf.dev/t4-shared  16        12           9       20
+
+4 problem(s):
+  - pool t4: node lab-gpu-1 drifted: GPU 1: expected uuid GPU-5e1a0c52-3c4b-4d6e-9a2f-0c8e1f6b7a02, found GPU-00000000-0000-4000-8000-000000000001
+  - pool t4: node lab-gpu-2 has 2 GPU change(s) waiting for running containers
+  - class t4-shared: 12 of 16 gpuconf.dev/t4-shared allocatable
+  - class t4-shared: quotas add up to 20, more than the 12 available
+"""
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeApiServer]:
+    monkeypatch.setattr(cluster_api, "PAGE_SIZE", 2)  # several pages from a few objects
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with FakeApiServer(NODES, QUOTAS).running() as running:
+        yield running
+
+
+def test_status_prints_drift_rollout_and_quota_over_capacity(
+    server: FakeApiServer, tmp_path: Path
+) -> None:
+    kubeconfig = server.kubeconfig(tmp_path)
+    result = run_cli("status", LAB, "--kubeconfig", str(kubeconfig))
+    assert (result.code, result.out) == (1, EXPECTED), result.err
+    node_pages = [r for r in server.requests if r.startswith("/api/v1/nodes")]
+    assert len(node_pages) == 4  # 7 nodes, 2 a page
+    assert all("limit=2" in r for r in node_pages)
+
+
+def test_status_json_for_scripts_and_kubeconfig_from_the_environment(
+    server: FakeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A list, as kubectl takes it: files that do not exist are skipped, the rest merged.
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'absent'}:{server.kubeconfig(tmp_path)}")
+    result = run_cli("status", LAB, "--output", "json")
+    assert result.code == 1, result.err
+    report = json.loads(result.out)
+    assert report["pools"][0]["drifted"] == {"lab-gpu-1": [DRIFT]}
+    assert report["pools"][0]["rolling_out"] == {"lab-gpu-2": 2}
+    assert report["classes"][0] == {
+        "name": "t4-shared",
+        "resource": "gpuconf.dev/t4-shared",
+        "capacity": 16,
+        "allocatable": 12,
+        "in_use": 9,
+        "quota": 20,
+        "device_class": None,
+    }
+    assert len(report["problems"]) == 4
+
+
+def test_status_exits_0_when_the_cluster_is_as_declared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    healthy = [_node("lab-gpu-1", "t4", 8), _node("lab-gpu-2", "t4", 8)]
+    with FakeApiServer(
+        healthy, [_quota("research", 8, 1), _quota("students", 4, 0)]
+    ).running() as fake:
+        result = run_cli("status", LAB, "--kubeconfig", str(fake.kubeconfig(tmp_path)))
+    assert result.code == 0, result.out + result.err
+    assert result.out.endswith("\nno problems\n")
+
+
+def test_status_restarts_a_list_whose_continue_token_expired(
+    server: FakeApiServer, tmp_path: Path
+) -> None:
+    server.expire_next_continue = True
+    result = run_cli("status", LAB, "--kubeconfig", str(server.kubeconfig(tmp_path)))
+    assert result.out == EXPECTED
+    node_pages = [r for r in server.requests if r.startswith("/api/v1/nodes")]
+    assert len(node_pages) == 1 + 1 + 4  # first page, the expired second, then all again
+
+
+def test_status_names_the_missing_permission_when_forbidden(
+    server: FakeApiServer, tmp_path: Path
+) -> None:
+    kubeconfig = server.kubeconfig(tmp_path)
+    result = run_cli("status", LAB, "--kubeconfig", str(kubeconfig), "--context", "no-rbac")
+    assert result.code == 1
+    assert result.err.startswith(
+        f"gpuconf: {server.url}: forbidden to list nodes: nodes is forbidden"
+    )
+    assert "clusterrole-gpuconf-status.yaml" in result.err
+
+
+def test_status_with_an_unknown_context_says_so(server: FakeApiServer, tmp_path: Path) -> None:
+    kubeconfig = server.kubeconfig(tmp_path)
+    result = run_cli("status", LAB, "--kubeconfig", str(kubeconfig), "--context", "prod")
+    assert result.code == 1
+    assert "cannot load the cluster's configuration" in result.err
+    assert "prod" in result.err
+
+
+DRA_LAB = str(REPO / "clusters" / "dra-lab.yaml")
+
+
+def _slice(node: str, devices: int) -> dict[str, Any]:
+    return {
+        "metadata": {"name": f"{node}-gpu.nvidia.com"},
+        "spec": {
+            "driver": "gpu.nvidia.com",
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": f"gpu-{i}"} for i in range(devices)],
+        },
+    }
+
+
+def test_status_of_a_dra_cluster_checks_device_classes_and_resource_slices(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    nodes = [
+        *(_node(f"h100-{i}", "h100") for i in range(2)),
+        *(_node(f"l40s-{i}", "l40s") for i in range(2)),
+        *(_node(f"l4-{i}", "l4") for i in range(4)),
+    ]
+    # l40s-1's driver has not published its GPUs; the h100-1g DeviceClass was never synced.
+    slices = [_slice(n["metadata"]["name"], 4) for n in nodes if n["metadata"]["name"] != "l40s-1"]
+    classes = [{"metadata": {"name": name}} for name in ("big-memory", "l4-shared")]
+    with FakeApiServer(nodes, [], (classes, slices)).running() as fake:
+        result = run_cli("status", DRA_LAB, "--kubeconfig", str(fake.kubeconfig(tmp_path)))
+    assert result.code == 1, result.err
+    assert result.out.splitlines()[1:5] == [
+        "pool  declared  present  drifted  rolling out  publishing",
+        "h100  2         2        0        0            2",
+        "l40s  2         2        0        0            1",
+        "l4    4         4        0        0            4",
+    ]
+    assert result.out.endswith(
+        "2 problem(s):\n"
+        "  - pool l40s: 1 of 2 nodes publish no GPU through gpu.nvidia.com\n"
+        "  - class h100-1g: the cluster has no DeviceClass h100-1g\n"
+    )
+
+
+def test_status_of_a_dra_cluster_whose_server_has_no_dra_api(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    nodes = [_node(f"l4-{i}", "l4") for i in range(4)]
+    with FakeApiServer(nodes, []).running() as fake:
+        result = run_cli("status", DRA_LAB, "--kubeconfig", str(fake.kubeconfig(tmp_path)))
+    assert "publishing" not in result.out
+    assert "pool h100: 0 of 2 nodes present" in result.out
+
+
+def test_classes_sharing_a_resource_name_count_only_their_pools_nodes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+
+    def nvidia_node(name: str, pool: str, product: str, gpus: int) -> dict[str, Any]:
+        # The cut-over labels the nodes by pool (docs/nvidia-plugin.md); GFD's label stays.
+        labels = {"gpuconf.dev/pool": pool, "nvidia.com/gpu.product": product}
+        return {
+            "metadata": {"name": name, "labels": labels},
+            "status": {"allocatable": {"nvidia.com/gpu": str(gpus)}},
+        }
+
+    nodes = [
+        *(nvidia_node(f"t4-{i}", "t4", "Tesla-T4-SHARED", 16) for i in range(6)),
+        *(nvidia_node(f"l4-{i}", "l4", "NVIDIA-L4-SHARED", 8) for i in range(4)),
+        *(nvidia_node(f"a100-{i}", "a100", "NVIDIA-A100-SXM4-80GB", 8) for i in range(2)),
+    ]
+    migration = str(REPO / "clusters" / "nvidia-migration.yaml")
+    with FakeApiServer(nodes, []).running() as fake:
+        result = run_cli(
+            "status", migration, "--kubeconfig", str(fake.kubeconfig(tmp_path)), "-o", "json"
+        )
+    assert result.code == 0, result.out
+    classes = json.loads(result.out)["classes"]
+    assert [(c["name"], c["capacity"], c["allocatable"]) for c in classes] == [
+        ("t4-shared", 96, 96),
+        ("l4-mps", 32, 32),
+        ("a100", 16, 16),
+    ]
