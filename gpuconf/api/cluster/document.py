@@ -17,7 +17,7 @@ from gpuconf.api.cluster.pool import NodePool
 from gpuconf.api.cluster.quota import NamespacePolicy, Quota
 from gpuconf.api.cluster.resource_class import ResourceClass
 from gpuconf.api.gpu_model import GpuModel
-from gpuconf.api.node_facts import DEFAULT_METRICS_PORT
+from gpuconf.api.node_facts import DEFAULT_METRICS_PORT, LabelOwner
 from gpuconf.api.record import Limits, field
 from gpuconf.api.version import ApiVersion
 
@@ -69,6 +69,17 @@ class Monitoring(Model):
     """Namespaces whose pods may scrape the metrics port when networkPolicy is true."""
 
 
+class NodeLabels(Model):
+    owner: LabelOwner = "gpuconf"
+    """Who writes GPU Feature Discovery's labels (nvidia.com/gpu.product, gpu.count, …) on the
+    nodes gpuconf's node runtime serves: gpuconf (its node runtime writes them, with the same
+    keys and values as GFD), gfd (NVIDIA's GFD or the GPU Operator runs; gpuconf writes only
+    gpuconf.dev/pool and class.gpuconf.dev/<class>), off (gpuconf writes no labels)."""
+    rename_by_default: bool = False
+    """As NVIDIA's plugin config: false appends -SHARED to gpu.product on shared GPUs, as GFD
+    does by default; true keeps the plain product name."""
+
+
 class NodeSettings(Model):
     drift_policy: Literal["warn", "strict"] = "warn"
     """On inventory drift: warn and advertise what is there, or advertise only matching GPUs."""
@@ -82,6 +93,8 @@ class NodeSettings(Model):
     """Port for Prometheus metrics and /healthz on each node (9402: the DCGM exporter has 9400)."""
     monitoring: Monitoring = field(default_factory=Monitoring)
     """Scraping the node runtime's metrics."""
+    labels: NodeLabels = field(default_factory=NodeLabels)
+    """The node labels `gpuconf node run` publishes on its own Node."""
 
 
 class ClusterSpec(Model):

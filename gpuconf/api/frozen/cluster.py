@@ -5,14 +5,14 @@ The core schema pydantic builds for Cluster, for pydantic-core to validate with 
 
 # mypy: ignore-errors
 
-from gpuconf.api.cluster.document import Cluster, ClusterSpec, Health, Images, KubernetesTarget, Metadata, Monitoring, NodeSettings, default_scrapers
+from gpuconf.api.cluster.document import Cluster, ClusterSpec, Health, Images, KubernetesTarget, Metadata, Monitoring, NodeLabels, NodeSettings, default_scrapers
 from gpuconf.api.cluster.nvidia_components import Dra, MigManager, NvidiaPlugin
 from gpuconf.api.cluster.pool import ContainerRuntime, DeclaredGpu, DeclaredNode, Driver, GpuShape, MigLayout, NodePool, Toleration
 from gpuconf.api.cluster.quota import Quota
 from gpuconf.api.cluster.resource_class import Mps, NoSharing, ResourceClass, Selector, TimeSlicing
-from gpuconf.api.frozen._shared import GPU_MODEL, PART_1, PART_10, PART_2, PART_3, PART_4, PART_5, PART_6, PART_7, PART_8, PART_9
+from gpuconf.api.frozen._shared import GPU_MODEL, PART_1, PART_10, PART_11, PART_12, PART_2, PART_3, PART_4, PART_5, PART_6, PART_7, PART_8, PART_9
 
-PART_11 = {
+PART_13 = {
     'type': 'model-field',
     'schema': {
         'type': 'str',
@@ -27,7 +27,7 @@ METADATA = {
     'schema': {
         'type': 'model-fields',
         'fields': {
-            'name': PART_11,
+            'name': PART_13,
         },
         'model_name': 'Metadata',
         'extra_behavior': 'forbid',
@@ -126,7 +126,7 @@ IMAGES = {
     'ref': 'gpuconf.api.cluster.document.Images',
 }
 
-PART_12 = {
+PART_14 = {
     'type': 'default',
     'schema': {
         'type': 'nullable',
@@ -150,12 +150,12 @@ HEALTH = {
         'fields': {
             'ignored_xids': {
                 'type': 'model-field',
-                'schema': PART_12,
+                'schema': PART_14,
                 'validation_alias': 'ignoredXids',
             },
             'reset_xids': {
                 'type': 'model-field',
-                'schema': PART_12,
+                'schema': PART_14,
                 'validation_alias': 'resetXids',
             },
             'recover_after_seconds': {
@@ -227,6 +227,34 @@ MONITORING = {
     'ref': 'gpuconf.api.cluster.document.Monitoring',
 }
 
+NODE_LABELS = {
+    'type': 'model',
+    'cls': NodeLabels,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'owner': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': PART_12,
+                    'default': 'gpuconf',
+                },
+                'validation_alias': 'owner',
+            },
+            'rename_by_default': PART_8,
+        },
+        'model_name': 'NodeLabels',
+        'extra_behavior': 'forbid',
+    },
+    'config': {
+        'title': 'NodeLabels',
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+    },
+    'ref': 'gpuconf.api.cluster.document.NodeLabels',
+}
+
 NODE_SETTINGS = {
     'type': 'model',
     'cls': NodeSettings,
@@ -240,7 +268,7 @@ NODE_SETTINGS = {
                     'type': 'default',
                     'schema': {
                         'type': 'nullable',
-                        'schema': PART_10,
+                        'schema': PART_11,
                     },
                     'default': None,
                 },
@@ -277,6 +305,15 @@ NODE_SETTINGS = {
                 },
                 'validation_alias': 'monitoring',
             },
+            'labels': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': NODE_LABELS,
+                    'default_factory': NodeLabels,
+                },
+                'validation_alias': 'labels',
+            },
         },
         'model_name': 'NodeSettings',
         'extra_behavior': 'forbid',
@@ -289,7 +326,7 @@ NODE_SETTINGS = {
     'ref': 'gpuconf.api.cluster.document.NodeSettings',
 }
 
-PART_13 = {
+PART_15 = {
     'type': 'default',
     'schema': {
         'type': 'bool',
@@ -331,7 +368,7 @@ NVIDIA_PLUGIN = {
             },
             'rename_by_default': {
                 'type': 'model-field',
-                'schema': PART_13,
+                'schema': PART_15,
                 'validation_alias': 'renameByDefault',
             },
         },
@@ -552,7 +589,7 @@ CONTAINER_RUNTIME = {
             'engine': PART_6,
             'set_as_default': {
                 'type': 'model-field',
-                'schema': PART_13,
+                'schema': PART_15,
                 'validation_alias': 'setAsDefault',
             },
             'binary_path': {
@@ -766,7 +803,7 @@ NODE_POOL = {
     'schema': {
         'type': 'model-fields',
         'fields': {
-            'name': PART_11,
+            'name': PART_13,
             'platform': {
                 'type': 'model-field',
                 'schema': {
@@ -943,7 +980,7 @@ NODE_POOL = {
     'ref': 'gpuconf.api.cluster.pool.NodePool',
 }
 
-PART_14 = {
+PART_16 = {
     'type': 'model-field',
     'schema': {
         'type': 'default',
@@ -963,7 +1000,7 @@ PART_14 = {
     'validation_alias': 'indices',
 }
 
-PART_15 = {
+PART_17 = {
     'type': 'literal',
     'expected': [
         'Kepler',
@@ -1063,7 +1100,7 @@ SELECTOR = {
                 },
                 'validation_alias': 'nodes',
             },
-            'indices': PART_14,
+            'indices': PART_16,
             'mig_profile': {
                 'type': 'model-field',
                 'schema': {
@@ -1088,10 +1125,10 @@ SELECTOR = {
                         'schema': {
                             'type': 'union',
                             'choices': [
-                                PART_15,
+                                PART_17,
                                 {
                                     'type': 'list',
-                                    'items_schema': PART_15,
+                                    'items_schema': PART_17,
                                 },
                             ],
                         },
@@ -1195,7 +1232,7 @@ TIME_SLICING = {
                 },
                 'validation_alias': 'replicas',
             },
-            'fail_requests_greater_than_one': PART_8,
+            'fail_requests_greater_than_one': PART_9,
         },
         'model_name': 'TimeSlicing',
         'extra_behavior': 'forbid',
@@ -1283,7 +1320,7 @@ RESOURCE_CLASS = {
     'schema': {
         'type': 'model-fields',
         'fields': {
-            'name': PART_11,
+            'name': PART_13,
             'resource_name': {
                 'type': 'model-field',
                 'schema': {
@@ -1354,7 +1391,7 @@ RESOURCE_CLASS = {
     'ref': 'gpuconf.api.cluster.resource_class.ResourceClass',
 }
 
-PART_16 = {
+PART_18 = {
     'type': 'literal',
     'expected': [
         'create',
@@ -1400,7 +1437,7 @@ QUOTA = {
                     'type': 'default',
                     'schema': {
                         'type': 'nullable',
-                        'schema': PART_16,
+                        'schema': PART_18,
                     },
                     'default': None,
                 },
@@ -1578,7 +1615,7 @@ CLUSTER_SPEC = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': PART_16,
+                    'schema': PART_18,
                     'default': 'create',
                 },
                 'validation_alias': 'namespacePolicy',
@@ -1601,7 +1638,7 @@ CLUSTER = {
     'schema': {
         'type': 'model-fields',
         'fields': {
-            'api_version': PART_9,
+            'api_version': PART_10,
             'kind': {
                 'type': 'model-field',
                 'schema': {
@@ -1674,7 +1711,7 @@ MIG_LAYOUT = {
                 },
                 'validation_alias': 'layout',
             },
-            'indices': PART_14,
+            'indices': PART_16,
         },
         'model_name': 'MigLayout',
         'extra_behavior': 'forbid',
