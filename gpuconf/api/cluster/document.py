@@ -12,7 +12,7 @@ from gpuconf.api.base import (
     KubernetesVersion,
     Model,
 )
-from gpuconf.api.cluster.nvidia_components import Dra, MigManager, NvidiaPlugin
+from gpuconf.api.cluster.nvidia_components import DcgmExporter, Dra, MigManager, NvidiaPlugin
 from gpuconf.api.cluster.pool import NodePool
 from gpuconf.api.cluster.quota import NamespacePolicy, Quota
 from gpuconf.api.cluster.resource_class import ResourceClass
@@ -67,6 +67,13 @@ class Monitoring(Model):
         default_factory=default_scrapers
     )
     """Namespaces whose pods may scrape the metrics port when networkPolicy is true."""
+    extra_labels: dict[str, str] = field(default_factory=dict)
+    """Labels added to every PodMonitor and PrometheusRule, for the Prometheus that selects
+    them (kube-prometheus-stack selects `release: <its release name>`)."""
+    prometheus_rule: bool = False
+    """Render a PrometheusRule with gpuconf's alerts (runbooks in docs/runbooks.md)."""
+    dashboard: bool = False
+    """Render a Grafana dashboard ConfigMap (label grafana_dashboard: "1", for Grafana's sidecar)."""
 
 
 class NodeLabels(Model):
@@ -116,6 +123,8 @@ class ClusterSpec(Model):
     """NVIDIA's device plugin (plugin: nvidia)."""
     dra: Dra = field(default_factory=Dra)
     """NVIDIA's DRA driver (allocation: dra)."""
+    dcgm_exporter: DcgmExporter = field(default_factory=DcgmExporter)
+    """NVIDIA's dcgm-exporter: GPU telemetry, attributed to the pods holding the GPUs."""
     mig_manager: MigManager = field(default_factory=MigManager)
     """Where the GPU Operator's MIG manager reads the MIG layouts."""
     gpu_models: list[GpuModel] = field(default_factory=list)

@@ -6,7 +6,7 @@ The core schema pydantic builds for Cluster, for pydantic-core to validate with 
 # mypy: ignore-errors
 
 from gpuconf.api.cluster.document import Cluster, ClusterSpec, Health, Images, KubernetesTarget, Metadata, Monitoring, NodeLabels, NodeSettings, default_scrapers
-from gpuconf.api.cluster.nvidia_components import Dra, MigManager, NvidiaPlugin
+from gpuconf.api.cluster.nvidia_components import DcgmExporter, Dra, MigManager, NvidiaPlugin
 from gpuconf.api.cluster.pool import ContainerRuntime, DeclaredGpu, DeclaredNode, Driver, GpuShape, MigLayout, NodePool, Toleration
 from gpuconf.api.cluster.quota import Quota
 from gpuconf.api.cluster.resource_class import Mps, NoSharing, ResourceClass, Selector, TimeSlicing
@@ -214,6 +214,33 @@ MONITORING = {
                     'default_factory': default_scrapers,
                 },
                 'validation_alias': 'scraperNamespaces',
+            },
+            'extra_labels': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'dict',
+                        'keys_schema': {
+                            'type': 'str',
+                        },
+                        'values_schema': {
+                            'type': 'str',
+                        },
+                    },
+                    'default_factory': dict,
+                },
+                'validation_alias': 'extraLabels',
+            },
+            'prometheus_rule': {
+                'type': 'model-field',
+                'schema': PART_1,
+                'validation_alias': 'prometheusRule',
+            },
+            'dashboard': {
+                'type': 'model-field',
+                'schema': PART_1,
+                'validation_alias': 'dashboard',
             },
         },
         'model_name': 'Monitoring',
@@ -436,6 +463,42 @@ DRA = {
         'strict': True,
     },
     'ref': 'gpuconf.api.cluster.nvidia_components.Dra',
+}
+
+DCGM_EXPORTER = {
+    'type': 'model',
+    'cls': DcgmExporter,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'enabled': {
+                'type': 'model-field',
+                'schema': PART_15,
+                'validation_alias': 'enabled',
+            },
+            'image': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'str',
+                        'max_length': 512,
+                        'pattern': '^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$',
+                    },
+                    'default': 'nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-distroless',
+                },
+                'validation_alias': 'image',
+            },
+        },
+        'model_name': 'DcgmExporter',
+        'extra_behavior': 'forbid',
+    },
+    'config': {
+        'title': 'DcgmExporter',
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+    },
+    'ref': 'gpuconf.api.cluster.nvidia_components.DcgmExporter',
 }
 
 MIG_MANAGER = {
@@ -1556,6 +1619,15 @@ CLUSTER_SPEC = {
                     'default_factory': Dra,
                 },
                 'validation_alias': 'dra',
+            },
+            'dcgm_exporter': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': DCGM_EXPORTER,
+                    'default_factory': DcgmExporter,
+                },
+                'validation_alias': 'dcgmExporter',
             },
             'mig_manager': {
                 'type': 'model-field',

@@ -8,6 +8,11 @@ from gpuconf.api.cluster import NodePool
 from gpuconf.compiler.plan import cluster_objects
 from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.cluster_objects import KeptNamespace
+from gpuconf.compiler.plan.dcgm_exporter import (
+    dcgm_exporter_cluster_objects,
+    dcgm_exporter_daemonset,
+    runs_on,
+)
 from gpuconf.compiler.plan.driver import driver_daemonset
 from gpuconf.compiler.plan.kustomization import kustomization
 from gpuconf.compiler.plan.mig_parted import mig_manager_config_map, mig_rows
@@ -42,6 +47,8 @@ def _pool_artifacts(
     artifacts = [node_config_map(cluster, pool, config), setup_daemonset(cluster, pool, config)]
     if (driver := driver_daemonset(cluster, pool)) is not None:
         artifacts.append(driver)
+    if runs_on(cluster, pool):
+        artifacts.append(dcgm_exporter_daemonset(cluster, pool, config))
     if cluster.spec.allocation == "dra":
         return artifacts
     if cluster.spec.plugin == "nvidia":
@@ -66,7 +73,8 @@ def plan(
     ]
     if spec.allocation == "device-plugin" and spec.plugin == "gpuconf":
         artifacts += cluster_objects.node_rbac(cluster)
-        artifacts += monitoring(cluster)
+    artifacts += dcgm_exporter_cluster_objects(cluster)
+    artifacts += monitoring(cluster)
     by_pool = _classes_by_pool(validated.classes)
     for pool in spec.node_pools:
         artifacts += _pool_artifacts(validated, pool, by_pool.get(pool.name, ()))

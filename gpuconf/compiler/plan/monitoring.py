@@ -1,67 +1,104 @@
-"""Scraping the node runtime: a PodMonitor, and a NetworkPolicy that opens only the metrics port."""
+"""Scraping: PodMonitors for the node runtime and dcgm-exporter, and a NetworkPolicy that
+opens only the node runtime's metrics port."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpuconf.api.cluster import Cluster
+from gpuconf.compiler.plan import dcgm_exporter
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
 
 NODE_PODS = {"app.kubernetes.io/name": "gpuconf-node"}
 """The label every `gpuconf node` pod carries, whatever its pool."""
+DCGM_PODS = {"app.kubernetes.io/name": dcgm_exporter.APP}
+
+POOL_SERIES_LABEL = "gpuconf_pool"
+NODE_SERIES_LABEL = "node"
+# Every series says which pool and node it came from; the alerts and the dashboard group by them.
+WHERE = [
+    {
+        "sourceLabels": ["__meta_kubernetes_pod_label_gpuconf_dev_pool"],
+        "targetLabel": POOL_SERIES_LABEL,
+    },
+    {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": NODE_SERIES_LABEL},
+]
+# dcgm-exporter labels a GPU's series with the pod, namespace and container holding it; the
+# exporter pod's own names, which Prometheus would add, would read as that holder.
+NOT_THE_EXPORTER = [{"action": "labeldrop", "regex": "pod|namespace|container"}]
+
+
+def runs_gpuconf_node(cluster: Cluster) -> bool:
+    spec = cluster.spec
+    return spec.allocation == "device-plugin" and spec.plugin == "gpuconf"
+
+
+def _pod_monitor(
+    cluster: Cluster, name: str, pods: dict[str, str], relabelings: list[dict[str, Any]]
+) -> Artifact:
+    settings = cluster.spec.node.monitoring
+    meta = metadata(cluster, name, "monitoring", namespace=cluster.spec.namespace, wave=WAVE_CONFIG)
+    meta["labels"].update(settings.extra_labels)
+    return manifest(
+        f"monitoring/podmonitor-{name}.yaml",
+        {
+            "apiVersion": "monitoring.coreos.com/v1",
+            "kind": "PodMonitor",
+            "metadata": meta,
+            "spec": {
+                "selector": {"matchLabels": pods},
+                "podMetricsEndpoints": [
+                    {"port": "metrics", "path": "/metrics", "relabelings": relabelings}
+                ],
+            },
+        },
+    )
 
 
 def monitoring(cluster: Cluster) -> list[Artifact]:
     settings = cluster.spec.node.monitoring
     namespace = cluster.spec.namespace
+    node_runtime = runs_gpuconf_node(cluster)
     artifacts = []
-    if settings.pod_monitor:
+    if settings.pod_monitor and node_runtime:
+        artifacts.append(_pod_monitor(cluster, "gpuconf-node", NODE_PODS, WHERE))
+    if settings.pod_monitor and dcgm_exporter.runs_anywhere(cluster):
         artifacts.append(
-            manifest(
-                "monitoring/podmonitor-gpuconf-node.yaml",
-                {
-                    "apiVersion": "monitoring.coreos.com/v1",
-                    "kind": "PodMonitor",
-                    "metadata": metadata(
-                        cluster, "gpuconf-node", "monitoring", namespace=namespace, wave=WAVE_CONFIG
-                    ),
-                    "spec": {
-                        "selector": {"matchLabels": NODE_PODS},
-                        "podMetricsEndpoints": [{"port": "metrics", "path": "/metrics"}],
-                    },
-                },
-            )
+            _pod_monitor(cluster, "dcgm-exporter", DCGM_PODS, WHERE + NOT_THE_EXPORTER)
         )
-    if settings.network_policy:
-        scrapers = [
-            {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}}}
-            for name in sorted(set(settings.scraper_namespaces))
-        ]
-        artifacts.append(
-            manifest(
-                "monitoring/networkpolicy-gpuconf-node-metrics.yaml",
-                {
-                    "apiVersion": "networking.k8s.io/v1",
-                    "kind": "NetworkPolicy",
-                    "metadata": metadata(
-                        cluster,
-                        "gpuconf-node-metrics",
-                        "monitoring",
-                        namespace=namespace,
-                        wave=WAVE_CONFIG,
-                    ),
-                    "spec": {
-                        "podSelector": {"matchLabels": NODE_PODS},
-                        "policyTypes": ["Ingress"],
-                        "ingress": [
-                            {
-                                "from": scrapers,
-                                "ports": [
-                                    {"port": cluster.spec.node.metrics_port, "protocol": "TCP"}
-                                ],
-                            }
-                        ],
-                    },
-                },
-            )
-        )
+    if settings.network_policy and node_runtime:
+        artifacts.append(_network_policy(cluster, namespace))
     return artifacts
+
+
+def _network_policy(cluster: Cluster, namespace: str) -> Artifact:
+    settings = cluster.spec.node.monitoring
+    scrapers = [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}}}
+        for name in sorted(set(settings.scraper_namespaces))
+    ]
+    return manifest(
+        "monitoring/networkpolicy-gpuconf-node-metrics.yaml",
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": metadata(
+                cluster,
+                "gpuconf-node-metrics",
+                "monitoring",
+                namespace=namespace,
+                wave=WAVE_CONFIG,
+            ),
+            "spec": {
+                "podSelector": {"matchLabels": NODE_PODS},
+                "policyTypes": ["Ingress"],
+                "ingress": [
+                    {
+                        "from": scrapers,
+                        "ports": [{"port": cluster.spec.node.metrics_port, "protocol": "TCP"}],
+                    }
+                ],
+            },
+        },
+    )
