@@ -170,6 +170,7 @@ class Supervisor:
             return
         if isinstance(update, ConfigInvalid):
             self._metrics.config_reload_failures.inc()
+            self._metrics.config_refused.set(1)
             _log.error("refused the changed node config; keeping the last good one")
             for problem in update.diagnostics:
                 _log.error("node config problem", extra=log.kv(problem=problem.as_text()))
@@ -180,6 +181,7 @@ class Supervisor:
         old = self._config
         self._config = config
         self._metrics.config_reloads.inc()
+        self._metrics.config_refused.set(0)
         _log.info(
             "applied the changed node config",
             extra=log.kv(resources=",".join(r.name for r in config.resources) or "none"),

@@ -36,6 +36,9 @@ def test_a_kubelet_restart_is_followed_by_a_new_registration_within_a_second(
     process, old = running
     old.stop()
     process.socket(WHOLE).unlink()  # the kubelet wipes the plugin sockets when it starts
+    wait_until(
+        lambda: process.metric("gpuconf_node_registered", resource=WHOLE) == 1, what="registered"
+    )
     new = KubeletStub(process.plugin_dir).start()
     restarted = time.monotonic()
     try:
@@ -83,6 +86,7 @@ def test_an_invalid_config_is_refused_and_the_last_good_one_keeps_serving(
     wait_until(
         lambda: process.metric("gpuconf_node_config_reload_failures_total") == 1, what="a failure"
     )
+    assert process.metric("gpuconf_node_config_refused") == 1  # the NodeConfigRefused alert
     broken = dict(
         CONFIG, resources=[{"name": "gpuconf.dev/x", "sharing": {"strategy": "sometimes"}}]
     )

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from gpuconf.api.cluster import NodePool
 from gpuconf.compiler.plan import cluster_objects
+from gpuconf.compiler.plan.alerts import prometheus_rule
 from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.cluster_objects import KeptNamespace
 from gpuconf.compiler.plan.dcgm_exporter import (
@@ -75,6 +76,7 @@ def plan(
         artifacts += cluster_objects.node_rbac(cluster)
     artifacts += dcgm_exporter_cluster_objects(cluster)
     artifacts += monitoring(cluster)
+    artifacts += prometheus_rule(cluster, validated.inventory)
     by_pool = _classes_by_pool(validated.classes)
     for pool in spec.node_pools:
         artifacts += _pool_artifacts(validated, pool, by_pool.get(pool.name, ()))
