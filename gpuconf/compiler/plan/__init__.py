@@ -9,6 +9,7 @@ from gpuconf.compiler.plan import cluster_objects
 from gpuconf.compiler.plan.alerts import prometheus_rule
 from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.cluster_objects import KeptNamespace
+from gpuconf.compiler.plan.dashboard import dashboard
 from gpuconf.compiler.plan.dcgm_exporter import (
     dcgm_exporter_cluster_objects,
     dcgm_exporter_daemonset,
@@ -77,6 +78,7 @@ def plan(
     artifacts += dcgm_exporter_cluster_objects(cluster)
     artifacts += monitoring(cluster)
     artifacts += prometheus_rule(cluster, validated.inventory)
+    artifacts += dashboard(cluster, validated.classes)
     by_pool = _classes_by_pool(validated.classes)
     for pool in spec.node_pools:
         artifacts += _pool_artifacts(validated, pool, by_pool.get(pool.name, ()))
