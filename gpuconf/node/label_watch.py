@@ -26,7 +26,7 @@ class LabelWatch:
         self._host: tuple[str, tuple[int, int] | None, str] | None = None
         self._wanted: dict[str, str] | None = None
         self._published: dict[str, str] | None = None
-        self._retry_at = 0.0
+        self._failed_at: float | None = None
         self._busy = threading.Lock()
 
     def update(self, config: NodeConfig, present: Sequence[GpuInfo]) -> None:
@@ -40,23 +40,29 @@ class LabelWatch:
         self.tick(time.monotonic(), force=True)
 
     def tick(self, now: float, force: bool = False) -> None:
+        """Publish what is wanted if it is not published yet; after a failure, only once
+        RETRY_SECONDS have passed (or when `force`d by a change)."""
         wanted = self._wanted
         if wanted is None or wanted == self._published:
             return
-        if not force and now < self._retry_at:
+        failed_at = self._failed_at
+        if not force and failed_at is not None and now < failed_at + RETRY_SECONDS:
             return
         if not self._busy.acquire(blocking=False):
-            return  # a publish is under way; the next tick sees whether it is still needed
-        self._retry_at = now + RETRY_SECONDS
-        threading.Thread(target=self._publish, args=(wanted,), name="labels", daemon=True).start()
+            return  # a publish is under way; a later tick sees whether it is still needed
+        threading.Thread(
+            target=self._publish, args=(wanted, now), name="labels", daemon=True
+        ).start()
 
-    def _publish(self, wanted: dict[str, str]) -> None:
+    def _publish(self, wanted: dict[str, str], now: float) -> None:
         try:
-            from gpuconf.node.node_labels import publish_labels
+            from gpuconf.node import node_labels
 
-            if publish_labels(self._node_name, wanted):
-                self._published = wanted
+            if node_labels.publish_labels(self._node_name, wanted):
+                self._published, self._failed_at = wanted, None
                 _log.info("node labels published", extra=log.kv(labels=len(wanted)))
+            else:
+                self._failed_at = now
         finally:
             self._busy.release()
 

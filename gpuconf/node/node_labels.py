@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from gpuconf.gpus.gfd_labels import OWNED_ANNOTATION
 from gpuconf.node.node_annotation import in_cluster
@@ -59,24 +59,29 @@ def publish_labels(node_name: str, wanted: Mapping[str, str]) -> bool:
         import kubernetes  # only here: the client is heavy and only this call needs it
 
         kubernetes.config.load_incluster_config()  # type: ignore[no-untyped-call]
-        api = kubernetes.client.CoreV1Api()
-        meta = api.read_node(node_name).metadata
-        if meta is None:
-            raise ValueError("the Node has no metadata")
-        change = reconcile(meta.labels or {}, owned_keys(meta.annotations or {}), wanted)
-        for key in change.foreign:
-            log.warning("label %s on node %s is not gpuconf's; left alone", key, node_name)
-        if change.labels or owned_keys(meta.annotations or {}) != frozenset(change.owned):
-            body = {
-                "metadata": {
-                    # A conflict (someone changed the Node meanwhile) fails; the next turn retries.
-                    "resourceVersion": meta.resource_version,
-                    "labels": change.labels,
-                    "annotations": {OWNED_ANNOTATION: ",".join(change.owned)},
-                }
-            }
-            api.patch_node(node_name, body)
+        with kubernetes.client.ApiClient() as client:  # closes its connections when done
+            _reconcile_node(kubernetes.client.CoreV1Api(client), node_name, wanted)
     except Exception as error:  # labels are a courtesy; the node runtime must keep running
         log.warning("could not label node %s: %s", node_name, error)
         return False
     return True
+
+
+def _reconcile_node(api: Any, node_name: str, wanted: Mapping[str, str]) -> None:
+    meta = api.read_node(node_name).metadata
+    if meta is None:
+        raise ValueError("the Node has no metadata")
+    owned_before = owned_keys(meta.annotations or {})
+    change = reconcile(meta.labels or {}, owned_before, wanted)
+    for key in change.foreign:
+        log.warning("label %s on node %s is not gpuconf's; left alone", key, node_name)
+    if change.labels or owned_before != frozenset(change.owned):
+        body = {
+            "metadata": {
+                # A conflict (someone changed the Node meanwhile) fails; the next turn retries.
+                "resourceVersion": meta.resource_version,
+                "labels": change.labels,
+                "annotations": {OWNED_ANNOTATION: ",".join(change.owned)},
+            }
+        }
+        api.patch_node(node_name, body)
