@@ -15,7 +15,7 @@ import pytest
 import yaml
 from builders import RENDERED, cluster_file, load_yaml, read_tree, rendered
 
-from gpuconf.compiler.plan.dcgm_exporter import COUNTERS
+from gpuconf.compiler.plan.dcgm_exporter_counters import COUNTERS
 
 DASHBOARD = "monitoring/configmap-gpuconf-dashboard.yaml"
 PROMTOOL = shutil.which("promtool")

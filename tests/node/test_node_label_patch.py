@@ -40,10 +40,10 @@ class ApiServer(ThreadingHTTPServer):
 class Handler(BaseHTTPRequestHandler):
     server: ApiServer
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+    def do_GET(self) -> None:
         self._reply(200, NODE)
 
-    def do_PATCH(self) -> None:  # noqa: N802
+    def do_PATCH(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.patches.append((self.path, self.headers["Content-Type"], body))
         self._reply(self.server.status, NODE if self.server.status == 200 else {"kind": "Status"})

@@ -10,11 +10,9 @@ from gpuconf.compiler.plan.alerts import prometheus_rule
 from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.cluster_objects import KeptNamespace
 from gpuconf.compiler.plan.dashboard import dashboard
-from gpuconf.compiler.plan.dcgm_exporter import (
-    dcgm_exporter_cluster_objects,
-    dcgm_exporter_daemonset,
-    runs_on,
-)
+from gpuconf.compiler.plan.dcgm_exporter import dcgm_exporter_daemonset, runs_on
+from gpuconf.compiler.plan.dcgm_exporter_counters import dcgm_exporter_counters
+from gpuconf.compiler.plan.dcgm_exporter_rbac import dcgm_exporter_rbac
 from gpuconf.compiler.plan.driver import driver_daemonset
 from gpuconf.compiler.plan.kustomization import kustomization
 from gpuconf.compiler.plan.mig_parted import mig_manager_config_map, mig_rows
@@ -75,7 +73,8 @@ def plan(
     ]
     if spec.allocation == "device-plugin" and spec.plugin == "gpuconf":
         artifacts += cluster_objects.node_rbac(cluster)
-    artifacts += dcgm_exporter_cluster_objects(cluster)
+    artifacts += dcgm_exporter_counters(cluster)
+    artifacts += dcgm_exporter_rbac(cluster)
     artifacts += monitoring(cluster)
     artifacts += prometheus_rule(cluster, validated.inventory)
     artifacts += dashboard(cluster, validated.classes)

@@ -1,6 +1,6 @@
 """A PrometheusRule with gpuconf's alerts, over the metrics that really exist: the node
 runtime's (gpuconf/node/metrics.py) and dcgm-exporter's (the counters file in
-plan/dcgm_exporter.py). Each alert links its section of docs/runbooks.md."""
+plan/dcgm_exporter_counters.py). Each alert links its section of docs/runbooks.md."""
 
 from __future__ import annotations
 
