@@ -2,7 +2,9 @@
 
 gpuconf owns a key it set itself (listed in the gpuconf.dev/owned-labels annotation) or one
 that was absent when it first wanted it; a key someone else set (GFD, NFD, an administrator)
-is never changed or removed, whatever gpuconf would write there.
+is never changed or removed, whatever gpuconf would write there. A key Node Feature Discovery
+manages (GFD publishes through it) is NFD's even where gpuconf set it first: gpuconf lets go of
+it rather than fight NFD's master over it.
 """
 
 from __future__ import annotations
@@ -26,19 +28,42 @@ class LabelChange(NamedTuple):
     """Keys gpuconf wants but leaves alone: someone else set them."""
 
 
+NFD_FEATURE_LABELS = "nfd.node.kubernetes.io/feature-labels"
+"""NFD's master lists the labels it manages here, comma-separated, dropping the prefix of its
+default namespace (node-feature-discovery pkg/nfd-master/nfd-master.go updateNodeObject; an
+NFD -instance prefixes the annotation's name with `<instance>.`)."""
+NFD_DEFAULT_NAMESPACE = "feature.node.kubernetes.io/"
+
+
 def owned_keys(annotations: Mapping[str, str]) -> frozenset[str]:
     text = annotations.get(OWNED_ANNOTATION, "")
     return frozenset(key for key in text.split(",") if key)
 
 
+def nfd_keys(annotations: Mapping[str, str]) -> frozenset[str]:
+    """Every label any NFD instance says it manages on the Node."""
+    keys: set[str] = set()
+    for name, text in annotations.items():
+        if name == NFD_FEATURE_LABELS or name.endswith("." + NFD_FEATURE_LABELS):
+            for key in filter(None, text.split(",")):
+                keys.add(key if "/" in key else NFD_DEFAULT_NAMESPACE + key)
+    return frozenset(keys)
+
+
 def reconcile(
-    current: Mapping[str, str], owned_before: frozenset[str], wanted: Mapping[str, str]
+    current: Mapping[str, str],
+    owned_before: frozenset[str],
+    wanted: Mapping[str, str],
+    managed_elsewhere: frozenset[str] = frozenset(),
 ) -> LabelChange:
     patch: dict[str, str | None] = {}
     owned: set[str] = set()
     foreign: list[str] = []
+    owned_before = owned_before - managed_elsewhere
     for key, value in sorted(wanted.items()):
-        if key in owned_before or key not in current:
+        if key in managed_elsewhere:
+            foreign.append(key)
+        elif key in owned_before or key not in current:
             owned.add(key)
             if current.get(key) != value:
                 patch[key] = value
@@ -71,8 +96,9 @@ def _reconcile_node(api: Any, node_name: str, wanted: Mapping[str, str]) -> None
     meta = api.read_node(node_name).metadata
     if meta is None:
         raise ValueError("the Node has no metadata")
-    owned_before = owned_keys(meta.annotations or {})
-    change = reconcile(meta.labels or {}, owned_before, wanted)
+    annotations = meta.annotations or {}
+    owned_before = owned_keys(annotations)
+    change = reconcile(meta.labels or {}, owned_before, wanted, nfd_keys(annotations))
     for key in change.foreign:
         log.warning("label %s on node %s is not gpuconf's; left alone", key, node_name)
     if change.labels or owned_before != frozenset(change.owned):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpuconf.gpus.gfd_labels import OWNED_ANNOTATION
-from gpuconf.node.node_labels import owned_keys, reconcile
+from gpuconf.node.node_labels import nfd_keys, owned_keys, reconcile
 
 PRODUCT = "nvidia.com/gpu.product"
 POOL = "gpuconf.dev/pool"
@@ -40,3 +40,23 @@ def test_the_owned_annotation_is_read_as_a_key_set() -> None:
     assert owned_keys({OWNED_ANNOTATION: f"{POOL},{PRODUCT}"}) == {POOL, PRODUCT}
     assert owned_keys({OWNED_ANNOTATION: ""}) == frozenset()
     assert owned_keys({}) == frozenset()
+
+
+def test_keys_nfd_manages_are_left_to_nfd_even_where_gpuconf_set_them_first() -> None:
+    annotations = {
+        "nfd.node.kubernetes.io/feature-labels": f"cpu-model.vendor_id,{PRODUCT}",
+        "gpu.nfd.node.kubernetes.io/feature-labels": "nvidia.com/gpu.count",
+    }
+    nfd = nfd_keys(annotations)
+    assert nfd == {
+        "feature.node.kubernetes.io/cpu-model.vendor_id",
+        PRODUCT,
+        "nvidia.com/gpu.count",
+    }
+    current = {PRODUCT: "Tesla-T4", "nvidia.com/gpu.count": "4", POOL: "t4"}
+    owned = frozenset({PRODUCT, "nvidia.com/gpu.count", POOL})
+    wanted = {PRODUCT: "Tesla-T4-SHARED", "nvidia.com/gpu.count": "4", POOL: "t4"}
+    change = reconcile(current, owned, wanted, nfd)
+    assert change.labels == {}
+    assert change.owned == (POOL,)
+    assert change.foreign == ("nvidia.com/gpu.count", PRODUCT)
