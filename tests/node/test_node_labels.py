@@ -201,3 +201,26 @@ def test_gfd_owner_leaves_nvidia_keys_to_gfd_and_off_prints_none(
 )
 def test_values_are_sanitised_as_gfd_s_test_sanitise_expects(text: str, expected: str) -> None:
     assert sanitise(text) == expected
+
+
+def test_mig_enabled_gpus_are_labelled_as_gfd_s_mixed_strategy_labels_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # mig-strategy.go newGPULabelers: MIG-enabled GPUs get NewGPUResourceLabelerWithoutSharing
+    # (nil config: replicas 0, strategy none, no -SHARED); newMigLabeler adds mig.strategy.
+    mig = {"uuid": "MIG-00000000-0001-4000-8000-000000000001", "profile": "1g.10gb"}
+    gpu = _fake_gpu(
+        0, migEnabled=True, migDevices=[{**mig, "gpuInstanceId": 1, "computeInstanceId": 0}]
+    )
+    shared_mig = resource(
+        "mig-small", [0], migProfile="1g.10gb", sharing={"strategy": "time-slicing", "replicas": 2}
+    )
+    printed = labels(tmp_path, capsys, [shared_mig], [gpu])
+    assert gfd_part(printed) == {
+        **GFD_NO_SHARING,
+        "nvidia.com/gpu.replicas": "0",
+        "nvidia.com/gpu.sharing-strategy": "none",
+    }
+    assert printed["nvidia.com/mig.strategy"] == "mixed"
+    assert printed["nvidia.com/mig.capable"] == "true"
+    assert printed["class.gpuconf.dev/mig-small"] == "2"
