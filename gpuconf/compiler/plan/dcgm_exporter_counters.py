@@ -1,7 +1,10 @@
 """dcgm-exporter's counters file (the fields it collects), as a ConfigMap its pods mount.
 
 Format: NVIDIA/dcgm-exporter's etc/default-counters.csv (`DCGM field, Prometheus type, help`);
-dcgm-exporter 4.5.3-4.8.2 reads it from DCGM_EXPORTER_COLLECTORS (pkg/cmd/app.go).
+dcgm-exporter 4.5.3-4.8.2 reads it from DCGM_EXPORTER_COLLECTORS (pkg/cmd/app.go), looks each
+field up with go-dcgm's GetFieldID (pkg/dcgm/const_fields.go, current names then legacy ones:
+DCGM_FI_DEV_XID_ERRORS and DCGM_FI_DEV_RETIRED_PENDING are legacy names that still resolve) and
+names each series after the field as written here (internal/pkg/counters/counter_config.go).
 """
 
 from __future__ import annotations
