@@ -15,3 +15,6 @@ CONTAINERISED_DRIVER_ROOT = "/run/nvidia/driver"
 
 LabelOwner = Literal["gpuconf", "gfd", "off"]
 """Who writes the GPU Feature Discovery labels (nvidia.com/gpu.product, …) on a pool's nodes."""
+
+POOL_LABEL = "gpuconf.dev/pool"
+"""A pool's default node selector, its pods' label, and the label the node runtime publishes."""

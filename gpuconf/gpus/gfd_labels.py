@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from gpuconf.api.node_facts import POOL_LABEL
+
 GPU_PREFIX = "nvidia.com/gpu."
 
 PRODUCT = "nvidia.com/gpu.product"
@@ -68,7 +70,6 @@ per-profile keys)."""
 MACHINE_TYPE_FILE = "/sys/class/dmi/id/product_name"
 """GFD's default --machine-type-file."""
 
-POOL_LABEL = "gpuconf.dev/pool"
 CLASS_LABEL_PREFIX = "class.gpuconf.dev/"
 """class.gpuconf.dev/<class>: the devices (× replicas) the node offers for that class."""
 OWNED_ANNOTATION = "gpuconf.dev/owned-labels"

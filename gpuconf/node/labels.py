@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from gpuconf.api.node_config import NodeConfig, ResourceSettings
+from gpuconf.api.node_facts import POOL_LABEL
 from gpuconf.gpus import gfd_labels as gfd
 from gpuconf.node.devices import build_devices
 from gpuconf.node.nvml.api import GpuInfo
@@ -37,7 +38,7 @@ def node_labels(config: NodeConfig, node_name: str, facts: NodeFacts) -> dict[st
     owner = config.labels.owner
     if owner == "off":
         return {}
-    labels: dict[str, str] = {gfd.POOL_LABEL: config.pool}
+    labels: dict[str, str] = {POOL_LABEL: config.pool}
     labels.update(_class_labels(config, node_name, facts.gpus))
     if owner == "gpuconf" and facts.gpus:
         labels.update(_gfd_labels(config, node_name, facts))
