@@ -6,9 +6,7 @@ from typing import Any
 
 from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.cluster.pool import ARCH_LABEL
-from gpuconf.api.node_facts import (
-    POOL_LABEL as POOL_LABEL,
-)  # re-exported: plan modules import it here
+from gpuconf.api.node_facts import POOL_LABEL as POOL_LABEL
 from gpuconf.compiler.plan.meta import metadata
 
 # A device plugin holds a few sockets and device lists; these bounds leave it room for bursts.
