@@ -30,6 +30,7 @@ EXAMPLE_REPO := https://github.com/example-org/gpu-clusters.git
 
 render: $(VENV)/.installed
 	$(BIN)/gpuconf render clusters -o rendered
+	$(BIN)/gpuconf render examples/site-templates/clusters -o examples/site-templates/rendered
 	$(BIN)/gpuconf gitops argocd --repo $(EXAMPLE_REPO) -o examples/gitops/argocd
 	$(BIN)/gpuconf gitops flux --repo $(EXAMPLE_REPO) -o examples/gitops/flux
 

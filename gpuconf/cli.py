@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 from gpuconf import __version__
 from gpuconf.diagnostics import InvalidInput, report_text, summary_line
-from gpuconf.errors import ArgumentParser, ExitCode, GpuconfError, UsageError
+from gpuconf.errors import ArgumentParser, ExitCode, GpuconfError, UsageError, UserError
 
 DEFAULT_CLUSTERS = Path("clusters")
 DEFAULT_OUTPUT = Path("rendered")
@@ -53,6 +53,16 @@ def build_parser() -> ArgumentParser:
             "--format", choices=("text", "json"), default="text", help="diagnostics format"
         )
 
+    def with_templates(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument(
+            "--templates",
+            type=Path,
+            default=None,
+            metavar="DIR",
+            help="a folder of site templates: one named like gpuconf's replaces or extends it "
+            "(docs/templates.md)",
+        )
+
     validate = commands.add_parser("validate", help="check cluster files and report every problem")
     with_paths(validate)
 
@@ -65,6 +75,7 @@ def build_parser() -> ArgumentParser:
         default=DEFAULT_OUTPUT,
         help="output folder (default: rendered/)",
     )
+    with_templates(render)
     render.add_argument(
         "--check",
         action="store_true",
@@ -80,7 +91,11 @@ def build_parser() -> ArgumentParser:
         default=DEFAULT_OUTPUT,
         help="output folder (default: rendered/)",
     )
+    with_templates(diff)
     diff.add_argument("--exit-code", action="store_true", help="exit 1 when there are changes")
+    shown = commands.add_parser("templates", help="list gpuconf's templates, or print one")
+    shown.add_argument("action", choices=("list", "show"))
+    shown.add_argument("name", nargs="?", help="the template to print (show)")
 
     schema = commands.add_parser(
         "schema", help="write the JSON Schemas for cluster and node-config files"
@@ -183,6 +198,16 @@ def _cycle_collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _templates_folder(options: argparse.Namespace) -> Path | None:
+    folder: Path | None = getattr(options, "templates", None)
+    if folder is None:
+        return None
+    folder = options.base / folder
+    if not folder.is_dir():
+        raise UsageError(f"--templates {options.templates}: no such folder")
+    return folder
+
+
 def _compile(
     options: argparse.Namespace, render_output: bool = True, previous_output: Path | None = None
 ) -> Compiled:
@@ -194,6 +219,7 @@ def _compile(
             relative_to=options.base,
             render_output=render_output,
             previous_output=previous_output,
+            templates=_templates_folder(options),
         )
     _report(compiled.diagnostics, options.format, sys.stdout, sys.stderr)
     return compiled
@@ -244,6 +270,8 @@ def _render(options: argparse.Namespace) -> int:
 def _gitops(options: argparse.Namespace) -> int:
     from gpuconf.compiler import emit
     from gpuconf.compiler.gitops import GitSource, gitops
+    from gpuconf.compiler.render import RenderFailed
+    from gpuconf.compiler.templating.engine import Templates
 
     rendered_path = PurePosixPath(options.rendered_path)
     if rendered_path.is_absolute() or ".." in rendered_path.parts:
@@ -259,7 +287,12 @@ def _gitops(options: argparse.Namespace) -> int:
         "" if rendered_path == PurePosixPath(".") else rendered_path.as_posix(),
         destination_by_name=options.destination == "by-name",
     )
-    folders = gitops(options.agent, source, compiled.rendered)
+    try:
+        folders = gitops(
+            options.agent, source, compiled.rendered, Templates(_templates_folder(options))
+        )
+    except RenderFailed as failed:
+        raise UserError(str(failed.failure)) from None
     if options.check:
         return _check(options, folders, compiled.whole_directories)
     emit.write(options.output, folders, compiled.whole_directories)
@@ -336,6 +369,19 @@ def _explain(options: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
+def _templates(options: argparse.Namespace) -> int:
+    from gpuconf.compiler.templating.shipped import shipped_folder, shipped_names
+
+    names = shipped_names()
+    if options.action == "list":
+        print("\n".join(names))
+        return ExitCode.OK
+    if options.name not in names:
+        raise UsageError(f"templates show: no template {options.name!r}; `gpuconf templates list`")
+    sys.stdout.write((shipped_folder() / options.name).read_text(encoding="utf-8"))
+    return ExitCode.OK
+
+
 _COMMANDS = {
     "validate": _validate,
     "render": _render,
@@ -343,6 +389,7 @@ _COMMANDS = {
     "schema": _schema,
     "explain": _explain,
     "gitops": _gitops,
+    "templates": _templates,
 }
 
 

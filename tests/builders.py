@@ -18,6 +18,7 @@ from gpuconf.api.validators import validate_node_config
 from gpuconf.compiler.pipeline import Compiled, compile_paths
 from gpuconf.compiler.plan import plan
 from gpuconf.compiler.render import RenderedTree, render
+from gpuconf.compiler.templating.engine import Templates
 from gpuconf.compiler.validate import Validated, validate
 from gpuconf.diagnostics import Diagnostic
 from gpuconf.formats.located_yaml import parse_text
@@ -169,7 +170,7 @@ def errors(document: dict[str, Any]) -> list[Diagnostic]:
 
 
 def rendered(document: dict[str, Any]) -> RenderedTree:
-    return render(plan(valid(document), "cluster.yaml"))
+    return render(plan(valid(document), "cluster.yaml"), Templates())
 
 
 def compile_example(*names: str) -> Compiled:

@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.kustomization import kustomization
-from gpuconf.compiler.plan.readme import GENERATED_MARK
 from gpuconf.compiler.render import RenderedTree, render
+from gpuconf.compiler.templating.engine import Templates
 
 Agent = Literal["argocd", "flux"]
 ARGOCD_NAMESPACE = "argocd"
@@ -51,13 +51,12 @@ def _labels(cluster: str | None = None) -> dict[str, str]:
     return labels
 
 
-def _readme(title: str, body: str) -> Artifact:
-    mark = f"{GENERATED_MARK} the rendered clusters by `gpuconf gitops`; edits are overwritten."
-    return Artifact("README.md", f"# {title}\n\n{mark}\n\n{body}\n", "text")
+def _readme(folder: str, **values: str) -> Artifact:
+    return Artifact("README.md", "gitops-readme.md.j2", {"folder": folder, **values})
 
 
-def _folder(artifacts: list[Artifact], title: str, body: str) -> RenderedTree:
-    return render([*artifacts, kustomization(artifacts), _readme(title, body)])
+def _folder(artifacts: list[Artifact], readme: Artifact, templates: Templates) -> RenderedTree:
+    return render([*artifacts, kustomization(artifacts), readme], templates)
 
 
 # --- Argo CD ------------------------------------------------------------------------------
@@ -66,31 +65,25 @@ def _folder(artifacts: list[Artifact], title: str, body: str) -> RenderedTree:
 def _application_spec(source: GitSource, path: str, cluster: str) -> dict[str, Any]:
     destination = {"name": cluster} if source.destination_by_name else {"server": IN_CLUSTER}
     return {
-        "project": "default",
-        "source": {"repoURL": source.repo_url, "targetRevision": source.revision, "path": path},
+        "repo_url": source.repo_url,
+        "revision": source.revision,
+        "path": path,
         "destination": destination,
-        # Client-side apply copies each object into an annotation, and a ConfigMap near the
-        # 1 MiB object limit (compiler/object_limits.py) is far over the 256 KiB annotations may
-        # take; server-side apply keeps no such copy, as Flux's kustomize-controller does.
-        "syncPolicy": {
-            "automated": {"prune": True, "selfHeal": True},
-            "syncOptions": ["ServerSideApply=true"],
-        },
     }
 
 
 def _application(source: GitSource, cluster: str) -> Artifact:
     return manifest(
         f"application-{cluster}.yaml",
+        "argocd-application.yaml.j2",
+        "Application",
         {
-            "apiVersion": "argoproj.io/v1alpha1",
-            "kind": "Application",
-            "metadata": {
+            "meta": {
                 "name": f"gpuconf-{cluster}",
                 "namespace": ARGOCD_NAMESPACE,
                 "labels": _labels(cluster),
             },
-            "spec": _application_spec(source, source.cluster_path(cluster), cluster),
+            **_application_spec(source, source.cluster_path(cluster), cluster),
         },
     )
 
@@ -99,50 +92,26 @@ def _application_set(source: GitSource) -> Artifact:
     basename = "{{.path.basename}}"
     return manifest(
         "applicationset.yaml",
+        "argocd-applicationset.yaml.j2",
+        "ApplicationSet",
         {
-            "apiVersion": "argoproj.io/v1alpha1",
-            "kind": "ApplicationSet",
-            "metadata": {"name": "gpuconf", "namespace": ARGOCD_NAMESPACE, "labels": _labels()},
-            "spec": {
-                "goTemplate": True,
-                "goTemplateOptions": ["missingkey=error"],
-                "generators": [
-                    {
-                        "git": {
-                            "repoURL": source.repo_url,
-                            "revision": source.revision,
-                            "directories": [{"path": source.cluster_path("*")}],
-                        }
-                    }
-                ],
-                "template": {
-                    "metadata": {
-                        "name": f"gpuconf-{basename}",
-                        "labels": {**_labels(), "gpuconf.dev/cluster": basename},
-                    },
-                    "spec": _application_spec(source, "{{.path.path}}", basename),
-                },
-            },
+            "meta": {"name": "gpuconf", "namespace": ARGOCD_NAMESPACE, "labels": _labels()},
+            "directories": source.cluster_path("*"),
+            "basename": basename,
+            "template_labels": {**_labels(), "gpuconf.dev/cluster": basename},
+            **_application_spec(source, "{{.path.path}}", basename),
         },
     )
 
 
-def argocd(source: GitSource, clusters: Mapping[str, RenderedTree]) -> dict[str, RenderedTree]:
+def argocd(
+    source: GitSource, clusters: Mapping[str, RenderedTree], templates: Templates
+) -> dict[str, RenderedTree]:
     """Two folders; apply one: `applications/` (one per cluster) or `applicationset/`."""
     applications = [_application(source, name) for name in sorted(clusters)]
     return {
-        "applications": _folder(
-            applications,
-            "Argo CD Applications",
-            "One Application per rendered cluster: `kubectl apply -k` this folder into the\n"
-            "namespace where Argo CD runs. Use this folder or `../applicationset/`, not both.",
-        ),
-        "applicationset": _folder(
-            [_application_set(source)],
-            "Argo CD ApplicationSet",
-            "One Application for every folder under the rendered tree, found by Argo CD's\n"
-            "Git directory generator: a new cluster needs no new file here.",
-        ),
+        "applications": _folder(applications, _readme("applications"), templates),
+        "applicationset": _folder([_application_set(source)], _readme("applicationset"), templates),
     }
 
 
@@ -165,28 +134,19 @@ def _stage_name(cluster: str, stage: str) -> str:
 
 
 def _flux_kustomization(source: GitSource, cluster: str, stage: str, after: list[str]) -> Artifact:
-    spec: dict[str, Any] = {
-        "interval": "10m",
-        "retryInterval": "1m",
-        "timeout": "5m",
-        "path": f"./{source.cluster_path(cluster)}/{stage}",
-        "prune": True,
-        "wait": True,
-        "sourceRef": {"kind": "GitRepository", "name": SOURCE_NAME},
-    }
-    if after:
-        spec["dependsOn"] = [{"name": _stage_name(cluster, s)} for s in after]
     return manifest(
         f"kustomization-{stage}.yaml",
+        "flux-kustomization.yaml.j2",
+        "Kustomization",
         {
-            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
-            "kind": "Kustomization",
-            "metadata": {
+            "meta": {
                 "name": _stage_name(cluster, stage),
                 "namespace": FLUX_NAMESPACE,
                 "labels": _labels(cluster),
             },
-            "spec": spec,
+            "path": f"./{source.cluster_path(cluster)}/{stage}",
+            "source_name": SOURCE_NAME,
+            "depends_on": [_stage_name(cluster, s) for s in after],
         },
     )
 
@@ -194,16 +154,19 @@ def _flux_kustomization(source: GitSource, cluster: str, stage: str, after: list
 def _git_repository(source: GitSource) -> Artifact:
     return manifest(
         "gitrepository.yaml",
+        "flux-gitrepository.yaml.j2",
+        "GitRepository",
         {
-            "apiVersion": "source.toolkit.fluxcd.io/v1",
-            "kind": "GitRepository",
-            "metadata": {"name": SOURCE_NAME, "namespace": FLUX_NAMESPACE, "labels": _labels()},
-            "spec": {"interval": "5m", "url": source.repo_url, "ref": {"branch": source.revision}},
+            "meta": {"name": SOURCE_NAME, "namespace": FLUX_NAMESPACE, "labels": _labels()},
+            "url": source.repo_url,
+            "branch": source.revision,
         },
     )
 
 
-def flux(source: GitSource, clusters: Mapping[str, RenderedTree]) -> dict[str, RenderedTree]:
+def flux(
+    source: GitSource, clusters: Mapping[str, RenderedTree], templates: Templates
+) -> dict[str, RenderedTree]:
     """A folder per cluster: the GitRepository and the cluster's chain of Kustomizations."""
     folders = {}
     for cluster, tree in sorted(clusters.items()):
@@ -212,18 +175,16 @@ def flux(source: GitSource, clusters: Mapping[str, RenderedTree]) -> dict[str, R
         for group in stages(tree):
             artifacts += [_flux_kustomization(source, cluster, s, previous) for s in group]
             previous = group
-        folders[cluster] = _folder(
-            artifacts,
-            f"Flux for cluster {cluster}",
-            f"Apply this folder (`kubectl apply -k`, or list it in the cluster's Flux bootstrap\n"
-            f"Kustomization) on cluster {cluster}. Each Kustomization applies one folder of\n"
-            f"`{source.cluster_path(cluster)}/` and waits, through `dependsOn` and `wait: true`,\n"
-            f"until the folders before it are applied and healthy.",
-        )
+        readme = _readme("flux", cluster=cluster, cluster_path=source.cluster_path(cluster))
+        folders[cluster] = _folder(artifacts, readme, templates)
     return folders
 
 
 def gitops(
-    agent: Agent, source: GitSource, clusters: Mapping[str, RenderedTree]
+    agent: Agent, source: GitSource, clusters: Mapping[str, RenderedTree], templates: Templates
 ) -> dict[str, RenderedTree]:
-    return argocd(source, clusters) if agent == "argocd" else flux(source, clusters)
+    return (
+        argocd(source, clusters, templates)
+        if agent == "argocd"
+        else flux(source, clusters, templates)
+    )

@@ -49,11 +49,7 @@ def oversized(
         if size <= MAX_OBJECT_BYTES:
             continue
         path, hint = _where(validated, artifact.path)
-        kind = (
-            artifact.content.get("kind", "object")
-            if isinstance(artifact.content, dict)
-            else "object"
-        )
+        kind = artifact.kind or "object"
         diagnostics.append(
             validated.located.diagnostic(
                 path,

@@ -15,7 +15,7 @@ from gpuconf.gpus.catalog import Catalog
 
 if TYPE_CHECKING:
     from gpuconf.compiler.plan.cluster_objects import KeptNamespace
-    from gpuconf.compiler.render import RenderedTree
+    from gpuconf.compiler.render import RenderedTree, RenderFailed
 
 CLUSTER_SUFFIXES = (".yaml", ".yml")
 CLUSTER_DOCUMENT_HINT = "a cluster file holds one mapping with apiVersion, kind, metadata and spec"
@@ -69,17 +69,20 @@ def compile_paths(
     relative_to: Path | None = None,
     render_output: bool = True,
     previous_output: Path | None = None,
+    templates: Path | None = None,
 ) -> Compiled:
     """Compile cluster files; diagnostics and outputs name files relative to `relative_to`.
 
     `previous_output`: the output folder as the last render left it, whose Namespaces gpuconf
-    created are kept (compiler/kept_namespaces.py)."""
+    created are kept (compiler/kept_namespaces.py). `templates`: a site's override folder, for
+    clusters whose spec.templates names none."""
     files = find_cluster_files(paths)
     result = Compiled(whole_directories=all(p.is_dir() for p in paths))
     if not files:
         raise UserError("no cluster files (*.yaml) found in " + ", ".join(str(p) for p in paths))
     catalog = Catalog.load()
     sources: dict[str, str] = {}
+    folders: dict[str, Path | None] = {}
     for file in files:
         source = display_path(file, relative_to)
         try:
@@ -105,28 +108,84 @@ def compile_paths(
         # Rendered files never hold an absolute path: same input, same bytes, on any machine.
         sources[name] = file.name if Path(source).is_absolute() else source
         result.validated[name] = outcome
+        folders[name] = _templates_folder(outcome, file, templates, result.diagnostics)
     if result.ok and render_output:
-        _render_all(result, sources, previous_output)
+        shown = {
+            folder: display_path(folder, relative_to)
+            for folder in folders.values()
+            if folder is not None
+        }
+        _render_all(result, sources, previous_output, folders, shown)
     return result
 
 
-def _render_all(result: Compiled, sources: dict[str, str], previous: Path | None) -> None:
+def _templates_folder(
+    validated: Validated, file: Path, default: Path | None, diagnostics: list[Diagnostic]
+) -> Path | None:
+    """The cluster's own override folder (spec.templates, relative to its file), else `default`."""
+    named = validated.cluster.spec.templates
+    if named is None:
+        return default
+    folder = file.parent / named
+    if not folder.is_dir():
+        diagnostics.append(
+            validated.located.diagnostic(
+                ("spec", "templates"),
+                f"no folder {named!r} beside this file",
+                "give the folder of site templates relative to the cluster file",
+            )
+        )
+    return folder
+
+
+def _render_all(
+    result: Compiled,
+    sources: dict[str, str],
+    previous: Path | None,
+    folders: dict[str, Path | None],
+    shown: dict[Path, str],
+) -> None:
     # Planning and rendering load only for commands that write.
     from gpuconf.compiler.kept_namespaces import kept_namespaces
     from gpuconf.compiler.object_limits import oversized
     from gpuconf.compiler.plan import plan
-    from gpuconf.compiler.render import render
+    from gpuconf.compiler.render import RenderFailed, render
+    from gpuconf.compiler.templating.engine import Templates
 
+    # Each template set compiles its templates once, for every cluster that renders with it.
+    sets: dict[Path | None, Templates] = {}
     for name, validated in sorted(result.validated.items()):
+        folder = folders[name]
+        templates = sets.get(folder)
+        if templates is None:
+            templates = sets[folder] = Templates(folder, shown.get(folder) if folder else None)
         kept = kept_namespaces(previous / name, validated.cluster) if previous else []
         artifacts = plan(validated, sources[name], kept)
         result.diagnostics += [_kept_warning(validated, name, k) for k in kept]
-        tree = render(artifacts)
+        try:
+            tree = render(artifacts, templates)
+        except RenderFailed as failed:
+            result.diagnostics.append(_template_error(validated, failed))
+            continue
         too_big = oversized(validated, artifacts, tree)
         if too_big:
             result.diagnostics += too_big
         else:
             result.rendered[name] = tree
+
+
+def _template_error(validated: Validated, failed: RenderFailed) -> Diagnostic:
+    """Where the template failed, and which output and cluster-file values it was rendering."""
+    failure = failed.failure
+    source = validated.located.file
+    return Diagnostic(
+        failure.file,
+        failure.line,
+        1,
+        failed.artifact.source,
+        f"rendering {failed.artifact.path} from {source}: {failure.message}",
+        failure.hint,
+    )
 
 
 def _kept_warning(validated: Validated, cluster: str, kept: KeptNamespace) -> Diagnostic:

@@ -1,31 +1,67 @@
-"""Render: artifacts become bytes. Same artifacts, same bytes."""
+"""Render: each artifact's template shapes its values; the output is parsed back, checked and
+written in canonical form. Same artifacts, same templates, same bytes."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 
 from gpuconf.compiler.plan.artifact import Artifact
-from gpuconf.formats.yaml_writer import dump
+from gpuconf.compiler.templating.check import (
+    NotASkeleton,
+    checked_json,
+    checked_toml,
+    checked_yaml,
+    filled_skeleton,
+)
+from gpuconf.compiler.templating.engine import TemplateFailed, Templates, TemplateSource
 
 RenderedTree = dict[str, bytes]
 
 
-def render_artifact(artifact: Artifact) -> bytes:
-    if artifact.format == "yaml":
-        text = dump(artifact.content)
-    elif artifact.format == "json":
-        text = json.dumps(artifact.content, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    else:
-        text = str(artifact.content)
-        text = text if text.endswith("\n") else text + "\n"
+class RenderFailed(Exception):
+    """A template failed or its output was refused while rendering `artifact`."""
+
+    def __init__(self, artifact: Artifact, failure: TemplateFailed) -> None:
+        super().__init__(str(failure))
+        self.artifact = artifact
+        self.failure = failure
+
+
+def render_artifact(artifact: Artifact, templates: Templates) -> bytes:
+    name = artifact.template
+
+    def chain() -> list[TemplateSource]:
+        return templates.chain(name)
+
+    if name.endswith(".yaml.j2"):
+        # The template's text is parsed with a token for each value (values, JSON-encoded,
+        # would each parse to itself), so parsing costs what the template writes, not what
+        # the values hold; a token anywhere else, and the values are rendered in place.
+        skeleton, values = templates.render_skeleton(name, artifact.values)
+        try:
+            text = filled_skeleton(
+                skeleton, templates.token_prefix, values, artifact.kind, chain, templates.skeletons
+            )
+        except (NotASkeleton, TypeError):  # TypeError: a value the writer cannot write
+            text = checked_yaml(templates.render(name, artifact.values), artifact.kind, chain)
+        return text.encode("utf-8")
+    text = templates.render(name, artifact.values)
+    if name.endswith(".json.j2"):
+        text = checked_json(text, chain)
+    elif name.endswith(".toml.j2"):
+        text = checked_toml(text, chain)
+    elif not text.endswith("\n"):
+        text += "\n"
     return text.replace("\r\n", "\n").encode("utf-8")
 
 
-def render(artifacts: Iterable[Artifact]) -> RenderedTree:
+def render(artifacts: Iterable[Artifact], templates: Templates) -> RenderedTree:
     tree: RenderedTree = {}
     for artifact in artifacts:
         if artifact.path in tree:
             raise ValueError(f"two artifacts share the path {artifact.path}")
-        tree[artifact.path] = render_artifact(artifact)
+        try:
+            tree[artifact.path] = render_artifact(artifact, templates)
+        except TemplateFailed as failure:
+            raise RenderFailed(artifact, failure) from None
     return dict(sorted(tree.items()))

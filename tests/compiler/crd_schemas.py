@@ -1,4 +1,4 @@
-"""Validate objects against the CRD schemas of the programs that read them (tests/fixtures/crds/)."""
+"""Validate objects against the CRD schemas of the programs that read them (gpuconf/compiler/templating/crds/)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import jsonschema
 from builders import REPO
 
-CRDS = REPO / "tests" / "fixtures" / "crds"
+CRDS = REPO / "gpuconf" / "compiler" / "templating" / "crds"
 
 
 def _strict(schema: Any) -> Any:

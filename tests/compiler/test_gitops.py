@@ -16,6 +16,7 @@ from ruamel.yaml import YAML
 
 from gpuconf.compiler.gitops import GitSource, flux, stages
 from gpuconf.compiler.pipeline import Compiled
+from gpuconf.compiler.templating.engine import Templates
 
 EXAMPLE_REPO = "https://github.com/example-org/gpu-clusters.git"
 GITOPS = REPO / "examples" / "gitops"
@@ -86,7 +87,7 @@ def test_flux_applies_namespaces_first_and_nothing_waits_on_pools_or_monitoring(
     compiled_examples: Compiled,
 ) -> None:
     source = GitSource(EXAMPLE_REPO, "main", "rendered")
-    for name, folder in flux(source, compiled_examples.rendered).items():
+    for name, folder in flux(source, compiled_examples.rendered, Templates()).items():
         kustomizations = {
             obj["metadata"]["name"]: obj
             for path, data in folder.items()

@@ -11,6 +11,7 @@ from builders import EXAMPLES, cluster, configmap_data, gpu_uuid, pool, read_nod
 from gpuconf.api.node_config import NodeConfig
 from gpuconf.compiler.plan import plan
 from gpuconf.compiler.render import render
+from gpuconf.compiler.templating.engine import Templates
 from gpuconf.compiler.validate import Validated
 
 
@@ -50,7 +51,7 @@ CLASSES = [
 
 
 def _node_config(validated: Validated, pool_name: str) -> NodeConfig:
-    tree = render(plan(validated, "cluster.yaml"))
+    tree = render(plan(validated, "cluster.yaml"), Templates())
     data = configmap_data(tree, f"pools/{pool_name}/configmap-node-config.yaml", "node-config.yaml")
     return read_node_config(data)
 

@@ -57,6 +57,9 @@ def test_the_wheel_ships_its_data_and_renders_from_another_directory(tmp_path: P
     assert (package / "gpus" / "catalog.yaml").is_file()
     assert (package / "py.typed").is_file()
     assert {p.name for p in (package / "schemas").iterdir()} >= {"cluster.schema.json"}
+    shipped = {p.name for p in (REPO / "templates").iterdir()}
+    assert {p.name for p in (package / "templates").iterdir()} == shipped
+    assert (package / "compiler" / "templating" / "crds" / "README.md").is_file()
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     script = (

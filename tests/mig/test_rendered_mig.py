@@ -15,6 +15,7 @@ from builders import (
     errors,
     load_yaml,
     pool,
+    rendered,
     valid,
 )
 
@@ -90,7 +91,7 @@ def test_the_mig_manager_config_map_goes_where_the_cluster_says() -> None:
     )
     [artifact] = [a for a in plan(valid(doc), "c.yaml") if a.path.startswith("mig-manager/")]
     assert artifact.path == "mig-manager/configmap-mig-layouts.yaml"
-    metadata = artifact.content["metadata"]
+    metadata = artifact.values["meta"]
     assert (metadata["namespace"], metadata["name"]) == ("nvidia-gpu-operator", "mig-layouts")
 
 
@@ -171,8 +172,8 @@ def test_the_readme_names_declared_nodes_one_by_one() -> None:
     mig = pool("h", "H100-SXM5-80GB", 1, {"strategy": "mig", "layout": "all-1g.10gb"}, size=3)
     mig["nodes"] = [{"name": "gpu-a", "gpus": [{"index": 0}]}]
     doc = cluster([mig], [{"name": "s", "select": {"migProfile": "1g.10gb"}}])
-    [readme] = [a for a in plan(valid(doc), "c.yaml") if a.path == "README.md"]
-    assert "| h | `gpu-a`, 2 more with `gpuconf.dev/pool=h` |" in readme.content
+    readme = rendered(doc)["README.md"].decode()
+    assert "| h | `gpu-a`, 2 more with `gpuconf.dev/pool=h` |" in readme
 
 
 def _node_config(tree: dict[str, bytes], pool_name: str) -> NodeConfig:
@@ -317,7 +318,7 @@ def test_nvidia_mig_strategy_and_resource_names(
         for a in plan(validated, "c.yaml")
         if a.path.endswith("configmap-nvidia-device-plugin.yaml")
     ]
-    config = load_yaml(config_map.content["data"]["config.yaml"])
+    config = load_yaml(config_map.values["data"]["config.yaml"])
     assert config["flags"]["migStrategy"] == strategy
     if strategy == "single" and "sharing" in config:
         assert config["sharing"]["timeSlicing"]["resources"] == [

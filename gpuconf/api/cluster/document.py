@@ -137,6 +137,9 @@ class ClusterSpec(Model):
     """Per-namespace limits per class."""
     namespace_policy: NamespacePolicy = "create"
     """Default for every quota's namespacePolicy: create, adopt or external."""
+    templates: Annotated[str, Limits(min_length=1)] | None = None
+    """A folder of site templates, relative to this file: each replaces or extends gpuconf's
+    template of the same name (docs/templates.md); `render --check` compares their output."""
 
     def driver_versions(self) -> dict[str, str | None]:
         """Each pool's declared driver version by pool name; None where it declares none."""

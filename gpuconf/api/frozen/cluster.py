@@ -1692,6 +1692,21 @@ CLUSTER_SPEC = {
                 },
                 'validation_alias': 'namespacePolicy',
             },
+            'templates': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'str',
+                            'min_length': 1,
+                        },
+                    },
+                    'default': None,
+                },
+                'validation_alias': 'templates',
+            },
         },
         'model_name': 'ClusterSpec',
         'extra_behavior': 'forbid',

@@ -11,7 +11,12 @@ from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.plan import dcgm_exporter
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
-from gpuconf.compiler.plan.monitoring import NODE_SERIES_LABEL, POOL_SERIES_LABEL, runs_gpuconf_node
+from gpuconf.compiler.plan.monitoring import (
+    MONITORING,
+    NODE_SERIES_LABEL,
+    POOL_SERIES_LABEL,
+    runs_gpuconf_node,
+)
 from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory
 from gpuconf.gpus.xid import RESET_XIDS
 
@@ -211,11 +216,9 @@ def prometheus_rule(cluster: Cluster, inventory: DeclaredInventory) -> list[Arti
     return [
         manifest(
             "monitoring/prometheusrule-gpuconf.yaml",
-            {
-                "apiVersion": "monitoring.coreos.com/v1",
-                "kind": "PrometheusRule",
-                "metadata": meta,
-                "spec": {"groups": [{"name": "gpuconf", "rules": [a.rule() for a in found]}]},
-            },
+            "prometheusrule.yaml.j2",
+            "PrometheusRule",
+            {"meta": meta, "group": "gpuconf", "rules": [a.rule() for a in found]},
+            source=MONITORING,
         )
     ]

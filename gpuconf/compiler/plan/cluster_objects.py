@@ -81,9 +81,7 @@ def _namespace(
     if labels is not None:
         meta["labels"] = labels
     meta["annotations"].update(annotations)
-    return manifest(
-        f"namespaces/{name}.yaml", {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
-    )
+    return manifest(f"namespaces/{name}.yaml", "namespace.yaml.j2", "Namespace", {"meta": meta})
 
 
 def namespaces(cluster: Cluster, kept: Sequence[KeptNamespace] = ()) -> list[Artifact]:
@@ -108,10 +106,10 @@ def namespaces(cluster: Cluster, kept: Sequence[KeptNamespace] = ()) -> list[Art
 def runtime_class(cluster: Cluster) -> Artifact:
     return manifest(
         "cluster/runtimeclass-nvidia.yaml",
+        "runtimeclass.yaml.j2",
+        "RuntimeClass",
         {
-            "apiVersion": "node.k8s.io/v1",
-            "kind": "RuntimeClass",
-            "metadata": metadata(cluster, RUNTIME_CLASS, "runtime", wave=WAVE_CONFIG),
+            "meta": metadata(cluster, RUNTIME_CLASS, "runtime", wave=WAVE_CONFIG),
             "handler": RUNTIME_CLASS,
         },
     )
@@ -131,41 +129,36 @@ def node_rbac(cluster: Cluster) -> list[Artifact]:
         *policy,
         manifest(
             "cluster/serviceaccount-gpuconf-node.yaml",
+            "serviceaccount.yaml.j2",
+            "ServiceAccount",
             {
-                "apiVersion": "v1",
-                "kind": "ServiceAccount",
-                "metadata": metadata(
+                "meta": metadata(
                     cluster,
                     NODE_SERVICE_ACCOUNT,
                     "node-runtime",
                     namespace=namespace,
                     wave=WAVE_CONFIG,
-                ),
+                )
             },
         ),
         manifest(
             "cluster/clusterrole-gpuconf-node.yaml",
+            "clusterrole.yaml.j2",
+            "ClusterRole",
             {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "ClusterRole",
-                "metadata": metadata(cluster, role_name, "node-runtime", wave=WAVE_CONFIG),
+                "meta": metadata(cluster, role_name, "node-runtime", wave=WAVE_CONFIG),
                 "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": verbs}],
             },
         ),
         manifest(
             "cluster/clusterrolebinding-gpuconf-node.yaml",
+            "clusterrolebinding.yaml.j2",
+            "ClusterRoleBinding",
             {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "ClusterRoleBinding",
-                "metadata": metadata(cluster, role_name, "node-runtime", wave=WAVE_CONFIG),
-                "roleRef": {
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "ClusterRole",
-                    "name": role_name,
-                },
-                "subjects": [
-                    {"kind": "ServiceAccount", "name": NODE_SERVICE_ACCOUNT, "namespace": namespace}
-                ],
+                "meta": metadata(cluster, role_name, "node-runtime", wave=WAVE_CONFIG),
+                "role": role_name,
+                "service_account": NODE_SERVICE_ACCOUNT,
+                "namespace": namespace,
             },
         ),
     ]
@@ -216,54 +209,46 @@ def own_node_policy_objects(cluster: Cluster) -> list[Artifact]:
     return [
         manifest(
             "cluster/validatingadmissionpolicy-gpuconf-node.yaml",
+            "validatingadmissionpolicy.yaml.j2",
+            "ValidatingAdmissionPolicy",
             {
-                "apiVersion": "admissionregistration.k8s.io/v1",
-                "kind": "ValidatingAdmissionPolicy",
-                "metadata": metadata(cluster, name, "node-runtime", wave=WAVE_CONFIG),
-                "spec": {
-                    "failurePolicy": "Fail",
-                    "matchConstraints": {
-                        "resourceRules": [
-                            {
-                                "apiGroups": [""],
-                                "apiVersions": ["v1"],
-                                "operations": ["UPDATE"],
-                                "resources": ["nodes"],
-                            }
-                        ]
+                "meta": metadata(cluster, name, "node-runtime", wave=WAVE_CONFIG),
+                "resource_rules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["UPDATE"],
+                        "resources": ["nodes"],
+                    }
+                ],
+                "match_conditions": [
+                    {
+                        "name": "gpuconf-node",
+                        "expression": f"request.userInfo.username == '{user}'",
+                    }
+                ],
+                "validations": [
+                    {
+                        "expression": (
+                            f"'{node_key}' in request.userInfo.extra && "
+                            f"request.userInfo.extra['{node_key}'] == [object.metadata.name]"
+                        ),
+                        "message": "gpuconf-node may change only the Node its pod runs on",
                     },
-                    "matchConditions": [
-                        {
-                            "name": "gpuconf-node",
-                            "expression": f"request.userInfo.username == '{user}'",
-                        }
-                    ],
-                    "variables": variables,
-                    "validations": [
-                        {
-                            "expression": (
-                                f"'{node_key}' in request.userInfo.extra && "
-                                f"request.userInfo.extra['{node_key}'] == [object.metadata.name]"
-                            ),
-                            "message": "gpuconf-node may change only the Node its pod runs on",
-                        },
-                        {
-                            "expression": (
-                                "object.spec == oldObject.spec && " + labels_kept + " && " + kept
-                            ),
-                            "message": f"gpuconf-node may change only {what}",
-                        },
-                    ],
-                },
+                    {
+                        "expression": (
+                            "object.spec == oldObject.spec && " + labels_kept + " && " + kept
+                        ),
+                        "message": f"gpuconf-node may change only {what}",
+                    },
+                ],
+                "variables": variables,
             },
         ),
         manifest(
             "cluster/validatingadmissionpolicybinding-gpuconf-node.yaml",
-            {
-                "apiVersion": "admissionregistration.k8s.io/v1",
-                "kind": "ValidatingAdmissionPolicyBinding",
-                "metadata": metadata(cluster, name, "node-runtime", wave=WAVE_CONFIG),
-                "spec": {"policyName": name, "validationActions": ["Deny"]},
-            },
+            "validatingadmissionpolicybinding.yaml.j2",
+            "ValidatingAdmissionPolicyBinding",
+            {"meta": metadata(cluster, name, "node-runtime", wave=WAVE_CONFIG), "policy": name},
         ),
     ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
-from gpuconf.compiler.plan.pod import POOL_LABEL
+from gpuconf.compiler.plan.pod import POOL_LABEL, pool_source
 
 
 def pool_config_map(
@@ -14,10 +14,10 @@ def pool_config_map(
     """ConfigMap `name` in the cluster's namespace, rendered to pools/<pool>/configmap-<stem>.yaml."""
     return manifest(
         f"pools/{pool.name}/configmap-{stem}.yaml",
+        "configmap.yaml.j2",
+        "ConfigMap",
         {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": metadata(
+            "meta": metadata(
                 cluster,
                 name,
                 component,
@@ -27,4 +27,5 @@ def pool_config_map(
             ),
             "data": files,
         },
+        source=pool_source(cluster, pool),
     )

@@ -20,6 +20,7 @@ from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.plan import dcgm_exporter
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
+from gpuconf.compiler.plan.monitoring import MONITORING
 from gpuconf.compiler.plan.quotas import device_plugin_quota_key
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
 
@@ -111,11 +112,12 @@ def dashboard(cluster: Cluster, classes: tuple[ResolvedClass, ...]) -> list[Arti
     return [
         manifest(
             "monitoring/configmap-gpuconf-dashboard.yaml",
+            "grafana-dashboard-configmap.yaml.j2",
+            "ConfigMap",
             {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": meta,
+                "meta": meta,
                 "data": {f"gpuconf-{cluster.metadata.name}.json": dashboard_json(cluster, classes)},
             },
+            source=MONITORING,
         )
     ]

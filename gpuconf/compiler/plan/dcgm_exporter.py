@@ -14,11 +14,18 @@ from typing import Any
 
 from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.node_config import NodeConfig
-from gpuconf.compiler.plan.artifact import Artifact, manifest
+from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.cluster_objects import RUNTIME_CLASS
 from gpuconf.compiler.plan.meta import WAVE_PLUGIN
 from gpuconf.compiler.plan.node_daemonset import POD_RESOURCES_DIR
-from gpuconf.compiler.plan.pod import hardened, host_path, on_pool_nodes, pool_daemonset
+from gpuconf.compiler.plan.pod import (
+    daemonset,
+    hardened,
+    host_path,
+    on_pool_nodes,
+    pool_daemonset,
+    pool_source,
+)
 from gpuconf.compiler.plan.setup_daemonset import setup_marker_volume, wait_for_setup
 
 APP = "dcgm-exporter"
@@ -27,6 +34,8 @@ COUNTERS_FILE = "gpuconf-counters.csv"
 COUNTERS_DIR = "/etc/dcgm-exporter/gpuconf"
 COUNTERS_CONFIG_MAP = "dcgm-exporter-counters"
 SERVICE_ACCOUNT = "dcgm-exporter"
+SOURCE = ("spec", "dcgmExporter")
+"""Where the cluster file turns it on and picks its image, for diagnostics."""
 
 
 def runs_on(cluster: Cluster, pool: NodePool) -> bool:
@@ -104,7 +113,9 @@ def dcgm_exporter_daemonset(cluster: Cluster, pool: NodePool, config: NodeConfig
     }
     if not pool.runtime.set_as_default:
         pod["runtimeClassName"] = RUNTIME_CLASS
-    return manifest(
+    return daemonset(
         f"pools/{pool.name}/daemonset-dcgm-exporter.yaml",
+        "dcgm-exporter-daemonset.yaml.j2",
         pool_daemonset(cluster, pool, APP, "telemetry", WAVE_PLUGIN, pod),
+        pool_source(cluster, pool),
     )

@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.plan.artifact import Artifact, manifest
-from gpuconf.compiler.plan.dcgm_exporter import COUNTERS_CONFIG_MAP, COUNTERS_FILE, runs_anywhere
+from gpuconf.compiler.plan.dcgm_exporter import (
+    COUNTERS_CONFIG_MAP,
+    COUNTERS_FILE,
+    SOURCE,
+    runs_anywhere,
+)
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
 
 # etc/default-counters.csv of the release, plus the fields gpuconf's alerts read that it
@@ -55,14 +60,18 @@ def dcgm_exporter_counters(cluster: Cluster) -> list[Artifact]:
     return [
         manifest(
             "telemetry/configmap-dcgm-exporter-counters.yaml",
+            "dcgm-exporter-counters-configmap.yaml.j2",
+            "ConfigMap",
             {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": metadata(
-                    cluster, COUNTERS_CONFIG_MAP, "telemetry", namespace=cluster.spec.namespace,
+                "meta": metadata(
+                    cluster,
+                    COUNTERS_CONFIG_MAP,
+                    "telemetry",
+                    namespace=cluster.spec.namespace,
                     wave=WAVE_CONFIG,
                 ),
                 "data": {COUNTERS_FILE: COUNTERS},
             },
+            source=SOURCE,
         )
-    ]  # fmt: skip
+    ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.plan.artifact import Artifact, manifest
-from gpuconf.compiler.plan.dcgm_exporter import SERVICE_ACCOUNT, runs_anywhere
+from gpuconf.compiler.plan.dcgm_exporter import SERVICE_ACCOUNT, SOURCE, runs_anywhere
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
 
 
@@ -17,13 +17,14 @@ def dcgm_exporter_rbac(cluster: Cluster) -> list[Artifact]:
     artifacts = [
         manifest(
             "telemetry/serviceaccount-dcgm-exporter.yaml",
+            "serviceaccount.yaml.j2",
+            "ServiceAccount",
             {
-                "apiVersion": "v1",
-                "kind": "ServiceAccount",
-                "metadata": metadata(
+                "meta": metadata(
                     cluster, SERVICE_ACCOUNT, "telemetry", namespace=namespace, wave=WAVE_CONFIG
-                ),
+                )
             },
+            source=SOURCE,
         )
     ]
     if cluster.spec.allocation == "dra":
@@ -37,10 +38,10 @@ def _resource_slice_reader(cluster: Cluster) -> list[Artifact]:
     return [
         manifest(
             "telemetry/clusterrole-dcgm-exporter.yaml",
+            "clusterrole.yaml.j2",
+            "ClusterRole",
             {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "ClusterRole",
-                "metadata": metadata(cluster, name, "telemetry", wave=WAVE_CONFIG),
+                "meta": metadata(cluster, name, "telemetry", wave=WAVE_CONFIG),
                 "rules": [
                     {
                         "apiGroups": ["resource.k8s.io"],
@@ -49,21 +50,18 @@ def _resource_slice_reader(cluster: Cluster) -> list[Artifact]:
                     }
                 ],
             },
+            source=SOURCE,
         ),
         manifest(
             "telemetry/clusterrolebinding-dcgm-exporter.yaml",
+            "clusterrolebinding.yaml.j2",
+            "ClusterRoleBinding",
             {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "ClusterRoleBinding",
-                "metadata": metadata(cluster, name, "telemetry", wave=WAVE_CONFIG),
-                "roleRef": {
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "ClusterRole",
-                    "name": name,
-                },
-                "subjects": [
-                    {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": namespace}
-                ],
+                "meta": metadata(cluster, name, "telemetry", wave=WAVE_CONFIG),
+                "role": name,
+                "service_account": SERVICE_ACCOUNT,
+                "namespace": namespace,
             },
+            source=SOURCE,
         ),
     ]

@@ -55,17 +55,18 @@ def device_class(cluster: Cluster, resolved: ResolvedClass, catalog: Catalog) ->
     expression = cel_selector(
         resolved, catalog, attribute_set(cluster.spec.dra.driver_version)
     ).expression
-    spec: dict[str, Any] = {"selectors": [{"cel": {"expression": expression}}]}
-    if (parameters := _driver_config(resolved)) is not None:
-        spec["config"] = [{"opaque": {"driver": DRIVER, "parameters": parameters}}]
     return manifest(
         f"cluster/deviceclass-{resolved.name}.yaml",
+        "deviceclass.yaml.j2",
+        "DeviceClass",
         {
-            "apiVersion": resource_api_version(cluster.spec.kubernetes.version),
-            "kind": "DeviceClass",
-            "metadata": metadata(cluster, resolved.name, "device-class", wave=WAVE_CONFIG),
-            "spec": spec,
+            "api_version": resource_api_version(cluster.spec.kubernetes.version),
+            "meta": metadata(cluster, resolved.name, "device-class", wave=WAVE_CONFIG),
+            "expression": expression,
+            "driver": DRIVER,
+            "parameters": _driver_config(resolved),
         },
+        source=("spec", "resourceClasses", resolved.index),
     )
 
 
@@ -78,14 +79,16 @@ def claim_template(cluster: Cluster, resolved: ResolvedClass, namespace: str) ->
         request["exactly"] = {"deviceClassName": resolved.name}
     return manifest(
         f"claims/{namespace}/{resolved.name}.yaml",
+        "resourceclaimtemplate.yaml.j2",
+        "ResourceClaimTemplate",
         {
-            "apiVersion": api_version,
-            "kind": "ResourceClaimTemplate",
-            "metadata": metadata(
+            "api_version": api_version,
+            "meta": metadata(
                 cluster, resolved.name, "claim-template", namespace=namespace, wave=WAVE_CONFIG
             ),
-            "spec": {"spec": {"devices": {"requests": [request]}}},
+            "requests": [request],
         },
+        source=("spec", "resourceClasses", resolved.index),
     )
 
 

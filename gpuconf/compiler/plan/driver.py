@@ -9,9 +9,15 @@ from __future__ import annotations
 
 from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.runtime_files import DRIVER_READY_MARKER, DRIVER_VALIDATIONS_DIR
-from gpuconf.compiler.plan.artifact import Artifact, manifest
+from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.meta import WAVE_DRIVER
-from gpuconf.compiler.plan.pod import host_path, on_pool_nodes, pool_daemonset
+from gpuconf.compiler.plan.pod import (
+    daemonset,
+    host_path,
+    on_pool_nodes,
+    pool_daemonset,
+    pool_source,
+)
 
 
 def driver_daemonset(cluster: Cluster, pool: NodePool) -> Artifact | None:
@@ -74,4 +80,9 @@ def driver_daemonset(cluster: Cluster, pool: NodePool) -> Artifact | None:
     }
     workload = pool_daemonset(cluster, pool, "nvidia-driver", "driver", WAVE_DRIVER, pod)
     workload["spec"]["updateStrategy"] = {"type": "OnDelete"}
-    return manifest(f"pools/{pool.name}/daemonset-nvidia-driver.yaml", workload)
+    return daemonset(
+        f"pools/{pool.name}/daemonset-nvidia-driver.yaml",
+        "nvidia-driver-daemonset.yaml.j2",
+        workload,
+        pool_source(cluster, pool),
+    )

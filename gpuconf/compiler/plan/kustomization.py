@@ -11,10 +11,5 @@ from gpuconf.compiler.plan.artifact import Artifact
 def kustomization(artifacts: list[Artifact]) -> Artifact:
     resources = sorted(a.path for a in artifacts if a.in_kustomization)
     return Artifact(
-        "kustomization.yaml",
-        {
-            "apiVersion": "kustomize.config.k8s.io/v1beta1",
-            "kind": "Kustomization",
-            "resources": resources,
-        },
+        "kustomization.yaml", "kustomization.yaml.j2", {"resources": resources}, "Kustomization"
     )

@@ -85,10 +85,10 @@ def mig_manager_config_map(cluster: Cluster, inventory: DeclaredInventory) -> li
     return [
         manifest(
             f"mig-manager/configmap-{where.config_map_name}.yaml",
+            "configmap.yaml.j2",
+            "ConfigMap",
             {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": metadata(
+                "meta": metadata(
                     cluster,
                     where.config_map_name,
                     "mig-manager",
@@ -97,11 +97,12 @@ def mig_manager_config_map(cluster: Cluster, inventory: DeclaredInventory) -> li
                 ),
                 "data": {CONFIG_FILE: dump(config)},
             },
+            source=("spec", "migManager"),
         )
     ]
 
 
-def mig_rows(cluster: Cluster, inventory: DeclaredInventory) -> list[dict[str, str]]:
+def mig_rows(cluster: Cluster, inventory: DeclaredInventory) -> list[dict[str, Any]]:
     """README rows: for each MIG pool's nodes, the label that selects its layout, and the layout."""
     rows = []
     for pool in cluster.spec.node_pools:
@@ -119,14 +120,15 @@ def mig_rows(cluster: Cluster, inventory: DeclaredInventory) -> list[dict[str, s
         declared = [node.name for node in pool.nodes]
         undeclared = pool_size(pool) - len(declared)
         selector = ",".join(f"{k}={v}" for k, v in sorted(node_selector(pool).items()))
-        nodes = ", ".join(f"`{name}`" for name in declared)
+        more = ""
         if undeclared > 0:
             more = f"{undeclared} more" if declared else f"{undeclared}"
-            nodes += (", " if nodes else "") + f"{more} with `{selector}`"
         rows.append(
             {
                 "pool": pool.name,
-                "nodes": nodes,
+                "declared": declared,
+                "more": more,
+                "selector": selector,
                 "label": f"{MIG_CONFIG_LABEL}={mig_config_name(pool)}",
                 "command": (
                     f"kubectl label nodes -l {selector} {MIG_CONFIG_LABEL}={mig_config_name(pool)} --overwrite"

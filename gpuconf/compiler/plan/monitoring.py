@@ -12,6 +12,7 @@ from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
 
 NODE_PODS = {"app.kubernetes.io/name": "gpuconf-node"}
 """The label every `gpuconf node` pod carries, whatever its pool."""
+MONITORING = ("spec", "node", "monitoring")
 DCGM_PODS = {"app.kubernetes.io/name": dcgm_exporter.APP}
 
 POOL_SERIES_LABEL = "gpuconf_pool"
@@ -42,17 +43,10 @@ def _pod_monitor(
     meta["labels"].update(settings.extra_labels)
     return manifest(
         f"monitoring/podmonitor-{name}.yaml",
-        {
-            "apiVersion": "monitoring.coreos.com/v1",
-            "kind": "PodMonitor",
-            "metadata": meta,
-            "spec": {
-                "selector": {"matchLabels": pods},
-                "podMetricsEndpoints": [
-                    {"port": "metrics", "path": "/metrics", "relabelings": relabelings}
-                ],
-            },
-        },
+        "podmonitor.yaml.j2",
+        "PodMonitor",
+        {"meta": meta, "pods": pods, "relabelings": relabelings},
+        source=MONITORING,
     )
 
 
@@ -74,31 +68,17 @@ def monitoring(cluster: Cluster) -> list[Artifact]:
 
 def _network_policy(cluster: Cluster, namespace: str) -> Artifact:
     settings = cluster.spec.node.monitoring
-    scrapers = [
-        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}}}
-        for name in sorted(set(settings.scraper_namespaces))
-    ]
     return manifest(
         "monitoring/networkpolicy-gpuconf-node-metrics.yaml",
+        "networkpolicy.yaml.j2",
+        "NetworkPolicy",
         {
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "NetworkPolicy",
-            "metadata": metadata(
-                cluster,
-                "gpuconf-node-metrics",
-                "monitoring",
-                namespace=namespace,
-                wave=WAVE_CONFIG,
+            "meta": metadata(
+                cluster, "gpuconf-node-metrics", "monitoring", namespace=namespace, wave=WAVE_CONFIG
             ),
-            "spec": {
-                "podSelector": {"matchLabels": NODE_PODS},
-                "policyTypes": ["Ingress"],
-                "ingress": [
-                    {
-                        "from": scrapers,
-                        "ports": [{"port": cluster.spec.node.metrics_port, "protocol": "TCP"}],
-                    }
-                ],
-            },
+            "pods": NODE_PODS,
+            "scraper_namespaces": sorted(set(settings.scraper_namespaces)),
+            "port": cluster.spec.node.metrics_port,
         },
+        source=MONITORING,
     )

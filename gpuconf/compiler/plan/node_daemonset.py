@@ -6,16 +6,18 @@ from typing import Any
 
 from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.node_config import NODE_CONFIG_FILE
-from gpuconf.compiler.plan.artifact import Artifact, manifest
+from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.cluster_objects import NODE_SERVICE_ACCOUNT, RUNTIME_CLASS
 from gpuconf.compiler.plan.meta import WAVE_PLUGIN
 from gpuconf.compiler.plan.mig_pause import pause_affinity
 from gpuconf.compiler.plan.pod import (
     PLUGIN_RESOURCES,
+    daemonset,
     hardened,
     host_path,
     on_pool_nodes,
     pool_daemonset,
+    pool_source,
 )
 from gpuconf.compiler.plan.pool_node_config import MPS_ROOT, MPS_SHM, config_map_name
 from gpuconf.compiler.plan.setup_daemonset import CONFIG_DIR, setup_marker_volume, wait_for_setup
@@ -119,7 +121,9 @@ def node_daemonset(
         # Without nvidia as the default runtime, NVML reaches the pod only through the RuntimeClass;
         # the sandbox starts once setup has installed it, and the init container waits for setup.
         pod["runtimeClassName"] = RUNTIME_CLASS
-    return manifest(
+    return daemonset(
         f"pools/{pool.name}/daemonset-gpuconf-node.yaml",
+        "node-daemonset.yaml.j2",
         pool_daemonset(cluster, pool, "gpuconf-node", "node-runtime", WAVE_PLUGIN, pod),
+        pool_source(cluster, pool),
     )

@@ -11,11 +11,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpuconf.api.cluster import Cluster, NodePool
-from gpuconf.compiler.plan.artifact import Artifact, manifest
+from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.config_hash import annotate_template
 from gpuconf.compiler.plan.meta import WAVE_PLUGIN
 from gpuconf.compiler.plan.mig_pause import pause_affinity
-from gpuconf.compiler.plan.pod import host_path, on_pool_nodes, pool_daemonset
+from gpuconf.compiler.plan.pod import (
+    daemonset,
+    host_path,
+    on_pool_nodes,
+    pool_daemonset,
+    pool_source,
+)
 from gpuconf.compiler.plan.pool_node_config import MPS_ROOT, MPS_SHM
 from gpuconf.compiler.plan.setup_daemonset import setup_marker_volume, wait_for_setup
 
@@ -97,7 +103,9 @@ def mps_control_daemon(
     workload = pool_daemonset(
         cluster, pool, "nvidia-mps-control-daemon", "mps-control-daemon", WAVE_PLUGIN, pod
     )
-    return manifest(
+    return daemonset(
         f"pools/{pool.name}/daemonset-nvidia-mps-control-daemon.yaml",
+        "nvidia-mps-control-daemon-daemonset.yaml.j2",
         annotate_template(workload, files),
+        pool_source(cluster, pool),
     )

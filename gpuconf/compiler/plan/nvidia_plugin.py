@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpuconf.api.cluster import Cluster, NodePool
-from gpuconf.compiler.plan.artifact import Artifact, manifest
+from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.config_hash import annotate_template
 from gpuconf.compiler.plan.config_map import pool_config_map
 from gpuconf.compiler.plan.meta import WAVE_PLUGIN
@@ -23,10 +23,12 @@ from gpuconf.compiler.plan.nvidia_mps_daemon import (
 )
 from gpuconf.compiler.plan.pod import (
     PLUGIN_RESOURCES,
+    daemonset,
     hardened,
     host_path,
     on_pool_nodes,
     pool_daemonset,
+    pool_source,
 )
 from gpuconf.compiler.plan.pool_node_config import MPS_ROOT
 from gpuconf.compiler.plan.setup_daemonset import setup_marker_volume, wait_for_setup
@@ -195,9 +197,11 @@ def nvidia_plugin(
     )
     artifacts = [
         config_map,
-        manifest(
+        daemonset(
             f"pools/{pool.name}/daemonset-nvidia-device-plugin.yaml",
+            "nvidia-device-plugin-daemonset.yaml.j2",
             annotate_template(workload, files),
+            pool_source(cluster, pool),
         ),
     ]
     if "mpsRoot" in config["flags"]:

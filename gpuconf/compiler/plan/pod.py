@@ -7,7 +7,9 @@ from typing import Any
 from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.cluster.pool import ARCH_LABEL
 from gpuconf.api.node_facts import POOL_LABEL as POOL_LABEL
+from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import metadata
+from gpuconf.diagnostics import KeyPath
 
 # A device plugin holds a few sockets and device lists; these bounds leave it room for bursts.
 PLUGIN_RESOURCES = {
@@ -80,3 +82,41 @@ def pool_daemonset(
             "template": {"metadata": {"labels": {**meta["labels"], **match}}, "spec": pod_spec},
         },
     }
+
+
+def pool_source(cluster: Cluster, pool: NodePool) -> KeyPath:
+    """The pool's place in the cluster file, which its outputs' diagnostics name."""
+    return ("spec", "nodePools", cluster.spec.node_pools.index(pool))
+
+
+_CONTAINER_LAID_OUT = ("name", "image", "env", "resources")
+
+
+def _container(container: dict[str, Any]) -> dict[str, Any]:
+    """A container as _daemonset.j2 lays it out: the fields a site may override apart."""
+    shaped = {k: container[k] for k in _CONTAINER_LAID_OUT if k in container}
+    shaped["fields"] = {k: v for k, v in container.items() if k not in _CONTAINER_LAID_OUT}
+    return shaped
+
+
+def daemonset(path: str, template: str, workload: dict[str, Any], source: KeyPath = ()) -> Artifact:
+    """A DaemonSet built by `pool_daemonset`, as the values templates/_daemonset.j2 lays out."""
+    spec = workload["spec"]
+    pod_template = spec["template"]
+    pod = dict(pod_template["spec"])
+    tolerations = pod.pop("tolerations")
+    groups = [
+        (field, [_container(c) for c in pod.pop(field)])
+        for field in ("initContainers", "containers")
+        if field in pod
+    ]
+    values = {
+        "meta": workload["metadata"],
+        "selector": spec["selector"]["matchLabels"],
+        "update_strategy": spec["updateStrategy"],
+        "pod_meta": pod_template["metadata"],
+        "tolerations": tolerations,
+        "container_groups": groups,
+        "pod": pod,
+    }
+    return manifest(path, template, "DaemonSet", values, source)

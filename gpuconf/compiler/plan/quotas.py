@@ -23,7 +23,7 @@ def quotas(
 ) -> list[Artifact]:
     by_name = {c.name: c for c in classes}
     artifacts = []
-    for quota in cluster.spec.quotas:
+    for index, quota in enumerate(cluster.spec.quotas):
         # Classes that share a resource name (NVIDIA's plugin on different pools) share its quota.
         totals: dict[str, int] = {}
         for name, count in quota.classes.items():
@@ -33,14 +33,15 @@ def quotas(
         artifacts.append(
             manifest(
                 f"quotas/{quota.namespace}.yaml",
+                "resourcequota.yaml.j2",
+                "ResourceQuota",
                 {
-                    "apiVersion": "v1",
-                    "kind": "ResourceQuota",
-                    "metadata": metadata(
+                    "meta": metadata(
                         cluster, QUOTA_NAME, "quota", namespace=quota.namespace, wave=WAVE_CONFIG
                     ),
-                    "spec": {"hard": hard},
+                    "hard": hard,
                 },
+                source=("spec", "quotas", index),
             )
         )
     return artifacts

@@ -12,10 +12,17 @@ from typing import Any
 from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.node_config import NODE_CONFIG_FILE, NodeConfig
 from gpuconf.api.runtime_files import SETUP_MARKER_DIR, SETUP_READY_MARKER
-from gpuconf.compiler.plan.artifact import Artifact, manifest
+from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.config_hash import annotate_template
 from gpuconf.compiler.plan.meta import WAVE_DRIVER
-from gpuconf.compiler.plan.pod import hardened, host_path, on_pool_nodes, pool_daemonset
+from gpuconf.compiler.plan.pod import (
+    daemonset,
+    hardened,
+    host_path,
+    on_pool_nodes,
+    pool_daemonset,
+    pool_source,
+)
 from gpuconf.compiler.plan.pool_node_config import config_map_name
 
 HOST_ROOT = "/host"
@@ -110,4 +117,9 @@ def setup_daemonset(cluster: Cluster, pool: NodePool, config: NodeConfig) -> Art
     }
     workload = pool_daemonset(cluster, pool, SETUP_NAME, "node-setup", WAVE_DRIVER, pod)
     annotate_template(workload, _what_setup_configures(config))
-    return manifest(f"pools/{pool.name}/daemonset-gpuconf-setup.yaml", workload)
+    return daemonset(
+        f"pools/{pool.name}/daemonset-gpuconf-setup.yaml",
+        "setup-daemonset.yaml.j2",
+        workload,
+        pool_source(cluster, pool),
+    )

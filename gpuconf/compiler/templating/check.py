@@ -1,0 +1,192 @@
+"""A template's output, parsed back and checked before anything is written.
+
+YAML is read with gpuconf's own loader (one document, one mapping, core-schema scalars, no
+anchors, tags or duplicate keys) and written again by the canonical YAML writer, so the
+bytes do not depend on how a template laid the text out. A manifest must be the kind the
+plan asked for; a kind defined by a CRD must also pass that CRD's schema (crds/).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from gpuconf.compiler.templating.engine import TemplateFailed, TemplateSource, template_line
+from gpuconf.diagnostics import format_path
+from gpuconf.formats.located_yaml import LoadFailed, Located, parse_text
+from gpuconf.formats.yaml_writer import dump
+
+CRDS = Path(__file__).parent / "crds"
+
+Chain = Callable[[], list[TemplateSource]]
+"""The files that made an output, found only when it is refused."""
+
+
+def _refused(chain: Chain, text: str, line: int, message: str, hint: str = "") -> TemplateFailed:
+    lines = text.splitlines()
+    output_line = lines[line - 1] if 0 < line <= len(lines) else ""
+    file, number = template_line(chain(), output_line)
+    return TemplateFailed(file, number, message, hint)
+
+
+class NotASkeleton(Exception):
+    """A value's token stood where no value can be put back whole (inside a longer string,
+    as a key that is not a string, or as a key that another token's value repeats)."""
+
+
+def _filled(node: Any, prefix: str, values: list[Any]) -> Any:
+    """The parsed skeleton with each token replaced by its value."""
+    kind = type(node)
+    if kind is str:
+        if node.startswith(prefix):
+            return values[int(node[len(prefix) :])]
+        if prefix in node:
+            raise NotASkeleton
+        return node
+    if kind is dict:
+        filled = {}
+        for key, item in node.items():
+            if key.startswith(prefix):
+                key = values[int(key[len(prefix) :])]
+                if type(key) is not str or key in node or key in filled:
+                    raise NotASkeleton
+            elif prefix in key:
+                raise NotASkeleton
+            filled[key] = _filled(item, prefix, values)
+        return filled
+    if kind is list:
+        return [_filled(item, prefix, values) for item in node]
+    return node
+
+
+def filled_skeleton(
+    text: str,
+    prefix: str,
+    values: list[Any],
+    kind: str,
+    chain: Chain,
+    parsed: dict[str, Located],
+) -> str:
+    """`checked_yaml` for a skeleton: the template's text is parsed with each value's token,
+    the values are put back as data (JSON-encoded, each would have parsed to itself), and the
+    whole is checked and written as `checked_yaml` would. Raises NotASkeleton where a token
+    stood anywhere but in a whole value or key: the caller renders the values in place.
+
+    `parsed`: skeletons already read, by their text. Outputs of one template mostly share
+    their skeleton (500 quotas, one text), and the same text parses the same way."""
+    located = parsed.get(text)
+    if located is None:
+        located = parsed[text] = _parsed(text, chain)
+    data = _filled(located.data, prefix, values)
+    if kind:
+        _check_manifest(located._replace(data=data), kind, text, chain)
+    return dump(data)
+
+
+def _parsed(text: str, chain: Chain) -> Located:
+    try:
+        return parse_text(text, "output")
+    except LoadFailed as failure:
+        found = failure.diagnostic
+        where = format_path(found.path)
+        raise _refused(
+            chain, text, found.line, f"the output is not a manifest: {where}: {found.message}"
+        ) from None
+
+
+def checked_yaml(text: str, kind: str, chain: Chain) -> str:
+    """`text` as gpuconf writes YAML, once it parsed and (for a manifest) is a `kind`."""
+    located = _parsed(text, chain)
+    data = located.data
+    if kind:
+        _check_manifest(located, kind, text, chain)
+    return dump(data)
+
+
+def _check_manifest(located: Located, kind: str, text: str, chain: Chain) -> None:
+    data = located.data
+    metadata = data.get("metadata")
+    if data.get("kind") != kind or not isinstance(data.get("apiVersion"), str):
+        raise _refused(
+            chain,
+            text,
+            located.position(("kind",) if "kind" in data else ())[0],
+            f"the output must be a {kind} with an apiVersion, not {data.get('kind')!r}",
+        )
+    if kind == "Kustomization" and data.get("apiVersion", "").startswith("kustomize.config"):
+        return  # kustomize's own file, not an object
+    if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
+        raise _refused(chain, text, 1, f"the {kind} has no metadata.name")
+    validator = crd_validator(data["apiVersion"], kind)
+    if validator is None:
+        return
+    for error in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.path))):
+        path = tuple(error.absolute_path)
+        known = path
+        while known and known not in located.positions:
+            known = known[:-1]
+        raise _refused(
+            chain,
+            text,
+            located.position(known)[0],
+            f"{format_path(path)}: {error.message} (the {kind} CRD's schema)",
+        )
+
+
+def checked_toml(text: str, chain: Chain) -> str:
+    import tomllib  # only where a TOML file is rendered
+
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        line = int(match.group(1)) if (match := re.search(r"line (\d+)", str(error))) else 1
+        raise _refused(chain, text, line, f"the output is not TOML: {error}") from None
+    return text
+
+
+def checked_json(text: str, chain: Chain) -> str:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise _refused(chain, text, error.lineno, f"the output is not JSON: {error.msg}") from None
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _strict(schema: Any) -> Any:
+    """The CRD schema as a strict API server applies it: unknown fields are errors."""
+    if isinstance(schema, list):
+        return [_strict(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    strict = {k: _strict(v) if k != "enum" else v for k, v in schema.items()}
+    if "properties" in strict and not strict.get("x-kubernetes-preserve-unknown-fields"):
+        strict.setdefault("additionalProperties", False)
+    return strict
+
+
+@cache
+def _crd_files() -> dict[tuple[str, str], Path]:
+    found = {}
+    for path in CRDS.glob("*.json"):
+        group, _, kind = path.stem.partition("_")
+        found[(group, kind)] = path
+    return found
+
+
+@cache
+def crd_validator(api_version: str, kind: str) -> Any:
+    """The JSON Schema validator for a CRD kind gpuconf vendors (crds/), else None."""
+    group = api_version.partition("/")[0]
+    path = _crd_files().get((group, kind.lower()))
+    if path is None:
+        return None
+    crd = json.loads(path.read_text(encoding="utf-8"))
+    if f"{crd['group']}/{crd['version']}" != api_version or crd["kind"] != kind:
+        return None
+    import jsonschema  # only where such a kind is rendered
+
+    return jsonschema.Draft7Validator(_strict(crd["schema"]))

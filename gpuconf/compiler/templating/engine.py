@@ -1,0 +1,253 @@
+"""The template environment: gpuconf's shipped templates, a site's overrides in front of them,
+compiled once per process and run in Jinja2's immutable sandbox.
+
+The only module that imports jinja2 (import-linter holds it to that).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import traceback
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from jinja2 import (
+    ChoiceLoader,
+    FileSystemLoader,
+    PrefixLoader,
+    StrictUndefined,
+    Template,
+    TemplateError,
+    TemplateNotFound,
+    TemplateSyntaxError,
+    nodes,
+)
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from gpuconf.compiler.templating.filters import FILTERS, BlockRefused, Encoded, yaml_value
+from gpuconf.compiler.templating.shipped import SHIPPED_PREFIX, shipped_folder
+
+# Filters that pick from values or change them before an encoding filter; none of them
+# encodes (`tojson`, for one, escapes for HTML, not YAML).
+_KEPT_FILTERS = (
+    "default", "dictsort", "first", "indent", "items", "last", "length", "list", "lower",
+    "map", "reject", "rejectattr", "replace", "reverse", "select", "selectattr", "sort",
+    "trim", "unique", "upper",
+)  # fmt: skip
+ENCODING_HINT = (
+    "print values through an encoding filter: | yaml (YAML and JSON), | toml, | md, | code"
+)
+
+
+class TemplateFailed(Exception):
+    """A template could not be loaded or rendered, or its output was refused."""
+
+    def __init__(self, file: str, line: int, message: str, hint: str = "") -> None:
+        super().__init__(f"{file}:{line}: {message}")
+        self.file = file
+        self.line = line
+        self.message = message
+        self.hint = hint
+
+
+class Unencoded(TemplateError):
+    """A template printed a value without an encoding filter."""
+
+
+def _only_encoded(value: Any) -> Encoded:
+    """Every `{{ … }}` passes here: what an encoding filter returned is printed, anything else
+    (a value, a string joined to an encoded one, a macro's or block's text) is refused."""
+    if type(value) is Encoded:
+        return value
+    raise Unencoded(f"{value!r} printed without an encoding filter")
+
+
+class _Sandbox(ImmutableSandboxedEnvironment):
+    """The sandbox, refusing the one statement whose output no hook sees: `{% filter %}`
+    applies a filter (say `replace` with a value) to text and prints the result unchecked."""
+
+    def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
+        tree = super()._parse(source, name, filename)
+        for node in tree.find_all(nodes.FilterBlock):
+            raise TemplateSyntaxError(
+                "{% filter %} blocks are refused: print values through an encoding filter",
+                node.lineno,
+                name,
+                filename,
+            )
+        return tree
+
+
+class TemplateSource(NamedTuple):
+    """One template file as a reader finds it: its name and where it lies."""
+
+    name: str
+    display: str
+    """The path shown in diagnostics: templates/<name> for gpuconf's, the override folder's
+    path for a site's."""
+    text: str
+
+
+class Templates:
+    """gpuconf's templates, with a site's override folder (if any) in front of them."""
+
+    def __init__(self, overrides: Path | None = None, overrides_display: str | None = None) -> None:
+        self.shipped = shipped_folder()
+        self.overrides = overrides
+        self.overrides_display = overrides_display or (overrides.as_posix() if overrides else "")
+        shipped = FileSystemLoader(self.shipped)
+        loaders: list[Any] = [PrefixLoader({SHIPPED_PREFIX: shipped})]
+        if overrides is not None:
+            loaders.insert(0, FileSystemLoader(overrides))
+        loaders.append(shipped)
+        environment = _Sandbox(
+            loader=ChoiceLoader(loaders),
+            undefined=StrictUndefined,
+            autoescape=False,  # the output is YAML, TOML or Markdown: filters encode, not HTML
+            finalize=_only_encoded,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            keep_trailing_newline=True,
+            auto_reload=False,
+        )
+        kept = {name: environment.filters[name] for name in _KEPT_FILTERS}
+        environment.filters.clear()
+        environment.filters.update(kept)
+        environment.filters.update(FILTERS)
+        environment.filters["yaml"] = self._yaml
+        self.environment = environment
+        self._compiled: dict[str, Template] = {}
+        self.token_prefix = f"@gpuconf-value-{os.urandom(6).hex()}:"
+        """What `| yaml` prints in place of each value while tokens are collected: no value
+        can spell it (values are not in that text at all) nor can a template guess it."""
+        self._tokens: list[Any] | None = None
+        self.skeletons: dict[str, Any] = {}
+        """Skeletons parsed back, by their text (compiler/templating/check.py)."""
+
+    def _yaml(self, value: Any) -> Encoded:
+        tokens = self._tokens
+        if tokens is None:
+            return yaml_value(value)
+        tokens.append(value)
+        return Encoded(f'"{self.token_prefix}{len(tokens) - 1}"')
+
+    def template(self, name: str) -> Template:
+        found = self._compiled.get(name)
+        if found is None:
+            try:
+                found = self._compiled[name] = self.environment.get_template(name)
+            except TemplateSyntaxError as error:
+                raise self._failure(error, name) from None
+            except TemplateNotFound as error:
+                raise TemplateFailed(
+                    self.display(name), 1, f"template {error.name!r} not found"
+                ) from None
+        return found
+
+    def render(self, name: str, values: dict[str, Any]) -> str:
+        """The template's output, each value JSON-encoded in place."""
+        template = self.template(name)
+        try:
+            return template.render(values)
+        except (TemplateError, ArithmeticError, LookupError, TypeError, ValueError) as error:
+            raise self._failure(error, name) from None
+
+    def render_skeleton(self, name: str, values: dict[str, Any]) -> tuple[str, list[Any]]:
+        """The template's output with a token where each `| yaml` value would stand, and the
+        values in token order: parsing it back reads the template's own text, not the values."""
+        tokens: list[Any] = []
+        self._tokens = tokens
+        try:
+            return self.render(name, values), tokens
+        finally:
+            self._tokens = None
+
+    def display(self, file_or_name: str) -> str:
+        """A template's path as diagnostics show it, from its file name or template name."""
+        path = Path(file_or_name)
+        if (
+            self.overrides is not None
+            and path.is_absolute()
+            and path.is_relative_to(self.overrides)
+        ):
+            return f"{self.overrides_display}/{path.relative_to(self.overrides).as_posix()}"
+        if path.is_absolute() and path.is_relative_to(self.shipped):
+            return f"templates/{path.relative_to(self.shipped).as_posix()}"
+        name = file_or_name.removeprefix(f"{SHIPPED_PREFIX}/")
+        if not file_or_name.startswith(SHIPPED_PREFIX) and self.overridden(name):
+            return f"{self.overrides_display}/{name}"
+        return f"templates/{name}"
+
+    def overridden(self, name: str) -> bool:
+        return self.overrides is not None and (self.overrides / name).is_file()
+
+    def chain(self, name: str) -> list[TemplateSource]:
+        """The files that make `name`: the override (if any) first, then what it extends."""
+        sources = []
+        seen = set()
+        current: str | None = name
+        while current is not None and current not in seen:
+            seen.add(current)
+            source, filename, _ = self.environment.loader.get_source(  # type: ignore[union-attr]
+                self.environment, current
+            )
+            sources.append(TemplateSource(current, self.display(filename or current), source))
+            current = _extended(self.environment, source)
+        return sources
+
+    def _failure(self, error: Exception, name: str) -> TemplateFailed:
+        if isinstance(error, TemplateSyntaxError):
+            file = self.display(error.filename or error.name or name)
+            return TemplateFailed(file, error.lineno, f"template syntax: {error.message}")
+        hint = ENCODING_HINT if isinstance(error, Unencoded) else ""
+        if isinstance(error, BlockRefused):
+            file, line = template_line(self.chain(name), error.line)
+            return TemplateFailed(file, line, _message(error))
+        for frame in reversed(traceback.extract_tb(error.__traceback__)):
+            if frame.filename.endswith(".j2"):
+                return TemplateFailed(
+                    self.display(frame.filename), frame.lineno or 1, _message(error), hint
+                )
+        return TemplateFailed(self.display(name), 1, _message(error), hint)
+
+
+_EXPRESSION = re.compile(r"\{\{.*?\}\}")
+
+
+def template_line(chain: list[TemplateSource], output_line: str) -> tuple[str, int]:
+    """The template line that wrote `output_line`: the first, override first, with the same
+    text, else the first whose text matches it around its `{{ … }}` expressions."""
+    wanted = output_line.strip()
+    for source in chain:
+        for number, line in enumerate(source.text.splitlines(), 1):
+            if wanted and line.strip() == wanted:
+                return source.display, number
+    for source in chain:
+        for number, line in enumerate(source.text.splitlines(), 1):
+            text = line.strip()
+            if not text or text.startswith(("{%", "{#")):
+                continue
+            parts = _EXPRESSION.split(text)
+            if not "".join(parts).strip():
+                continue  # an expression alone (a macro's lines) says nothing of where
+            if re.fullmatch(".*".join(re.escape(part) for part in parts), wanted):
+                return source.display, number
+    return chain[0].display, 1
+
+
+def _message(error: Exception) -> str:
+    text = getattr(error, "message", None) or str(error)
+    return " ".join(str(text).split())
+
+
+def _extended(environment: ImmutableSandboxedEnvironment, source: str) -> str | None:
+    """The template `source` extends, where it names one plainly."""
+    try:
+        tree = environment.parse(source)
+    except TemplateSyntaxError:
+        return None
+    for node in tree.find_all(nodes.Extends):
+        if isinstance(node.template, nodes.Const) and isinstance(node.template.value, str):
+            return node.template.value
+    return None

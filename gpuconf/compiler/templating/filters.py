@@ -1,0 +1,115 @@
+"""The encoding filters: the only way a value reaches a template's output.
+
+Each returns `Encoded` text; the environment's finalize hook refuses anything else, so a
+template cannot print a value raw. YAML is a superset of JSON, and a JSON value written with
+`ensure_ascii` is one flow node on one line: no key, document, anchor, comment or line break
+(U+2028 included) can come out of a value, whatever it holds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gpuconf.formats.located_yaml import LoadFailed, parse_text
+
+
+class Encoded(str):
+    """Text an encoding filter produced: the only kind of value a template may print.
+
+    Joined to any other string (`~`, `+`) it becomes a plain string again, which is refused."""
+
+    __slots__ = ()
+
+
+def yaml_value(value: Any) -> Encoded:
+    """Any plain value as one JSON (so YAML) flow node."""
+    return Encoded(json.dumps(value, ensure_ascii=True, allow_nan=False, sort_keys=True))
+
+
+def toml_scalar(value: Any) -> Encoded:
+    """A TOML value: a basic string with every control character escaped, a number, a list."""
+    from gpuconf.formats.toml_writer import toml_value  # tomllib, only for a TOML template
+
+    return Encoded(toml_value(value))
+
+
+_MARKDOWN_SPECIAL = re.compile(r"[\\`*_{}\[\]<>|#]")
+_LINE_BREAKS = re.compile(r"[\r\n\u2028\u2029\x85\x0b\x0c]+")
+
+
+def markdown_text(value: Any) -> Encoded:
+    """Text inside a Markdown line or table cell: on one line, its markup characters escaped."""
+    text = _LINE_BREAKS.sub(" ", str(value))
+    return Encoded(_MARKDOWN_SPECIAL.sub(lambda m: "\\" + m.group(), text))
+
+
+def markdown_code(value: Any) -> Encoded:
+    """Text shown as inline code: on one line, fenced with enough backticks to hold it."""
+    text = _LINE_BREAKS.sub(" ", str(value))
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return Encoded(f"{fence}{pad}{text}{pad}{fence}")
+
+
+def text_line(value: Any) -> Encoded:
+    """One line of a fenced code block: no line break, and no fence of its own to end the block."""
+    text = _LINE_BREAKS.sub(" ", str(value))
+    return Encoded(" " + text if text.lstrip().startswith(("```", "~~~")) else text)
+
+
+class BlockRefused(ValueError):
+    """A site's block held text that is not the YAML its place takes."""
+
+    def __init__(self, message: str, line: str) -> None:
+        super().__init__(message)
+        self.line = line
+        """The block's line that was refused, to find it in the template."""
+
+
+def _block_data(text: str, key: str) -> Any:
+    """A block's YAML text as data, read by gpuconf's loader under `key`."""
+    body = textwrap.indent(textwrap.dedent(str(text)).strip("\n"), "  ")
+    try:
+        return parse_text(f"{key}:\n{body}\n", "block").data[key]
+    except LoadFailed as failure:
+        lines = body.splitlines()
+        # libyaml may stop past the end of an unclosed value: the block's last line then.
+        at = min(max(failure.diagnostic.line - 2, 0), len(lines) - 1)
+        raise BlockRefused(
+            f"the block's YAML: {failure.diagnostic.message}", lines[at] if lines else ""
+        ) from None
+
+
+def with_entries(mapping: Mapping[str, Any], block: str) -> Mapping[str, Any]:
+    """`mapping` with the entries a site's block (YAML text) sets, replacing those it names."""
+    if not block.strip():
+        return mapping
+    extra = _block_data(block, "entries")
+    if not isinstance(extra, dict):
+        raise BlockRefused("the block must hold YAML entries (key: value)", block.strip())
+    return {**mapping, **extra}
+
+
+def with_items(sequence: Sequence[Any], block: str) -> Sequence[Any]:
+    """`sequence` with the items a site's block (a YAML list) appends."""
+    if not block.strip():
+        return sequence
+    extra = _block_data(block, "items")
+    if not isinstance(extra, list):
+        raise BlockRefused("the block must hold a YAML list (- item)", block.strip())
+    return [*sequence, *extra]
+
+
+FILTERS = {
+    "yaml": yaml_value,
+    "toml": toml_scalar,
+    "md": markdown_text,
+    "code": markdown_code,
+    "line": text_line,
+    "with_entries": with_entries,
+    "with_items": with_items,
+}

@@ -1,0 +1,283 @@
+"""templates/: every emitted file comes from one template; values cannot change a document's
+structure; a site's overrides are checked like gpuconf's own and refused where they break."""
+
+from __future__ import annotations
+
+import shutil
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+from builders import CLUSTERS, EXAMPLES, REPO, load_yaml, run_cli, valid
+
+from gpuconf.compiler.pipeline import compile_paths
+from gpuconf.compiler.plan import plan
+from gpuconf.compiler.plan.artifact import Artifact
+from gpuconf.compiler.render import RenderFailed, render, render_artifact
+from gpuconf.compiler.templating.check import checked_yaml
+from gpuconf.compiler.templating.engine import Templates
+from gpuconf.compiler.templating.shipped import shipped_names
+
+SITE = REPO / "examples" / "site-templates"
+SITE_TEMPLATES = SITE / "templates"
+HOSTILE = [
+    "a\nb: c",
+    "x: y",
+    "---\nkind: Secret",
+    "{{ 7 * 7 }}",
+    "{% raw %}",
+    "'\"quoted\"'",
+    "&anchor *alias",
+    "line\u2028separator\u2029para",
+    "# comment",
+    "key: [1, 2]",
+    "tab\there",
+    "\\u0000 ! %tag",
+    "|\n  block",
+]
+
+
+def _artifacts() -> list[tuple[str, Artifact]]:
+    found = []
+    for name in EXAMPLES:
+        located = compile_paths([CLUSTERS / f"{name}.yaml"], relative_to=REPO, render_output=False)
+        validated = located.validated[name]
+        found += [(name, a) for a in plan(validated, f"clusters/{name}.yaml")]
+    return found
+
+
+ARTIFACTS = _artifacts()
+
+
+def test_every_rendered_file_comes_from_a_shipped_template() -> None:
+    shipped = set(shipped_names())
+    mapping = {(name, a.path): a.template for name, a in ARTIFACTS}
+    rendered = {
+        (cluster, "/".join(rest))
+        for p in (REPO / "rendered").rglob("*")
+        if p.is_file()
+        for cluster, *rest in [p.relative_to(REPO / "rendered").parts]
+    }
+    assert set(mapping) == rendered
+    assert set(mapping.values()) <= shipped
+    helpers = {n for n in shipped if n.startswith("_")}
+    gitops = {n for n in shipped if n.startswith(("argocd-", "flux-", "gitops-"))}
+    assert shipped - helpers - gitops == set(mapping.values())
+
+
+def _replaced(value: Any, strings: list[str], seen: list[int]) -> Any:
+    """`value` with every string value replaced by the next of `strings` (keys are the names
+    templates read; label keys a user writes are checked by the cluster schema)."""
+    if isinstance(value, str):
+        seen[0] += 1
+        return strings[seen[0] % len(strings)] + f"#{seen[0]}"
+    if isinstance(value, dict):
+        return {k: _replaced(v, strings, seen) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_replaced(v, strings, seen) for v in value]
+    return value
+
+
+def _shape(value: Any) -> Any:
+    """A document's structure without its strings: which mappings, lists and scalars where."""
+    if isinstance(value, dict):
+        return ("map", len(value), sorted(repr(_shape(v)) for v in value.values()))
+    if isinstance(value, list):
+        return ("list", [_shape(v) for v in value])
+    return type(value).__name__
+
+
+@pytest.mark.parametrize("example", ["fleet", "dra-lab", "mig", "nvidia-plugin", "jetson-edge"])
+def test_hostile_strings_in_every_value_never_change_a_documents_structure(example: str) -> None:
+    templates = Templates()
+    for cluster, artifact in ARTIFACTS:
+        if cluster != example or not artifact.template.endswith(".yaml.j2"):
+            continue
+        name = artifact.template
+        benign = artifact._replace(values=_replaced(artifact.values, ["plain"], [0]))
+        hostile = artifact._replace(values=_replaced(artifact.values, HOSTILE, [0]))
+        plain = load_yaml(render_artifact(benign, templates))
+        written = render_artifact(hostile, templates)
+        attacked = load_yaml(written)
+        assert _shape(attacked) == _shape(plain), artifact.path
+        assert attacked.get("kind") == plain.get("kind") == artifact.kind
+        # The values JSON-encoded in place (the path taken where tokens cannot be) parse to
+        # the same document, byte for byte once written.
+        in_place = templates.render(hostile.template, hostile.values)
+        assert (
+            checked_yaml(in_place, hostile.kind, partial(templates.chain, name)).encode() == written
+        )
+
+
+def test_hostile_strings_stay_text_in_the_readme() -> None:
+    [(_, readme)] = [(n, a) for n, a in ARTIFACTS if n == "mig" and a.path == "README.md"]
+    text = render_artifact(
+        readme._replace(values=_replaced(readme.values, HOSTILE, [0])), Templates()
+    ).decode()
+    plain = render_artifact(
+        readme._replace(values=_replaced(readme.values, ["plain"], [0])), Templates()
+    ).decode()
+    assert len(text.splitlines()) == len(plain.splitlines())
+    fences = [n for n, line in enumerate(plain.splitlines()) if line.startswith("```")]
+    assert [n for n, line in enumerate(text.splitlines()) if line.startswith("```")] == fences
+
+
+def test_a_value_printed_without_an_encoding_filter_is_refused_at_its_line(tmp_path: Path) -> None:
+    (tmp_path / "namespace.yaml.j2").write_text(
+        '{% extends "gpuconf/namespace.yaml.j2" %}\n'
+        "{% block extra_labels %}\n"
+        "    raw: {{ meta.name }}\n"
+        "{% endblock %}\n"
+    )
+    result = run_cli(
+        "render", "clusters/lab.yaml", "--templates", str(tmp_path), "--check", cwd=REPO
+    )
+    assert result.code == 1
+    assert (
+        f"{tmp_path.as_posix()}/namespace.yaml.j2:3:1: (document): rendering namespaces/"
+        in result.err
+    )
+    assert "printed without an encoding filter" in result.err
+
+
+def test_the_site_example_is_rendered_and_passes_kubernetes_validate() -> None:
+    clusters, rendered = "examples/site-templates/clusters", "examples/site-templates/rendered"
+    assert run_cli("render", clusters, "-o", rendered, "--check", cwd=REPO).code == 0
+    tree = SITE / "rendered" / "site-lab"
+    node = load_yaml((tree / "pools/t4/daemonset-gpuconf-node.yaml").read_bytes())
+    pod = node["spec"]["template"]["spec"]
+    assert pod["priorityClassName"] == "gpu-node-critical"
+    dedicated = {"key": "example.com/dedicated", "operator": "Equal", "value": "gpu"}
+    assert {**dedicated, "effect": "NoSchedule"} in pod["tolerations"]
+    assert {c["image"] for c in pod["containers"] + pod["initContainers"]} == {
+        "registry.example.com/mirror/gpuconf/gpuconf:0.1.0"
+    }
+    for path in tree.rglob("*.yaml"):
+        obj = load_yaml(path.read_bytes())
+        if obj["kind"] != "Kustomization":
+            kubernetes_validate.validate(obj, "1.34.0", strict=True)
+
+
+def test_the_command_line_folder_is_part_of_what_check_compares(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    args = ("clusters/lab.yaml", "--templates", "examples/site-templates/templates", "-o", str(out))
+    assert run_cli("render", *args, cwd=REPO).code == 0
+    assert run_cli("render", *args, "--check", cwd=REPO).code == 0
+    # Without the folder the tree reads as stale.
+    assert run_cli("render", "clusters/lab.yaml", "-o", str(out), "--check", cwd=REPO).code == 1
+
+
+def test_a_cluster_naming_a_missing_templates_folder_is_refused_there(tmp_path: Path) -> None:
+    text = (SITE / "clusters" / "site-lab.yaml").read_text()
+    (tmp_path / "site-lab.yaml").write_text(text.replace("../templates", "nowhere"))
+    result = run_cli("render", str(tmp_path / "site-lab.yaml"), "-o", str(tmp_path / "out"))
+    assert result.code == 1
+    assert "spec.templates: no folder 'nowhere' beside this file" in result.err
+
+
+def test_an_override_that_breaks_a_manifest_is_refused_with_its_file_and_line(
+    tmp_path: Path,
+) -> None:
+    site = tmp_path / "site"
+    shutil.copytree(SITE_TEMPLATES, site)
+    template = site / "node-daemonset.yaml.j2"
+    text = template.read_text().replace(
+        "priorityClassName: gpu-node-critical", "priorityClassName: [gpu-node-critical"
+    )
+    template.write_text(text)
+    result = run_cli("render", "clusters/lab.yaml", "--templates", str(site), "--check", cwd=REPO)
+    assert result.code == 1
+    where, line, rest = result.err.split(":", 2)
+    assert where == f"{site.as_posix()}/node-daemonset.yaml.j2"
+    assert "priorityClassName: [" in text.splitlines()[int(line) - 1]
+    assert rest.startswith("1: spec.nodePools[0]: rendering pools/t4/daemonset-gpuconf-node.yaml")
+
+
+def test_a_template_line_that_repeats_a_key_is_refused_at_that_line(tmp_path: Path) -> None:
+    (tmp_path / "runtimeclass.yaml.j2").write_text(
+        '{% extends "gpuconf/runtimeclass.yaml.j2" %}\n'
+        "{% block body %}\n"
+        "handler: {{ handler | yaml }}\n"
+        "handler: runc\n"
+        "{% endblock %}\n"
+    )
+    result = run_cli(
+        "render", "clusters/lab.yaml", "--templates", str(tmp_path), "--check", cwd=REPO
+    )
+    assert result.code == 1
+    assert f"{tmp_path.as_posix()}/runtimeclass.yaml.j2:4:1: (document): " in result.err
+    assert "duplicate key 'handler'" in result.err
+
+
+def test_an_override_may_not_change_the_kind_the_plan_asked_for(tmp_path: Path) -> None:
+    (tmp_path / "resourcequota.yaml.j2").write_text(
+        '{% extends "gpuconf/resourcequota.yaml.j2" %}\n'
+        "{% block kind %}\napiVersion: v1\nkind: Secret\n{% endblock %}\n"
+    )
+    with pytest.raises(RenderFailed, match="must be a ResourceQuota"):
+        render(plan(valid_lab(), "lab.yaml"), Templates(tmp_path))
+
+
+def test_a_crd_kind_is_checked_against_its_vendored_schema(tmp_path: Path) -> None:
+    (tmp_path / "podmonitor.yaml.j2").write_text(
+        '{% extends "gpuconf/podmonitor.yaml.j2" %}\n'
+        "{% block body %}\nspec:\n  selector: {}\n  podMetricsEndpoint: []\n{% endblock %}\n"
+    )
+    compiled = compile_paths([CLUSTERS / "fleet.yaml"], relative_to=REPO, templates=tmp_path)
+    [error] = [d for d in compiled.diagnostics if d.is_error]
+    assert error.line == 3  # spec:, where the unknown field stands
+    assert "podMetricsEndpoint" in error.message
+    assert "PodMonitor CRD" in error.message
+
+
+def test_templates_list_and_show_print_the_shipped_ones() -> None:
+    listed = run_cli("templates", "list").out.split()
+    assert listed == shipped_names()
+    shown = run_cli("templates", "show", "resourcequota.yaml.j2").out
+    assert shown == (REPO / "templates" / "resourcequota.yaml.j2").read_text()
+    assert run_cli("templates", "show", "nope.j2").code == 2
+
+
+def valid_lab() -> Any:
+    return valid(load_yaml((CLUSTERS / "lab.yaml").read_bytes()))
+
+
+@pytest.mark.parametrize(
+    ("line", "refusal"),
+    [
+        ("    raw: {{ meta['name'] ~ ('x' | yaml) }}", "printed without an encoding filter"),
+        ("    raw: {{ self.extra_labels() }}", "printed without an encoding filter"),
+        (
+            "    {% filter replace('X', meta['name']) %}raw: X{% endfilter %}",
+            "{% filter %} blocks are refused",
+        ),
+    ],
+    ids=["joined-to-an-encoded-value", "a-blocks-text", "a-filter-block"],
+)
+def test_no_way_around_the_encoding_filters(tmp_path: Path, line: str, refusal: str) -> None:
+    (tmp_path / "namespace.yaml.j2").write_text(
+        '{% extends "gpuconf/namespace.yaml.j2" %}\n{% block body %}\n'
+        + line
+        + "\n{% endblock %}\n"
+    )
+    result = run_cli(
+        "render", "clusters/lab.yaml", "--templates", str(tmp_path), "--check", cwd=REPO
+    )
+    assert result.code == 1
+    assert f"{tmp_path.as_posix()}/namespace.yaml.j2:3:1: " in result.err
+    assert refusal in result.err
+
+
+def test_toml_values_stay_values_whatever_they_hold(tmp_path: Path) -> None:
+    import tomllib
+
+    (tmp_path / "dropin.toml.j2").write_text(
+        "[plugins]\nname = {{ name | toml }}\nargs = {{ args | toml }}\n"
+    )
+    values = {"name": HOSTILE[0], "args": HOSTILE}
+    artifact = Artifact("dropin.toml", "dropin.toml.j2", values)
+    assert tomllib.loads(render_artifact(artifact, Templates(tmp_path)).decode()) == {
+        "plugins": values
+    }
