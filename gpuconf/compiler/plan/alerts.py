@@ -42,7 +42,7 @@ class Alert(NamedTuple):
         return {
             "alert": self.name,
             "expr": self.expr,
-            "for": self.wait,
+            "for": _duration(self.wait),
             "labels": {"severity": self.severity},
             "annotations": {
                 "summary": self.summary,
@@ -50,6 +50,12 @@ class Alert(NamedTuple):
                 "runbook_url": f"{RUNBOOKS}#{self.name.lower()}",
             },
         }
+
+
+def _duration(text: str) -> dict[str, int]:
+    """A Prometheus duration ("5m") as {unit: amount}: prometheusrule.yaml.j2 joins the two, so
+    the pattern the PrometheusRule CRD holds `for` to constrains a number, not free text."""
+    return {text[-1]: int(text[:-1])}
 
 
 def _node_runtime_alerts() -> list[Alert]:

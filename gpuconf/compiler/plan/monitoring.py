@@ -3,8 +3,6 @@ opens only the node runtime's metrics port."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.plan import dcgm_exporter
 from gpuconf.compiler.plan.artifact import Artifact, manifest
@@ -18,7 +16,7 @@ DCGM_PODS = {"app.kubernetes.io/name": dcgm_exporter.APP}
 POOL_SERIES_LABEL = "gpuconf_pool"
 NODE_SERIES_LABEL = "node"
 # Every series says which pool and node it came from; the alerts and the dashboard group by them.
-WHERE = [
+SERIES_LABELS = [
     {
         "sourceLabels": ["__meta_kubernetes_pod_label_gpuconf_dev_pool"],
         "targetLabel": POOL_SERIES_LABEL,
@@ -27,7 +25,7 @@ WHERE = [
 ]
 # dcgm-exporter labels a GPU's series with the pod, namespace and container holding it; the
 # exporter pod's own names, which Prometheus would add, would read as that holder.
-NOT_THE_EXPORTER = [{"action": "labeldrop", "regex": "pod|namespace|container"}]
+EXPORTER_OWN_LABELS = "pod|namespace|container"
 
 
 def runs_gpuconf_node(cluster: Cluster) -> bool:
@@ -36,8 +34,10 @@ def runs_gpuconf_node(cluster: Cluster) -> bool:
 
 
 def _pod_monitor(
-    cluster: Cluster, name: str, pods: dict[str, str], relabelings: list[dict[str, Any]]
+    cluster: Cluster, name: str, pods: dict[str, str], dropped_labels: str
 ) -> Artifact:
+    """`dropped_labels`: a regex of labels dropped, if any (podmonitor.yaml.j2 writes the
+    labeldrop rule: its action is the CRD's enum, not a value)."""
     settings = cluster.spec.node.monitoring
     meta = metadata(cluster, name, "monitoring", namespace=cluster.spec.namespace, wave=WAVE_CONFIG)
     meta["labels"].update(settings.extra_labels)
@@ -45,7 +45,12 @@ def _pod_monitor(
         f"monitoring/podmonitor-{name}.yaml",
         "podmonitor.yaml.j2",
         "PodMonitor",
-        {"meta": meta, "pods": pods, "relabelings": relabelings},
+        {
+            "meta": meta,
+            "pods": pods,
+            "series_labels": SERIES_LABELS,
+            "dropped_labels": dropped_labels,
+        },
         source=MONITORING,
     )
 
@@ -56,10 +61,10 @@ def monitoring(cluster: Cluster) -> list[Artifact]:
     node_runtime = runs_gpuconf_node(cluster)
     artifacts = []
     if settings.pod_monitor and node_runtime:
-        artifacts.append(_pod_monitor(cluster, "gpuconf-node", NODE_PODS, WHERE))
+        artifacts.append(_pod_monitor(cluster, "gpuconf-node", NODE_PODS, ""))
     if settings.pod_monitor and dcgm_exporter.runs_anywhere(cluster):
         artifacts.append(
-            _pod_monitor(cluster, "dcgm-exporter", DCGM_PODS, WHERE + NOT_THE_EXPORTER)
+            _pod_monitor(cluster, "dcgm-exporter", DCGM_PODS, EXPORTER_OWN_LABELS)
         )
     if settings.network_policy and node_runtime:
         artifacts.append(_network_policy(cluster, namespace))
