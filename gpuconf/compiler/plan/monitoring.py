@@ -34,7 +34,7 @@ def runs_gpuconf_node(cluster: Cluster) -> bool:
 
 
 def _pod_monitor(
-    cluster: Cluster, name: str, pods: dict[str, str], dropped_labels: str
+    cluster: Cluster, name: str, pods: dict[str, str], dropped_labels: str | None
 ) -> Artifact:
     """`dropped_labels`: a regex of labels dropped, if any (podmonitor.yaml.j2 writes the
     labeldrop rule: its action is the CRD's enum, not a value)."""
@@ -61,7 +61,7 @@ def monitoring(cluster: Cluster) -> list[Artifact]:
     node_runtime = runs_gpuconf_node(cluster)
     artifacts = []
     if settings.pod_monitor and node_runtime:
-        artifacts.append(_pod_monitor(cluster, "gpuconf-node", NODE_PODS, ""))
+        artifacts.append(_pod_monitor(cluster, "gpuconf-node", NODE_PODS, None))
     if settings.pod_monitor and dcgm_exporter.runs_anywhere(cluster):
         artifacts.append(
             _pod_monitor(cluster, "dcgm-exporter", DCGM_PODS, EXPORTER_OWN_LABELS)
