@@ -63,9 +63,7 @@ def monitoring(cluster: Cluster) -> list[Artifact]:
     if settings.pod_monitor and node_runtime:
         artifacts.append(_pod_monitor(cluster, "gpuconf-node", NODE_PODS, None))
     if settings.pod_monitor and dcgm_exporter.runs_anywhere(cluster):
-        artifacts.append(
-            _pod_monitor(cluster, "dcgm-exporter", DCGM_PODS, EXPORTER_OWN_LABELS)
-        )
+        artifacts.append(_pod_monitor(cluster, "dcgm-exporter", DCGM_PODS, EXPORTER_OWN_LABELS))
     if settings.network_policy and node_runtime:
         artifacts.append(_network_policy(cluster, namespace))
     return artifacts
