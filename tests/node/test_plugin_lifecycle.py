@@ -34,11 +34,13 @@ def test_a_kubelet_restart_is_followed_by_a_new_registration_within_a_second(
     running: tuple[NodeProcess, KubeletStub],
 ) -> None:
     process, old = running
-    old.stop()
-    process.socket(WHOLE).unlink()  # the kubelet wipes the plugin sockets when it starts
+    # Read while the first registration stands: once the socket is gone the plugin serves anew
+    # and reads 0 until the new kubelet takes it (waiting for 1 there raced that).
     wait_until(
         lambda: process.metric("gpuconf_node_registered", resource=WHOLE) == 1, what="registered"
     )
+    old.stop()
+    process.socket(WHOLE).unlink()  # the kubelet wipes the plugin sockets when it starts
     new = KubeletStub(process.plugin_dir).start()
     restarted = time.monotonic()
     try:
@@ -46,6 +48,10 @@ def test_a_kubelet_restart_is_followed_by_a_new_registration_within_a_second(
         registered_at = new.registrations[0][0]
         assert registered_at - restarted < 1.5  # ~1 s, with slack for a busy test machine
         assert len(new.wait_devices(WHOLE)) == 4
+        wait_until(
+            lambda: process.metric("gpuconf_node_registered", resource=WHOLE) == 1,
+            what="registered again",
+        )
     finally:
         new.stop()
 
