@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: venv render test test-latest test-runtimes lint lock lock-upgrade bench image clean \
+.PHONY: venv render test test-latest test-runtimes promtool lint lock lock-upgrade bench image clean \
 	cluster-up cluster-down
 
 # Environments install only from the committed lock (requirements/README.md): exact versions
@@ -59,8 +59,17 @@ WITH_CONTROL_PLANE = trap '$(CONTROL_PLANE) down --dir $(TEST_PLANE) >/dev/null'
 
 # Four workers on two cores: the suite mostly waits on processes and sockets (its CPU time
 # is a quarter of its wall time at -n 2), so two workers per core finish in half the time.
-test: lint
+test: lint promtool
 	@$(WITH_CONTROL_PLANE) $(BIN)/python -m pytest -n 4
+
+# promtool checks and unit-tests the rendered alert rules (tests/compiler/test_alert_rules.py):
+# Debian's prometheus package, installed when run as root; without it those tests skip, saying why.
+promtool:
+	@if [ "$$(id -u)" = 0 ] && ! command -v promtool >/dev/null; then \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends prometheus >/dev/null; } \
+		|| echo "promtool could not be installed: the alert-rule tests will skip"; \
+	fi
 
 # The lock: one universal resolution for Python 3.11-3.13 on Linux (amd64, arm64), test.lock
 # whole, runtime.lock its part for gpuconf and its build. `lock` keeps every pin it can;

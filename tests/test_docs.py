@@ -57,6 +57,20 @@ def test_the_node_check_sample_is_what_the_command_prints(tmp_path: Path) -> Non
     assert pending.split(" (")[0] == shown_pending.split(" (")[0] == "pending GPU changes: unknown"
 
 
+def test_the_node_labels_sample_is_what_the_command_prints(tmp_path: Path) -> None:
+    _write_node_check_inputs(tmp_path)
+    sample = re.search(r"```console\n\$ gpuconf (node labels .*?)\n(.*?)```", OPERATIONS, re.S)
+    assert sample
+    argv = [
+        str(tmp_path / a) if a in ("node-config.yaml", "fake:fake-nvml.yaml") else a
+        for a in sample[1].split()
+    ]
+    argv = [a.replace(f"{tmp_path}/fake:", "fake:" + str(tmp_path) + "/") for a in argv]
+    result = run_cli(*argv, "--machine-type-file", str(tmp_path / "no-such-file"))
+    assert result.code == 0, result.err
+    assert result.out == sample[2]
+
+
 def test_the_metrics_table_lists_every_metric_the_runtime_exports() -> None:
     metrics = Metrics()
     exposition = generate_latest(metrics.registry).decode()

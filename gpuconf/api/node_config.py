@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from gpuconf.api.base import INT32_MAX, Model
-from gpuconf.api.node_facts import DEFAULT_METRICS_PORT, DeviceListStrategy
+from gpuconf.api.node_facts import DEFAULT_METRICS_PORT, DeviceListStrategy, LabelOwner
 from gpuconf.api.record import Limits, field
 from gpuconf.api.version import ApiVersion
 from gpuconf.diagnostics import KeyPath
@@ -137,6 +137,16 @@ class ResourceSettings(Model):
         return "gpuconf-" + self.name.replace("/", "_") + ".sock"
 
 
+class LabelSettings(Model):
+    """Which labels the node runtime publishes on its Node (the cluster's spec.node.labels)."""
+
+    owner: LabelOwner = "off"
+    """gpuconf: GFD's keys and gpuconf's; gfd: only gpuconf.dev/pool and class.gpuconf.dev/*;
+    off: none."""
+    rename_by_default: bool = False
+    """false: gpu.product ends in -SHARED on shared GPUs, as GFD writes it by default."""
+
+
 class NodeConfig(Model):
     api_version: ApiVersion
     kind: Literal["NodeConfig"]
@@ -152,6 +162,7 @@ class NodeConfig(Model):
     metrics_port: Annotated[int, Limits(ge=0, le=65535)] = DEFAULT_METRICS_PORT
     inventory: ExpectedInventory
     resources: list[ResourceSettings] = field(default_factory=list)
+    labels: LabelSettings = field(default_factory=LabelSettings)
 
     def gpu_indices(self, resource: ResourceSettings, node_name: str) -> list[int]:
         """The GPU indices `resource` offers on `node_name`."""

@@ -12,3 +12,9 @@ DEFAULT_METRICS_PORT = 9402
 
 CONTAINERISED_DRIVER_ROOT = "/run/nvidia/driver"
 """Where NVIDIA's driver container mounts the driver's root on the host."""
+
+LabelOwner = Literal["gpuconf", "gfd", "off"]
+"""Who writes the GPU Feature Discovery labels (nvidia.com/gpu.product, …) on a pool's nodes."""
+
+POOL_LABEL = "gpuconf.dev/pool"
+"""A pool's default node selector, its pods' label, and the label the node runtime publishes."""

@@ -23,6 +23,8 @@ class DriftWatch:
         self, expected: Sequence[ExpectedGpu], present: Sequence[GpuInfo]
     ) -> drift.DriftReport:
         report = drift.compare(expected, present)
+        self._metrics.gpus_declared.set(len(expected))
+        self._metrics.gpus_present.set(len(present))
         self._metrics.drift.set(int(report.drifted))
         self._metrics.drift_problems.set(len(report.problems))
         if report.problems != self._last_problems:

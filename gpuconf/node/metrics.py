@@ -52,6 +52,27 @@ class Metrics:
             "Differences between declared and found GPUs.",
             registry=r,
         )
+        self.gpus_declared = Gauge(
+            "gpuconf_node_gpus_declared",
+            "GPUs the node config declares for this node.",
+            registry=r,
+        )
+        self.gpus_present = Gauge(
+            "gpuconf_node_gpus_present",
+            "GPUs NVML lists now (one that fell off the bus is missing).",
+            registry=r,
+        )
+        self.registered = Gauge(
+            "gpuconf_node_registered",
+            "1 while the resource is registered with the kubelet.",
+            ["resource"],
+            registry=r,
+        )
+        self.config_refused = Gauge(
+            "gpuconf_node_config_refused",
+            "1 while the node config on disk is refused as invalid (the last good one serves).",
+            registry=r,
+        )
         self.xid_events = Counter(
             "gpuconf_node_xid_events",
             "XID events seen, by class (application, workload, reset).",
@@ -98,3 +119,5 @@ class Metrics:
         for health in ("Healthy", "Unhealthy"):
             with contextlib.suppress(KeyError):
                 self.devices.remove(resource, health)
+        with contextlib.suppress(KeyError):
+            self.registered.remove(resource)

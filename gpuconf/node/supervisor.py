@@ -23,6 +23,7 @@ from gpuconf.node.kubelet.kubelet_watch import KubeletWatch
 from gpuconf.node.kubelet.pod_resources import HeldDevices
 from gpuconf.node.kubelet.pod_resources_watch import PodResourcesWatch
 from gpuconf.node.kubelet.resource_plugin import ResourcePlugin
+from gpuconf.node.label_watch import LabelWatch
 from gpuconf.node.metrics import Metrics
 from gpuconf.node.mps import MpsDaemonSpec, daemon_spec
 from gpuconf.node.mps_supervisor import MpsSupervisor
@@ -85,6 +86,7 @@ class Supervisor:
         """The state and error of the last save that failed: retried every tick, logged once."""
         self._kubelet = KubeletWatch(settings.plugin_dir)
         self._drift = DriftWatch(settings.node_name, metrics)
+        self._labels = LabelWatch(settings.node_name, nvml)
         self._inventory = DiscoveredInventory()
         self._discovered: tuple[GpuInfo, ...] | None = None
         self._inventory_failing = False
@@ -148,6 +150,7 @@ class Supervisor:
                 for plugin in self._plugins.values():
                     plugin.tick(now)
                 self._publish(now)
+                self._labels.tick(now)
                 self._wake.wait(TICK_SECONDS)
                 self._wake.clear()
         finally:
@@ -167,6 +170,7 @@ class Supervisor:
             return
         if isinstance(update, ConfigInvalid):
             self._metrics.config_reload_failures.inc()
+            self._metrics.config_refused.set(1)
             _log.error("refused the changed node config; keeping the last good one")
             for problem in update.diagnostics:
                 _log.error("node config problem", extra=log.kv(problem=problem.as_text()))
@@ -177,6 +181,7 @@ class Supervisor:
         old = self._config
         self._config = config
         self._metrics.config_reloads.inc()
+        self._metrics.config_refused.set(0)
         _log.info(
             "applied the changed node config",
             extra=log.kv(resources=",".join(r.name for r in config.resources) or "none"),
@@ -228,6 +233,7 @@ class Supervisor:
         report = self._drift.update(
             config.inventory.for_node(self._settings.node_name), self._inventory.present_gpus()
         )
+        self._labels.update(config, self._inventory.present_gpus())
         if config.drift_policy == "strict":
             kept = (self._allowed or frozenset()) & self._inventory.vanished
             self._allowed = report.matching_indices | kept

@@ -13,9 +13,14 @@ def test_only_pods_that_call_the_api_server_get_a_token(compiled_examples) -> No
             if obj["kind"] != "DaemonSet":
                 continue
             pod = obj["spec"]["template"]["spec"]
-            # gpuconf node patches its Node's drift annotations, and the driver installer's
-            # k8s-driver-manager cordons its Node and evicts GPU pods; nothing else talks to the API.
-            calls_api = pod.get("serviceAccountName") in {"gpuconf-node", "gpuconf-driver-manager"}
+            # gpuconf node patches its Node's annotations and labels, the driver installer's
+            # k8s-driver-manager cordons its Node and evicts GPU pods, and dcgm-exporter watches
+            # ResourceSlices when it maps DRA claims; nothing else talks to the API.
+            env = {e["name"]: e.get("value") for e in pod["containers"][0].get("env", [])}
+            calls_api = (
+                pod.get("serviceAccountName") in {"gpuconf-node", "gpuconf-driver-manager"}
+                or env.get("KUBERNETES_ENABLE_DRA") == "true"
+            )
             assert pod.get("automountServiceAccountToken", True) is calls_api, f"{name}: {path}"
             seen[calls_api] += 1
     assert seen[True]

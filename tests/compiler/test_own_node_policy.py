@@ -35,6 +35,13 @@ def _verdicts(
             }
         ),
     }
+    variables = {}
+    for variable in policy["spec"].get("variables", []):
+        program = env.program(env.compile(variable["expression"]))
+        variables[variable["name"]] = program.evaluate(activation)
+    activation["variables"] = celpy.celtypes.MapType(
+        {celpy.celtypes.StringType(k): v for k, v in variables.items()}
+    )
     return [
         bool(env.program(env.compile(rule["expression"])).evaluate(activation))
         for rule in policy["spec"]["validations"]
@@ -91,3 +98,73 @@ def test_only_gpuconf_s_namespace_is_labelled_privileged() -> None:
     }
     assert labels.pop("namespaces/gpuconf-system.yaml") == "privileged"
     assert set(labels.values()) == {None}
+
+
+def _policy_for(owner: str) -> dict[str, Any]:
+    data = cluster_file("lab")
+    data["spec"]["node"] = {"labels": {"owner": owner}}
+    return load_yaml(rendered(data)[POLICY])
+
+
+LABELLED = {
+    "metadata": {
+        "name": "gpu-1",
+        "labels": {"a": "b", "nvidia.com/gpu.product": "Tesla-T4", "gpuconf.dev/pool": "t4"},
+        "annotations": {"x": "1"},
+    },
+    "spec": {},
+}
+
+
+def _with_labels(labels: dict[str, str]) -> dict[str, Any]:
+    return {"metadata": {**LABELLED["metadata"], "labels": labels}, "spec": {}}
+
+
+@pytest.mark.parametrize(
+    ("owner", "labels", "allowed"),
+    [
+        (
+            "gpuconf",
+            {**LABELLED["metadata"]["labels"], "nvidia.com/gpu.product": "Tesla-T4-SHARED"},
+            True,
+        ),
+        ("gpuconf", {**LABELLED["metadata"]["labels"], "nvidia.com/gpu.replicas": "4"}, True),
+        ("gpuconf", {**LABELLED["metadata"]["labels"], "class.gpuconf.dev/t4-shared": "8"}, True),
+        ("gpuconf", {"a": "b", "gpuconf.dev/pool": "t4"}, True),
+        ("gpuconf", {**LABELLED["metadata"]["labels"], "class.gpuconf.dev/other": "8"}, False),
+        (
+            "gpuconf",
+            {**LABELLED["metadata"]["labels"], "nvidia.com/gpu.deploy.driver": "false"},
+            False,
+        ),
+        ("gpuconf", {**LABELLED["metadata"]["labels"], "a": "c"}, False),
+        ("gpuconf", {"nvidia.com/gpu.product": "Tesla-T4", "gpuconf.dev/pool": "t4"}, False),
+        ("gfd", {**LABELLED["metadata"]["labels"], "class.gpuconf.dev/t4-shared": "8"}, True),
+        ("gfd", {**LABELLED["metadata"]["labels"], "nvidia.com/gpu.product": "T4"}, False),
+        ("off", {**LABELLED["metadata"]["labels"], "gpuconf.dev/pool": "a100"}, False),
+    ],
+    ids=[
+        "gpuconf owner: product changes",
+        "gpuconf owner: replicas added",
+        "gpuconf owner: the cluster's class label",
+        "gpuconf owner: a GFD label removed",
+        "a class the cluster does not have",
+        "a GPU Operator deploy label",
+        "someone else's label changed",
+        "someone else's label removed",
+        "gfd owner: gpuconf's class label",
+        "gfd owner: GFD's product label",
+        "off: even the pool label",
+    ],
+)
+def test_the_policy_admits_exactly_the_label_keys_the_node_publishes(
+    owner: str, labels: dict[str, str], allowed: bool
+) -> None:
+    verdicts = _verdicts(_policy_for(owner), LABELLED, _with_labels(labels), "gpu-1")
+    assert all(verdicts) is allowed
+
+
+def test_published_labels_are_still_refused_on_another_node() -> None:
+    labels = {**LABELLED["metadata"]["labels"], "nvidia.com/gpu.replicas": "4"}
+    verdicts = _verdicts(_policy_for("gpuconf"), LABELLED, _with_labels(labels), "gpu-2")
+    assert verdicts == [False, True]

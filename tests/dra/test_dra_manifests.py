@@ -162,8 +162,13 @@ def test_no_device_plugin_daemonsets_but_setup_and_driver_stay() -> None:
     objects = _manifests(tree)
     daemonsets = [o["metadata"]["name"] for o in objects.values() if o.get("kind") == "DaemonSet"]
     pools = [pool["name"] for pool in cluster["spec"]["nodePools"]]
+    # NVIDIA's DRA driver serves the GPUs; dcgm-exporter only watches them.
     assert sorted(daemonsets) == sorted(
-        ["nvidia-driver-h100", *(f"gpuconf-setup-{pool}" for pool in pools)]
+        [
+            "nvidia-driver-h100",
+            *(f"gpuconf-setup-{pool}" for pool in pools),
+            *(f"dcgm-exporter-{pool}" for pool in pools),
+        ]
     )
     assert "cluster/runtimeclass-nvidia.yaml" in tree
 

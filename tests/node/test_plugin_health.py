@@ -74,9 +74,13 @@ def test_a_gpu_that_falls_off_the_bus_is_unhealthy_and_returns_when_seen_again(
     gone = kubelet.wait_devices(WHOLE, lambda d: health(d, gpu_uuid(5)) == "Unhealthy", timeout=5)
     assert sorted(gone) == sorted(gpu_uuid(i) for i in range(6)), "still listed, as unhealthy"
     assert process.metric("gpuconf_node_inventory_drift") == 1
+    # The GpuLost alert compares these two.
+    assert process.metric("gpuconf_node_gpus_present") == 7
+    assert process.metric("gpuconf_node_gpus_declared") == 8
     process.write_gpus(box)
     kubelet.wait_devices(WHOLE, lambda d: health(d, gpu_uuid(5)) == "Healthy", timeout=5)
     assert process.metric("gpuconf_node_inventory_drift") == 0
+    assert process.metric("gpuconf_node_gpus_present") == 8
 
 
 def test_a_reset_xid_keeps_the_gpu_unhealthy_until_nvml_shows_it_reset(

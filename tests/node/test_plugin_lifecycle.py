@@ -34,6 +34,11 @@ def test_a_kubelet_restart_is_followed_by_a_new_registration_within_a_second(
     running: tuple[NodeProcess, KubeletStub],
 ) -> None:
     process, old = running
+    # Read while the first registration stands: once the socket is gone the plugin serves anew
+    # and reads 0 until the new kubelet takes it (waiting for 1 there raced that).
+    wait_until(
+        lambda: process.metric("gpuconf_node_registered", resource=WHOLE) == 1, what="registered"
+    )
     old.stop()
     process.socket(WHOLE).unlink()  # the kubelet wipes the plugin sockets when it starts
     new = KubeletStub(process.plugin_dir).start()
@@ -43,6 +48,10 @@ def test_a_kubelet_restart_is_followed_by_a_new_registration_within_a_second(
         registered_at = new.registrations[0][0]
         assert registered_at - restarted < 1.5  # ~1 s, with slack for a busy test machine
         assert len(new.wait_devices(WHOLE)) == 4
+        wait_until(
+            lambda: process.metric("gpuconf_node_registered", resource=WHOLE) == 1,
+            what="registered again",
+        )
     finally:
         new.stop()
 
@@ -83,6 +92,7 @@ def test_an_invalid_config_is_refused_and_the_last_good_one_keeps_serving(
     wait_until(
         lambda: process.metric("gpuconf_node_config_reload_failures_total") == 1, what="a failure"
     )
+    assert process.metric("gpuconf_node_config_refused") == 1  # the NodeConfigRefused alert
     broken = dict(
         CONFIG, resources=[{"name": "gpuconf.dev/x", "sharing": {"strategy": "sometimes"}}]
     )

@@ -68,6 +68,10 @@ def test_real_gpus_are_discovered(real_nvml: PynvmlNvml) -> None:
             assert normalize_bus_id(gpu.pci_bus_id) == gpu.pci_bus_id
             assert all(0 <= peer < len(gpus) and links > 0 for peer, links in gpu.nvlinks.items())
         assert real_nvml.driver_version()
+        assert all(gpu.compute_capability for gpu in gpus)
+        cuda = real_nvml.cuda_driver_version()
+        assert cuda is not None
+        assert cuda[0] >= 10
         assert all(event.uuid for event in real_nvml.wait_for_events(0.1))
     finally:
         real_nvml.close()
@@ -101,6 +105,12 @@ class StubPynvml:
 
     def nvmlSystemGetDriverVersion(self) -> bytes:
         return b"550.54.15"
+
+    def nvmlSystemGetCudaDriverVersion(self) -> int:
+        return 13000  # what an H100 with driver 580.159.04 answered; nvidia-smi says 13.0
+
+    def nvmlDeviceGetCudaComputeCapability(self, handle: str) -> tuple[int, int]:
+        return (9, 0)
 
     def nvmlDeviceGetCount(self) -> int:
         return 2
@@ -187,6 +197,9 @@ def test_stubbed_nvml_is_translated(stub: StubPynvml) -> None:
     assert first.mig_devices == (MigDevice("MIG-mig0", "3g.40gb", 2, 0),)
     assert (second.mig_enabled, dict(second.nvlinks)) == (False, {0: 4})
     assert (first.reset_pending, second.reset_pending) == (True, False)
+    assert (first.compute_capability, nvml.cuda_driver_version()) == ((9, 0), (13, 0))
+    # MIG mode answers only on a GPU that supports MIG (the second raises NOT_SUPPORTED).
+    assert (first.mig_capable, second.mig_capable) == (True, False)
     assert nvml.wait_for_events(0.01) == [XidEvent("GPU-gpu1", 79)]
     assert nvml.wait_for_events(0.01) == []
     nvml.close()

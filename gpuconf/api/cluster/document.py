@@ -13,12 +13,18 @@ from gpuconf.api.base import (
     Model,
 )
 from gpuconf.api.cluster.kueue import Kueue
-from gpuconf.api.cluster.nvidia_components import Dra, GpuOperator, MigManager, NvidiaPlugin
+from gpuconf.api.cluster.nvidia_components import (
+    DcgmExporter,
+    Dra,
+    GpuOperator,
+    MigManager,
+    NvidiaPlugin,
+)
 from gpuconf.api.cluster.pool import NodePool
 from gpuconf.api.cluster.quota import NamespacePolicy, Quota
 from gpuconf.api.cluster.resource_class import ResourceClass
 from gpuconf.api.gpu_model import GpuModel
-from gpuconf.api.node_facts import DEFAULT_METRICS_PORT
+from gpuconf.api.node_facts import DEFAULT_METRICS_PORT, LabelOwner
 from gpuconf.api.record import Limits, field
 from gpuconf.api.version import ApiVersion
 
@@ -76,6 +82,24 @@ class Monitoring(Model):
         default_factory=default_scrapers
     )
     """Namespaces whose pods may scrape the metrics port when networkPolicy is true."""
+    extra_labels: dict[str, str] = field(default_factory=dict)
+    """Labels added to every PodMonitor and PrometheusRule, for the Prometheus that selects
+    them (kube-prometheus-stack selects `release: <its release name>`)."""
+    prometheus_rule: bool = False
+    """Render a PrometheusRule with gpuconf's alerts (runbooks in docs/runbooks.md)."""
+    dashboard: bool = False
+    """Render a Grafana dashboard ConfigMap (label grafana_dashboard: "1", for Grafana's sidecar)."""
+
+
+class NodeLabels(Model):
+    owner: LabelOwner = "gpuconf"
+    """Who writes GPU Feature Discovery's labels (nvidia.com/gpu.product, gpu.count, …) on the
+    nodes gpuconf's node runtime serves: gpuconf (its node runtime writes them, with the same
+    keys and values as GFD), gfd (NVIDIA's GFD or the GPU Operator runs; gpuconf writes only
+    gpuconf.dev/pool and class.gpuconf.dev/<class>), off (gpuconf writes no labels)."""
+    rename_by_default: bool = False
+    """As NVIDIA's plugin config: false appends -SHARED to gpu.product on shared GPUs, as GFD
+    does by default; true keeps the plain product name."""
 
 
 class NodeSettings(Model):
@@ -91,6 +115,8 @@ class NodeSettings(Model):
     """Port for Prometheus metrics and /healthz on each node (9402: the DCGM exporter has 9400)."""
     monitoring: Monitoring = field(default_factory=Monitoring)
     """Scraping the node runtime's metrics."""
+    labels: NodeLabels = field(default_factory=NodeLabels)
+    """The node labels `gpuconf node run` publishes on its own Node."""
 
 
 class ClusterSpec(Model):
@@ -112,6 +138,8 @@ class ClusterSpec(Model):
     """NVIDIA's device plugin (plugin: nvidia)."""
     dra: Dra = field(default_factory=Dra)
     """NVIDIA's DRA driver (allocation: dra)."""
+    dcgm_exporter: DcgmExporter = field(default_factory=DcgmExporter)
+    """NVIDIA's dcgm-exporter: GPU telemetry, attributed to the pods holding the GPUs."""
     mig_manager: MigManager = field(default_factory=MigManager)
     """Where the GPU Operator's MIG manager reads the MIG layouts."""
     kueue: Kueue | None = None

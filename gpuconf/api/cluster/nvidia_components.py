@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from gpuconf.api.base import DnsLabel, DnsSubdomain, Model
+from gpuconf.api.base import DnsLabel, DnsSubdomain, ImageReference, Model
 from gpuconf.api.record import field
 
 # Every release of k8s-device-plugin from v0.17.0 to the current one.
@@ -70,3 +70,15 @@ class GpuOperator(Model):
     """Keep the Operator's own device plugin on, for GPU nodes outside gpuconf's pools: gpuconf's
     pool nodes then carry nvidia.com/gpu.deploy.device-plugin=false and gpuconf's plugin runs
     only where that label says false."""
+
+
+DCGM_EXPORTER_IMAGE = "nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-distroless"
+"""The image NVIDIA/dcgm-exporter's chart 4.8.2 (deployment/values.yaml) runs."""
+
+
+class DcgmExporter(Model):
+    enabled: bool = True
+    """Run NVIDIA's dcgm-exporter on every GPU pool (not Jetson pools: no DCGM there); false
+    where another dcgm-exporter runs already (the GPU Operator's, a Helm release)."""
+    image: ImageReference = DCGM_EXPORTER_IMAGE
+    """dcgm-exporter's image, pinned by version."""

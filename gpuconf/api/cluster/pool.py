@@ -24,8 +24,6 @@ from gpuconf.api.record import Limits, field
 GpuIndex = Annotated[int, Limits(ge=0, le=63)]
 ARCH_LABEL = "kubernetes.io/arch"
 """The well-known node label the kubelet sets to the node's CPU architecture."""
-POOL_LABEL = "gpuconf.dev/pool"
-"""The label that picks a pool's nodes unless the pool gives its own nodeSelector."""
 
 
 class ContainerRuntime(Model):

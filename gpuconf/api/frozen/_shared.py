@@ -333,10 +333,16 @@ PART_7 = {
 PART_8 = {
     'type': 'model-field',
     'schema': PART_1,
-    'validation_alias': 'failRequestsGreaterThanOne',
+    'validation_alias': 'renameByDefault',
 }
 
 PART_9 = {
+    'type': 'model-field',
+    'schema': PART_1,
+    'validation_alias': 'failRequestsGreaterThanOne',
+}
+
+PART_10 = {
     'type': 'model-field',
     'schema': {
         'type': 'literal',
@@ -347,11 +353,20 @@ PART_9 = {
     'validation_alias': 'apiVersion',
 }
 
-PART_10 = {
+PART_11 = {
     'type': 'literal',
     'expected': [
         'cdi',
         'volume-mounts',
         'envvar',
+    ],
+}
+
+PART_12 = {
+    'type': 'literal',
+    'expected': [
+        'gpuconf',
+        'gfd',
+        'off',
     ],
 }

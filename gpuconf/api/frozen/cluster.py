@@ -5,15 +5,15 @@ The core schema pydantic builds for Cluster, for pydantic-core to validate with 
 
 # mypy: ignore-errors
 
-from gpuconf.api.cluster.document import Cluster, ClusterSpec, Health, Images, KubernetesTarget, Metadata, Monitoring, NodeSettings, default_scrapers
+from gpuconf.api.cluster.document import Cluster, ClusterSpec, Health, Images, KubernetesTarget, Metadata, Monitoring, NodeLabels, NodeSettings, default_scrapers
 from gpuconf.api.cluster.kueue import BorrowWithinCohort, ClusterQueueSettings, Kueue, Preemption
-from gpuconf.api.cluster.nvidia_components import Dra, GpuOperator, MigManager, NvidiaPlugin
+from gpuconf.api.cluster.nvidia_components import DcgmExporter, Dra, GpuOperator, MigManager, NvidiaPlugin
 from gpuconf.api.cluster.pool import ContainerRuntime, DeclaredGpu, DeclaredNode, Driver, GpuShape, MigLayout, NodePool, Toleration
 from gpuconf.api.cluster.quota import Quota
 from gpuconf.api.cluster.resource_class import Claim, Mps, NoSharing, ResourceClass, Selector, TimeSlicing
-from gpuconf.api.frozen._shared import GPU_MODEL, PART_1, PART_10, PART_2, PART_3, PART_4, PART_5, PART_6, PART_7, PART_8, PART_9
+from gpuconf.api.frozen._shared import GPU_MODEL, PART_1, PART_10, PART_11, PART_12, PART_2, PART_3, PART_4, PART_5, PART_6, PART_7, PART_8, PART_9
 
-PART_11 = {
+PART_13 = {
     'type': 'model-field',
     'schema': {
         'type': 'str',
@@ -28,7 +28,7 @@ METADATA = {
     'schema': {
         'type': 'model-fields',
         'fields': {
-            'name': PART_11,
+            'name': PART_13,
         },
         'model_name': 'Metadata',
         'extra_behavior': 'forbid',
@@ -41,7 +41,7 @@ METADATA = {
     'ref': 'gpuconf.api.cluster.document.Metadata',
 }
 
-PART_12 = {
+PART_14 = {
     'type': 'model-field',
     'schema': {
         'type': 'default',
@@ -73,7 +73,7 @@ KUBERNETES_TARGET = {
                 },
                 'validation_alias': 'version',
             },
-            'feature_gates': PART_12,
+            'feature_gates': PART_14,
         },
         'model_name': 'KubernetesTarget',
         'extra_behavior': 'forbid',
@@ -159,7 +159,7 @@ IMAGES = {
     'ref': 'gpuconf.api.cluster.document.Images',
 }
 
-PART_13 = {
+PART_15 = {
     'type': 'default',
     'schema': {
         'type': 'nullable',
@@ -183,12 +183,12 @@ HEALTH = {
         'fields': {
             'ignored_xids': {
                 'type': 'model-field',
-                'schema': PART_13,
+                'schema': PART_15,
                 'validation_alias': 'ignoredXids',
             },
             'reset_xids': {
                 'type': 'model-field',
-                'schema': PART_13,
+                'schema': PART_15,
                 'validation_alias': 'resetXids',
             },
             'recover_after_seconds': {
@@ -248,6 +248,33 @@ MONITORING = {
                 },
                 'validation_alias': 'scraperNamespaces',
             },
+            'extra_labels': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'dict',
+                        'keys_schema': {
+                            'type': 'str',
+                        },
+                        'values_schema': {
+                            'type': 'str',
+                        },
+                    },
+                    'default_factory': dict,
+                },
+                'validation_alias': 'extraLabels',
+            },
+            'prometheus_rule': {
+                'type': 'model-field',
+                'schema': PART_1,
+                'validation_alias': 'prometheusRule',
+            },
+            'dashboard': {
+                'type': 'model-field',
+                'schema': PART_1,
+                'validation_alias': 'dashboard',
+            },
         },
         'model_name': 'Monitoring',
         'extra_behavior': 'forbid',
@@ -258,6 +285,34 @@ MONITORING = {
         'strict': True,
     },
     'ref': 'gpuconf.api.cluster.document.Monitoring',
+}
+
+NODE_LABELS = {
+    'type': 'model',
+    'cls': NodeLabels,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'owner': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': PART_12,
+                    'default': 'gpuconf',
+                },
+                'validation_alias': 'owner',
+            },
+            'rename_by_default': PART_8,
+        },
+        'model_name': 'NodeLabels',
+        'extra_behavior': 'forbid',
+    },
+    'config': {
+        'title': 'NodeLabels',
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+    },
+    'ref': 'gpuconf.api.cluster.document.NodeLabels',
 }
 
 NODE_SETTINGS = {
@@ -273,7 +328,7 @@ NODE_SETTINGS = {
                     'type': 'default',
                     'schema': {
                         'type': 'nullable',
-                        'schema': PART_10,
+                        'schema': PART_11,
                     },
                     'default': None,
                 },
@@ -310,6 +365,15 @@ NODE_SETTINGS = {
                 },
                 'validation_alias': 'monitoring',
             },
+            'labels': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': NODE_LABELS,
+                    'default_factory': NodeLabels,
+                },
+                'validation_alias': 'labels',
+            },
         },
         'model_name': 'NodeSettings',
         'extra_behavior': 'forbid',
@@ -322,7 +386,7 @@ NODE_SETTINGS = {
     'ref': 'gpuconf.api.cluster.document.NodeSettings',
 }
 
-PART_14 = {
+PART_16 = {
     'type': 'default',
     'schema': {
         'type': 'bool',
@@ -364,7 +428,7 @@ NVIDIA_PLUGIN = {
             },
             'rename_by_default': {
                 'type': 'model-field',
-                'schema': PART_14,
+                'schema': PART_16,
                 'validation_alias': 'renameByDefault',
             },
         },
@@ -405,7 +469,7 @@ DRA = {
                 },
                 'validation_alias': 'driverVersion',
             },
-            'feature_gates': PART_12,
+            'feature_gates': PART_14,
         },
         'model_name': 'Dra',
         'extra_behavior': 'forbid',
@@ -418,7 +482,43 @@ DRA = {
     'ref': 'gpuconf.api.cluster.nvidia_components.Dra',
 }
 
-PART_15 = {
+DCGM_EXPORTER = {
+    'type': 'model',
+    'cls': DcgmExporter,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'enabled': {
+                'type': 'model-field',
+                'schema': PART_16,
+                'validation_alias': 'enabled',
+            },
+            'image': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'str',
+                        'max_length': 512,
+                        'pattern': '^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$',
+                    },
+                    'default': 'nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-distroless',
+                },
+                'validation_alias': 'image',
+            },
+        },
+        'model_name': 'DcgmExporter',
+        'extra_behavior': 'forbid',
+    },
+    'config': {
+        'title': 'DcgmExporter',
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+    },
+    'ref': 'gpuconf.api.cluster.nvidia_components.DcgmExporter',
+}
+
+PART_17 = {
     'type': 'model-field',
     'schema': {
         'type': 'default',
@@ -437,7 +537,7 @@ MIG_MANAGER = {
     'schema': {
         'type': 'model-fields',
         'fields': {
-            'namespace': PART_15,
+            'namespace': PART_17,
             'config_map_name': {
                 'type': 'model-field',
                 'schema': {
@@ -574,7 +674,7 @@ PREEMPTION = {
     'ref': 'gpuconf.api.cluster.kueue.Preemption',
 }
 
-PART_16 = {
+PART_18 = {
     'type': 'default',
     'schema': {
         'type': 'nullable',
@@ -600,15 +700,15 @@ CLUSTER_QUEUE_SETTINGS = {
     'schema': {
         'type': 'model-fields',
         'fields': {
-            'name': PART_11,
+            'name': PART_13,
             'borrowing_limit': {
                 'type': 'model-field',
-                'schema': PART_16,
+                'schema': PART_18,
                 'validation_alias': 'borrowingLimit',
             },
             'lending_limit': {
                 'type': 'model-field',
-                'schema': PART_16,
+                'schema': PART_18,
                 'validation_alias': 'lendingLimit',
             },
             'preemption': {
@@ -632,7 +732,7 @@ CLUSTER_QUEUE_SETTINGS = {
     'ref': 'gpuconf.api.cluster.kueue.ClusterQueueSettings',
 }
 
-PART_17 = {
+PART_19 = {
     'type': 'default',
     'schema': {
         'type': 'nullable',
@@ -664,7 +764,7 @@ KUEUE = {
             },
             'cohort': {
                 'type': 'model-field',
-                'schema': PART_17,
+                'schema': PART_19,
                 'validation_alias': 'cohort',
             },
             'local_queue': {
@@ -679,7 +779,7 @@ KUEUE = {
                 },
                 'validation_alias': 'localQueue',
             },
-            'feature_gates': PART_12,
+            'feature_gates': PART_14,
             'cluster_queues': {
                 'type': 'model-field',
                 'schema': {
@@ -723,7 +823,7 @@ GPU_OPERATOR = {
                 },
                 'validation_alias': 'version',
             },
-            'namespace': PART_15,
+            'namespace': PART_17,
             'device_plugin': {
                 'type': 'model-field',
                 'schema': PART_1,
@@ -849,7 +949,7 @@ CONTAINER_RUNTIME = {
             'engine': PART_6,
             'set_as_default': {
                 'type': 'model-field',
-                'schema': PART_14,
+                'schema': PART_16,
                 'validation_alias': 'setAsDefault',
             },
             'binary_path': {
@@ -1089,7 +1189,7 @@ NODE_POOL = {
     'schema': {
         'type': 'model-fields',
         'fields': {
-            'name': PART_11,
+            'name': PART_13,
             'platform': {
                 'type': 'model-field',
                 'schema': {
@@ -1266,7 +1366,7 @@ NODE_POOL = {
     'ref': 'gpuconf.api.cluster.pool.NodePool',
 }
 
-PART_18 = {
+PART_20 = {
     'type': 'model-field',
     'schema': {
         'type': 'default',
@@ -1286,7 +1386,7 @@ PART_18 = {
     'validation_alias': 'indices',
 }
 
-PART_19 = {
+PART_21 = {
     'type': 'default',
     'schema': {
         'type': 'nullable',
@@ -1301,7 +1401,7 @@ PART_19 = {
     'default': None,
 }
 
-PART_20 = {
+PART_22 = {
     'type': 'literal',
     'expected': [
         'Kepler',
@@ -1366,7 +1466,7 @@ SELECTOR = {
             },
             'pools': {
                 'type': 'model-field',
-                'schema': PART_19,
+                'schema': PART_21,
                 'validation_alias': 'pools',
             },
             'nodes': {
@@ -1388,7 +1488,7 @@ SELECTOR = {
                 },
                 'validation_alias': 'nodes',
             },
-            'indices': PART_18,
+            'indices': PART_20,
             'mig_profile': {
                 'type': 'model-field',
                 'schema': {
@@ -1413,10 +1513,10 @@ SELECTOR = {
                         'schema': {
                             'type': 'union',
                             'choices': [
-                                PART_20,
+                                PART_22,
                                 {
                                     'type': 'list',
-                                    'items_schema': PART_20,
+                                    'items_schema': PART_22,
                                 },
                             ],
                         },
@@ -1527,7 +1627,7 @@ TIME_SLICING = {
                 },
                 'validation_alias': 'replicas',
             },
-            'fail_requests_greater_than_one': PART_8,
+            'fail_requests_greater_than_one': PART_9,
         },
         'model_name': 'TimeSlicing',
         'extra_behavior': 'forbid',
@@ -1652,7 +1752,7 @@ CLAIM = {
             },
             'first_available': {
                 'type': 'model-field',
-                'schema': PART_19,
+                'schema': PART_21,
                 'validation_alias': 'firstAvailable',
             },
             'match_attribute': {
@@ -1693,7 +1793,7 @@ RESOURCE_CLASS = {
     'schema': {
         'type': 'model-fields',
         'fields': {
-            'name': PART_11,
+            'name': PART_13,
             'resource_name': {
                 'type': 'model-field',
                 'schema': {
@@ -1776,7 +1876,7 @@ RESOURCE_CLASS = {
     'ref': 'gpuconf.api.cluster.resource_class.ResourceClass',
 }
 
-PART_21 = {
+PART_23 = {
     'type': 'literal',
     'expected': [
         'create',
@@ -1822,7 +1922,7 @@ QUOTA = {
                     'type': 'default',
                     'schema': {
                         'type': 'nullable',
-                        'schema': PART_21,
+                        'schema': PART_23,
                     },
                     'default': None,
                 },
@@ -1830,7 +1930,7 @@ QUOTA = {
             },
             'cluster_queue': {
                 'type': 'model-field',
-                'schema': PART_17,
+                'schema': PART_19,
                 'validation_alias': 'clusterQueue',
             },
         },
@@ -1947,6 +2047,15 @@ CLUSTER_SPEC = {
                 },
                 'validation_alias': 'dra',
             },
+            'dcgm_exporter': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': DCGM_EXPORTER,
+                    'default_factory': DcgmExporter,
+                },
+                'validation_alias': 'dcgmExporter',
+            },
             'mig_manager': {
                 'type': 'model-field',
                 'schema': {
@@ -2029,7 +2138,7 @@ CLUSTER_SPEC = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': PART_21,
+                    'schema': PART_23,
                     'default': 'create',
                 },
                 'validation_alias': 'namespacePolicy',
@@ -2067,7 +2176,7 @@ CLUSTER = {
     'schema': {
         'type': 'model-fields',
         'fields': {
-            'api_version': PART_9,
+            'api_version': PART_10,
             'kind': {
                 'type': 'model-field',
                 'schema': {
@@ -2140,7 +2249,7 @@ MIG_LAYOUT = {
                 },
                 'validation_alias': 'layout',
             },
-            'indices': PART_18,
+            'indices': PART_20,
         },
         'model_name': 'MigLayout',
         'extra_behavior': 'forbid',

@@ -5,8 +5,8 @@ The core schema pydantic builds for NodeConfig, for pydantic-core to validate wi
 
 # mypy: ignore-errors
 
-from gpuconf.api.frozen._shared import PART_1, PART_10, PART_2, PART_3, PART_4, PART_5, PART_6, PART_7, PART_8, PART_9
-from gpuconf.api.node_config import ExpectedGpu, ExpectedInventory, GpuIndices, HealthSettings, NodeConfig, ResourceSettings, RuntimeSettings, SharingSettings
+from gpuconf.api.frozen._shared import PART_1, PART_10, PART_11, PART_12, PART_2, PART_3, PART_4, PART_5, PART_6, PART_7, PART_8, PART_9
+from gpuconf.api.node_config import ExpectedGpu, ExpectedInventory, GpuIndices, HealthSettings, LabelSettings, NodeConfig, ResourceSettings, RuntimeSettings, SharingSettings
 
 RUNTIME_SETTINGS = {
     'type': 'model',
@@ -60,16 +60,16 @@ RUNTIME_SETTINGS = {
     'ref': 'gpuconf.api.node_config.RuntimeSettings',
 }
 
-PART_22 = {
+PART_24 = {
     'type': 'list',
     'items_schema': {
         'type': 'int',
     },
 }
 
-PART_23 = {
+PART_25 = {
     'type': 'default',
-    'schema': PART_22,
+    'schema': PART_24,
     'default_factory': list,
 }
 
@@ -81,12 +81,12 @@ HEALTH_SETTINGS = {
         'fields': {
             'ignored_xids': {
                 'type': 'model-field',
-                'schema': PART_22,
+                'schema': PART_24,
                 'validation_alias': 'ignoredXids',
             },
             'reset_xids': {
                 'type': 'model-field',
-                'schema': PART_23,
+                'schema': PART_25,
                 'validation_alias': 'resetXids',
             },
             'recover_after_seconds': {
@@ -110,7 +110,7 @@ HEALTH_SETTINGS = {
     'ref': 'gpuconf.api.node_config.HealthSettings',
 }
 
-PART_24 = {
+PART_26 = {
     'type': 'list',
     'items_schema': {
         'type': 'definition-ref',
@@ -118,7 +118,7 @@ PART_24 = {
     },
 }
 
-PART_25 = {
+PART_27 = {
     'type': 'nullable',
     'schema': {
         'type': 'str',
@@ -133,14 +133,14 @@ EXPECTED_INVENTORY = {
         'fields': {
             'default': {
                 'type': 'model-field',
-                'schema': PART_24,
+                'schema': PART_26,
                 'validation_alias': 'default',
             },
             'common': {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': PART_24,
+                    'schema': PART_26,
                     'default_factory': list,
                 },
                 'validation_alias': 'common',
@@ -156,7 +156,7 @@ EXPECTED_INVENTORY = {
                         },
                         'values_schema': {
                             'type': 'list',
-                            'items_schema': PART_25,
+                            'items_schema': PART_27,
                         },
                     },
                     'default_factory': dict,
@@ -172,7 +172,7 @@ EXPECTED_INVENTORY = {
                         'keys_schema': {
                             'type': 'str',
                         },
-                        'values_schema': PART_24,
+                        'values_schema': PART_26,
                     },
                     'default_factory': dict,
                 },
@@ -198,12 +198,12 @@ GPU_INDICES = {
         'fields': {
             'default': {
                 'type': 'model-field',
-                'schema': PART_22,
+                'schema': PART_24,
                 'validation_alias': 'default',
             },
             'common': {
                 'type': 'model-field',
-                'schema': PART_23,
+                'schema': PART_25,
                 'validation_alias': 'common',
             },
             'nodes': {
@@ -215,7 +215,7 @@ GPU_INDICES = {
                         'keys_schema': {
                             'type': 'str',
                         },
-                        'values_schema': PART_22,
+                        'values_schema': PART_24,
                     },
                     'default_factory': dict,
                 },
@@ -233,13 +233,13 @@ GPU_INDICES = {
     'ref': 'gpuconf.api.node_config.GpuIndices',
 }
 
-PART_26 = {
+PART_28 = {
     'type': 'default',
-    'schema': PART_25,
+    'schema': PART_27,
     'default': None,
 }
 
-PART_27 = {
+PART_29 = {
     'type': 'default',
     'schema': {
         'type': 'nullable',
@@ -281,25 +281,25 @@ SHARING_SETTINGS = {
                 },
                 'validation_alias': 'replicas',
             },
-            'fail_requests_greater_than_one': PART_8,
+            'fail_requests_greater_than_one': PART_9,
             'mps_pipe_directory': {
                 'type': 'model-field',
-                'schema': PART_26,
+                'schema': PART_28,
                 'validation_alias': 'mpsPipeDirectory',
             },
             'mps_shm_directory': {
                 'type': 'model-field',
-                'schema': PART_26,
+                'schema': PART_28,
                 'validation_alias': 'mpsShmDirectory',
             },
             'mps_memory_limit_mi_b': {
                 'type': 'model-field',
-                'schema': PART_27,
+                'schema': PART_29,
                 'validation_alias': 'mpsMemoryLimitMiB',
             },
             'mps_active_thread_percentage': {
                 'type': 'model-field',
-                'schema': PART_27,
+                'schema': PART_29,
                 'validation_alias': 'mpsActiveThreadPercentage',
             },
         },
@@ -341,7 +341,7 @@ RESOURCE_SETTINGS = {
             },
             'mig_profile': {
                 'type': 'model-field',
-                'schema': PART_26,
+                'schema': PART_28,
                 'validation_alias': 'migProfile',
             },
             'sharing': {
@@ -362,13 +362,41 @@ RESOURCE_SETTINGS = {
     'ref': 'gpuconf.api.node_config.ResourceSettings',
 }
 
+LABEL_SETTINGS = {
+    'type': 'model',
+    'cls': LabelSettings,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'owner': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': PART_12,
+                    'default': 'off',
+                },
+                'validation_alias': 'owner',
+            },
+            'rename_by_default': PART_8,
+        },
+        'model_name': 'LabelSettings',
+        'extra_behavior': 'forbid',
+    },
+    'config': {
+        'title': 'LabelSettings',
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+    },
+    'ref': 'gpuconf.api.node_config.LabelSettings',
+}
+
 NODE_CONFIG = {
     'type': 'model',
     'cls': NodeConfig,
     'schema': {
         'type': 'model-fields',
         'fields': {
-            'api_version': PART_9,
+            'api_version': PART_10,
             'kind': {
                 'type': 'model-field',
                 'schema': {
@@ -419,7 +447,7 @@ NODE_CONFIG = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': PART_10,
+                    'schema': PART_11,
                     'default': 'volume-mounts',
                 },
                 'validation_alias': 'deviceListStrategy',
@@ -459,6 +487,15 @@ NODE_CONFIG = {
                     'default_factory': list,
                 },
                 'validation_alias': 'resources',
+            },
+            'labels': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': LABEL_SETTINGS,
+                    'default_factory': LabelSettings,
+                },
+                'validation_alias': 'labels',
             },
         },
         'model_name': 'NodeConfig',
@@ -512,7 +549,7 @@ EXPECTED_GPU = {
             },
             'uuid': {
                 'type': 'model-field',
-                'schema': PART_26,
+                'schema': PART_28,
                 'validation_alias': 'uuid',
             },
             'mig': {

@@ -6,8 +6,13 @@ from collections.abc import Sequence
 
 from gpuconf.api.cluster import NodePool
 from gpuconf.compiler.plan import cluster_objects
+from gpuconf.compiler.plan.alerts import prometheus_rule
 from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.cluster_objects import KeptNamespace
+from gpuconf.compiler.plan.dashboard import dashboard
+from gpuconf.compiler.plan.dcgm_exporter import dcgm_exporter_daemonset, runs_on
+from gpuconf.compiler.plan.dcgm_exporter_counters import dcgm_exporter_counters
+from gpuconf.compiler.plan.dcgm_exporter_rbac import dcgm_exporter_rbac
 from gpuconf.compiler.plan.driver import driver_daemonset
 from gpuconf.compiler.plan.driver_manager import driver_manager_rbac
 from gpuconf.compiler.plan.gpu_operator import gpu_operator
@@ -45,6 +50,8 @@ def _pool_artifacts(
     artifacts = [node_config_map(cluster, pool, config), setup_daemonset(cluster, pool, config)]
     if (driver := driver_daemonset(cluster, pool)) is not None:
         artifacts.append(driver)
+    if runs_on(cluster, pool):
+        artifacts.append(dcgm_exporter_daemonset(cluster, pool, config))
     if cluster.spec.allocation == "dra":
         return artifacts
     if cluster.spec.plugin == "nvidia":
@@ -71,7 +78,11 @@ def plan(
     ]
     if spec.allocation == "device-plugin" and spec.plugin == "gpuconf":
         artifacts += cluster_objects.node_rbac(cluster)
-        artifacts += monitoring(cluster)
+    artifacts += dcgm_exporter_counters(cluster)
+    artifacts += dcgm_exporter_rbac(cluster)
+    artifacts += monitoring(cluster)
+    artifacts += prometheus_rule(cluster, validated.inventory)
+    artifacts += dashboard(cluster, validated.classes)
     by_pool = _classes_by_pool(validated.classes)
     for pool in spec.node_pools:
         artifacts += _pool_artifacts(validated, pool, by_pool.get(pool.name, ()))

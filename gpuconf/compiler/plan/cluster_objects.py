@@ -10,6 +10,7 @@ from gpuconf.api.cluster import Cluster
 from gpuconf.api.cluster.quota import NamespacePolicy
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, WAVE_NAMESPACES, labels, metadata
+from gpuconf.gpus.gfd_labels import published_keys
 
 NODE_SERVICE_ACCOUNT = "gpuconf-node"
 RUNTIME_CLASS = "nvidia"
@@ -167,7 +168,8 @@ ANNOTATION_PREFIX = "gpuconf.dev/"
 
 
 def own_node_policy_objects(cluster: Cluster) -> list[Artifact]:
-    """A ValidatingAdmissionPolicy: gpuconf-node may change only its own Node's gpuconf annotations."""
+    """A ValidatingAdmissionPolicy: gpuconf-node may change only its own Node's gpuconf
+    annotations and the label keys it publishes (gpus/gfd_labels.py, for spec.node.labels)."""
     namespace = cluster.spec.namespace
     name = f"gpuconf-node-own-node-{namespace}"
     user = f"system:serviceaccount:{namespace}:{NODE_SERVICE_ACCOUNT}"
@@ -182,7 +184,28 @@ def own_node_policy_objects(cluster: Cluster) -> list[Artifact]:
         "object.metadata.annotations[k] == oldObject.metadata.annotations[k]) && "
         f"{old_others}.all(k, {new_others}.exists(j, j == k))"
     )
+    keys = published_keys(
+        cluster.spec.node.labels.owner, (c.name for c in cluster.spec.resource_classes)
+    )
     labels = "(has({o}.metadata.labels) ? {o}.metadata.labels : {{}})"
+    variables = [
+        {"name": "oldLabels", "expression": labels.format(o="oldObject")},
+        {"name": "newLabels", "expression": labels.format(o="object")},
+    ]
+    if keys:
+        # A map literal: `in` on it is one lookup, whatever the number of keys.
+        allowed = "{" + ", ".join(f"'{key}': true" for key in keys) + "}"
+        variables.append({"name": "ownLabels", "expression": allowed})
+        labels_kept = (
+            "variables.newLabels.filter(k, !(k in variables.ownLabels)).all(k, "
+            "k in variables.oldLabels && variables.newLabels[k] == variables.oldLabels[k]) && "
+            "variables.oldLabels.filter(k, !(k in variables.ownLabels)).all(k, "
+            "k in variables.newLabels)"
+        )
+        what = f"{ANNOTATION_PREFIX} annotations and its own labels"
+    else:
+        labels_kept = "variables.newLabels == variables.oldLabels"
+        what = f"{ANNOTATION_PREFIX} annotations"
     return [
         manifest(
             "cluster/validatingadmissionpolicy-gpuconf-node.yaml",
@@ -214,16 +237,12 @@ def own_node_policy_objects(cluster: Cluster) -> list[Artifact]:
                     },
                     {
                         "expression": (
-                            "object.spec == oldObject.spec && "
-                            + labels.format(o="object")
-                            + " == "
-                            + labels.format(o="oldObject")
-                            + " && "
-                            + kept
+                            "object.spec == oldObject.spec && " + labels_kept + " && " + kept
                         ),
-                        "message": f"gpuconf-node may change only {ANNOTATION_PREFIX} annotations",
+                        "message": f"gpuconf-node may change only {what}",
                     },
                 ],
+                "variables": variables,
             },
         ),
         manifest(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpuconf.api.cluster import Cluster, NodePool
-from gpuconf.api.cluster.pool import POOL_LABEL
+from gpuconf.api.node_facts import POOL_LABEL
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
 from gpuconf.compiler.plan.pod import pool_source

@@ -1,54 +1,87 @@
-"""Scraping the node runtime: a PodMonitor, and a NetworkPolicy that opens only the metrics port."""
+"""Scraping: PodMonitors for the node runtime and dcgm-exporter, and a NetworkPolicy that
+opens only the node runtime's metrics port."""
 
 from __future__ import annotations
 
 from gpuconf.api.cluster import Cluster
+from gpuconf.compiler.plan import dcgm_exporter
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
 
 NODE_PODS = {"app.kubernetes.io/name": "gpuconf-node"}
 """The label every `gpuconf node` pod carries, whatever its pool."""
 MONITORING = ("spec", "node", "monitoring")
+DCGM_PODS = {"app.kubernetes.io/name": dcgm_exporter.APP}
+
+POOL_SERIES_LABEL = "gpuconf_pool"
+NODE_SERIES_LABEL = "node"
+# Every series says which pool and node it came from; the alerts and the dashboard group by them.
+SERIES_LABELS = [
+    {
+        "sourceLabels": ["__meta_kubernetes_pod_label_gpuconf_dev_pool"],
+        "targetLabel": POOL_SERIES_LABEL,
+    },
+    {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": NODE_SERIES_LABEL},
+]
+# dcgm-exporter labels a GPU's series with the pod, namespace and container holding it; the
+# exporter pod's own names, which Prometheus would add, would read as that holder.
+EXPORTER_OWN_LABELS = "pod|namespace|container"
+
+
+def runs_gpuconf_node(cluster: Cluster) -> bool:
+    spec = cluster.spec
+    return spec.allocation == "device-plugin" and spec.plugin == "gpuconf"
+
+
+def _pod_monitor(
+    cluster: Cluster, name: str, pods: dict[str, str], dropped_labels: str | None
+) -> Artifact:
+    """`dropped_labels`: a regex of labels dropped, if any (podmonitor.yaml.j2 writes the
+    labeldrop rule: its action is the CRD's enum, not a value)."""
+    settings = cluster.spec.node.monitoring
+    meta = metadata(cluster, name, "monitoring", namespace=cluster.spec.namespace, wave=WAVE_CONFIG)
+    meta["labels"].update(settings.extra_labels)
+    return manifest(
+        f"monitoring/podmonitor-{name}.yaml",
+        "podmonitor.yaml.j2",
+        "PodMonitor",
+        {
+            "meta": meta,
+            "pods": pods,
+            "series_labels": SERIES_LABELS,
+            "dropped_labels": dropped_labels,
+        },
+        source=MONITORING,
+    )
 
 
 def monitoring(cluster: Cluster) -> list[Artifact]:
     settings = cluster.spec.node.monitoring
     namespace = cluster.spec.namespace
+    node_runtime = runs_gpuconf_node(cluster)
     artifacts = []
-    if settings.pod_monitor:
-        artifacts.append(
-            manifest(
-                "monitoring/podmonitor-gpuconf-node.yaml",
-                "podmonitor.yaml.j2",
-                "PodMonitor",
-                {
-                    "meta": metadata(
-                        cluster, "gpuconf-node", "monitoring", namespace=namespace, wave=WAVE_CONFIG
-                    ),
-                    "pods": NODE_PODS,
-                },
-                source=MONITORING,
-            )
-        )
-    if settings.network_policy:
-        artifacts.append(
-            manifest(
-                "monitoring/networkpolicy-gpuconf-node-metrics.yaml",
-                "networkpolicy.yaml.j2",
-                "NetworkPolicy",
-                {
-                    "meta": metadata(
-                        cluster,
-                        "gpuconf-node-metrics",
-                        "monitoring",
-                        namespace=namespace,
-                        wave=WAVE_CONFIG,
-                    ),
-                    "pods": NODE_PODS,
-                    "scraper_namespaces": sorted(set(settings.scraper_namespaces)),
-                    "port": cluster.spec.node.metrics_port,
-                },
-                source=MONITORING,
-            )
-        )
+    if settings.pod_monitor and node_runtime:
+        artifacts.append(_pod_monitor(cluster, "gpuconf-node", NODE_PODS, None))
+    if settings.pod_monitor and dcgm_exporter.runs_anywhere(cluster):
+        artifacts.append(_pod_monitor(cluster, "dcgm-exporter", DCGM_PODS, EXPORTER_OWN_LABELS))
+    if settings.network_policy and node_runtime:
+        artifacts.append(_network_policy(cluster, namespace))
     return artifacts
+
+
+def _network_policy(cluster: Cluster, namespace: str) -> Artifact:
+    settings = cluster.spec.node.monitoring
+    return manifest(
+        "monitoring/networkpolicy-gpuconf-node-metrics.yaml",
+        "networkpolicy.yaml.j2",
+        "NetworkPolicy",
+        {
+            "meta": metadata(
+                cluster, "gpuconf-node-metrics", "monitoring", namespace=namespace, wave=WAVE_CONFIG
+            ),
+            "pods": NODE_PODS,
+            "scraper_namespaces": sorted(set(settings.scraper_namespaces)),
+            "port": cluster.spec.node.metrics_port,
+        },
+        source=MONITORING,
+    )

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpuconf.api.cluster import Cluster, NodePool
-from gpuconf.api.cluster.pool import ARCH_LABEL, POOL_LABEL
+from gpuconf.api.cluster.pool import ARCH_LABEL
+from gpuconf.api.node_facts import POOL_LABEL as POOL_LABEL
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import metadata
 from gpuconf.diagnostics import KeyPath

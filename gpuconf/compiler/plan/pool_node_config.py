@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TypeVar
 
+from gpuconf.api.base import kubernetes_minor
 from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.cluster.document import Health
 from gpuconf.api.node_config import (
@@ -13,6 +14,7 @@ from gpuconf.api.node_config import (
     ExpectedInventory,
     GpuIndices,
     HealthSettings,
+    LabelSettings,
     NodeConfig,
     ResourceSettings,
     SharingSettings,
@@ -180,7 +182,19 @@ def build_node_config(
         metrics_port=spec.node.metrics_port,
         inventory=expected,
         resources=resources,
+        labels=_labels(cluster),
     )
+
+
+def _labels(cluster: Cluster) -> LabelSettings:
+    """Labels only where gpuconf's node runtime runs and its admission policy lets it patch
+    its Node (Kubernetes 1.30 and later)."""
+    spec = cluster.spec
+    runs = spec.allocation == "device-plugin" and spec.plugin == "gpuconf"
+    if not runs or kubernetes_minor(spec.kubernetes.version) < 30:
+        return LabelSettings()
+    wanted = spec.node.labels
+    return LabelSettings(owner=wanted.owner, rename_by_default=wanted.rename_by_default)
 
 
 def node_config_text(config: NodeConfig) -> str:

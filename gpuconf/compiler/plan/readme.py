@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpuconf.api.cluster import Cluster, NodePool
-from gpuconf.api.cluster.pool import POOL_LABEL
+from gpuconf.api.node_facts import POOL_LABEL
 from gpuconf.compiler.explain import class_rows
 from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.mig_pause import pool_client_facts

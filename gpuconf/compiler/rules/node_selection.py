@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpuconf.api.cluster import NodePool
-from gpuconf.api.cluster.pool import POOL_LABEL
+from gpuconf.api.node_facts import POOL_LABEL
 from gpuconf.compiler.rules.context import RuleContext, pool_path
 from gpuconf.diagnostics import Diagnostic
 from gpuconf.gpus.node_labels import PRODUCT_LABEL, managed_by_nvidia

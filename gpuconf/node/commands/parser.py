@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Sequence
 
 from gpuconf.errors import ArgumentParser
+from gpuconf.gpus.gfd_labels import MACHINE_TYPE_FILE
 
 DEFAULT_PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
 DEFAULT_POD_RESOURCES_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"
@@ -81,6 +82,18 @@ def build_parser(prog: str = "gpuconf node") -> ArgumentParser:
         help="the running `gpuconf node run` to ask for pending changes "
         "(default: http://127.0.0.1:<metricsPort>)",
     )
+
+    labels = commands.add_parser(
+        "labels", help="print the labels this node would publish (GFD's and gpuconf's)"
+    )
+    labels.add_argument("--config", required=True, help="node config file")
+    labels.add_argument("--node-name", required=True, help="this node's Kubernetes name")
+    labels.add_argument("--nvml", default="real", help="real, tegra[:DIR], auto, or fake:FILE")
+    labels.add_argument(
+        "--machine-type-file",
+        default=MACHINE_TYPE_FILE,
+        help="where the machine type is read from (GFD's default)",
+    )
     return parser
 
 
@@ -92,6 +105,8 @@ def main(argv: Sequence[str]) -> int:
         from gpuconf.node.commands.setup import run
     elif options.command == "wait":
         from gpuconf.node.commands.wait import run
+    elif options.command == "labels":
+        from gpuconf.node.commands.labels import run
     else:
         from gpuconf.node.commands.check import run
     return run(options)

@@ -38,6 +38,7 @@ class ResourcePlugin:
         self._next_attempt = 0.0
         self._failures_logged = 0
         self._count(view)
+        metrics.registered.labels(self.name).set(0)
 
     def start(self) -> None:
         self._server.start()
@@ -46,6 +47,7 @@ class ResourcePlugin:
             self._registered = False
             self._in_flight = False
             self._next_attempt = 0.0
+        self._metrics.registered.labels(self.name).set(0)
         _log.info("serving", extra=log.kv(resource=self.name, socket=self._server.socket_path))
 
     def stop(self) -> None:
@@ -115,6 +117,7 @@ class ResourcePlugin:
             self._registered = True
             self._failures_logged = 0
         self._metrics.registrations.labels(self.name, "ok").inc()
+        self._metrics.registered.labels(self.name).set(1)
         _log.info(
             "registered with the kubelet",
             extra=log.kv(

@@ -33,6 +33,10 @@ class GpuInfo:
     mig_devices: Sequence[MigDevice] = ()
     reset_pending: bool = False
     """NVML says the GPU waits for a reset (row remapping or page retirement pending)."""
+    compute_capability: tuple[int, int] | None = None
+    """CUDA compute capability (major, minor); None where unknown."""
+    mig_capable: bool = False
+    """The GPU supports MIG (whether or not MIG is enabled now)."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,10 @@ class NvmlError(Exception):
 
 class Nvml(Protocol):
     def driver_version(self) -> str: ...
+
+    def cuda_driver_version(self) -> tuple[int, int] | None:
+        """The CUDA version the driver supports (nvmlSystemGetCudaDriverVersion); None if unknown."""
+        ...
 
     def devices(self) -> Sequence[GpuInfo]:
         """Every GPU NVML sees now (a GPU that fell off the bus is missing)."""

@@ -55,10 +55,16 @@ class _FakeGpu(Model):
     mig_enabled: bool = False
     mig_devices: list[_FakeMigDevice] = Field(default_factory=list)
     reset_pending: bool = False
+    compute_capability: Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]+$")] | None = None
+    """"8.0", as nvidia-smi --query-gpu=compute_cap prints it."""
+    mig_capable: bool | None = None
+    """Default: whether MIG is enabled."""
 
 
 class _FakeFile(Model):
     driver_version: str = "fake"
+    cuda_driver_version: Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]+$")] | None = None
+    """"12.4", as nvidia-smi prints "CUDA Version"."""
     gpus: list[_FakeGpu]
     events: str | None = None
 
@@ -75,6 +81,7 @@ class _FakeFile(Model):
 @dataclass(frozen=True)
 class _Inventory:
     driver_version: str
+    cuda_driver_version: tuple[int, int] | None
     gpus: tuple[GpuInfo, ...]
     events_path: Path | None
 
@@ -99,7 +106,16 @@ def _gpu_info(gpu: _FakeGpu) -> GpuInfo:
             for m in gpu.mig_devices
         ),
         reset_pending=gpu.reset_pending,
+        compute_capability=_version(gpu.compute_capability),
+        mig_capable=gpu.mig_enabled if gpu.mig_capable is None else gpu.mig_capable,
     )
+
+
+def _version(text: str | None) -> tuple[int, int] | None:
+    if text is None:
+        return None
+    major, minor = text.split(".")
+    return int(major), int(minor)
 
 
 def _validation_message(located: Located, error: ValidationError) -> str:
@@ -128,7 +144,7 @@ def read_inventory(path: Path) -> _Inventory:
         raise NvmlError(f"invalid fake NVML file:\n{_validation_message(located, error)}") from None
     events = None if parsed.events is None else path.parent / parsed.events
     gpus = tuple(sorted((_gpu_info(g) for g in parsed.gpus), key=lambda g: g.index))
-    return _Inventory(parsed.driver_version, gpus, events)
+    return _Inventory(parsed.driver_version, _version(parsed.cuda_driver_version), gpus, events)
 
 
 class _EventTail:
@@ -206,6 +222,9 @@ class FakeNvml:
 
     def driver_version(self) -> str:
         return self._current().driver_version
+
+    def cuda_driver_version(self) -> tuple[int, int] | None:
+        return self._current().cuda_driver_version
 
     def devices(self) -> Sequence[GpuInfo]:
         return self._current().gpus

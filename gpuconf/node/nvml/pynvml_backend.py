@@ -70,6 +70,14 @@ class PynvmlNvml:
     def driver_version(self) -> str:
         return _text(self._call(self._pynvml.nvmlSystemGetDriverVersion))
 
+    def cuda_driver_version(self) -> tuple[int, int] | None:
+        nvml = self._pynvml
+        try:
+            version = int(nvml.nvmlSystemGetCudaDriverVersion())
+        except nvml.NVMLError:
+            return None
+        return version // 1000, version % 1000 // 10
+
     def devices(self) -> Sequence[GpuInfo]:
         nvml = self._pynvml
         count = self._call(nvml.nvmlDeviceGetCount)
@@ -138,7 +146,26 @@ class PynvmlNvml:
             mig_enabled=mig_enabled,
             mig_devices=self._mig_devices(handle) if mig_enabled else (),
             reset_pending=self._reset_pending(handle),
+            compute_capability=self._compute_capability(handle),
+            mig_capable=mig_enabled or self._mig_capable(handle),
         )
+
+    def _compute_capability(self, handle: Any) -> tuple[int, int] | None:
+        nvml = self._pynvml
+        try:
+            major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
+        except nvml.NVMLError:
+            return None
+        return int(major), int(minor)
+
+    def _mig_capable(self, handle: Any) -> bool:
+        """NVML answers MIG mode queries only on GPUs that support MIG (as GFD's IsMigCapable)."""
+        nvml = self._pynvml
+        try:
+            nvml.nvmlDeviceGetMigMode(handle)
+        except nvml.NVMLError:
+            return False
+        return True
 
     def _reset_pending(self, handle: Any) -> bool:
         """Row remapping (Ampere and later) or page retirement (before) waiting for a reset."""

@@ -67,6 +67,9 @@ class TegraGpu:
         release = l4t_release(text)
         return f"L4T {release}" if release else "L4T unknown"
 
+    def cuda_driver_version(self) -> tuple[int, int] | None:
+        return None  # no NVML on a Jetson to ask
+
     def devices(self) -> Sequence[GpuInfo]:
         soc_id = self._read(SOC_ID_FILE).strip()
         soc = soc_by_chip_id(int(soc_id)) if soc_id.isdigit() else None

@@ -1,0 +1,230 @@
+"""A PrometheusRule with gpuconf's alerts, over the metrics that really exist: the node
+runtime's (gpuconf/node/metrics.py) and dcgm-exporter's (the counters file in
+plan/dcgm_exporter_counters.py). Each alert links its section of docs/runbooks.md."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, NamedTuple
+
+from gpuconf.api.cluster import Cluster
+from gpuconf.compiler.plan import dcgm_exporter
+from gpuconf.compiler.plan.artifact import Artifact, manifest
+from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
+from gpuconf.compiler.plan.monitoring import (
+    MONITORING,
+    NODE_SERIES_LABEL,
+    POOL_SERIES_LABEL,
+    runs_gpuconf_node,
+)
+from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory
+from gpuconf.gpus.xid import RESET_XIDS
+
+RUNBOOKS = "https://github.com/gpuconf/gpuconf/blob/main/docs/runbooks.md"
+HARDWARE_XIDS = (48, 79, 94, 95)
+"""Double-bit ECC, fallen off the bus, contained and uncontained ECC: named by the issue that
+asked for this alert, beside the catalog's reset class."""
+THERMAL_REASONS = 32
+"""DCGM's clock event reasons bitmask (nvmlClocksEventReasons): 0x20 software thermal
+slowdown, 0x40 hardware thermal slowdown; floor(x / 32) % 4 > 0 tests either bit."""
+IDLE_PERCENT = 5
+
+
+class Alert(NamedTuple):
+    name: str
+    expr: str
+    wait: str
+    severity: str
+    summary: str
+    description: str
+
+    def rule(self) -> dict[str, Any]:
+        return {
+            "alert": self.name,
+            "expr": self.expr,
+            "for": _duration(self.wait),
+            "labels": {"severity": self.severity},
+            "annotations": {
+                "summary": self.summary,
+                "description": self.description,
+                "runbook_url": f"{RUNBOOKS}#{self.name.lower()}",
+            },
+        }
+
+
+def _duration(text: str) -> dict[str, int]:
+    """A Prometheus duration ("5m") as {unit: amount}: prometheusrule.yaml.j2 joins the two, so
+    the pattern the PrometheusRule CRD holds `for` to constrains a number, not free text."""
+    return {text[-1]: int(text[:-1])}
+
+
+def _node_runtime_alerts() -> list[Alert]:
+    return [
+        Alert(
+            "GpuconfPluginNotRegistered",
+            "gpuconf_node_registered == 0",
+            "5m",
+            "critical",
+            "A gpuconf resource is not registered with the kubelet.",
+            "The node advertises none of this resource's devices: pods requesting it stay Pending.",
+        ),
+        Alert(
+            "GpuconfInventoryDrift",
+            "gpuconf_node_inventory_drift == 1",
+            "15m",
+            "warning",
+            "A node's GPUs differ from those declared.",
+            "Model, count, UUIDs or MIG layout differ from the cluster file; see the node's "
+            "gpuconf.dev/inventory-report annotation.",
+        ),
+        Alert(
+            "GpuconfNodeConfigRefused",
+            "gpuconf_node_config_refused == 1",
+            "5m",
+            "warning",
+            "A node refused its changed node config.",
+            "gpuconf node keeps serving the last good config; the logs name the problem.",
+        ),
+        Alert(
+            "GpuconfMPSDaemonDown",
+            "gpuconf_node_mps_daemon_up == 0",
+            "5m",
+            "critical",
+            "An MPS control daemon does not answer.",
+            "The MPS class's devices are withdrawn from the kubelet until the daemon answers.",
+        ),
+        Alert(
+            "GpuconfGPUChangesPendingTooLong",
+            "gpuconf_node_pending_gpu_changes > 0",
+            "2h",
+            "warning",
+            "A GPU config change has waited two hours for running containers.",
+            "A re-classed GPU is still held by a container; the change applies when it ends.",
+        ),
+    ]
+
+
+def _gpu_lost(cluster: Cluster, inventory: DeclaredInventory, dcgm: bool, node: bool) -> Alert:
+    """Fewer GPUs than declared: by the node runtime's count, and by dcgm-exporter's series."""
+    parts = ["gpuconf_node_gpus_present < gpuconf_node_gpus_declared"] if node else []
+    if dcgm:
+        for pool in cluster.spec.node_pools:
+            if dcgm_exporter.runs_on(cluster, pool):
+                parts += _dcgm_gpu_counts(pool.name, inventory)
+    return Alert(
+        "GpuconfGPULost",
+        " or ".join(f"({part})" for part in parts),
+        "2m",
+        "critical",
+        "A node has fewer GPUs than declared.",
+        "A GPU fell off the bus or is no longer seen by NVML/DCGM; its pods fail.",
+    )
+
+
+def _dcgm_gpu_counts(pool: str, inventory: DeclaredInventory) -> list[str]:
+    """One comparison per declared GPU count in the pool: nodes with the usual count (the
+    undeclared ones', else the commonest) by the pool alone, the others named."""
+    by = f"{POOL_SERIES_LABEL}, {NODE_SERIES_LABEL}"
+    groups = list(inventory.by_pool(pool))
+    counts = Counter(len(g.gpus) for g in groups if g.node is not None)
+    usual = next(
+        (len(g.gpus) for g in groups if g.node is None),
+        counts.most_common(1)[0][0] if counts else 0,
+    )
+    unusual: dict[int, list[str]] = {}
+    for group in groups:
+        if group.node is not None and len(group.gpus) != usual:
+            unusual.setdefault(len(group.gpus), []).append(group.node)
+    selections = [(usual, f'{NODE_SERIES_LABEL}!~"{_alternatives(unusual)}"' if unusual else "")]
+    selections += [
+        (count, f'{NODE_SERIES_LABEL}=~"{_alternatives({count: nodes})}"')
+        for count, nodes in sorted(unusual.items())
+    ]
+    parts = []
+    for count, nodes in selections:
+        where = ", ".join(filter(None, [f'{POOL_SERIES_LABEL}="{pool}"', nodes]))
+        parts.append(
+            f"count by ({by}) (group by ({by}, UUID) (DCGM_FI_DEV_GPU_TEMP{{{where}}})) < {count}"
+        )
+    return parts
+
+
+def _alternatives(nodes: dict[int, list[str]]) -> str:
+    """Node names (DNS subdomains: a-z, 0-9, '-', '.') as an RE2 alternation inside a PromQL
+    string, where a literal dot is written \\\\. (the string unescapes it to \\.)."""
+    return "|".join(sorted(n.replace(".", "\\\\.") for names in nodes.values() for n in names))
+
+
+def _dcgm_alerts(cluster: Cluster) -> list[Alert]:
+    health = cluster.spec.node.health
+    reset = RESET_XIDS if health.reset_xids is None else tuple(health.reset_xids)
+    xids = sorted(set(HARDWARE_XIDS) | set(reset))
+    return [
+        Alert(
+            "GpuconfGPUHardwareXid",
+            " or ".join(f"DCGM_FI_DEV_XID_ERRORS == {xid}" for xid in xids),
+            "0m",
+            "critical",
+            "A GPU reported an XID that needs a reset or a reboot.",
+            "The last XID of this GPU is of the reset class ("
+            + ", ".join(map(str, xids))
+            + "); its value is the XID.",
+        ),
+        Alert(
+            "GpuconfGPUDoubleBitECC",
+            "increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[15m]) > 0",
+            "0m",
+            "critical",
+            "A GPU had double-bit (uncorrectable) ECC errors.",
+            "Memory errors the GPU could not correct; the work on it may be corrupt.",
+        ),
+        Alert(
+            "GpuconfGPUThermalThrottling",
+            f"floor(DCGM_FI_DEV_CLOCKS_EVENT_REASONS / {THERMAL_REASONS}) % 4 > 0",
+            "10m",
+            "warning",
+            "A GPU slows its clocks because it is too hot.",
+            "Software or hardware thermal slowdown for ten minutes.",
+        ),
+        Alert(
+            "GpuconfGPUAllocatedButIdle",
+            f'avg_over_time(DCGM_FI_DEV_GPU_UTIL{{pod!=""}}[1h]) < {IDLE_PERCENT}',
+            "1h",
+            "info",
+            "A pod holds a GPU it has hardly used for two hours.",
+            f"Average utilisation under {IDLE_PERCENT}% while allocated: a cost to reclaim.",
+        ),
+    ]
+
+
+def alerts(cluster: Cluster, inventory: DeclaredInventory) -> list[Alert]:
+    node = runs_gpuconf_node(cluster)
+    dcgm = dcgm_exporter.runs_anywhere(cluster)
+    found = []
+    if node or dcgm:
+        found.append(_gpu_lost(cluster, inventory, dcgm, node))
+    if node:
+        found += _node_runtime_alerts()
+    if dcgm:
+        found += _dcgm_alerts(cluster)
+    return found
+
+
+def prometheus_rule(cluster: Cluster, inventory: DeclaredInventory) -> list[Artifact]:
+    settings = cluster.spec.node.monitoring
+    found = alerts(cluster, inventory)
+    if not settings.prometheus_rule or not found:
+        return []
+    meta = metadata(
+        cluster, "gpuconf", "monitoring", namespace=cluster.spec.namespace, wave=WAVE_CONFIG
+    )
+    meta["labels"].update(settings.extra_labels)
+    return [
+        manifest(
+            "monitoring/prometheusrule-gpuconf.yaml",
+            "prometheusrule.yaml.j2",
+            "PrometheusRule",
+            {"meta": meta, "group": "gpuconf", "rules": [a.rule() for a in found]},
+            source=MONITORING,
+        )
+    ]

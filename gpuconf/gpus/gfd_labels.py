@@ -1,0 +1,123 @@
+"""The node labels NVIDIA's GPU Feature Discovery writes: their keys and how it spells values.
+
+Read from NVIDIA/k8s-device-plugin v0.20.0, internal/lm: resource.go (product, count, replicas,
+sharing-strategy, memory, family, compute.major|minor; `sanitise`, `getArchFamily`,
+`getProductName` with its -SHARED suffix), nvml.go (cuda.driver-version.*,
+cuda.runtime-version.* and their deprecated twins, mig.capable, mps.capable),
+machine-type.go (gpu.machine), mig-strategy.go (mig.strategy). gpuconf's node runtime writes
+these keys (`gpuconf node labels` prints them), and its admission policy lets it change exactly
+these keys plus gpuconf's own (`published_keys`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from gpuconf.api.node_facts import POOL_LABEL
+
+GPU_PREFIX = "nvidia.com/gpu."
+
+PRODUCT = "nvidia.com/gpu.product"
+COUNT = "nvidia.com/gpu.count"
+REPLICAS = "nvidia.com/gpu.replicas"
+SHARING_STRATEGY = "nvidia.com/gpu.sharing-strategy"
+MEMORY = "nvidia.com/gpu.memory"
+FAMILY = "nvidia.com/gpu.family"
+COMPUTE_MAJOR = "nvidia.com/gpu.compute.major"
+COMPUTE_MINOR = "nvidia.com/gpu.compute.minor"
+MACHINE = "nvidia.com/gpu.machine"
+MIG_CAPABLE = "nvidia.com/mig.capable"
+MIG_STRATEGY = "nvidia.com/mig.strategy"
+MPS_CAPABLE = "nvidia.com/mps.capable"
+
+DRIVER_VERSION_KEYS = (
+    "nvidia.com/cuda.driver.major",
+    "nvidia.com/cuda.driver.minor",
+    "nvidia.com/cuda.driver.rev",
+    "nvidia.com/cuda.driver-version.major",
+    "nvidia.com/cuda.driver-version.minor",
+    "nvidia.com/cuda.driver-version.revision",
+    "nvidia.com/cuda.driver-version.full",
+)
+CUDA_VERSION_KEYS = (
+    "nvidia.com/cuda.runtime.major",
+    "nvidia.com/cuda.runtime.minor",
+    "nvidia.com/cuda.runtime-version.major",
+    "nvidia.com/cuda.runtime-version.minor",
+    "nvidia.com/cuda.runtime-version.full",
+)
+
+GFD_KEYS = (
+    PRODUCT,
+    COUNT,
+    REPLICAS,
+    SHARING_STRATEGY,
+    MEMORY,
+    FAMILY,
+    COMPUTE_MAJOR,
+    COMPUTE_MINOR,
+    MACHINE,
+    MIG_CAPABLE,
+    MIG_STRATEGY,
+    MPS_CAPABLE,
+    *DRIVER_VERSION_KEYS,
+    *CUDA_VERSION_KEYS,
+)
+"""Every GFD key gpuconf writes (not gpu.mode, vgpu.*, imex.*, gfd.timestamp, nor MIG
+per-profile keys)."""
+
+MACHINE_TYPE_FILE = "/sys/class/dmi/id/product_name"
+"""GFD's default --machine-type-file."""
+
+CLASS_LABEL_PREFIX = "class.gpuconf.dev/"
+"""class.gpuconf.dev/<class>: the devices (× replicas) the node offers for that class."""
+OWNED_ANNOTATION = "gpuconf.dev/owned-labels"
+"""The label keys gpuconf's node runtime set on its Node, comma-separated: the only ones it
+ever changes or removes again."""
+
+_NOT_ALLOWED = re.compile(r"[^A-Za-z0-9\-_. ]")
+
+
+def sanitise(text: str) -> str:
+    """GFD's `sanitise`: drop characters outside [A-Za-z0-9-_. ], join words with '-'."""
+    return "-".join(_NOT_ALLOWED.sub("", text).split())
+
+
+def product_name(nvml_name: str, shared: bool) -> str:
+    """GFD's getProductName: the sanitised name, -SHARED when shared and not renamed."""
+    name = sanitise(nvml_name)
+    return f"{name}-SHARED" if shared and name else name
+
+
+def family(major: int, minor: int) -> str:
+    """GFD's getArchFamily."""
+    if major in (10, 12):
+        return "blackwell"
+    if major == 7:
+        return "volta" if minor < 5 else "turing"
+    if major == 8:
+        return "ampere" if minor < 9 else "ada-lovelace"
+    return {
+        1: "tesla",
+        2: "fermi",
+        3: "kepler",
+        5: "maxwell",
+        6: "pascal",
+        9: "hopper",
+        13: "rubin",
+    }.get(major, "undefined")
+
+
+def class_label(class_name: str) -> str:
+    return CLASS_LABEL_PREFIX + class_name
+
+
+def published_keys(owner: str, class_names: Iterable[str]) -> tuple[str, ...]:
+    """Every label key a node may publish for `spec.node.labels.owner`, sorted."""
+    if owner == "off":
+        return ()
+    keys = {POOL_LABEL, *map(class_label, class_names)}
+    if owner == "gpuconf":
+        keys.update(GFD_KEYS)
+    return tuple(sorted(keys))

@@ -1,0 +1,151 @@
+"""The labels a node publishes: GPU Feature Discovery's, computed as GFD computes them, plus
+gpuconf's pool and class labels (keys and value rules: gpuconf/gpus/gfd_labels.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from gpuconf.api.node_config import NodeConfig, ResourceSettings
+from gpuconf.api.node_facts import POOL_LABEL
+from gpuconf.gpus import gfd_labels as gfd
+from gpuconf.node.devices import build_devices
+from gpuconf.node.nvml.api import GpuInfo
+
+MACHINE_TYPE_FILE = Path(gfd.MACHINE_TYPE_FILE)
+
+
+class NodeFacts(NamedTuple):
+    """What NVML and the host say, read once per labelling."""
+
+    gpus: tuple[GpuInfo, ...]
+    driver_version: str
+    cuda_version: tuple[int, int] | None
+    machine_type: str
+
+
+def machine_type(path: Path = MACHINE_TYPE_FILE) -> str:
+    """GFD's getMachineType: the file's text, stripped; "unknown" when it cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return "unknown"
+
+
+def node_labels(config: NodeConfig, node_name: str, facts: NodeFacts) -> dict[str, str]:
+    """Every label the node should carry now, sorted by key; empty when labels are off."""
+    owner = config.labels.owner
+    if owner == "off":
+        return {}
+    labels: dict[str, str] = {POOL_LABEL: config.pool}
+    labels.update(_class_labels(config, node_name, facts.gpus))
+    if owner == "gpuconf" and facts.gpus:
+        labels.update(_gfd_labels(config, node_name, facts))
+    return dict(sorted(labels.items()))
+
+
+def _class_labels(config: NodeConfig, node_name: str, gpus: Sequence[GpuInfo]) -> dict[str, str]:
+    by_index = {gpu.index: gpu for gpu in gpus}
+    labels = {}
+    for resource in config.resources:
+        indices = config.gpu_indices(resource, node_name)
+        offered = len(build_devices(resource, by_index, indices).devices)
+        if offered:
+            labels[gfd.class_label(resource.class_name)] = str(offered)
+    return labels
+
+
+def _gfd_labels(config: NodeConfig, node_name: str, facts: NodeFacts) -> dict[str, str]:
+    labels = {gfd.MACHINE: gfd.sanitise(facts.machine_type)}
+    labels.update(_version_labels(facts.driver_version, facts.cuda_version))
+    labels[gfd.MIG_CAPABLE] = str(any(g.mig_capable for g in facts.gpus)).lower()
+    labels[gfd.MPS_CAPABLE] = str(_mps_capable(config, facts.gpus)).lower()
+    if any(r.mig_profile is not None for r in config.resources):
+        labels[gfd.MIG_STRATEGY] = "mixed"
+    labels.update(_resource_labels(config, node_name, facts.gpus))
+    return labels
+
+
+def _version_labels(driver: str, cuda: tuple[int, int] | None) -> dict[str, str]:
+    """GFD's newVersionLabeler; a driver version not X.Y[.Z] (a Jetson's L4T) gives none."""
+    labels: dict[str, str] = {}
+    parts = driver.split(".")
+    if 2 <= len(parts) <= 3:
+        major, minor, revision = parts[0], parts[1], parts[2] if len(parts) == 3 else ""
+        values = (major, minor, revision, major, minor, revision, driver)
+        labels.update(zip(gfd.DRIVER_VERSION_KEYS, values, strict=True))
+    if cuda is not None:
+        major_text, minor_text = map(str, cuda)
+        cuda_values = (major_text, minor_text, major_text, minor_text, f"{cuda[0]}.{cuda[1]}")
+        labels.update(zip(gfd.CUDA_VERSION_KEYS, cuda_values, strict=True))
+    return labels
+
+
+def _mps_capable(config: NodeConfig, gpus: Sequence[GpuInfo]) -> bool:
+    """GFD's sharing labeler: true where MPS sharing is configured and no GPU has MIG on."""
+    uses_mps = any(r.sharing.strategy == "mps" and r.sharing.replicas > 1 for r in config.resources)
+    return uses_mps and not any(g.mig_enabled for g in gpus)
+
+
+def _resource_labels(config: NodeConfig, node_name: str, gpus: Sequence[GpuInfo]) -> dict[str, str]:
+    """GFD's newGPULabelers: per GPU name, MIG-enabled GPUs (sharing off) first, then whole
+    GPUs with their sharing; later ones overwrite earlier ones, as GFD's list does (GFD's own
+    order among names is a Go map's; gpuconf's is by name)."""
+    sharing = _whole_gpu_sharing(config, node_name)
+    labels: dict[str, str] = {}
+    for mig_enabled in (True, False):
+        group = [g for g in gpus if g.mig_enabled == mig_enabled]
+        for name in sorted({g.name for g in group}):
+            same = [g for g in group if g.name == name]
+            labels.update(_gpu_labels(same, None if mig_enabled else sharing, config))
+            if not mig_enabled and sharing is None:
+                labels.pop(gfd.REPLICAS, None)
+                labels.pop(gfd.SHARING_STRATEGY, None)
+    return labels
+
+
+class _Sharing(NamedTuple):
+    strategy: str
+    replicas: int
+
+
+def _whole_gpu_sharing(config: NodeConfig, node_name: str) -> _Sharing | None:
+    """The sharing of the node's whole GPUs when all its classes of whole GPUs agree on it;
+    None (no replicas or sharing-strategy label) when they differ, which one GFD config
+    per node cannot express."""
+    found = {
+        _Sharing(_strategy(r), r.sharing.replicas)
+        for r in config.resources
+        if r.mig_profile is None and config.gpu_indices(r, node_name)
+    }
+    if not found:
+        return _Sharing("none", 1)
+    return found.pop() if len(found) == 1 else None
+
+
+def _strategy(resource: ResourceSettings) -> str:
+    return resource.sharing.strategy if resource.sharing.replicas > 1 else "none"
+
+
+def _gpu_labels(
+    gpus: Sequence[GpuInfo], sharing: _Sharing | None, config: NodeConfig
+) -> dict[str, str]:
+    """GFD's NewGPUResourceLabeler for GPUs of one name. `sharing` None on a MIG-enabled GPU
+    means what GFD's nil config means: replicas 0, strategy none."""
+    first = gpus[0]
+    labels = {gfd.COUNT: str(len(gpus))}
+    shared = False
+    if first.mig_enabled:
+        labels[gfd.REPLICAS], labels[gfd.SHARING_STRATEGY] = "0", "none"
+    elif sharing is not None:
+        labels[gfd.REPLICAS], labels[gfd.SHARING_STRATEGY] = str(sharing.replicas), sharing.strategy
+        shared = sharing.replicas > 1 and not config.labels.rename_by_default
+    labels[gfd.PRODUCT] = gfd.product_name(first.name, shared)
+    if first.memory_mib:
+        labels[gfd.MEMORY] = str(first.memory_mib)
+    if first.compute_capability is not None and first.compute_capability[0] != 0:
+        major, minor = first.compute_capability
+        labels[gfd.FAMILY] = gfd.family(major, minor)
+        labels[gfd.COMPUTE_MAJOR], labels[gfd.COMPUTE_MINOR] = str(major), str(minor)
+    return labels

@@ -1,0 +1,113 @@
+"""Publish the node's labels on its own Node: set and remove only the keys gpuconf owns.
+
+gpuconf owns a key it set itself (listed in the gpuconf.dev/owned-labels annotation) or one
+that was absent when it first wanted it; a key someone else set (GFD, NFD, an administrator)
+is never changed or removed, whatever gpuconf would write there. A key Node Feature Discovery
+manages (GFD publishes through it) is NFD's even where gpuconf set it first: gpuconf lets go of
+it rather than fight NFD's master over it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from gpuconf.gpus.gfd_labels import OWNED_ANNOTATION
+from gpuconf.node.node_annotation import in_cluster
+
+log = logging.getLogger(__name__)
+
+
+class LabelChange(NamedTuple):
+    labels: dict[str, str | None]
+    """Keys to set, and keys to remove (None), as a strategic-merge patch says it."""
+    owned: tuple[str, ...]
+    """The keys gpuconf owns after the change, sorted."""
+    foreign: tuple[str, ...]
+    """Keys gpuconf wants but leaves alone: someone else set them."""
+
+
+NFD_FEATURE_LABELS = "nfd.node.kubernetes.io/feature-labels"
+"""NFD's master lists the labels it manages here, comma-separated, dropping the prefix of its
+default namespace (node-feature-discovery pkg/nfd-master/nfd-master.go updateNodeObject; an
+NFD -instance prefixes the annotation's name with `<instance>.`)."""
+NFD_DEFAULT_NAMESPACE = "feature.node.kubernetes.io/"
+
+
+def owned_keys(annotations: Mapping[str, str]) -> frozenset[str]:
+    text = annotations.get(OWNED_ANNOTATION, "")
+    return frozenset(key for key in text.split(",") if key)
+
+
+def nfd_keys(annotations: Mapping[str, str]) -> frozenset[str]:
+    """Every label any NFD instance says it manages on the Node."""
+    keys: set[str] = set()
+    for name, text in annotations.items():
+        if name == NFD_FEATURE_LABELS or name.endswith("." + NFD_FEATURE_LABELS):
+            for key in filter(None, text.split(",")):
+                keys.add(key if "/" in key else NFD_DEFAULT_NAMESPACE + key)
+    return frozenset(keys)
+
+
+def reconcile(
+    current: Mapping[str, str],
+    owned_before: frozenset[str],
+    wanted: Mapping[str, str],
+    managed_elsewhere: frozenset[str] = frozenset(),
+) -> LabelChange:
+    patch: dict[str, str | None] = {}
+    owned: set[str] = set()
+    foreign: list[str] = []
+    owned_before = owned_before - managed_elsewhere
+    for key, value in sorted(wanted.items()):
+        if key in managed_elsewhere:
+            foreign.append(key)
+        elif key in owned_before or key not in current:
+            owned.add(key)
+            if current.get(key) != value:
+                patch[key] = value
+        else:
+            foreign.append(key)
+    for key in sorted(owned_before - wanted.keys()):
+        if key in current:
+            patch[key] = None
+    return LabelChange(patch, tuple(sorted(owned)), tuple(foreign))
+
+
+def publish_labels(node_name: str, wanted: Mapping[str, str]) -> bool:
+    """Bring the Node's labels to `wanted` where gpuconf owns them. True when done (or not in
+    a cluster); False after a failure, logged: the caller tries again later."""
+    if not in_cluster():
+        return True
+    try:
+        import kubernetes  # only here: the client is heavy and only this call needs it
+
+        kubernetes.config.load_incluster_config()  # type: ignore[no-untyped-call]
+        with kubernetes.client.ApiClient() as client:  # closes its connections when done
+            _reconcile_node(kubernetes.client.CoreV1Api(client), node_name, wanted)
+    except Exception as error:  # labels are a courtesy; the node runtime must keep running
+        log.warning("could not label node %s: %s", node_name, error)
+        return False
+    return True
+
+
+def _reconcile_node(api: Any, node_name: str, wanted: Mapping[str, str]) -> None:
+    meta = api.read_node(node_name).metadata
+    if meta is None:
+        raise ValueError("the Node has no metadata")
+    annotations = meta.annotations or {}
+    owned_before = owned_keys(annotations)
+    change = reconcile(meta.labels or {}, owned_before, wanted, nfd_keys(annotations))
+    for key in change.foreign:
+        log.warning("label %s on node %s is not gpuconf's; left alone", key, node_name)
+    if change.labels or owned_before != frozenset(change.owned):
+        body = {
+            "metadata": {
+                # A conflict (someone changed the Node meanwhile) fails; the next turn retries.
+                "resourceVersion": meta.resource_version,
+                "labels": change.labels,
+                "annotations": {OWNED_ANNOTATION: ",".join(change.owned)},
+            }
+        }
+        api.patch_node(node_name, body)

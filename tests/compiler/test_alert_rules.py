@@ -1,0 +1,200 @@
+"""gpuconf's PrometheusRule passes `promtool check rules`, and `promtool test rules` fires every
+alert on synthetic series and keeps each quiet on others (Debian's prometheus package ships
+promtool; `make test` installs it when run as root)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+import yaml
+from builders import EXAMPLES, RENDERED, REPO, cluster_file, load_yaml, read_tree, rendered
+from crd_schemas import crd_errors
+
+RULE = "monitoring/prometheusrule-gpuconf.yaml"
+PROMTOOL = shutil.which("promtool")
+needs_promtool = pytest.mark.skipif(
+    PROMTOOL is None,
+    reason="promtool not installed (Debian package prometheus; `make test` installs it as root)",
+)
+
+
+class Case(NamedTuple):
+    series: dict[str, str]
+    """Series selector -> promtool's expanding values notation."""
+    eval_time: str
+    fires: dict[str, str] | None
+    """The alert's labels (severity aside) when it fires; None when it must stay quiet."""
+
+
+GPU = {"gpuconf_pool": "t4", "node": "t4-1", "UUID": "GPU-a", "gpu": "0"}
+WORKLOAD = {**GPU, "pod": "notebook-0", "namespace": "ml", "container": "main"}
+
+
+def _selector(name: str, labels: dict[str, str]) -> str:
+    return name + "{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}"
+
+
+def _temps(count: int) -> dict[str, str]:
+    return {
+        _selector("DCGM_FI_DEV_GPU_TEMP", {**GPU, "UUID": f"GPU-{i}", "gpu": str(i)}): "60x20"
+        for i in range(count)
+    }
+
+
+NODE = {"node": "t4-1", "gpuconf_pool": "t4"}
+MPS = {**NODE, "resource": "gpus.example.com/a100-mps"}
+CASES: dict[str, list[Case]] = {
+    "GpuconfGPULost": [
+        Case(
+            {_selector("gpuconf_node_gpus_present", NODE): "3x20",
+             _selector("gpuconf_node_gpus_declared", NODE): "4x20"},
+            "10m", NODE,
+        ),
+        Case(_temps(3), "10m", NODE),
+        Case(
+            {_selector("gpuconf_node_gpus_present", NODE): "4x20",
+             _selector("gpuconf_node_gpus_declared", NODE): "4x20", **_temps(4)},
+            "10m", None,
+        ),
+    ],
+    "GpuconfGPUHardwareXid": [
+        Case({_selector("DCGM_FI_DEV_XID_ERRORS", GPU): "79x10"}, "5m", GPU),
+        Case({_selector("DCGM_FI_DEV_XID_ERRORS", GPU): "94x10"}, "5m", GPU),
+        Case({_selector("DCGM_FI_DEV_XID_ERRORS", GPU): "13x10"}, "5m", None),
+    ],
+    "GpuconfGPUDoubleBitECC": [
+        Case({_selector("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", GPU): "0x5 1x10"}, "10m", GPU),
+        Case({_selector("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", GPU): "2x15"}, "10m", None),
+    ],
+    "GpuconfGPUThermalThrottling": [
+        Case({_selector("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", GPU): "64x20"}, "15m", GPU),
+        Case({_selector("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", GPU): "32x20"}, "15m", GPU),
+        # Power cap (0x4) and power brake (0x80) are not heat.
+        Case({_selector("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", GPU): "132x20"}, "15m", None),
+    ],
+    "GpuconfPluginNotRegistered": [
+        Case({_selector("gpuconf_node_registered", MPS): "0x10"}, "8m", MPS),
+        Case({_selector("gpuconf_node_registered", MPS): "0x3 1x10"}, "8m", None),
+    ],
+    "GpuconfInventoryDrift": [
+        Case({_selector("gpuconf_node_inventory_drift", NODE): "1x20"}, "18m", NODE),
+        Case({_selector("gpuconf_node_inventory_drift", NODE): "1x5 0x20"}, "18m", None),
+    ],
+    "GpuconfNodeConfigRefused": [
+        Case({_selector("gpuconf_node_config_refused", NODE): "1x10"}, "8m", NODE),
+        Case({_selector("gpuconf_node_config_refused", NODE): "0x10"}, "8m", None),
+    ],
+    "GpuconfMPSDaemonDown": [
+        Case({_selector("gpuconf_node_mps_daemon_up", MPS): "0x10"}, "8m", MPS),
+        Case({_selector("gpuconf_node_mps_daemon_up", MPS): "1x10"}, "8m", None),
+    ],
+    "GpuconfGPUChangesPendingTooLong": [
+        Case({_selector("gpuconf_node_pending_gpu_changes", NODE): "1x150"}, "140m", NODE),
+        Case({_selector("gpuconf_node_pending_gpu_changes", NODE): "1x60 0x90"}, "140m", None),
+    ],
+    "GpuconfGPUAllocatedButIdle": [
+        Case({_selector("DCGM_FI_DEV_GPU_UTIL", WORKLOAD): "1x200"}, "150m", WORKLOAD),
+        Case({_selector("DCGM_FI_DEV_GPU_UTIL", WORKLOAD): "80x200"}, "150m", None),
+        # Idle but held by nobody: not a cost to reclaim from a pod.
+        Case({_selector("DCGM_FI_DEV_GPU_UTIL", GPU): "0x200"}, "150m", None),
+    ],
+}  # fmt: skip
+
+
+def _rules(tree: dict[str, bytes]) -> dict[str, Any]:
+    return {"groups": load_yaml(tree[RULE])["spec"]["groups"]}
+
+
+def _alerts(rules: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {r["alert"]: r for group in rules["groups"] for r in group["rules"]}
+
+
+def _promtool(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    assert PROMTOOL is not None
+    return subprocess.run(
+        [PROMTOOL, *argv], capture_output=True, text=True, cwd=cwd, timeout=120, check=False
+    )
+
+
+def _unit_tests(rules: dict[str, Any]) -> dict[str, Any]:
+    tests = []
+    for name, rule in _alerts(rules).items():
+        for case in CASES[name]:
+            expected = []
+            if case.fires is not None:
+                expected.append(
+                    {
+                        "exp_labels": {**case.fires, **rule["labels"]},
+                        "exp_annotations": rule["annotations"],
+                    }
+                )
+            tests.append(
+                {
+                    "interval": "1m",
+                    "input_series": [
+                        {"series": series, "values": values}
+                        for series, values in case.series.items()
+                    ],
+                    "alert_rule_test": [
+                        {"eval_time": case.eval_time, "alertname": name, "exp_alerts": expected}
+                    ],
+                }
+            )
+    return {"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests}
+
+
+def _with_rules(*examples: str) -> list[str]:
+    return [e for e in examples if RULE in read_tree(RENDERED / e)]
+
+
+def test_fleet_renders_the_rule_and_it_fits_the_prometheus_operator_crd() -> None:
+    assert _with_rules(*EXAMPLES) == ["fleet"]
+    rule = load_yaml(read_tree(RENDERED / "fleet")[RULE])
+    assert crd_errors(rule) == []
+    assert rule["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+
+
+def test_every_alert_has_a_case_that_fires_it_and_one_that_does_not() -> None:
+    names = set(_alerts(_rules(read_tree(RENDERED / "fleet"))))
+    assert names == set(CASES)
+    for name, cases in CASES.items():
+        assert any(c.fires is not None for c in cases), name
+        assert any(c.fires is None for c in cases), name
+
+
+def test_every_alert_links_its_runbook_section() -> None:
+    runbooks = (REPO / "docs" / "runbooks.md").read_text(encoding="utf-8")
+    headings = {
+        line[3:].strip().lower() for line in runbooks.splitlines() if line.startswith("## ")
+    }
+    for name, rule in _alerts(_rules(read_tree(RENDERED / "fleet"))).items():
+        anchor = rule["annotations"]["runbook_url"].split("#")[1]
+        assert anchor == name.lower()
+        assert anchor in headings
+
+
+@needs_promtool
+@pytest.mark.parametrize("example", _with_rules(*EXAMPLES))
+def test_promtool_accepts_the_rules_and_their_unit_tests_pass(example: str, tmp_path: Path) -> None:
+    rules = _rules(read_tree(RENDERED / example))
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
+    checked = _promtool("check", "rules", "rules.yaml", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump(_unit_tests(rules)))
+    tested = _promtool("test", "rules", "tests.yaml", cwd=tmp_path)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
+@needs_promtool
+def test_a_cluster_without_the_node_runtime_gets_only_the_dcgm_alerts(tmp_path: Path) -> None:
+    document = cluster_file("nvidia-plugin")
+    document["spec"].setdefault("node", {})["monitoring"] = {"prometheusRule": True}
+    rules = _rules(rendered(document))
+    assert not any("gpuconf_node_" in r["expr"] for r in _alerts(rules).values())
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
+    checked = _promtool("check", "rules", "rules.yaml", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -1,0 +1,80 @@
+"""The runtime publishes its labels when they change, once, and retries a failed publish later."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+from builders import gpu_uuid, node_config, read_node_config, resource
+
+from gpuconf.node import label_watch, node_labels
+from gpuconf.node.label_watch import LabelWatch
+from gpuconf.node.nvml.api import GpuInfo
+
+
+class Driver:
+    def driver_version(self) -> str:
+        return "550.54.15"
+
+    def cuda_driver_version(self) -> tuple[int, int] | None:
+        return (12, 4)
+
+
+def _gpus(count: int) -> list[GpuInfo]:
+    return [GpuInfo(i, gpu_uuid(i), "Tesla T4", 15360, f"0000:{i:02x}:00.0") for i in range(count)]
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls: list[dict[str, str]] = []
+        self.ok = True
+
+    def publish(self, node: str, wanted: Mapping[str, str]) -> bool:
+        self.calls.append(dict(wanted))
+        return self.ok
+
+
+@pytest.fixture
+def recorder(monkeypatch: pytest.MonkeyPatch) -> Recorder:
+    recorder = Recorder()
+    monkeypatch.setattr(node_labels, "publish_labels", recorder.publish)
+    return recorder
+
+
+def _settle(watch: LabelWatch) -> None:
+    deadline = time.monotonic() + 5
+    while watch._busy.locked() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def test_labels_are_published_on_change_only_and_retried_after_a_failure(
+    recorder: Recorder, tmp_path: Path
+) -> None:
+    published = recorder.calls
+    config = read_node_config(
+        node_config([resource("t4", [0, 1])], gpus=2, labels={"owner": "gpuconf"})
+    )
+    watch = LabelWatch("node-a", Driver(), tmp_path / "product_name")
+    watch.update(config, _gpus(2))
+    _settle(watch)
+    watch.update(config, _gpus(2))
+    _settle(watch)
+    assert len(published) == 1
+    assert published[0]["nvidia.com/gpu.count"] == "2"
+
+    recorder.ok = False
+    watch.update(config, _gpus(1))  # a GPU fell off the bus
+    _settle(watch)
+    assert published[-1]["nvidia.com/gpu.count"] == "1"
+    watch.tick(time.monotonic())
+    _settle(watch)
+    assert len(published) == 2, "no retry before the retry interval"
+    recorder.ok = True
+    watch.tick(time.monotonic() + label_watch.RETRY_SECONDS + 1)
+    _settle(watch)
+    assert len(published) == 3
+    watch.tick(time.monotonic() + 2 * label_watch.RETRY_SECONDS + 2)
+    _settle(watch)
+    assert len(published) == 3, "published: nothing more to do"
