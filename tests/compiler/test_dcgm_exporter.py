@@ -81,7 +81,7 @@ def test_every_gpu_pool_has_an_exporter_told_every_resource_advertised_there(
             continue
         daemonset = load_yaml(tree[path])
         env = _env(daemonset)
-        listed = env["NVIDIA_RESOURCE_NAMES"].split(",") if env["NVIDIA_RESOURCE_NAMES"] else []
+        listed = env["NVIDIA_RESOURCE_NAMES"].split(",") if env.get("NVIDIA_RESOURCE_NAMES") else []
         advertised = {r["name"] for r in config.get("resources", [])}
         dra = cluster_file(example)["spec"].get("allocation") == "dra"
         if not dra:

@@ -11,6 +11,9 @@ import yaml
 from control_plane.server import Refused, Server, identity
 
 CRDS = Path(__file__).resolve().parent / "crds"
+REPO = Path(__file__).resolve().parents[2]
+CLUSTERS = REPO / "clusters"
+KUEUE_CRDS = REPO / "gpuconf" / "compiler" / "kueue" / "crds"
 SETUP_MANAGER = "gpuconf-tests"
 """Field manager of what the tests set up themselves (CRDs, bare namespaces), not gpuconf's."""
 NOT_OBJECTS = {"kustomization.yaml"}
@@ -19,15 +22,24 @@ FIRST = ("CustomResourceDefinition", "Namespace")
 
 
 def tree_objects(tree: dict[str, bytes]) -> list[tuple[str, dict[str, Any]]]:
-    """(file, object) for every object in a rendered tree, Namespaces first, then by file."""
+    """(file, object) for every object in a rendered tree, Namespaces first, then by file: the
+    kustomization's resources where the tree has one (what Argo CD and Flux apply; files beside
+    it such as the GPU Operator's Helm values are for other tools), else every YAML file."""
+    if "kustomization.yaml" in tree:
+        files = yaml.safe_load(tree["kustomization.yaml"])["resources"]
+    else:
+        files = [p for p in tree if p.endswith(".yaml") and p.rpartition("/")[2] not in NOT_OBJECTS]
     found = [
         (path, document)
-        for path, data in sorted(tree.items())
-        if path.endswith(".yaml") and path.rpartition("/")[2] not in NOT_OBJECTS
-        for document in yaml.safe_load_all(data)
+        for path in sorted(files)
+        for document in yaml.safe_load_all(tree[path])
         if document
     ]
     return sorted(found, key=lambda item: item[1]["kind"] not in FIRST)
+
+
+def is_object(document: Any) -> bool:
+    return isinstance(document, dict) and {"apiVersion", "kind", "metadata"} <= document.keys()
 
 
 def ensure_namespaces(server: Server, objects: list[tuple[str, dict[str, Any]]]) -> None:
@@ -41,10 +53,23 @@ def ensure_namespaces(server: Server, objects: list[tuple[str, dict[str, Any]]])
             server.apply(namespace, manager=SETUP_MANAGER)
 
 
-def install_crds(server: Server, folder: Path = CRDS) -> list[str]:
-    """Apply every CRD vendored in `folder` and wait until the server serves each kind."""
+def kueue_crds() -> Path:
+    """The CRDs of the one Kueue release the example clusters declare, as gpuconf vendors them
+    (gpuconf/compiler/kueue/crds/README.md): one API server serves one release's."""
+    declared = {
+        (yaml.safe_load(path.read_text(encoding="utf-8"))["spec"].get("kueue") or {}).get("version")
+        for path in CLUSTERS.glob("*.yaml")
+    } - {None}
+    (release,) = declared
+    return KUEUE_CRDS / release
+
+
+def install_crds(server: Server, folders: tuple[Path, ...] = ()) -> list[str]:
+    """Apply every CRD vendored in `folders` (default: this folder's and the examples' Kueue
+    release's) and wait until the server serves each kind."""
     installed = []
-    for path in sorted(folder.glob("*.yaml")):
+    paths = [path for folder in folders or (CRDS, kueue_crds()) for path in folder.glob("*.yaml")]
+    for path in sorted(paths):
         for crd in filter(None, yaml.safe_load_all(path.read_text(encoding="utf-8"))):
             server.apply(crd, manager=SETUP_MANAGER)
             installed.append(crd["metadata"]["name"])

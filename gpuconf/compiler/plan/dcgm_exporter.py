@@ -62,7 +62,14 @@ def dcgm_exporter_daemonset(cluster: Cluster, pool: NodePool, config: NodeConfig
         {"name": "DCGM_EXPORTER_KUBERNETES", "value": "true"},
         {"name": "DCGM_EXPORTER_LISTEN", "value": f":{PORT}"},
         {"name": "DCGM_EXPORTER_COLLECTORS", "value": f"{COUNTERS_DIR}/{COUNTERS_FILE}"},
-        {"name": "NVIDIA_RESOURCE_NAMES", "value": ",".join(resource_names(cluster, config))},
+        # Under DRA nothing is advertised as an extended resource: the names stay unset, since
+        # the API server drops an empty env value (omitempty) and the test of what it keeps
+        # would then differ from the file.
+        *(
+            [{"name": "NVIDIA_RESOURCE_NAMES", "value": ",".join(names)}]
+            if (names := resource_names(cluster, config))
+            else []
+        ),
         # Replicas of one GPU held by several pods: each series per pod, not the last one's.
         {"name": "KUBERNETES_VIRTUAL_GPUS", "value": str(shared and not dra).lower()},
         {"name": "KUBERNETES_ENABLE_DRA", "value": str(dra).lower()},

@@ -33,7 +33,8 @@ def driver_manager_container(cluster: Cluster, pool: NodePool) -> dict[str, Any]
         # --ignore-daemonsets), and every GPU node runs gpuconf's: it would never succeed.
         "ENABLE_AUTO_DRAIN": "false",
         "DRAIN_USE_FORCE": "false",
-        "DRAIN_POD_SELECTOR_LABEL": "",
+        # DRAIN_POD_SELECTOR_LABEL is left unset: its default, "" (main.go), selects every pod;
+        # an empty value would not survive the API server (env values are omitempty).
         "DRAIN_TIMEOUT_SECONDS": f"{driver.eviction_timeout_seconds}s",
         "DRAIN_DELETE_EMPTYDIR_DATA": "false",
         # It waits for the GPU Operator's own pods by app= label in this namespace; gpuconf's
