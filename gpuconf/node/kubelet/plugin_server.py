@@ -10,7 +10,11 @@ from pathlib import Path
 import grpc
 
 from gpuconf.node import log
-from gpuconf.node.kubelet.allocation import AllocationRefused, container_allocation
+from gpuconf.node.kubelet.allocation import (
+    AllocationRefused,
+    UnhealthyDevices,
+    container_allocation,
+)
 from gpuconf.node.kubelet.preferred import preferred_ids
 from gpuconf.node.kubelet.proto import api_pb2, api_pb2_grpc
 from gpuconf.node.kubelet.registration import unix_target
@@ -109,7 +113,12 @@ class DevicePluginService(api_pb2_grpc.DevicePluginServicer):
         except AllocationRefused as refused:
             self._metrics.allocate_errors.labels(name).inc()
             _log.warning("allocation refused", extra=log.kv(resource=name, reason=str(refused)))
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(refused))
+            code = (
+                grpc.StatusCode.FAILED_PRECONDITION
+                if isinstance(refused, UnhealthyDevices)
+                else grpc.StatusCode.INVALID_ARGUMENT
+            )
+            context.abort(code, str(refused))
         self._metrics.allocations.labels(name).inc(len(request.container_requests))
         return response
 
