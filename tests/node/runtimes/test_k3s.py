@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from builders import NVIDIA_RUNTIME, HostTree, fake_nvidia_ctk, gpu_uuid, setup_config
 
-from gpuconf.node.runtimes.k3s import declares_runtime, ships_containerd_2
+from gpuconf.node.runtimes.k3s import declares_runtime, searches_path, ships_containerd_2
 
 TEMPLATES = "/var/lib/rancher/k3s/agent/etc/containerd"
 V2 = f"{TEMPLATES}/config.toml.tmpl"
@@ -150,3 +150,64 @@ def test_cdi_on_a_k3s_release_with_containerd_2_is_written(host: HostTree) -> No
     fake_nvidia_ctk(host, [gpu_uuid(0)])
     assert host.setup(setup_config("k3s", "cdi", binaryPath=CUSTOM)).code == 0
     assert host.at(V3).exists()
+
+
+# k3s's own detection, per release (pkg/agent/containerd: nvidia.go, then runtimes.go's
+# findNvidiaContainerRuntimes; from the October 2024 releases exec.LookPath over
+# config_linux.go's runtimesPath and the service PATH, k3s issue 10761).
+LOCAL_BIN = "/usr/local/bin/nvidia-container-runtime"
+
+
+@pytest.mark.parametrize(
+    "version", ["v1.27.16+k3s1", "v1.28.14+k3s1", "v1.29.9+k3s1", "v1.30.5+k3s1", "v1.31.1+k3s1"]
+)
+def test_before_its_path_search_k3s_misses_a_binary_outside_its_two_folders_so_setup_declares_it(
+    host: HostTree, version: str
+) -> None:
+    host.program("k3s", f"echo 'k3s version {version} (abcdef)'")
+    host.write(LOCAL_BIN, "#!/bin/sh\n")
+    assert host.setup(setup_config("k3s", binaryPath=LOCAL_BIN)).code == 0
+    assert f'BinaryName = "{LOCAL_BIN}"' in host.read(V2)
+    assert host.read(DEFAULT_DROPIN) == "default-runtime: nvidia\n"
+
+
+@pytest.mark.parametrize(
+    "version", ["v1.28.15+k3s1", "v1.29.10+k3s1", "v1.30.6+k3s1", "v1.31.2+k3s1", "v1.32.0+k3s1"]
+)
+def test_from_its_path_search_k3s_finds_a_binary_on_its_path_itself_so_setup_declares_nothing(
+    host: HostTree, version: str
+) -> None:
+    host.program("k3s", f"echo 'k3s version {version} (abcdef)'")
+    host.write(LOCAL_BIN, "#!/bin/sh\n")
+    assert host.setup(setup_config("k3s", binaryPath=LOCAL_BIN)).code == 0
+    assert not host.at(V2).exists()
+    assert not host.at(V3).exists()
+    assert host.read(DEFAULT_DROPIN) == "default-runtime: nvidia\n"
+
+
+def test_an_unknown_k3s_release_with_a_binary_only_newer_releases_find_is_refused(
+    host: HostTree,
+) -> None:
+    host.write(LOCAL_BIN, "#!/bin/sh\n")
+    result = host.setup(setup_config("k3s", binaryPath=LOCAL_BIN))
+    assert result.code == 1
+    assert f"cannot tell whether k3s finds {LOCAL_BIN} itself" in result.err
+    assert not host.at(DEFAULT_DROPIN).exists()
+
+
+def test_an_old_k3s_that_finds_its_own_binary_in_usr_bin_refuses_a_second_declaration(
+    host: HostTree,
+) -> None:
+    host.program("k3s", "echo 'k3s version v1.30.5+k3s1 (abcdef)'")
+    host.write(NVIDIA_RUNTIME, "#!/bin/sh\n")
+    host.write(LOCAL_BIN, "#!/bin/sh\n")
+    result = host.setup(setup_config("k3s", binaryPath=LOCAL_BIN))
+    assert result.code == 1
+    assert f"k3s declares the nvidia runtime itself for {NVIDIA_RUNTIME}" in result.err
+
+
+def test_the_path_search_came_with_the_october_2024_patch_of_each_release_line() -> None:
+    firsts = [(1, 28, 15), (1, 29, 10), (1, 30, 6), (1, 31, 2), (1, 32, 0), (1, 34, 1)]
+    assert all(searches_path(v) for v in firsts)
+    assert not any(searches_path((1, m, p - 1)) for _, m, p in firsts[:4])
+    assert not searches_path((1, 27, 99))
