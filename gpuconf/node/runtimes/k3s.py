@@ -21,6 +21,7 @@ from gpuconf.api.runtime_files import (
 from gpuconf.formats.toml_writer import toml_value
 from gpuconf.node.runtimes.changes import FileChange, current
 from gpuconf.node.runtimes.host import Host, HostPathError
+from gpuconf.node.runtimes.k3s_dropins import refuse_a_later_default_runtime
 from gpuconf.node.runtimes.versions import Version, engine_version
 
 BASE_TEMPLATE_LINE = '{{ template "base" . }}'
@@ -87,6 +88,7 @@ def plan(settings: RuntimeSettings, host: Host) -> list[FileChange]:
         _refuse_a_second_nvidia(settings, host, k3s)
         changes.append(_template_change(settings, host))
     if settings.set_as_default:
+        refuse_a_later_default_runtime(host)
         path, old = current(host, K3S_AGENT_CONFIG_DROPIN)
         changes.append(FileChange(K3S_AGENT_CONFIG_DROPIN, path, old, default_runtime_dropin()))
     return changes

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
-from builders import NVIDIA_RUNTIME, HostTree, fake_nvidia_ctk, gpu_uuid, setup_config
+from builders import (
+    NVIDIA_RUNTIME,
+    CliResult,
+    HostTree,
+    fake_nvidia_ctk,
+    gpu_uuid,
+    nvlink_box,
+    run_cli,
+    setup_config,
+)
 
 from gpuconf.node.runtimes.k3s import declares_runtime, searches_path, ships_containerd_2
 
@@ -211,3 +222,64 @@ def test_the_path_search_came_with_the_october_2024_patch_of_each_release_line()
     assert all(searches_path(v) for v in firsts)
     assert not any(searches_path((1, m, p - 1)) for _, m, p in firsts[:4])
     assert not searches_path((1, 27, 99))
+
+
+# k3s merges config.yaml.d in lexical order, the last value kept (pkg/configfilearg parser.go).
+@pytest.mark.parametrize("name", ["95-site.yaml", "99-z.YML", "90-gpuconf-nvidia2.yaml"])
+def test_a_dropin_k3s_reads_after_ours_that_sets_the_default_runtime_back_is_refused(
+    host: HostTree, name: str
+) -> None:
+    host.write(NVIDIA_RUNTIME, "#!/bin/sh\n")
+    later = f"/etc/rancher/k3s/config.yaml.d/{name}"
+    host.write(later, "node-label: [a=b]\ndefault-runtime: runc\n")
+    result = host.setup(setup_config("k3s"))
+    assert result.code == 1
+    assert f"{later}:2:1: default-runtime: 'runc' wins over {DEFAULT_DROPIN}" in result.err
+    assert not host.at(DEFAULT_DROPIN).exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("10-site.yaml", "default-runtime: runc\n"),  # read before ours: ours wins
+        ("95-site.yaml", "default-runtime: nvidia\n"),
+        ("95-site.yaml", "node-label: [a=b]\n"),
+        ("95-site.yaml", ""),
+        ("95-site.conf", "default-runtime: runc\n"),  # not read by k3s
+    ],
+)
+def test_dropins_that_leave_our_default_runtime_standing_are_accepted(
+    host: HostTree, name: str, text: str
+) -> None:
+    host.write(NVIDIA_RUNTIME, "#!/bin/sh\n")
+    host.write(f"/etc/rancher/k3s/config.yaml.d/{name}", text)
+    assert host.setup(setup_config("k3s")).code == 0
+    assert host.read(DEFAULT_DROPIN) == "default-runtime: nvidia\n"
+
+
+def _check(host: HostTree, config: dict[str, Any]) -> CliResult:
+    fake = host.folder / "fake-nvml.json"
+    fake.write_text(json.dumps({"driverVersion": "550.54.15", "gpus": nvlink_box(1)}))
+    return run_cli(
+        "node", "check", "--config", str(host.config_file(config)), "--node-name", "n1",
+        "--nvml", f"fake:{fake}", "--runtime-url", "http://127.0.0.1:9", "--root", str(host.root),
+        "--host-commands", "direct",
+    )  # fmt: skip
+
+
+def test_node_check_reports_a_later_dropin_that_undoes_setups_default_runtime(
+    host: HostTree,
+) -> None:
+    host.write(NVIDIA_RUNTIME, "#!/bin/sh\n")
+    config = setup_config("k3s")
+    assert host.setup(config).code == 0
+    configured = _check(host, config)
+    assert configured.code == 0, configured.err
+    assert "host runtime (k3s): configured as setup leaves it" in configured.out
+    host.write("/etc/rancher/k3s/config.yaml.d/99-site.yaml", "default-runtime: runc\n")
+    undone = _check(host, config)
+    assert undone.code == 1
+    assert (
+        "host runtime (k3s): setup would refuse: "
+        "/etc/rancher/k3s/config.yaml.d/99-site.yaml:1:1: default-runtime: 'runc' wins over"
+    ) in undone.out
