@@ -91,17 +91,28 @@ def plan(settings: RuntimeSettings, host: Host) -> list[FileChange]:
 def config_version(
     settings: RuntimeSettings, main: dict[str, Any], main_exists: bool, binary: Version | None
 ) -> int:
-    """The config version the drop-in must use: the main file's, else what the binary writes."""
+    """The config version the drop-in must use: the main file's; for a main file setup creates,
+    the one the host's binary writes itself (`containerd config default`: 2 on 1.x, 3 on
+    2.0-2.2, 4 from 2.3), which it reads without migrating; the pool's containerdConfigVersion
+    only when the binary cannot be asked (it may be stale: a node upgraded, or a 1.x node in a
+    pool declared 3, which 1.x cannot read); else 2, which every release reads."""
+    declared = settings.containerd_config_version
     if main_exists and "version" in main:
         version = main["version"]
         if not isinstance(version, int) or isinstance(version, bool):
             raise HostPathError(f"{CONTAINERD_CONFIG}: `version` is not a number; left untouched")
     elif main_exists and main.get("plugins"):
         version = 1
-    elif settings.containerd_config_version is not None:
-        version = settings.containerd_config_version
+    elif binary is not None:
+        version = native_config_version(binary)
+        if declared is not None and declared != version:
+            log.warning(
+                "containerd %s writes config version %d; the pool declares %d: creating %s "
+                "in version %d",
+                shown(binary), version, declared, CONTAINERD_CONFIG, version,
+            )  # fmt: skip
     else:
-        version = 2 if binary is None else native_config_version(binary)
+        version = 2 if declared is None else declared
     if version < 2:
         raise HostPathError(
             f"{CONTAINERD_CONFIG}: config version 1 (short plugin names) is not supported; "
