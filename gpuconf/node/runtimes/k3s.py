@@ -80,13 +80,13 @@ def ships_containerd_2(k3s: Version) -> bool:
 
 
 def plan(settings: RuntimeSettings, host: Host) -> list[FileChange]:
-    if settings.enable_cdi:
-        _check_cdi(host)
-    changes = []
     k3s = engine_version(host, "k3s")
+    if settings.enable_cdi:
+        _check_cdi(k3s)
+    changes = []
     if not detected_by_k3s(settings.binary_path, k3s):
         _refuse_a_second_nvidia(settings, host, k3s)
-        changes.append(_template_change(settings, host))
+        changes.append(_template_change(settings, host, k3s))
     if settings.set_as_default:
         refuse_a_later_default_runtime(host)
         path, old = current(host, K3S_AGENT_CONFIG_DROPIN)
@@ -107,11 +107,10 @@ def _refuse_a_second_nvidia(settings: RuntimeSettings, host: Host, k3s: Version 
             )
 
 
-def _check_cdi(host: Host) -> None:
+def _check_cdi(k3s: Version | None) -> None:
     """CDI lives in the CRI table k3s's base template owns: setup cannot add it without
     declaring that table twice. containerd 2 has it on; with an older containerd the plugin's
     CDI names would be ignored and pods would start without their GPUs, so setup refuses."""
-    k3s = engine_version(host, "k3s")
     if k3s is not None and ships_containerd_2(k3s):
         return
     found = "an unknown k3s release" if k3s is None else "k3s " + ".".join(map(str, k3s))
@@ -126,12 +125,11 @@ def default_runtime_dropin() -> bytes:
     return f"default-runtime: {RUNTIME_NAME}\n".encode()
 
 
-def _template_change(settings: RuntimeSettings, host: Host) -> FileChange:
+def _template_change(settings: RuntimeSettings, host: Host, k3s: Version | None) -> FileChange:
     for host_path, generation in ((K3S_TEMPLATE_V3, 3), (K3S_TEMPLATE_V2, 2)):
         path, old = current(host, host_path)
         if old is not None:
             return FileChange(host_path, path, old, merged_template(old, generation, settings))
-    k3s = engine_version(host, "k3s")
     # Unknown release: the v2 name, which every k3s reads (newer ones as legacy config).
     generation = 3 if k3s is not None and ships_containerd_2(k3s) else 2
     host_path = K3S_TEMPLATE_V3 if generation == 3 else K3S_TEMPLATE_V2
