@@ -7,7 +7,8 @@ open beside its floor (2x the idle p99); with a kubelet that accepts Register an
 answers, how long an XID takes to reach an open stream as Unhealthy (the fake NVML's 50 ms
 poll included), beside its ceiling (100 ms); the process's resident memory beside its target
 (40 MiB), NVIDIA's Go plugin (about 25 MiB) and this runtime before the footprint work (55.6
-MiB, 2026-11-22), with how much of it is grpcio's library and the files mapped beside it.
+MiB, 2026-11-22), with how much of it is anonymous memory and mapped files. The kubelet
+stand-in is grpcio, a different gRPC stack from the runtime's grpclib, as the kubelet's is.
 Figures only: each verdict is printed, none fails the run (CPU time on a shared machine is
 noisy).
 Run: .venv/bin/python bench/node.py [--calls N]
@@ -47,8 +48,8 @@ RSS_TARGET_MIB = 40.0
 NVIDIA_PLUGIN_RSS_MIB = 25.0
 """NVIDIA's k8s-device-plugin (Go), as issue 27 quotes it; not measured here (no GPU node)."""
 RSS_BEFORE_MIB = 55.6
-"""This bench on 2026-11-22, before prometheus_client, http.server and pydantic (the fake
-NVML's) left the runtime (README's Performance table)."""
+"""This bench on 2026-11-22 (README's Performance table), before grpcio (for grpclib),
+prometheus_client, http.server and pydantic (the fake NVML's) left the runtime."""
 POD_RESOURCES_SOCKET = "pod-resources.sock"
 WORKLOAD_XID = 94
 
@@ -281,9 +282,9 @@ def _memory_report(pid: int) -> None:
     )
     print(
         f"{'  of which':<34} anonymous {_rss_mib(pid, 'RssAnon'):.1f}, files "
-        f"{_rss_mib(pid, 'RssFile'):.1f} (grpcio's library {_mapped_mib(pid, 'cygrpc'):.1f}, "
-        f"libpython {_mapped_mib(pid, 'libpython'):.1f}, libcrypto for grpc's asyncio/ssl "
-        f"{_mapped_mib(pid, 'libcrypto'):.1f})"
+        f"{_rss_mib(pid, 'RssFile'):.1f} (libpython {_mapped_mib(pid, 'libpython'):.1f}, "
+        f"libcrypto for asyncio's ssl {_mapped_mib(pid, 'libcrypto'):.1f}, pydantic-core "
+        f"{_mapped_mib(pid, 'pydantic_core'):.1f})"
     )
 
 
