@@ -137,12 +137,15 @@ def test_setup_s_metrics_port_says_it_is_ready_and_what_it_changed(host: HostTre
     )  # fmt: skip
     try:
         wait_for(host.at(MARKER))
-        url = f"http://127.0.0.1:{port}/metrics"
-        with urllib.request.urlopen(url, timeout=5) as reply:
-            text = reply.read().decode()
+        deadline = time.monotonic() + 10
+        text = ""
+        while "gpuconf_setup_ready 1.0\n" not in text:  # set just after the marker is written
+            assert time.monotonic() < deadline, text
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+                text = reply.read().decode()
+            time.sleep(0.02)
     finally:
         stop(process)
-    assert "gpuconf_setup_ready 1.0\n" in text
     assert re.search(r"^gpuconf_setup_changed_files [1-9][0-9]*\.0$", text, re.MULTILINE)
     assert 'gpuconf_setup_engine_reloads_total{engine="docker",mode="none"} 1.0\n' in text
 
