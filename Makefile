@@ -119,7 +119,7 @@ image:
 	docker buildx build --platform $(PLATFORMS) -f Containerfile \
 		--build-arg GPUCONF_VERSION=$(VERSION) --tag $(IMAGE):$(VERSION) $(if $(PUSH),--push,) .
 
-bench: $(VENV)/.installed
+bench: $(VENV)/.installed-test
 	$(BIN)/python bench/render.py
 	$(BIN)/python bench/node.py
 	$(BIN)/python bench/setup.py

@@ -5,8 +5,12 @@ GetPreferredAllocation latency (p50/p99) beside an empty round trip
 (GetDevicePluginOptions) on the same socket; Allocate's p99 with 12 extra ListAndWatch streams
 open beside its floor (2x the idle p99); with a kubelet that accepts Register and never
 answers, how long an XID takes to reach an open stream as Unhealthy (the fake NVML's 50 ms
-poll included), beside its ceiling (100 ms); the process's resident memory. Figures only: each
-verdict is printed, none fails the run (CPU time on a shared machine is noisy).
+poll included), beside its ceiling (100 ms); the process's resident memory beside its target
+(40 MiB), NVIDIA's Go plugin (about 25 MiB) and this runtime before the footprint work (55.6
+MiB, 2026-11-22), with how much of it is anonymous memory and mapped files. The kubelet
+stand-in is grpcio, a different gRPC stack from the runtime's grpclib, as the kubelet's is.
+Figures only: each verdict is printed, none fails the run (CPU time on a shared machine is
+noisy).
 Run: .venv/bin/python bench/node.py [--calls N]
 """
 
@@ -40,6 +44,12 @@ GPUS = 8
 RESOURCE = "gpuconf.dev/h100"
 EXTRA_STREAMS = 12
 XID_CEILING_MS = 100.0
+RSS_TARGET_MIB = 40.0
+NVIDIA_PLUGIN_RSS_MIB = 25.0
+"""NVIDIA's k8s-device-plugin (Go), as issue 27 quotes it; not measured here (no GPU node)."""
+RSS_BEFORE_MIB = 55.6
+"""This bench on 2026-11-22 (README's Performance table), before grpcio (for grpclib),
+prometheus_client, http.server and pydantic (the fake NVML's) left the runtime."""
 POD_RESOURCES_SOCKET = "pod-resources.sock"
 WORKLOAD_XID = 94
 
@@ -244,11 +254,38 @@ def _xid_with_hung_kubelet(files: Path) -> list[float]:
     return latencies
 
 
-def _rss_mib(pid: int) -> float:
+def _rss_mib(pid: int, field: str = "VmRSS") -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def _mapped_mib(pid: int, name_part: str) -> float:
+    """Resident KiB of the process's mappings whose file name holds ``name_part``, in MiB."""
+    total = 0
+    mapped = False
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        if line[:1].isdigit() or line[:1] in "abcdef":
+            mapped = name_part in line
+        elif mapped and line.startswith("Rss:"):
+            total += int(line.split()[1])
+    return total / 1024
+
+
+def _memory_report(pid: int) -> None:
+    rss = _rss_mib(pid)
+    verdict = "ok" if rss <= RSS_TARGET_MIB else "OVER"
+    print(
+        f"{'resident memory (RSS)':<34} {rss:8.1f} MiB <= {RSS_TARGET_MIB:.0f} MiB {verdict}; "
+        f"NVIDIA's plugin ~{NVIDIA_PLUGIN_RSS_MIB:.0f} MiB; before {RSS_BEFORE_MIB} MiB"
+    )
+    print(
+        f"{'  of which':<34} anonymous {_rss_mib(pid, 'RssAnon'):.1f}, files "
+        f"{_rss_mib(pid, 'RssFile'):.1f} (libpython {_mapped_mib(pid, 'libpython'):.1f}, "
+        f"libcrypto for asyncio's ssl {_mapped_mib(pid, 'libcrypto'):.1f}, pydantic-core "
+        f"{_mapped_mib(pid, 'pydantic_core'):.1f})"
+    )
 
 
 def main() -> int:
@@ -306,7 +343,7 @@ def main() -> int:
                 f"{'  p99 beside its floor (2x idle)':<34} {_p99(busy):8.0f} us <= {floor:.0f} us "
                 f"{verdict}"
             )
-        print(f"{'resident memory (RSS)':<34} {_rss_mib(process.pid):8.1f} MiB")
+        _memory_report(process.pid)
     finally:
         _stop(process)
         server.stop(0)

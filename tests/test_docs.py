@@ -7,7 +7,6 @@ import re
 from pathlib import Path
 
 from builders import RENDERED, REPO, load_yaml, read_tree, run_cli
-from prometheus_client import generate_latest
 
 from gpuconf.node.metrics import Metrics
 from gpuconf.node.nvml.fake import read_inventory
@@ -73,7 +72,7 @@ def test_the_node_labels_sample_is_what_the_command_prints(tmp_path: Path) -> No
 
 def test_the_metrics_table_lists_every_metric_the_runtime_exports() -> None:
     metrics = Metrics()
-    exposition = generate_latest(metrics.registry).decode()
+    exposition = metrics.registry.exposition().decode()
     exported = {
         name
         for name in re.findall(r"^# TYPE (\S+) ", exposition, flags=re.M)

@@ -25,7 +25,8 @@ class RuntimeSettings(Model):
     set_as_default: bool
     binary_path: str
     containerd_config_version: Literal[2, 3, 4] | None = None
-    """Only for a host without a containerd main config; otherwise the host's file decides."""
+    """Only for a host without a containerd main config whose binary does not say its release;
+    otherwise the host's file, or its binary, decides."""
     restart: Literal["auto", "signal", "systemd", "none"] = "auto"
     revert_on_stop: bool = False
     driver_root: str = "/"

@@ -63,7 +63,7 @@ def engine_files(settings: RuntimeSettings) -> list[HostFile]:
     files = [
         HostFile(
             f"{K3S_TEMPLATE_V2} or {K3S_TEMPLATE_V3}",
-            "only when k3s would not find the runtime on its PATH: merged into the "
+            "only when the host's k3s release would not find the runtime itself: merged into the "
             "template k3s reads, after its base template",
         )
     ]

@@ -1,4 +1,4 @@
 """`gpuconf node`: the device-plugin runtime that runs on every GPU node.
 
-Only this package imports grpc, pynvml, prometheus_client and the kubernetes client.
+Only this package imports grpclib, pynvml and the kubernetes client.
 """

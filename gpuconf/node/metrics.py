@@ -1,15 +1,15 @@
-"""The runtime's Prometheus metrics, in a registry of their own (never the global one)."""
+"""The runtime's Prometheus metrics, in a registry of their own."""
 
 from __future__ import annotations
 
 import contextlib
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from gpuconf.node.prometheus_text import Counter, Gauge, Registry
 
 
 class Metrics:
     def __init__(self) -> None:
-        self.registry = CollectorRegistry(auto_describe=True)
+        self.registry = Registry()
         r = self.registry
         self.devices = Gauge(
             "gpuconf_node_devices",

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from builders import CLUSTERS, REPO, read_tree
 
-HEAVY_MODULES = ("grpc", "pynvml", "kubernetes", "prometheus_client")
+HEAVY_MODULES = ("grpc", "grpclib", "pynvml", "kubernetes", "prometheus_client")
 
 
 def _image_build_context(into: Path) -> Path:

@@ -20,6 +20,7 @@ NOT_FOR_VALIDATE = (
     "celpy",
     "ruamel",
     "grpc",
+    "grpclib",
     "kubernetes",
     "prometheus_client",
     "gpuconf.api.node_config",

@@ -6,10 +6,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 from builders import gpu_uuid, node_config, nvlink_box, resource
 from kubelet_stub import KubeletStub
-from plugin_process import NodeProcess, serving, wait_until
+from plugin_process import NodeProcess, allocate, serving, wait_until
 
 WHOLE = "gpuconf.dev/h100"
 RECOVER_AFTER_SECONDS = 1
@@ -111,6 +112,26 @@ def _two_gpu_node(folder: Path) -> tuple[NodeProcess, Path]:
     })  # fmt: skip
     process = NodeProcess(folder, config, nvlink_box(2))
     return process, process.files / "state" / "awaiting-reset.json"
+
+
+def test_allocate_refuses_a_gpu_that_turned_unhealthy_after_the_kubelet_chose_it(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    process, _ = _two_gpu_node(tmp_path_factory.mktemp("allocate-unhealthy"))
+    with serving(process) as kubelet:
+        kubelet.wait_devices(WHOLE, timeout=10)
+        process.send_xid(gpu_uuid(1), 48)
+        kubelet.wait_devices(WHOLE, lambda d: health(d, gpu_uuid(1)) == "Unhealthy", timeout=5)
+        with process.plugin(WHOLE) as plugin:
+            with pytest.raises(grpc.RpcError) as raised:
+                allocate(plugin, [gpu_uuid(0), gpu_uuid(1)])
+            assert allocate(plugin, [gpu_uuid(0)]).container_responses
+        assert raised.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert raised.value.details() == (
+            f"{WHOLE} device(s) turned unhealthy before Allocate: {gpu_uuid(1)}; "
+            "not handed out (the pod is to be placed again)"
+        )
+        assert process.metric("gpuconf_node_allocate_errors_total", resource=WHOLE) == 1
 
 
 def test_a_gpu_awaiting_a_reset_stays_withheld_across_a_restart(

@@ -34,7 +34,7 @@ class ContainerRuntime(Model):
     binary_path: AbsolutePath = "/usr/bin/nvidia-container-runtime"
     """Where nvidia-container-runtime is installed on the host."""
     containerd_config_version: Literal[2, 3, 4] | None = None
-    """containerd only: the config version of the pool's containerd (2 for 1.x, 3 for 2.0–2.2, 4 from 2.3). Setup follows the host's main file when there is one and uses this for a host without one; 3 or 4 lets the device list default to CDI."""
+    """containerd only: the config version of the pool's containerd (2 for 1.x, 3 for 2.0–2.2, 4 from 2.3). Setup follows the host's main file when there is one; it creates a missing one in the version the host's containerd binary writes, and in this one only when the binary does not say its release; 3 or 4 lets the device list default to CDI."""
     restart: Literal["auto", "signal", "systemd", "none"] = "auto"
     """How setup makes the engine load a changed config: auto picks the safe way per engine (docker: SIGHUP reload; containerd: systemd restart; cri-o: SIGHUP from 1.26, else systemd; k3s: none, an operator restarts k3s)."""
     revert_on_stop: bool = False

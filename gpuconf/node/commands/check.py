@@ -8,7 +8,7 @@ import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
-from gpuconf.api.node_config import ExpectedGpu
+from gpuconf.api.node_config import ExpectedGpu, NodeConfig
 from gpuconf.errors import ExitCode, UsageError, UserError
 from gpuconf.node.config_watch import read_config
 from gpuconf.node.drift import DriftReport, compare
@@ -16,6 +16,8 @@ from gpuconf.node.node_annotation import annotate_node
 from gpuconf.node.nvml.api import GpuInfo, NvmlError
 from gpuconf.node.nvml.select import open_nvml
 from gpuconf.node.reclass import PendingChange
+from gpuconf.node.runtimes.host import Host
+from gpuconf.node.runtimes.host_plan import plan_host
 
 MISSING = "-"
 STATUS_TIMEOUT = 2.0
@@ -43,8 +45,30 @@ def run(options: argparse.Namespace) -> int:
     print(report.as_text(), end="")
     url = options.runtime_url or f"http://127.0.0.1:{config.metrics_port}"
     print(pending_text(url), end="")
+    runtime_ok = True
+    if options.root is not None:
+        host = Host(Path(options.root), chroot=options.host_commands == "chroot")
+        runtime_ok, text = host_runtime_text(config, host)
+        print(text)
     annotate_node(options.node_name, report)
-    return ExitCode.INVALID_INPUT if report.drifted else ExitCode.OK
+    return ExitCode.INVALID_INPUT if report.drifted or not runtime_ok else ExitCode.OK
+
+
+def host_runtime_text(config: NodeConfig, host: Host) -> tuple[bool, str]:
+    """Whether the host's engine runs GPU pods as setup leaves it, and what to say about it:
+    what setup would refuse (a file loading after its own that undoes it), or change."""
+    engine = config.runtime.engine
+    try:
+        changed = plan_host(config, host).changed
+    except UserError as refused:
+        return False, f"host runtime ({engine}): setup would refuse: {refused}"
+    if changed:
+        files = ", ".join(change.host_path for change in changed)
+        return False, (
+            f"host runtime ({engine}): not configured: setup would change {files} "
+            "(`gpuconf node setup --dry-run` shows how)"
+        )
+    return True, f"host runtime ({engine}): configured as setup leaves it"
 
 
 def pending_text(runtime_url: str) -> str:

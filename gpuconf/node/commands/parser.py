@@ -82,6 +82,18 @@ def build_parser(prog: str = "gpuconf node") -> ArgumentParser:
         help="the running `gpuconf node run` to ask for pending changes "
         "(default: http://127.0.0.1:<metricsPort>)",
     )
+    check.add_argument(
+        "--root",
+        default=None,
+        help="also check the host's engine config, with the host's / here (as setup sees it): "
+        "is it as setup leaves it, and does a file loading after setup's undo it?",
+    )
+    check.add_argument(
+        "--host-commands",
+        choices=["chroot", "direct"],
+        default="chroot",
+        help="with --root: run host programs chrooted into it, or the ones under it directly",
+    )
 
     labels = commands.add_parser(
         "labels", help="print the labels this node would publish (GFD's and gpuconf's)"

@@ -7,8 +7,6 @@ import signal
 from pathlib import Path
 from types import FrameType
 
-from prometheus_client import disable_created_metrics
-
 from gpuconf.errors import ExitCode
 from gpuconf.node import log
 from gpuconf.node.config_watch import ConfigInvalid, read_config
@@ -29,7 +27,6 @@ class _StartFailed(Exception):
 
 def run(options: argparse.Namespace) -> int:
     log.configure()
-    disable_created_metrics()  # type: ignore[no-untyped-call]
     try:
         return _run(options)
     except ConfigInvalid as invalid:

@@ -17,8 +17,6 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
-
 from gpuconf.api.node_config import NodeConfig
 from gpuconf.api.node_facts import CONTAINERISED_DRIVER_ROOT
 from gpuconf.api.runtime_files import (
@@ -32,6 +30,7 @@ from gpuconf.node.atomic_files import remove, write_atomically
 from gpuconf.node.config_watch import read_config
 from gpuconf.node.metrics_http import MetricsServer
 from gpuconf.node.nvml.tegra import RELEASE_FILE as TEGRA_RELEASE_FILE
+from gpuconf.node.prometheus_text import Counter, Gauge, Registry
 from gpuconf.node.runtimes import apply, reload
 from gpuconf.node.runtimes.changes import config_hash, unified_diff
 from gpuconf.node.runtimes.host import Host
@@ -45,7 +44,7 @@ _log = log.get("setup")
 
 class SetupMetrics:
     def __init__(self) -> None:
-        self.registry = CollectorRegistry()
+        self.registry = Registry()
         self.ready = Gauge(
             "gpuconf_setup_ready",
             "1 while the setup-ready marker is written",

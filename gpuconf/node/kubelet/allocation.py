@@ -24,6 +24,17 @@ class AllocationRefused(Exception):
     """The request cannot be served; the message tells the kubelet (and the user) why."""
 
 
+class UnhealthyDevices(AllocationRefused):
+    """Known devices that turned unhealthy after the kubelet chose them.
+
+    The kubelet picks among the devices ListAndWatch last called healthy, so this happens when
+    an XID lands between its choice and the call. NVIDIA's plugin (v0.20.0,
+    internal/plugin/server.go Allocate → internal/rm/rm.go ValidateRequest) checks only that
+    the IDs are known and hands the GPU out anyway; the container then starts on a GPU that
+    just failed. Refusing fails the pod's admission instead (UnexpectedAdmissionError), and
+    its controller recreates it, placed on the devices the kubelet now knows are healthy."""
+
+
 def cdi_name(uuid: str) -> str:
     return f"{CDI_KIND}={uuid}"
 
@@ -37,6 +48,12 @@ def container_allocation(
         raise AllocationRefused(
             f"unknown device IDs for {view.resource.name}: {', '.join(unknown)} "
             f"(this plugin offers {offered})"
+        )
+    unhealthy = [i for i in dict.fromkeys(device_ids) if i not in view.healthy_ids]
+    if unhealthy:
+        raise UnhealthyDevices(
+            f"{view.resource.name} device(s) turned unhealthy before Allocate: "
+            f"{', '.join(unhealthy)}; not handed out (the pod is to be placed again)"
         )
     sharing = view.resource.sharing
     if view.shared and sharing.fail_requests_greater_than_one and len(device_ids) > 1:

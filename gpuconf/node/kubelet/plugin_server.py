@@ -1,29 +1,35 @@
-"""One resource's DevicePlugin gRPC service on its own unix socket."""
+"""One resource's DevicePlugin gRPC service on its own unix socket (grpclib, on the I/O loop)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
-from collections.abc import Iterator
-from concurrent import futures
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-import grpc
+from grpclib.const import Cardinality, Handler, Status
+from grpclib.exceptions import GRPCError
+from grpclib.server import Server, Stream
 
 from gpuconf.node import log
-from gpuconf.node.kubelet.allocation import AllocationRefused, container_allocation
+from gpuconf.node.kubelet.allocation import (
+    AllocationRefused,
+    UnhealthyDevices,
+    container_allocation,
+)
+from gpuconf.node.kubelet.io_loop import io_loop
 from gpuconf.node.kubelet.preferred import preferred_ids
-from gpuconf.node.kubelet.proto import api_pb2, api_pb2_grpc
-from gpuconf.node.kubelet.registration import unix_target
+from gpuconf.node.kubelet.proto import api_pb2
 from gpuconf.node.latest import Latest
 from gpuconf.node.metrics import Metrics
 from gpuconf.node.resource_view import ResourceView
 
-STREAM_CHECK_SECONDS = 0.5
-"""How often an idle ListAndWatch stream looks whether its client or server went away."""
+SERVICE = "/v1beta1.DevicePlugin"
 MAX_STREAMS = 32
-"""Open ListAndWatch streams per socket; each holds a worker thread for its whole life."""
-UNARY_WORKERS = 8
-"""Threads left for Allocate and the other short calls however many streams are open."""
+"""Open ListAndWatch streams per socket."""
+START_TIMEOUT_SECONDS = 5.0
 
 _log = log.get("plugin")
 
@@ -42,45 +48,78 @@ def _device_message(view: ResourceView) -> api_pb2.ListAndWatchResponse:
     return api_pb2.ListAndWatchResponse(devices=devices)
 
 
-class DevicePluginService(api_pb2_grpc.DevicePluginServicer):
-    def __init__(
-        self, views: Latest[ResourceView], metrics: Metrics, stopping: threading.Event
-    ) -> None:
+class DevicePluginService:
+    def __init__(self, views: Latest[ResourceView], metrics: Metrics) -> None:
         self._views = views
         self._metrics = metrics
-        self._stopping = stopping
-        self._stream_slots = threading.BoundedSemaphore(MAX_STREAMS)
+        self._streams = 0
 
-    def GetDevicePluginOptions(
-        self, request: api_pb2.Empty, context: grpc.ServicerContext
-    ) -> api_pb2.DevicePluginOptions:
-        return api_pb2.DevicePluginOptions(get_preferred_allocation_available=True)
+    def __mapping__(self) -> Mapping[str, Handler]:
+        unary = Cardinality.UNARY_UNARY
+        return {
+            f"{SERVICE}/GetDevicePluginOptions": Handler(
+                self.GetDevicePluginOptions, unary, api_pb2.Empty, api_pb2.DevicePluginOptions
+            ),
+            f"{SERVICE}/ListAndWatch": Handler(
+                self.ListAndWatch,
+                Cardinality.UNARY_STREAM,
+                api_pb2.Empty,
+                api_pb2.ListAndWatchResponse,
+            ),
+            f"{SERVICE}/GetPreferredAllocation": Handler(
+                self.GetPreferredAllocation,
+                unary,
+                api_pb2.PreferredAllocationRequest,
+                api_pb2.PreferredAllocationResponse,
+            ),
+            f"{SERVICE}/Allocate": Handler(
+                self.Allocate, unary, api_pb2.AllocateRequest, api_pb2.AllocateResponse
+            ),
+            f"{SERVICE}/PreStartContainer": Handler(
+                self.PreStartContainer,
+                unary,
+                api_pb2.PreStartContainerRequest,
+                api_pb2.PreStartContainerResponse,
+            ),
+        }
 
-    def ListAndWatch(
-        self, request: api_pb2.Empty, context: grpc.ServicerContext
-    ) -> Iterator[api_pb2.ListAndWatchResponse]:
-        if not self._stream_slots.acquire(blocking=False):
-            context.abort(
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
+    async def GetDevicePluginOptions(self, stream: Stream[Any, Any]) -> None:
+        await stream.recv_message()
+        await stream.send_message(
+            api_pb2.DevicePluginOptions(get_preferred_allocation_available=True)
+        )
+
+    async def ListAndWatch(self, stream: Stream[Any, Any]) -> None:
+        await stream.recv_message()
+        if self._streams >= MAX_STREAMS:
+            raise GRPCError(
+                Status.RESOURCE_EXHAUSTED,
                 f"{MAX_STREAMS} ListAndWatch streams are open on this socket already",
             )
+        self._streams += 1
+        loop = asyncio.get_running_loop()
+        changed = asyncio.Event()
+
+        def wake() -> None:
+            loop.call_soon_threadsafe(changed.set)
+
+        stop_watching = self._views.watch(wake)
         try:
-            yield from self._watch(context)
+            version, view = self._views.current()
+            await stream.send_message(_device_message(view))
+            while True:
+                await changed.wait()
+                changed.clear()
+                newest, view = self._views.current()
+                if newest != version:
+                    version = newest
+                    await stream.send_message(_device_message(view))
         finally:
-            self._stream_slots.release()
+            stop_watching()
+            self._streams -= 1
 
-    def _watch(self, context: grpc.ServicerContext) -> Iterator[api_pb2.ListAndWatchResponse]:
-        version, view = self._views.current()
-        yield _device_message(view)
-        while context.is_active() and not self._stopping.is_set():
-            newer = self._views.wait_newer(version, STREAM_CHECK_SECONDS)
-            if newer is not None:
-                version, view = newer
-                yield _device_message(view)
-
-    def GetPreferredAllocation(
-        self, request: api_pb2.PreferredAllocationRequest, context: grpc.ServicerContext
-    ) -> api_pb2.PreferredAllocationResponse:
+    async def GetPreferredAllocation(self, stream: Stream[Any, Any]) -> None:
+        request = await _request(stream)
         _, view = self._views.current()
         response = api_pb2.PreferredAllocationResponse()
         for container in request.container_requests:
@@ -93,11 +132,10 @@ class DevicePluginService(api_pb2_grpc.DevicePluginServicer):
             response.container_responses.append(
                 api_pb2.ContainerPreferredAllocationResponse(deviceIDs=chosen)
             )
-        return response
+        await stream.send_message(response)
 
-    def Allocate(
-        self, request: api_pb2.AllocateRequest, context: grpc.ServicerContext
-    ) -> api_pb2.AllocateResponse:
+    async def Allocate(self, stream: Stream[Any, Any]) -> None:
+        request = await _request(stream)
         _, view = self._views.current()
         name = view.resource.name
         response = api_pb2.AllocateResponse()
@@ -109,14 +147,18 @@ class DevicePluginService(api_pb2_grpc.DevicePluginServicer):
         except AllocationRefused as refused:
             self._metrics.allocate_errors.labels(name).inc()
             _log.warning("allocation refused", extra=log.kv(resource=name, reason=str(refused)))
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(refused))
+            code = (
+                Status.FAILED_PRECONDITION
+                if isinstance(refused, UnhealthyDevices)
+                else Status.INVALID_ARGUMENT
+            )
+            raise GRPCError(code, str(refused)) from None
         self._metrics.allocations.labels(name).inc(len(request.container_requests))
-        return response
+        await stream.send_message(response)
 
-    def PreStartContainer(
-        self, request: api_pb2.PreStartContainerRequest, context: grpc.ServicerContext
-    ) -> api_pb2.PreStartContainerResponse:
-        return api_pb2.PreStartContainerResponse()
+    async def PreStartContainer(self, stream: Stream[Any, Any]) -> None:
+        await stream.recv_message()
+        await stream.send_message(api_pb2.PreStartContainerResponse())
 
 
 class PluginServer:
@@ -126,36 +168,46 @@ class PluginServer:
         self.socket_path = socket_path
         self._views = views
         self._metrics = metrics
-        self._server: grpc.Server | None = None
-        self._stopping = threading.Event()
+        self._server: Server | None = None
+        self._lock = threading.Lock()
 
     def start(self) -> None:
         self.stop()
         self.socket_path.unlink(missing_ok=True)
-        self._stopping = threading.Event()
-        server = grpc.server(
-            futures.ThreadPoolExecutor(
-                max_workers=MAX_STREAMS + UNARY_WORKERS, thread_name_prefix="grpc"
-            ),
-            options=[("grpc.so_reuseport", 0)],
-        )
-        service = DevicePluginService(self._views, self._metrics, self._stopping)
-        api_pb2_grpc.add_DevicePluginServicer_to_server(  # type: ignore[no-untyped-call]
-            service, server
-        )
-        server.add_insecure_port(unix_target(self.socket_path))
-        server.start()
-        self._server = server
+        service = DevicePluginService(self._views, self._metrics)
+        server = io_loop().run(_started(service, self.socket_path), START_TIMEOUT_SECONDS)
+        with self._lock:
+            self._server = server
 
     def stop(self) -> None:
-        if self._server is None:
+        with self._lock:
+            server, self._server = self._server, None
+        if server is None:
             return
-        self._stopping.set()
-        self._views.wake_all()
-        self._server.stop(grace=0.2).wait(timeout=2)
-        self._server = None
+        with contextlib.suppress(TimeoutError):
+            io_loop().run(_closed(server), START_TIMEOUT_SECONDS)
         self.socket_path.unlink(missing_ok=True)
 
     @property
     def serving(self) -> bool:
-        return self._server is not None and self.socket_path.exists()
+        with self._lock:
+            return self._server is not None and self.socket_path.exists()
+
+
+async def _request(stream: Stream[Any, Any]) -> Any:
+    request = await stream.recv_message()
+    if request is None:
+        raise GRPCError(Status.INVALID_ARGUMENT, "no request message")
+    return request
+
+
+async def _started(service: DevicePluginService, socket_path: Path) -> Server:
+    server = Server([service])  # made on the loop it serves from
+    await server.start(path=str(socket_path))
+    return server
+
+
+async def _closed(server: Server) -> None:
+    """Stop listening and end every call, ListAndWatch streams included."""
+    server.close()
+    await server.wait_closed()

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import grpc
+from grpclib.client import Channel, UnaryUnaryMethod
+from grpclib.exceptions import GRPCError, StreamTerminatedError
 
-from gpuconf.node.kubelet.proto import api_pb2, api_pb2_grpc
+from gpuconf.node.kubelet.io_loop import io_loop
+from gpuconf.node.kubelet.proto import api_pb2
 
 API_VERSION = "v1beta1"
 KUBELET_SOCKET = "kubelet.sock"
@@ -15,10 +17,6 @@ REGISTER_TIMEOUT_SECONDS = 5.0
 
 class RegistrationFailed(Exception):
     pass
-
-
-def unix_target(path: Path) -> str:
-    return f"unix://{path.absolute()}"
 
 
 def register(plugin_dir: Path, endpoint: str, resource_name: str) -> None:
@@ -32,8 +30,19 @@ def register(plugin_dir: Path, endpoint: str, resource_name: str) -> None:
     if not kubelet.exists():
         raise RegistrationFailed(f"{kubelet} does not exist (is the kubelet running?)")
     try:
-        with grpc.insecure_channel(unix_target(kubelet)) as channel:
-            stub = api_pb2_grpc.RegistrationStub(channel)  # type: ignore[no-untyped-call]
-            stub.Register(request, timeout=REGISTER_TIMEOUT_SECONDS)
-    except grpc.RpcError as error:
-        raise RegistrationFailed(f"{error.code().name}: {error.details()}") from None
+        io_loop().run(_register(kubelet, request), REGISTER_TIMEOUT_SECONDS + 1)
+    except GRPCError as error:
+        raise RegistrationFailed(f"{error.status.name}: {error.message}") from None
+    except (OSError, StreamTerminatedError, TimeoutError) as error:
+        raise RegistrationFailed(f"UNAVAILABLE: {error or type(error).__name__}") from None
+
+
+async def _register(kubelet: Path, request: api_pb2.RegisterRequest) -> None:
+    channel = Channel(path=str(kubelet))
+    try:
+        call = UnaryUnaryMethod(
+            channel, "/v1beta1.Registration/Register", api_pb2.RegisterRequest, api_pb2.Empty
+        )
+        await call(request, timeout=REGISTER_TIMEOUT_SECONDS)
+    finally:
+        channel.close()

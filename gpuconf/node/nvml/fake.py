@@ -12,10 +12,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic_core import SchemaValidator, ValidationError
+from pydantic_core import core_schema as cs
 
 from gpuconf.diagnostics import Diagnostic
 from gpuconf.formats.located_yaml import LoadFailed, Located, parse_text
@@ -24,58 +24,55 @@ from gpuconf.node.nvml.api import GpuInfo, MigDevice, NvmlError, XidEvent
 EVENT_POLL_SECONDS = 0.05
 
 
-class Model(BaseModel):
-    """Frozen, strict, camelCase keys, unknown keys rejected. Pydantic models, not records
-    (`api/record.py`): the fake's cross-field checks are pydantic validators, and only a node
-    runtime under test or in a demo loads it."""
-
-    model_config = ConfigDict(
-        frozen=True, extra="forbid", strict=True, alias_generator=to_camel, defer_build=True
-    )
-
-
-class _FakeMigDevice(Model):
-    uuid: str
-    profile: str
-    gpu_instance_id: int = Field(ge=0)
-    compute_instance_id: int = Field(ge=0)
+# The file's shape as a pydantic-core schema (strict, camelCase keys, unknown keys refused):
+# pydantic-core is loaded for the node config anyway, and pydantic on top of it would add
+# 4 MiB to the resident memory of every runtime that plays NVML from a file.
+def _field(schema: cs.CoreSchema, key: str, default: Any = ...) -> Any:
+    if default is not ...:
+        schema = cs.with_default_schema(schema, default=default)
+    return cs.typed_dict_field(schema, required=default is ..., validation_alias=key)
 
 
-class _FakeGpu(Model):
-    index: int = Field(ge=0)
-    uuid: str
-    name: str
-    memory_mi_b: int = Field(alias="memoryMiB", ge=1)
-    pci_bus_id: str
-    numa_node: int | None = None
+def _record(fields: dict[str, Any]) -> cs.TypedDictSchema:
+    return cs.typed_dict_schema(fields, extra_behavior="forbid", strict=True)
+
+
+_TEXT = cs.str_schema(strict=True)
+# "8.0" as nvidia-smi --query-gpu=compute_cap prints it; "12.4" as it prints "CUDA Version".
+_MAJOR_MINOR = cs.nullable_schema(cs.str_schema(strict=True, pattern=r"^[0-9]+\.[0-9]+$"))
+_MIG_DEVICE = _record({
+    "uuid": _field(_TEXT, "uuid"),
+    "profile": _field(_TEXT, "profile"),
+    "gpu_instance_id": _field(cs.int_schema(ge=0, strict=True), "gpuInstanceId"),
+    "compute_instance_id": _field(cs.int_schema(ge=0, strict=True), "computeInstanceId"),
+})  # fmt: skip
+_GPU = _record({
+    "index": _field(cs.int_schema(ge=0, strict=True), "index"),
+    "uuid": _field(_TEXT, "uuid"),
+    "name": _field(_TEXT, "name"),
+    "memory_mib": _field(cs.int_schema(ge=1, strict=True), "memoryMiB"),
+    "pci_bus_id": _field(_TEXT, "pciBusId"),
+    "numa_node": _field(cs.nullable_schema(cs.int_schema(strict=True)), "numaNode", None),
     # YAML mapping keys reach us as text; "1" must still mean GPU 1.
-    nvlinks: dict[Annotated[int, Strict(False)], Annotated[int, Field(ge=1)]] = Field(
-        default_factory=dict
-    )
-    mig_enabled: bool = False
-    mig_devices: list[_FakeMigDevice] = Field(default_factory=list)
-    reset_pending: bool = False
-    compute_capability: Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]+$")] | None = None
-    """"8.0", as nvidia-smi --query-gpu=compute_cap prints it."""
-    mig_capable: bool | None = None
-    """Default: whether MIG is enabled."""
-
-
-class _FakeFile(Model):
-    driver_version: str = "fake"
-    cuda_driver_version: Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]+$")] | None = None
-    """"12.4", as nvidia-smi prints "CUDA Version"."""
-    gpus: list[_FakeGpu]
-    events: str | None = None
-
-    @model_validator(mode="after")
-    def _indices_and_uuids_are_unique(self) -> _FakeFile:
-        for attribute in ("index", "uuid"):
-            values = [getattr(gpu, attribute) for gpu in self.gpus]
-            repeated = sorted({str(v) for v in values if values.count(v) > 1})
-            if repeated:
-                raise ValueError(f"GPU {attribute} repeated: {', '.join(repeated)}")
-        return self
+    "nvlinks": _field(
+        cs.dict_schema(cs.int_schema(strict=False), cs.int_schema(ge=1, strict=True)),
+        "nvlinks",
+        {},
+    ),
+    "mig_enabled": _field(cs.bool_schema(strict=True), "migEnabled", False),
+    "mig_devices": _field(cs.list_schema(_MIG_DEVICE, strict=True), "migDevices", []),
+    "reset_pending": _field(cs.bool_schema(strict=True), "resetPending", False),
+    "compute_capability": _field(_MAJOR_MINOR, "computeCapability", None),
+    # Default: whether MIG is enabled.
+    "mig_capable": _field(cs.nullable_schema(cs.bool_schema(strict=True)), "migCapable", None),
+})  # fmt: skip
+_FILE_SHAPE = _record({
+    "driver_version": _field(_TEXT, "driverVersion", "fake"),
+    "cuda_driver_version": _field(_MAJOR_MINOR, "cudaDriverVersion", None),
+    "gpus": _field(cs.list_schema(_GPU, strict=True), "gpus"),
+    "events": _field(cs.nullable_schema(_TEXT), "events", None),
+})  # fmt: skip
+_FILE = SchemaValidator(_FILE_SHAPE)
 
 
 @dataclass(frozen=True)
@@ -91,23 +88,23 @@ def _stat_key(path: Path) -> tuple[int, int, int]:
     return (stat.st_ino, stat.st_size, stat.st_mtime_ns)
 
 
-def _gpu_info(gpu: _FakeGpu) -> GpuInfo:
+def _gpu_info(gpu: dict[str, Any]) -> GpuInfo:
     return GpuInfo(
-        index=gpu.index,
-        uuid=gpu.uuid,
-        name=gpu.name,
-        memory_mib=gpu.memory_mi_b,
-        pci_bus_id=gpu.pci_bus_id,
-        numa_node=gpu.numa_node,
-        nvlinks=dict(sorted(gpu.nvlinks.items())),
-        mig_enabled=gpu.mig_enabled,
+        index=gpu["index"],
+        uuid=gpu["uuid"],
+        name=gpu["name"],
+        memory_mib=gpu["memory_mib"],
+        pci_bus_id=gpu["pci_bus_id"],
+        numa_node=gpu["numa_node"],
+        nvlinks=dict(sorted(gpu["nvlinks"].items())),
+        mig_enabled=gpu["mig_enabled"],
         mig_devices=tuple(
-            MigDevice(m.uuid, m.profile, m.gpu_instance_id, m.compute_instance_id)
-            for m in gpu.mig_devices
+            MigDevice(m["uuid"], m["profile"], m["gpu_instance_id"], m["compute_instance_id"])
+            for m in gpu["mig_devices"]
         ),
-        reset_pending=gpu.reset_pending,
-        compute_capability=_version(gpu.compute_capability),
-        mig_capable=gpu.mig_enabled if gpu.mig_capable is None else gpu.mig_capable,
+        reset_pending=gpu["reset_pending"],
+        compute_capability=_version(gpu["compute_capability"]),
+        mig_capable=gpu["mig_enabled"] if gpu["mig_capable"] is None else gpu["mig_capable"],
     )
 
 
@@ -116,6 +113,15 @@ def _version(text: str | None) -> tuple[int, int] | None:
         return None
     major, minor = text.split(".")
     return int(major), int(minor)
+
+
+def _repeated(gpus: list[dict[str, Any]]) -> str | None:
+    for attribute in ("index", "uuid"):
+        values = [gpu[attribute] for gpu in gpus]
+        repeated = sorted({str(v) for v in values if values.count(v) > 1})
+        if repeated:
+            return f"GPU {attribute} repeated: {', '.join(repeated)}"
+    return None
 
 
 def _validation_message(located: Located, error: ValidationError) -> str:
@@ -139,12 +145,17 @@ def read_inventory(path: Path) -> _Inventory:
     except LoadFailed as failed:
         raise NvmlError(f"invalid fake NVML file: {failed.diagnostic.as_text()}") from None
     try:
-        parsed = _FakeFile.model_validate(located.data)
+        parsed = _FILE.validate_python(located.data)
     except ValidationError as error:
         raise NvmlError(f"invalid fake NVML file:\n{_validation_message(located, error)}") from None
-    events = None if parsed.events is None else path.parent / parsed.events
-    gpus = tuple(sorted((_gpu_info(g) for g in parsed.gpus), key=lambda g: g.index))
-    return _Inventory(parsed.driver_version, _version(parsed.cuda_driver_version), gpus, events)
+    repeated = _repeated(parsed["gpus"])
+    if repeated is not None:
+        where = located.diagnostic(("gpus",), repeated).as_text()
+        raise NvmlError(f"invalid fake NVML file:\n{where}")
+    events = None if parsed["events"] is None else path.parent / parsed["events"]
+    gpus = tuple(sorted((_gpu_info(g) for g in parsed["gpus"]), key=lambda g: g.index))
+    cuda = _version(parsed["cuda_driver_version"])
+    return _Inventory(parsed["driver_version"], cuda, gpus, events)
 
 
 class _EventTail:

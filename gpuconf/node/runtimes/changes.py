@@ -26,15 +26,38 @@ class FileChange:
         return self.old != self.new
 
 
+MAX_HOST_FILE_BYTES = 2**20
+"""The largest host file setup reads. Setup holds a file a few times over (text, parsed
+tables, the merged copy, the diff) and its container's limit is 128 MiB: bench/setup.py
+measured 60 MiB peak at 1 MiB, 153 MiB at 4 MiB. Real engine configs are a few KiB."""
+
+
+class HostFileTooLarge(HostPathError):
+    pass
+
+
 def current(host: Host, host_path: str) -> tuple[Path, bytes | None]:
-    """The file's real location and its bytes (None when it does not exist)."""
+    """The file's real location and its bytes (None when it does not exist); HostFileTooLarge,
+    with nothing read past the limit, for a file over MAX_HOST_FILE_BYTES."""
     path = host.path(host_path)
     try:
-        return path, read_optional(path)
+        data = read_optional(path, MAX_HOST_FILE_BYTES)
+        if data is not None and len(data) > MAX_HOST_FILE_BYTES:
+            raise too_large(host_path, path.stat().st_size)
+        return path, data
     except IsADirectoryError:
         raise HostPathError(f"{host_path} is a directory; left untouched") from None
     except OSError as error:
         raise HostPathError(f"cannot read {host_path}: {error.strerror}") from None
+
+
+def too_large(what: str, size: int) -> HostFileTooLarge:
+    return HostFileTooLarge(
+        f"{what} is {size / 2**20:.1f} MiB; setup reads host files up to "
+        f"{MAX_HOST_FILE_BYTES // 2**20} MiB (its container's memory limit is 128 MiB): left "
+        "untouched; trim it (containerd: registry mirrors belong in config_path's hosts.toml "
+        "files)"
+    )
 
 
 def unified_diff(change: FileChange) -> str:

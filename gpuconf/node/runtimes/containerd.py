@@ -36,7 +36,7 @@ from gpuconf.api.runtime_files import (
     RUNTIME_NAME,
 )
 from gpuconf.formats import toml_writer
-from gpuconf.node.runtimes.changes import FileChange, current
+from gpuconf.node.runtimes.changes import MAX_HOST_FILE_BYTES, FileChange, current, too_large
 from gpuconf.node.runtimes.containerd_imports import (
     ImportsEditError,
     ensure_imported,
@@ -69,7 +69,7 @@ def plan(settings: RuntimeSettings, host: Host) -> list[FileChange]:
     main = parse_toml(CONTAINERD_CONFIG, main_old)
     binary = engine_version(host, "containerd")
     version = config_version(settings, main, main_old is not None, binary)
-    order = load_order(host, main, globs_from_importer(binary))
+    order = load_order(host, main, globs_from_importer(binary), len(main_old or b""))
     plugin = cri_runtime_plugin(version)
     # 2.x merges a version-2 file as it merges a version-3 one; an unknown binary may be 1.x.
     replaced = version == 2 and (binary is None or binary < (2, 0, 0))
@@ -91,17 +91,28 @@ def plan(settings: RuntimeSettings, host: Host) -> list[FileChange]:
 def config_version(
     settings: RuntimeSettings, main: dict[str, Any], main_exists: bool, binary: Version | None
 ) -> int:
-    """The config version the drop-in must use: the main file's, else what the binary writes."""
+    """The config version the drop-in must use: the main file's; for a main file setup creates,
+    the one the host's binary writes itself (`containerd config default`: 2 on 1.x, 3 on
+    2.0-2.2, 4 from 2.3), which it reads without migrating; the pool's containerdConfigVersion
+    only when the binary cannot be asked (it may be stale: a node upgraded, or a 1.x node in a
+    pool declared 3, which 1.x cannot read); else 2, which every release reads."""
+    declared = settings.containerd_config_version
     if main_exists and "version" in main:
         version = main["version"]
         if not isinstance(version, int) or isinstance(version, bool):
             raise HostPathError(f"{CONTAINERD_CONFIG}: `version` is not a number; left untouched")
     elif main_exists and main.get("plugins"):
         version = 1
-    elif settings.containerd_config_version is not None:
-        version = settings.containerd_config_version
+    elif binary is not None:
+        version = native_config_version(binary)
+        if declared is not None and declared != version:
+            log.warning(
+                "containerd %s writes config version %d; the pool declares %d: creating %s "
+                "in version %d",
+                shown(binary), version, declared, CONTAINERD_CONFIG, version,
+            )  # fmt: skip
     else:
-        version = 2 if binary is None else native_config_version(binary)
+        version = 2 if declared is None else declared
     if version < 2:
         raise HostPathError(
             f"{CONTAINERD_CONFIG}: config version 1 (short plugin names) is not supported; "
@@ -259,10 +270,12 @@ def globs_from_importer(binary: Version | None) -> bool:
 
 
 def load_order(
-    host: Host, main: dict[str, Any], relative_globs_from_importer: bool
+    host: Host, main: dict[str, Any], relative_globs_from_importer: bool, main_size: int = 0
 ) -> list[tuple[str, dict[str, Any] | None]]:
     """The files containerd loads once the main file imports our drop-in, in its order; our
-    drop-in stands where it loads, with None for its table (its new text is made from the rest)."""
+    drop-in stands where it loads, with None for its table (its new text is made from the rest).
+    Together they may hold at most MAX_HOST_FILE_BYTES: setup holds them all at once."""
+    total = main_size
     imports = main.get("imports", [])
     imports = imports if isinstance(imports, list) else []
     if CONTAINERD_DROPIN_GLOB not in imports:
@@ -291,6 +304,9 @@ def load_order(
                 f"{path} is imported but does not exist, so containerd would not start; "
                 "left untouched (create it or remove it from imports)"
             )
+        total += len(data)
+        if total > MAX_HOST_FILE_BYTES:
+            raise too_large(f"{CONTAINERD_CONFIG} with the files it imports", total)
         table = parse_toml(path, data)
         order.append((path, table))
         pending += _resolved(host, path, table.get("imports", []), relative_globs_from_importer)

@@ -18,9 +18,12 @@ from gpuconf.node.atomic_files import write_atomically
 ABSENT_SUFFIX = ".gpuconf-absent"
 
 
-def read_optional(path: Path) -> bytes | None:
+def read_optional(path: Path, limit: int = -1) -> bytes | None:
+    """The file's bytes, None when it does not exist; with ``limit``, at most limit + 1 bytes
+    (so a caller sees a file over the limit without holding it)."""
     try:
-        return path.read_bytes()
+        with path.open("rb") as handle:
+            return handle.read(limit + 1 if limit >= 0 else -1)
     except FileNotFoundError:
         return None
 

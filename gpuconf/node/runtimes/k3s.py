@@ -21,22 +21,56 @@ from gpuconf.api.runtime_files import (
 from gpuconf.formats.toml_writer import toml_value
 from gpuconf.node.runtimes.changes import FileChange, current
 from gpuconf.node.runtimes.host import Host, HostPathError
+from gpuconf.node.runtimes.k3s_dropins import refuse_a_later_default_runtime
 from gpuconf.node.runtimes.versions import Version, engine_version
 
 BASE_TEMPLATE_LINE = '{{ template "base" . }}'
-# k3s looks nvidia-container-runtime up on its service PATH (and, in older releases, in the
-# GPU Operator's toolkit folder); a binary there is declared by k3s itself.
-K3S_SEARCHED_DIRS = frozenset(
-    {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
-    | {"/usr/local/nvidia/toolkit"}
-)
 DETECTED_BINARY_NAME = "nvidia-container-runtime"
+# Where k3s finds nvidia-container-runtime by itself (and then declares `nvidia` in its base
+# template), by release. Before the October 2024 releases it looked only in the GPU Operator's
+# folder and /usr/bin (pkg/agent/containerd/nvidia.go, later runtimes.go
+# findNvidiaContainerRuntimes, `locationsToCheck`); from them it calls exec.LookPath with
+# /usr/local/nvidia/toolkit:/opt/kwasm/bin put before the service's PATH (runtimes.go
+# searchForRuntimes; config_linux.go `runtimesPath`; k3s issue 10761, PR 10953 and its
+# backports 11002-11005). systemd gives the k3s unit no PATH of its own: its default is below.
+K3S_FIXED_DIRS = frozenset({"/usr/local/nvidia/toolkit", "/usr/bin"})
+K3S_PATH_DIRS = frozenset(
+    {"/usr/local/nvidia/toolkit", "/opt/kwasm/bin"}
+    | {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
+)
+PATH_SEARCH_SINCE: dict[int, int] = {28: 15, 29: 10, 30: 6, 31: 2}
+"""Per 1.x release line, the first patch release that searches PATH (every 1.32 does)."""
 _CRI_PLUGIN = {2: '"io.containerd.grpc.v1.cri"', 3: "'io.containerd.cri.v1.runtime'"}
 
 
-def detected_by_k3s(binary_path: str) -> bool:
+def searches_path(k3s: Version) -> bool:
+    minor, patch = k3s[1], k3s[2]
+    return k3s[0] > 1 or minor >= 32 or patch >= PATH_SEARCH_SINCE.get(minor, 1 << 30)
+
+
+def searched_dirs(k3s: Version | None) -> frozenset[str]:
+    """The folders this k3s release finds nvidia-container-runtime in; for an unknown release,
+    the folders every release searches."""
+    if k3s is None:
+        return K3S_FIXED_DIRS & K3S_PATH_DIRS
+    return K3S_PATH_DIRS if searches_path(k3s) else K3S_FIXED_DIRS
+
+
+def detected_by_k3s(binary_path: str, k3s: Version | None) -> bool:
+    """Whether this k3s release declares `nvidia` itself for ``binary_path``; HostPathError when
+    the release is unknown and only some releases would."""
     path = PurePosixPath(binary_path)
-    return path.name == DETECTED_BINARY_NAME and str(path.parent) in K3S_SEARCHED_DIRS
+    if path.name != DETECTED_BINARY_NAME:
+        return False
+    folder = str(path.parent)
+    if k3s is None and folder in K3S_FIXED_DIRS ^ K3S_PATH_DIRS:
+        raise HostPathError(
+            f"cannot tell whether k3s finds {binary_path} itself: `k3s --version` gave no "
+            f"release, and k3s searches {folder} only from v1.28.15, v1.29.10, v1.30.6, "
+            f"v1.31.2 and v1.32 on; install nvidia-container-runtime in /usr/bin (found by "
+            "every release), or make `k3s --version` work on the host"
+        )
+    return folder in searched_dirs(k3s)
 
 
 def ships_containerd_2(k3s: Version) -> bool:
@@ -46,21 +80,24 @@ def ships_containerd_2(k3s: Version) -> bool:
 
 
 def plan(settings: RuntimeSettings, host: Host) -> list[FileChange]:
+    k3s = engine_version(host, "k3s")
     if settings.enable_cdi:
-        _check_cdi(host)
+        _check_cdi(k3s)
     changes = []
-    if not detected_by_k3s(settings.binary_path):
-        _refuse_a_second_nvidia(settings, host)
-        changes.append(_template_change(settings, host))
+    if not detected_by_k3s(settings.binary_path, k3s):
+        _refuse_a_second_nvidia(settings, host, k3s)
+        changes.append(_template_change(settings, host, k3s))
     if settings.set_as_default:
+        refuse_a_later_default_runtime(host)
         path, old = current(host, K3S_AGENT_CONFIG_DROPIN)
         changes.append(FileChange(K3S_AGENT_CONFIG_DROPIN, path, old, default_runtime_dropin()))
     return changes
 
 
-def _refuse_a_second_nvidia(settings: RuntimeSettings, host: Host) -> None:
+def _refuse_a_second_nvidia(settings: RuntimeSettings, host: Host, k3s: Version | None) -> None:
     """k3s declares `nvidia` for a binary it finds itself; ours would be a second table."""
-    for folder in sorted(K3S_SEARCHED_DIRS):
+    maybe_searched = K3S_FIXED_DIRS | K3S_PATH_DIRS if k3s is None else searched_dirs(k3s)
+    for folder in sorted(maybe_searched):
         found = f"{folder}/{DETECTED_BINARY_NAME}"
         if host.path(found).exists():
             raise HostPathError(
@@ -70,11 +107,10 @@ def _refuse_a_second_nvidia(settings: RuntimeSettings, host: Host) -> None:
             )
 
 
-def _check_cdi(host: Host) -> None:
+def _check_cdi(k3s: Version | None) -> None:
     """CDI lives in the CRI table k3s's base template owns: setup cannot add it without
     declaring that table twice. containerd 2 has it on; with an older containerd the plugin's
     CDI names would be ignored and pods would start without their GPUs, so setup refuses."""
-    k3s = engine_version(host, "k3s")
     if k3s is not None and ships_containerd_2(k3s):
         return
     found = "an unknown k3s release" if k3s is None else "k3s " + ".".join(map(str, k3s))
@@ -89,12 +125,11 @@ def default_runtime_dropin() -> bytes:
     return f"default-runtime: {RUNTIME_NAME}\n".encode()
 
 
-def _template_change(settings: RuntimeSettings, host: Host) -> FileChange:
+def _template_change(settings: RuntimeSettings, host: Host, k3s: Version | None) -> FileChange:
     for host_path, generation in ((K3S_TEMPLATE_V3, 3), (K3S_TEMPLATE_V2, 2)):
         path, old = current(host, host_path)
         if old is not None:
             return FileChange(host_path, path, old, merged_template(old, generation, settings))
-    k3s = engine_version(host, "k3s")
     # Unknown release: the v2 name, which every k3s reads (newer ones as legacy config).
     generation = 3 if k3s is not None and ships_containerd_2(k3s) else 2
     host_path = K3S_TEMPLATE_V3 if generation == 3 else K3S_TEMPLATE_V2

@@ -100,12 +100,32 @@ def test_a_v2_main_file_on_a_v3_capable_host_gets_a_v2_dropin(host: HostTree) ->
     assert dropin(host)["plugins"][V2]["sandbox_image"] == "x"
 
 
-def test_a_missing_main_file_is_created_in_the_pool_s_version_importing_the_dropin(
+def test_with_no_binary_to_ask_a_missing_main_file_is_created_in_the_pool_s_version(
     host: HostTree,
 ) -> None:
     host.setup(setup_config("containerd", containerdConfigVersion=3))
     assert host.read(MAIN) == 'version = 3\nimports = ["/etc/containerd/conf.d/*.toml"]\n'
     assert dropin(host)["version"] == 3
+
+
+@pytest.mark.parametrize(
+    ("release", "declared", "version"),
+    [
+        ("1.6.20~ds1", 3, 2),  # 1.x reads no version 3: the pool's declaration is stale
+        ("1.7.30", None, 2),
+        ("v2.1.5", 4, 3),
+        ("v2.1.5", 2, 3),
+        ("v2.4.0", 3, 4),  # what 2.4's own `containerd config default` writes (facts/)
+        ("v2.4.0", None, 4),
+    ],
+)
+def test_a_missing_main_file_is_created_in_the_version_the_host_s_containerd_writes(
+    host: HostTree, release: str, declared: int | None, version: int
+) -> None:
+    host.program("containerd", f"echo 'containerd github.com/containerd/containerd {release} abc'")
+    assert host.setup(setup_config("containerd", containerdConfigVersion=declared)).code == 0
+    assert host.read(MAIN) == f'version = {version}\nimports = ["/etc/containerd/conf.d/*.toml"]\n'
+    assert dropin(host)["version"] == version
 
 
 def test_imports_are_added_without_touching_any_other_byte(host: HostTree) -> None:

@@ -106,13 +106,14 @@ def read_only(host: HostTree, path: str, text: str) -> str:
 
 
 def one_megabyte(host: HostTree, path: str, text: str) -> str:
+    """Just under the 1 MiB setup reads."""
     if path.endswith(".json"):
-        big = json.loads(text) | {"labels": [f"rack=r{i:06d}" for i in range(60_000)]}
+        big = json.loads(text) | {"labels": [f"rack=r{i:06d}" for i in range(50_500)]}
         host.write(path, json.dumps(big, indent=2))
     else:
-        comment = "".join(f"# padding line {i:07d} keeps the file large\n" for i in range(25_000))
+        comment = "".join(f"# padding line {i:07d} keeps the file large\n" for i in range(23_000))
         host.write(path, text + comment)
-    assert host.at(path).stat().st_size >= 1_000_000
+    assert 1_000_000 <= host.at(path).stat().st_size <= 2**20
     return path
 
 
@@ -187,3 +188,45 @@ def test_an_unreadable_directory_in_place_of_the_file_is_refused(host: HostTree)
     assert result.code == 1
     assert "/etc/docker/daemon.json is a directory; left untouched" in result.err
     assert os.path.isdir(host.at("/etc/docker/daemon.json"))
+
+
+def _peak_of_setup(host: HostTree, config: dict[str, Any]) -> tuple[int, str, float]:
+    """Exit code, stderr and peak RSS (MiB, the child's own VmHWM) of setup in a new process."""
+    script = (
+        "import sys\nfrom gpuconf.cli import main\ncode = main(sys.argv[1:])\n"
+        "peak = next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM'))\n"
+        "print(f'peak={peak}', file=sys.stderr)\nsys.exit(code)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, *host.setup_argv(config, "--once")],
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+    peak = int(result.stderr.rsplit("peak=", 1)[1]) / 1024
+    return result.returncode, result.stderr, peak
+
+
+@pytest.mark.parametrize(("engine", "path", "text"), ENGINES, ids=lambda v: str(v)[:12])
+def test_a_16_mib_host_file_is_refused_unread_and_setup_stays_far_under_its_memory_limit(
+    tmp_path: Path, engine: str, path: str, text: str
+) -> None:
+    host = HostTree(tmp_path)
+    large = text.encode() + b"#" * (16 * 2**20) + b"\n"
+    host.write(path, large)
+    code, err, peak = _peak_of_setup(host, setup_config(engine))
+    assert code == 1
+    assert f"{path} is 16.0 MiB; setup reads host files up to 1 MiB" in err
+    assert peak < 64, f"{peak:.0f} MiB: the file was held"
+    assert host.at(path).read_bytes() == large
+    assert not host.at("/run/gpuconf/setup-ready").exists()
+
+
+def test_containerd_files_that_import_each_other_count_together_toward_the_limit(
+    tmp_path: Path,
+) -> None:
+    host = HostTree(tmp_path)
+    half = "#" * (600 * 1024) + "\n"
+    host.write("/etc/containerd/config.toml", 'version = 2\nimports = ["site.toml"]\n' + half)
+    host.write("/etc/containerd/site.toml", "version = 2\n" + half)
+    result = host.setup(setup_config("containerd"))
+    assert result.code == 1
+    assert "/etc/containerd/config.toml with the files it imports is 1.2 MiB" in result.err

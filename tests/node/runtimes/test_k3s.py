@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
-from builders import NVIDIA_RUNTIME, HostTree, fake_nvidia_ctk, gpu_uuid, setup_config
+from builders import (
+    NVIDIA_RUNTIME,
+    CliResult,
+    HostTree,
+    fake_nvidia_ctk,
+    gpu_uuid,
+    nvlink_box,
+    run_cli,
+    setup_config,
+)
 
-from gpuconf.node.runtimes.k3s import declares_runtime, ships_containerd_2
+from gpuconf.node.runtimes.k3s import declares_runtime, searches_path, ships_containerd_2
 
 TEMPLATES = "/var/lib/rancher/k3s/agent/etc/containerd"
 V2 = f"{TEMPLATES}/config.toml.tmpl"
@@ -150,3 +161,125 @@ def test_cdi_on_a_k3s_release_with_containerd_2_is_written(host: HostTree) -> No
     fake_nvidia_ctk(host, [gpu_uuid(0)])
     assert host.setup(setup_config("k3s", "cdi", binaryPath=CUSTOM)).code == 0
     assert host.at(V3).exists()
+
+
+# k3s's own detection, per release (pkg/agent/containerd: nvidia.go, then runtimes.go's
+# findNvidiaContainerRuntimes; from the October 2024 releases exec.LookPath over
+# config_linux.go's runtimesPath and the service PATH, k3s issue 10761).
+LOCAL_BIN = "/usr/local/bin/nvidia-container-runtime"
+
+
+@pytest.mark.parametrize(
+    "version", ["v1.27.16+k3s1", "v1.28.14+k3s1", "v1.29.9+k3s1", "v1.30.5+k3s1", "v1.31.1+k3s1"]
+)
+def test_before_its_path_search_k3s_misses_a_binary_outside_its_two_folders_so_setup_declares_it(
+    host: HostTree, version: str
+) -> None:
+    host.program("k3s", f"echo 'k3s version {version} (abcdef)'")
+    host.write(LOCAL_BIN, "#!/bin/sh\n")
+    assert host.setup(setup_config("k3s", binaryPath=LOCAL_BIN)).code == 0
+    assert f'BinaryName = "{LOCAL_BIN}"' in host.read(V2)
+    assert host.read(DEFAULT_DROPIN) == "default-runtime: nvidia\n"
+
+
+@pytest.mark.parametrize(
+    "version", ["v1.28.15+k3s1", "v1.29.10+k3s1", "v1.30.6+k3s1", "v1.31.2+k3s1", "v1.32.0+k3s1"]
+)
+def test_from_its_path_search_k3s_finds_a_binary_on_its_path_itself_so_setup_declares_nothing(
+    host: HostTree, version: str
+) -> None:
+    host.program("k3s", f"echo 'k3s version {version} (abcdef)'")
+    host.write(LOCAL_BIN, "#!/bin/sh\n")
+    assert host.setup(setup_config("k3s", binaryPath=LOCAL_BIN)).code == 0
+    assert not host.at(V2).exists()
+    assert not host.at(V3).exists()
+    assert host.read(DEFAULT_DROPIN) == "default-runtime: nvidia\n"
+
+
+def test_an_unknown_k3s_release_with_a_binary_only_newer_releases_find_is_refused(
+    host: HostTree,
+) -> None:
+    host.write(LOCAL_BIN, "#!/bin/sh\n")
+    result = host.setup(setup_config("k3s", binaryPath=LOCAL_BIN))
+    assert result.code == 1
+    assert f"cannot tell whether k3s finds {LOCAL_BIN} itself" in result.err
+    assert not host.at(DEFAULT_DROPIN).exists()
+
+
+def test_an_old_k3s_that_finds_its_own_binary_in_usr_bin_refuses_a_second_declaration(
+    host: HostTree,
+) -> None:
+    host.program("k3s", "echo 'k3s version v1.30.5+k3s1 (abcdef)'")
+    host.write(NVIDIA_RUNTIME, "#!/bin/sh\n")
+    host.write(LOCAL_BIN, "#!/bin/sh\n")
+    result = host.setup(setup_config("k3s", binaryPath=LOCAL_BIN))
+    assert result.code == 1
+    assert f"k3s declares the nvidia runtime itself for {NVIDIA_RUNTIME}" in result.err
+
+
+def test_the_path_search_came_with_the_october_2024_patch_of_each_release_line() -> None:
+    firsts = [(1, 28, 15), (1, 29, 10), (1, 30, 6), (1, 31, 2), (1, 32, 0), (1, 34, 1)]
+    assert all(searches_path(v) for v in firsts)
+    assert not any(searches_path((1, m, p - 1)) for _, m, p in firsts[:4])
+    assert not searches_path((1, 27, 99))
+
+
+# k3s merges config.yaml.d in lexical order, the last value kept (pkg/configfilearg parser.go).
+@pytest.mark.parametrize("name", ["95-site.yaml", "99-z.YML", "90-gpuconf-nvidia2.yaml"])
+def test_a_dropin_k3s_reads_after_ours_that_sets_the_default_runtime_back_is_refused(
+    host: HostTree, name: str
+) -> None:
+    host.write(NVIDIA_RUNTIME, "#!/bin/sh\n")
+    later = f"/etc/rancher/k3s/config.yaml.d/{name}"
+    host.write(later, "node-label: [a=b]\ndefault-runtime: runc\n")
+    result = host.setup(setup_config("k3s"))
+    assert result.code == 1
+    assert f"{later}:2:1: default-runtime: 'runc' wins over {DEFAULT_DROPIN}" in result.err
+    assert not host.at(DEFAULT_DROPIN).exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("10-site.yaml", "default-runtime: runc\n"),  # read before ours: ours wins
+        ("95-site.yaml", "default-runtime: nvidia\n"),
+        ("95-site.yaml", "node-label: [a=b]\n"),
+        ("95-site.yaml", ""),
+        ("95-site.conf", "default-runtime: runc\n"),  # not read by k3s
+    ],
+)
+def test_dropins_that_leave_our_default_runtime_standing_are_accepted(
+    host: HostTree, name: str, text: str
+) -> None:
+    host.write(NVIDIA_RUNTIME, "#!/bin/sh\n")
+    host.write(f"/etc/rancher/k3s/config.yaml.d/{name}", text)
+    assert host.setup(setup_config("k3s")).code == 0
+    assert host.read(DEFAULT_DROPIN) == "default-runtime: nvidia\n"
+
+
+def _check(host: HostTree, config: dict[str, Any]) -> CliResult:
+    fake = host.folder / "fake-nvml.json"
+    fake.write_text(json.dumps({"driverVersion": "550.54.15", "gpus": nvlink_box(1)}))
+    return run_cli(
+        "node", "check", "--config", str(host.config_file(config)), "--node-name", "n1",
+        "--nvml", f"fake:{fake}", "--runtime-url", "http://127.0.0.1:9", "--root", str(host.root),
+        "--host-commands", "direct",
+    )  # fmt: skip
+
+
+def test_node_check_reports_a_later_dropin_that_undoes_setups_default_runtime(
+    host: HostTree,
+) -> None:
+    host.write(NVIDIA_RUNTIME, "#!/bin/sh\n")
+    config = setup_config("k3s")
+    assert host.setup(config).code == 0
+    configured = _check(host, config)
+    assert configured.code == 0, configured.err
+    assert "host runtime (k3s): configured as setup leaves it" in configured.out
+    host.write("/etc/rancher/k3s/config.yaml.d/99-site.yaml", "default-runtime: runc\n")
+    undone = _check(host, config)
+    assert undone.code == 1
+    assert (
+        "host runtime (k3s): setup would refuse: "
+        "/etc/rancher/k3s/config.yaml.d/99-site.yaml:1:1: default-runtime: 'runc' wins over"
+    ) in undone.out

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from builders import NVIDIA_RUNTIME, RUNTIME_FACTS, HostTree, setup_config
 
-from gpuconf.node.runtimes.containerd import globs_from_importer
+from gpuconf.node.runtimes.containerd import globs_from_importer, native_config_version
 from gpuconf.node.runtimes.versions import parse_version
 
 pytestmark = pytest.mark.runtimes
@@ -158,6 +158,26 @@ def test_containerd_loads_nvidia_as_intended_and_keeps_every_host_setting(
         if key not in ours and key[-1] != "default_runtime_name" and now.get(key) != value
     }
     assert lost == {}
+
+
+@pytest.mark.skipif(not containerd_binaries(), reason="no containerd binary (make test-runtimes)")
+@pytest.mark.parametrize("binary", containerd_binaries())
+def test_a_main_file_setup_creates_is_one_the_host_s_containerd_loads_whatever_the_pool_declares(
+    tmp_path: Path, binary: str
+) -> None:
+    native = native_config_version(release(binary))
+    declared = 3 if native == 2 else 2  # a stale declaration: the binary's own version wins
+    host = HostTree(tmp_path)
+    host.at("/usr/local/bin").mkdir(parents=True)
+    host.at("/usr/local/bin/containerd").symlink_to(binary)
+    assert host.setup(setup_config("containerd", containerdConfigVersion=declared)).code == 0
+    assert tomllib.loads(host.read(MAIN))["version"] == native
+    rooted = tmp_path / "main-rooted.toml"
+    rooted.write_text(host.read(MAIN).replace(DROPIN_GLOB, str(host.at(DROPIN_GLOB))))
+    after = dump(binary, rooted, tmp_path)
+    cri = after["plugins"][V3 if native >= 3 else V2]
+    assert cri["containerd"]["default_runtime_name"] == "nvidia"
+    assert cri["containerd"]["runtimes"]["nvidia"]["options"]["BinaryName"] == NVIDIA_RUNTIME
 
 
 DAEMON_JSON_HOSTS = {

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -121,6 +124,30 @@ def test_sigterm_removes_the_marker_and_keeps_the_config(host: HostTree) -> None
     assert "ready marker removed" in stop(process)
     assert not host.at(MARKER).exists()
     assert json.loads(host.read(DAEMON))["default-runtime"] == "nvidia"
+
+
+def test_setup_s_metrics_port_says_it_is_ready_and_what_it_changed(host: HostTree) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    argv = [sys.executable, "-m", "gpuconf", *host.setup_argv(setup_config("docker"))]
+    process = subprocess.Popen(
+        [*argv, "--metrics-port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        wait_for(host.at(MARKER))
+        deadline = time.monotonic() + 10
+        text = ""
+        while "gpuconf_setup_ready 1.0\n" not in text:  # set just after the marker is written
+            assert time.monotonic() < deadline, text
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+                text = reply.read().decode()
+            time.sleep(0.02)
+    finally:
+        stop(process)
+    assert re.search(r"^gpuconf_setup_changed_files [1-9][0-9]*\.0$", text, re.MULTILINE)
+    assert 'gpuconf_setup_engine_reloads_total{engine="docker",mode="none"} 1.0\n' in text
 
 
 def test_revert_on_stop_puts_back_the_first_originals(host: HostTree) -> None:

@@ -1,0 +1,58 @@
+"""k3s's own config drop-ins: does one that loads after ours set `default-runtime` back?
+
+k3s reads /etc/rancher/k3s/config.yaml, then every `*.yaml`/`*.yml` file in config.yaml.d in
+lexical order (Go's os.ReadDir), each value replacing the one before (pkg/configfilearg
+parser.go, `dotDFiles` and `readConfigFile`). A later file that sets `default-runtime` wins
+over our 90-gpuconf-nvidia.yaml, and pods would run without the nvidia runtime.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+
+from gpuconf.api.runtime_files import K3S_AGENT_CONFIG_DROPIN, RUNTIME_NAME
+from gpuconf.formats.located_yaml import LoadFailed, parse_text
+from gpuconf.node.runtimes.changes import current
+from gpuconf.node.runtimes.host import Host, HostPathError
+
+DEFAULT_RUNTIME_KEY = "default-runtime"
+_SUFFIXES = (".yaml", ".yml")
+
+
+def later_dropins(host: Host) -> list[str]:
+    """The drop-ins k3s reads after ours, in its order."""
+    ours = PurePosixPath(K3S_AGENT_CONFIG_DROPIN)
+    try:
+        entries = list(host.path(str(ours.parent)).iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    names = sorted(
+        entry.name.encode()
+        for entry in entries
+        if not entry.is_dir() and entry.name.lower().endswith(_SUFFIXES)
+    )
+    return [str(ours.parent / name.decode()) for name in names if name > ours.name.encode()]
+
+
+def refuse_a_later_default_runtime(host: Host) -> None:
+    """HostPathError naming the first later drop-in whose `default-runtime` is not nvidia."""
+    for host_path in later_dropins(host):
+        _, data = current(host, host_path)
+        if data is None or not data.strip():
+            continue
+        try:
+            located = parse_text(data.decode("utf-8", "replace"), host_path)
+        except LoadFailed as failed:
+            raise HostPathError(
+                f"{failed.diagnostic.as_text()} (k3s reads it after {K3S_AGENT_CONFIG_DROPIN}; "
+                "setup cannot tell whether it sets default-runtime)"
+            ) from None
+        value = located.data.get(DEFAULT_RUNTIME_KEY, RUNTIME_NAME)
+        if value != RUNTIME_NAME:
+            line, column = located.position((DEFAULT_RUNTIME_KEY,))
+            raise HostPathError(
+                f"{host_path}:{line}:{column}: {DEFAULT_RUNTIME_KEY}: {value!r} wins "
+                f"over {K3S_AGENT_CONFIG_DROPIN} (k3s reads config.yaml.d in lexical order, the "
+                "last value kept), so pods would not run with the nvidia runtime; remove it "
+                "there, or rename the file to sort before 90-gpuconf-nvidia.yaml"
+            )

@@ -1,0 +1,76 @@
+"""The runtime's exposition reads back in prometheus_client's own parser, as Prometheus reads it."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from gpuconf.node.metrics_http import MetricsServer
+from gpuconf.node.prometheus_text import CONTENT_TYPE, Counter, Gauge, Registry
+
+
+def _families(
+    registry: Registry,
+) -> dict[str, tuple[str, str, list[tuple[str, dict[str, str], float]]]]:
+    text = registry.exposition().decode()
+    return {
+        family.name: (family.type, family.documentation, [(s.name, s.labels, s.value) for s in family.samples])
+        for family in text_string_to_metric_families(text)
+    }  # fmt: skip
+
+
+def test_counters_and_gauges_read_back_with_their_labels_values_and_help() -> None:
+    registry = Registry()
+    calls = Counter("x_calls", "Calls, by \\ result\nand more.", ["result"], registry=registry)
+    up = Gauge("x_up", "1 while up.", registry=registry)
+    Counter("x_unused", "Never incremented.", ["resource"], registry=registry)
+    calls.labels('o"k').inc()
+    calls.labels('o"k').inc(2)
+    calls.labels("fail\n").inc()
+    up.set(1)
+    assert _families(registry) == {
+        "x_calls": (
+            "counter",
+            "Calls, by \\ result\nand more.",
+            [
+                ("x_calls_total", {"result": 'o"k'}, 3.0),
+                ("x_calls_total", {"result": "fail\n"}, 1.0),
+            ],
+        ),
+        "x_up": ("gauge", "1 while up.", [("x_up", {}, 1.0)]),
+        "x_unused": ("counter", "Never incremented.", []),
+    }
+
+
+def test_a_removed_series_is_no_longer_exported() -> None:
+    registry = Registry()
+    devices = Gauge("x_devices", "Devices.", ["resource", "health"], registry=registry)
+    devices.labels("a", "Healthy").set(3)
+    devices.labels("b", "Healthy").set(1)
+    devices.remove("a", "Healthy")
+    assert _families(registry)["x_devices"][2] == [
+        ("x_devices", {"resource": "b", "health": "Healthy"}, 1.0)
+    ]
+
+
+def test_the_metrics_port_answers_metrics_health_and_status_over_http() -> None:
+    registry = Registry()
+    Gauge("x_up", "1 while up.", registry=registry).set(1)
+    server = MetricsServer(0, registry, lambda: False, lambda: {"pendingChanges": []})
+    server.start()
+    base = f"http://127.0.0.1:{server.port}"
+    try:
+        with urllib.request.urlopen(f"{base}/metrics", timeout=5) as reply:
+            assert reply.headers["Content-Type"] == CONTENT_TYPE
+            assert b"x_up 1.0\n" in reply.read()
+        with urllib.request.urlopen(f"{base}/status", timeout=5) as reply:
+            assert reply.read() == b'{\n "pendingChanges": []\n}\n'
+        with pytest.raises(urllib.error.HTTPError) as unhealthy:
+            urllib.request.urlopen(f"{base}/healthz", timeout=5)
+        unhealthy.value.close()
+        assert unhealthy.value.code == 503
+    finally:
+        server.stop()
