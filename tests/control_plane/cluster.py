@@ -54,7 +54,8 @@ PACKAGES = (
 RUNTIME_CONFIG = "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true"
 # What the tests need from the controllers (names as in cmd/kube-controller-manager/names):
 # namespaces emptied, owned objects collected, PodDisruptionBudgets' status for eviction,
-# service accounts and their tokens, and ValidatingAdmissionPolicies' type checking.
+# service accounts and their tokens, ValidatingAdmissionPolicies' type checking, and
+# ResourceQuotas' usage (what `gpuconf status` reads as "in use").
 CONTROLLERS = ",".join(
     f"{name}-controller"
     for name in (
@@ -64,6 +65,7 @@ CONTROLLERS = ",".join(
         "serviceaccount",
         "serviceaccount-token",
         "validatingadmissionpolicy-status",
+        "resourcequota",
     )
 )
 SERVICE_CIDR = "10.0.0.0/24"

@@ -23,6 +23,7 @@ from control_plane.manifests import (
     admission_refusals,
     delete_objects,
     ensure_namespaces,
+    install_crds,
     tree_objects,
 )
 from control_plane.server import FIELD_MANAGER, Server, identity
@@ -69,6 +70,7 @@ def rerendered(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, byte
 
 @pytest.fixture
 def server(api_server: Server, old_tree: dict[str, bytes]) -> Iterator[Server]:
+    install_crds(api_server)  # the tree's Kueue and Prometheus Operator kinds
     objects = tree_objects(old_tree)
     delete_objects(api_server, objects)  # a reused control plane may hold an earlier run's
     # Namespaces the tree uses but another installs (the GPU Operator's) exist beforehand.

@@ -20,6 +20,7 @@ from control_plane.manifests import delete_objects
 from control_plane.server import Refused, Server
 
 from gpuconf.node.node_annotation import PENDING_ANNOTATION, annotate_pending
+from gpuconf.node.node_labels import publish_labels
 
 LAB = RENDERED / "lab"
 POLICY_FILES = [
@@ -236,3 +237,42 @@ def test_the_account_without_a_pods_node_is_refused_every_node(
             _patch(server, node, _annotate("gpuconf.dev/probe"), dry_run=True)
         assert refused.value.status == 422
         assert "gpuconf-node-own-node-gpuconf-system' denied request" in refused.value.message
+
+
+def _labels(server: Server, node: str) -> dict[str, str]:
+    found = server.get("v1", "Node", "", node)
+    assert found is not None
+    labels: dict[str, str] = found["metadata"].get("labels", {})
+    return labels
+
+
+@pytest.mark.usefixtures("in_cluster")
+def test_the_node_runtime_publishes_its_own_labels_and_takes_back_only_those(
+    api_server: Server, as_node: Server
+) -> None:
+    """gpuconf node's label writer (node/node_labels.py), as the node's service account through
+    the real admission chain: GFD's keys and gpuconf's on its own Node, a key it no longer wants
+    removed, the label it does not own ("pool") left as it was."""
+    wanted = {
+        "nvidia.com/gpu.product": "Tesla-T4-SHARED",
+        "nvidia.com/gpu.count": "2",
+        "gpuconf.dev/pool": "t4",
+        "class.gpuconf.dev/t4-shared": "true",
+    }
+    assert publish_labels(OWN, wanted)
+    assert _labels(api_server, OWN) == {"pool": "h100", **wanted}
+    assert publish_labels(OWN, {k: v for k, v in wanted.items() if k != "nvidia.com/gpu.count"})
+    labels = _labels(api_server, OWN)
+    assert "nvidia.com/gpu.count" not in labels
+    assert labels["pool"] == "h100"
+    # The same writer on another Node is refused by the policy, and nothing there changes.
+    before = _labels(api_server, OTHER)
+    assert not publish_labels(OTHER, wanted)
+    assert _labels(api_server, OTHER) == before
+
+
+def test_a_label_outside_the_published_set_is_refused_on_its_own_node(as_node: Server) -> None:
+    with pytest.raises(Refused) as refused:
+        _patch(as_node, OWN, {"metadata": {"labels": {"nvidia.com/gpu.deploy.driver": "false"}}})
+    assert refused.value.status == 422
+    assert WRONG_FIELD in refused.value.message
