@@ -204,6 +204,9 @@ class Templates:
         environment.filters["yaml"] = self._yaml
         self.environment = environment
         self._compiled: dict[str, Template] = {}
+        self._globals: dict[str, dict[str, Any]] = {}
+        """Each template's globals as one dict: jinja2 would copy them out of their ChainMap
+        for every render, and they never change (nothing sets a global after this)."""
         self.token_prefix = f"@gpuconf-value-{os.urandom(6).hex()}:"
         """What `| yaml` prints in place of each value while tokens are collected: no value
         can spell it (values are not in that text at all) nor can a template guess it."""
@@ -234,8 +237,16 @@ class Templates:
     def render(self, name: str, values: dict[str, Any]) -> str:
         """The template's output, each value JSON-encoded in place."""
         template = self.template(name)
+        names = self._globals.get(name)
+        if names is None:
+            names = self._globals[name] = dict(template.globals)
+        # Template.render, less copying the globals: the same context (globals, then values).
+        context = template.new_context({**names, **values}, shared=True)
         try:
-            return template.render(values)
+            try:
+                return self.environment.concat(template.root_render_func(context))
+            except Exception:
+                self.environment.handle_exception()
         except (TemplateError, ArithmeticError, LookupError, TypeError, ValueError) as error:
             raise self._failure(error, name) from None
 
