@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from gpuconf.compiler.templating import engine
+from gpuconf.compiler.templating.check import NotASkeleton, filled_skeleton
 from gpuconf.compiler.templating.compile_shipped import compiled_files
 from gpuconf.compiler.templating.engine import COMPILED, TemplateFailed, Templates
 from gpuconf.compiler.templating.shipped import shipped_folder
@@ -82,3 +83,33 @@ def test_a_failure_in_compiled_code_names_the_template_line() -> None:
         templates.render(QUOTA, {"meta": VALUES["meta"]})
     assert (failed.value.file, failed.value.line) == (f"templates/{QUOTA}", 10)
     assert _runs_compiled(templates, QUOTA)
+
+
+def _fill(text: str, values: list[Any], parsed: dict[str, Any]) -> str:
+    return filled_skeleton(text, "@t:", values, "", list, parsed)
+
+
+def test_a_skeleton_is_filled_from_its_parse_whatever_values_it_gets() -> None:
+    text = 'a: "@t:0"\nb:\n  - "@t:1"\n  - c\n"@t:2": {d: 1}\n'
+    parsed: dict[str, Any] = {}
+    assert _fill(text, ["x", {"y": [1]}, "k"], parsed) == _fill(text, ["x", {"y": [1]}, "k"], {})
+    assert _fill(text, [1, None, "z"], parsed) == "a: 1\nb:\n- null\n- c\nz:\n  d: 1\n"
+    assert list(parsed) == [text]
+
+
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        ('a: "x@t:0"\n', ["v"]),  # inside a longer string
+        ('"@t:0": 1\nb: 2\n', ["b"]),  # a key the skeleton already has
+        ('"@t:0": 1\n"@t:1": 2\n', ["k", "k"]),  # a key another token's value repeats
+        ('"@t:0": 1\n', [3]),  # a key that is not a string
+    ],
+)
+def test_a_token_that_is_not_a_whole_value_or_key_is_not_a_skeleton(
+    text: str, values: list[Any]
+) -> None:
+    parsed: dict[str, Any] = {}
+    for _ in range(2):  # read afresh, then from what was read
+        with pytest.raises(NotASkeleton):
+            _fill(text, values, parsed)
