@@ -368,6 +368,7 @@ from gpuconf.compiler import emit
 from gpuconf.compiler.object_limits import oversized
 from gpuconf.compiler.plan import plan
 from gpuconf.compiler.render import render
+from gpuconf.compiler.templating.engine import Templates
 from gpuconf.compiler.validate import validate
 from gpuconf.formats.located_yaml import load_file
 from gpuconf.gpus.catalog import Catalog
@@ -379,7 +380,7 @@ with gpuconf.cli._cycle_collector_paused():
     if stop not in ("imports", "loading", "validation"):
         artifacts = plan(validated, str(source), [])
     if stop in ("rendering", "writing"):
-        tree = render(artifacts)
+        tree = render(artifacts, Templates())
         oversized(validated, artifacts, tree)
     if stop == "writing":
         emit.write(out, {"bench": tree}, False)

@@ -60,6 +60,9 @@ def test_the_wheel_ships_its_data_and_renders_from_another_directory(tmp_path: P
     shipped = {p.name for p in (REPO / "templates").iterdir()}
     assert {p.name for p in (package / "templates").iterdir()} == shipped
     assert (package / "compiler" / "templating" / "crds" / "README.md").is_file()
+    compiled = package / "compiler" / "templating" / "compiled"
+    assert (compiled / "index.json").is_file()
+    assert (compiled / "resourcequota_yaml_j2.py").is_file()
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     script = (

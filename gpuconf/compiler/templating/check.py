@@ -13,8 +13,9 @@ import json
 import re
 from collections.abc import Callable
 from functools import cache
+from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpuconf.compiler.plan.artifact import PatchOf
 from gpuconf.compiler.strict_schema import strict
@@ -41,29 +42,62 @@ class NotASkeleton(Exception):
     as a key that is not a string, or as a key that another token's value repeats)."""
 
 
-def _filled(node: Any, prefix: str, values: list[Any]) -> Any:
-    """The parsed skeleton with each token replaced by its value."""
+Filler = Callable[[list[Any]], Any]
+"""A parsed skeleton's data with each token replaced by its value, for given values."""
+
+
+def _filler(node: Any, prefix: str) -> Filler | None:
+    """How to fill `node` (a parsed skeleton), worked out once per skeleton text; None where
+    it holds no token, so it is its own filled value (read, never changed, by what follows)."""
     kind = type(node)
     if kind is str:
         if node.startswith(prefix):
-            return values[int(node[len(prefix) :])]
+            return itemgetter(int(node[len(prefix) :]))
         if prefix in node:
             raise NotASkeleton
-        return node
+        return None
     if kind is dict:
+        return _mapping_filler(node, prefix)
+    if kind is list:
+        items = [(item, _filler(item, prefix)) for item in node]
+        if all(fill is None for _, fill in items):
+            return None
+        return lambda values: [item if fill is None else fill(values) for item, fill in items]
+    return None
+
+
+def _mapping_filler(node: dict[str, Any], prefix: str) -> Filler | None:
+    entries = []
+    for key, item in node.items():
+        key_at = None
+        if key.startswith(prefix):
+            key_at = int(key[len(prefix) :])
+        elif prefix in key:
+            raise NotASkeleton
+        entries.append((key, key_at, item, _filler(item, prefix)))
+    if all(key_at is None and fill is None for _, key_at, _, fill in entries):
+        return None
+
+    def fill(values: list[Any]) -> dict[str, Any]:
         filled = {}
-        for key, item in node.items():
-            if key.startswith(prefix):
-                key = values[int(key[len(prefix) :])]
+        for key, key_at, item, fill_item in entries:
+            if key_at is not None:
+                key = values[key_at]
                 if type(key) is not str or key in node or key in filled:
                     raise NotASkeleton
-            elif prefix in key:
-                raise NotASkeleton
-            filled[key] = _filled(item, prefix, values)
+            filled[key] = item if fill_item is None else fill_item(values)
         return filled
-    if kind is list:
-        return [_filled(item, prefix, values) for item in node]
-    return node
+
+    return fill
+
+
+class Skeleton(NamedTuple):
+    """A skeleton text parsed, and how to fill it (None: it holds no token)."""
+
+    located: Located
+    fill: Filler | None
+    whole: bool
+    """False where a token stood inside a longer string or as a key that is not a whole key."""
 
 
 def filled_skeleton(
@@ -72,7 +106,7 @@ def filled_skeleton(
     values: list[Any],
     kind: str,
     chain: Chain,
-    parsed: dict[str, Located],
+    parsed: dict[str, Skeleton],
     patch_of: PatchOf | None = None,
 ) -> str:
     """`checked_yaml` for a skeleton: the template's text is parsed with each value's token,
@@ -81,11 +115,19 @@ def filled_skeleton(
     stood anywhere but in a whole value or key: the caller renders the values in place.
 
     `parsed`: skeletons already read, by their text. Outputs of one template mostly share
-    their skeleton (500 quotas, one text), and the same text parses the same way."""
-    located = parsed.get(text)
-    if located is None:
-        located = parsed[text] = _parsed(text, chain)
-    data = _filled(located.data, prefix, values)
+    their skeleton (500 quotas, one text), and the same text parses, and fills, the same way."""
+    skeleton = parsed.get(text)
+    if skeleton is None:
+        located = _parsed(text, chain)
+        try:
+            skeleton = Skeleton(located, _filler(located.data, prefix), whole=True)
+        except NotASkeleton:
+            skeleton = Skeleton(located, None, whole=False)
+        parsed[text] = skeleton
+    if not skeleton.whole:
+        raise NotASkeleton
+    located = skeleton.located
+    data = located.data if skeleton.fill is None else skeleton.fill(values)
     _check(located._replace(data=data), kind, patch_of, text, chain)
     return dump(data)
 

@@ -6,14 +6,19 @@ The only module that imports jinja2 (import-linter holds it to that).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import traceback
+from collections.abc import MutableMapping
+from importlib.machinery import SourceFileLoader
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from jinja2 import (
     ChoiceLoader,
+    Environment,
     FileSystemLoader,
     PrefixLoader,
     StrictUndefined,
@@ -23,10 +28,16 @@ from jinja2 import (
     TemplateSyntaxError,
     nodes,
 )
+from jinja2 import __version__ as _jinja2_version
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from gpuconf.compiler.templating.filters import FILTERS, BlockRefused, Encoded, yaml_value
 from gpuconf.compiler.templating.shipped import SHIPPED_PREFIX, shipped_folder
+
+jinja2_version: str = _jinja2_version
+COMPILED = Path(__file__).parent / "compiled"
+"""gpuconf's templates compiled ahead of time to Python, with compiled/index.json saying from
+what: `python -m gpuconf.compiler.templating.compile_shipped` writes them."""
 
 # Filters that pick from values or change them before an encoding filter; none of them
 # encodes (`tojson`, for one, escapes for HTML, not YAML).
@@ -79,6 +90,81 @@ class _Sandbox(ImmutableSandboxedEnvironment):
         return tree
 
 
+def compile_settings(environment: Environment) -> str:
+    """What, besides a template's text and jinja2's version, its compiled code depends on."""
+    settings = {
+        "class": f"{type(environment).__module__}.{type(environment).__qualname__}",
+        "syntax": [
+            environment.block_start_string, environment.block_end_string,
+            environment.variable_start_string, environment.variable_end_string,
+            environment.comment_start_string, environment.comment_end_string,
+            environment.line_statement_prefix, environment.line_comment_prefix,
+        ],
+        "trim_blocks": environment.trim_blocks,
+        "lstrip_blocks": environment.lstrip_blocks,
+        "newline_sequence": environment.newline_sequence,
+        "keep_trailing_newline": environment.keep_trailing_newline,
+        "autoescape": bool(environment.autoescape),
+        "finalize": environment.finalize is not None,
+        "optimized": environment.optimized,
+        "extensions": sorted(environment.extensions),
+        "is_async": environment.is_async,
+    }  # fmt: skip
+    return json.dumps(settings, sort_keys=True)
+
+
+def source_digest(source: str) -> str:
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()
+
+
+class _ShippedLoader(FileSystemLoader):
+    """gpuconf's own templates, as Python compiled ahead of time (COMPILED) where that code was
+    compiled from this very text, by this jinja2 and with this environment's settings; any
+    other (a template changed or added since) is compiled here like a site's. The compiled
+    code runs exactly as jinja2's own compile of the text would: the same code, executed in a
+    namespace of this environment's; only parsing and code generation are skipped."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(folder)
+        self._index: dict[str, Any] | None = None
+
+    def _compiled(self, environment: Environment, name: str, source: str) -> Path | None:
+        if self._index is None:
+            try:
+                self._index = json.loads((COMPILED / "index.json").read_text(encoding="utf-8"))
+            except FileNotFoundError:
+                self._index = {}
+        index = self._index
+        entry = index.get("templates", {}).get(name)
+        if (
+            entry is None
+            or index.get("jinja2") != jinja2_version
+            or index.get("settings") != compile_settings(environment)
+            or entry["sha256"] != source_digest(source)
+        ):
+            return None
+        return COMPILED / str(entry["module"])
+
+    def load(
+        self,
+        environment: Environment,
+        name: str,
+        globals: MutableMapping[str, Any] | None = None,
+    ) -> Template:
+        source, filename, uptodate = self.get_source(environment, name)
+        compiled = self._compiled(environment, name, source)
+        # Python's own cache (__pycache__) keeps the module's bytecode between runs.
+        loader = SourceFileLoader(compiled.stem, str(compiled)) if compiled else None
+        code = loader.get_code(loader.name) if loader else None
+        if code is None:
+            return super().load(environment, name, globals)
+        template = environment.template_class.from_code(
+            environment, code, {} if globals is None else globals, uptodate
+        )
+        template.filename = filename  # tracebacks name the template, not the compiled module
+        return template
+
+
 class TemplateSource(NamedTuple):
     """One template file as a reader finds it: its name and where it lies."""
 
@@ -96,8 +182,8 @@ class Templates:
         self.shipped = shipped_folder()
         self.overrides = overrides
         self.overrides_display = overrides_display or (overrides.as_posix() if overrides else "")
-        shipped = FileSystemLoader(self.shipped)
-        loaders: list[Any] = [PrefixLoader({SHIPPED_PREFIX: shipped})]
+        shipped = _ShippedLoader(self.shipped)
+        loaders: list[Any] = [PrefixLoader({SHIPPED_PREFIX: FileSystemLoader(self.shipped)})]
         if overrides is not None:
             loaders.insert(0, FileSystemLoader(overrides))
         loaders.append(shipped)
@@ -118,6 +204,9 @@ class Templates:
         environment.filters["yaml"] = self._yaml
         self.environment = environment
         self._compiled: dict[str, Template] = {}
+        self._globals: dict[str, dict[str, Any]] = {}
+        """Each template's globals as one dict: jinja2 would copy them out of their ChainMap
+        for every render, and they never change (nothing sets a global after this)."""
         self.token_prefix = f"@gpuconf-value-{os.urandom(6).hex()}:"
         """What `| yaml` prints in place of each value while tokens are collected: no value
         can spell it (values are not in that text at all) nor can a template guess it."""
@@ -148,8 +237,16 @@ class Templates:
     def render(self, name: str, values: dict[str, Any]) -> str:
         """The template's output, each value JSON-encoded in place."""
         template = self.template(name)
+        names = self._globals.get(name)
+        if names is None:
+            names = self._globals[name] = dict(template.globals)
+        # Template.render, less copying the globals: the same context (globals, then values).
+        context = template.new_context({**names, **values}, shared=True)
         try:
-            return template.render(values)
+            try:
+                return self.environment.concat(template.root_render_func(context))
+            except Exception:
+                self.environment.handle_exception()
         except (TemplateError, ArithmeticError, LookupError, TypeError, ValueError) as error:
             raise self._failure(error, name) from None
 
