@@ -4,7 +4,9 @@ Read from NVIDIA/k8s-device-plugin v0.20.0, internal/lm: resource.go (product, c
 sharing-strategy, memory, family, compute.major|minor; `sanitise`, `getArchFamily`,
 `getProductName` with its -SHARED suffix), nvml.go (cuda.driver-version.*,
 cuda.runtime-version.* and their deprecated twins, mig.capable, mps.capable),
-machine-type.go (gpu.machine), mig-strategy.go (mig.strategy). gpuconf's node runtime writes
+machine-type.go (gpu.machine), mig-strategy.go (mig.strategy; under migStrategy mixed one
+`nvidia.com/mig-<profile>.*` set per MIG profile on the node, made by resource.go's
+NewMIGResourceLabeler from internal/resource/nvml-mig-device.go's GetName and GetAttributes). gpuconf's node runtime writes
 these keys (`gpuconf node labels` prints them), and its admission policy lets it change exactly
 these keys plus gpuconf's own (`published_keys`).
 """
@@ -64,8 +66,23 @@ GFD_KEYS = (
     *DRIVER_VERSION_KEYS,
     *CUDA_VERSION_KEYS,
 )
-"""Every GFD key gpuconf writes (not gpu.mode, vgpu.*, imex.*, gfd.timestamp, nor MIG
-per-profile keys)."""
+"""Every GFD key gpuconf writes for whole GPUs (not gpu.mode, vgpu.*, imex.*, gfd.timestamp);
+MIG profiles add `mig_keys`."""
+
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+MIG_BASE_SUFFIXES = ("count", "replicas", "sharing-strategy", "product")
+MIG_ATTRIBUTE_SUFFIXES = (
+    "memory",
+    "multiprocessors",
+    "slices.gi",
+    "slices.ci",
+    "engines.copy",
+    "engines.decoder",
+    "engines.encoder",
+    "engines.jpeg",
+    "engines.ofa",
+)
+"""nvmlMigDevice.GetAttributes' keys (internal/resource/nvml-mig-device.go)."""
 
 MACHINE_TYPE_FILE = "/sys/class/dmi/id/product_name"
 """GFD's default --machine-type-file."""
@@ -88,6 +105,26 @@ def product_name(nvml_name: str, shared: bool) -> str:
     """GFD's getProductName: the sanitised name, -SHARED when shared and not renamed."""
     name = sanitise(nvml_name)
     return f"{name}-SHARED" if shared and name else name
+
+
+def mig_resource(profile: str) -> str:
+    """GFD's mixed-strategy resource name; nvmlMigDevice.GetName turns '+' into '.'."""
+    return MIG_RESOURCE_PREFIX + profile.replace("+", ".")
+
+
+def mig_key(profile: str, suffix: str) -> str:
+    return f"{mig_resource(profile)}.{suffix}"
+
+
+def mig_keys(profile: str) -> tuple[str, ...]:
+    """Every label GFD writes for one MIG profile under migStrategy mixed."""
+    return tuple(mig_key(profile, s) for s in (*MIG_BASE_SUFFIXES, *MIG_ATTRIBUTE_SUFFIXES))
+
+
+def mig_product_name(parent_name: str, profile: str, shared: bool) -> str:
+    """GFD's getProductName(parent model, "MIG", profile): "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"."""
+    parts = [sanitise(p) for p in (parent_name, "MIG", profile.replace("+", ".")) if p]
+    return "-".join([*parts, "SHARED"] if shared else parts)
 
 
 def family(major: int, minor: int) -> str:
@@ -113,11 +150,16 @@ def class_label(class_name: str) -> str:
     return CLASS_LABEL_PREFIX + class_name
 
 
-def published_keys(owner: str, class_names: Iterable[str]) -> tuple[str, ...]:
-    """Every label key a node may publish for `spec.node.labels.owner`, sorted."""
+def published_keys(
+    owner: str, class_names: Iterable[str], mig_profiles: Iterable[str] = ()
+) -> tuple[str, ...]:
+    """Every label key a node may publish for `spec.node.labels.owner`, sorted; `mig_profiles`:
+    the MIG profiles the cluster's classes select."""
     if owner == "off":
         return ()
     keys = {POOL_LABEL, *map(class_label, class_names)}
     if owner == "gpuconf":
         keys.update(GFD_KEYS)
+        for profile in mig_profiles:
+            keys.update(mig_keys(profile))
     return tuple(sorted(keys))

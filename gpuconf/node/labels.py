@@ -11,7 +11,7 @@ from gpuconf.api.node_config import NodeConfig, ResourceSettings
 from gpuconf.api.node_facts import POOL_LABEL
 from gpuconf.gpus import gfd_labels as gfd
 from gpuconf.node.devices import build_devices
-from gpuconf.node.nvml.api import GpuInfo
+from gpuconf.node.nvml.api import GpuInfo, MigAttributes, MigDevice
 
 MACHINE_TYPE_FILE = Path(gfd.MACHINE_TYPE_FILE)
 
@@ -64,6 +64,7 @@ def _gfd_labels(config: NodeConfig, node_name: str, facts: NodeFacts) -> dict[st
     if any(r.mig_profile is not None for r in config.resources):
         labels[gfd.MIG_STRATEGY] = "mixed"
     labels.update(_resource_labels(config, node_name, facts.gpus))
+    labels.update(_mig_labels(config, node_name, facts.gpus))
     return labels
 
 
@@ -92,7 +93,7 @@ def _resource_labels(config: NodeConfig, node_name: str, gpus: Sequence[GpuInfo]
     """GFD's newGPULabelers: per GPU name, MIG-enabled GPUs (sharing off) first, then whole
     GPUs with their sharing; later ones overwrite earlier ones, as GFD's list does (GFD's own
     order among names is a Go map's; gpuconf's is by name)."""
-    sharing = _whole_gpu_sharing(config, node_name)
+    sharing = _sharing(config, node_name, None)
     labels: dict[str, str] = {}
     for mig_enabled in (True, False):
         group = [g for g in gpus if g.mig_enabled == mig_enabled]
@@ -110,14 +111,14 @@ class _Sharing(NamedTuple):
     replicas: int
 
 
-def _whole_gpu_sharing(config: NodeConfig, node_name: str) -> _Sharing | None:
-    """The sharing of the node's whole GPUs when all its classes of whole GPUs agree on it;
-    None (no replicas or sharing-strategy label) when they differ, which one GFD config
-    per node cannot express."""
+def _sharing(config: NodeConfig, node_name: str, mig_profile: str | None) -> _Sharing | None:
+    """The sharing of the node's whole GPUs (`mig_profile` None) or of its MIG devices of one
+    profile, when all the node's classes of them agree on it; None (no replicas or
+    sharing-strategy label) when they differ, which one GFD config per node cannot express."""
     found = {
         _Sharing(_strategy(r), r.sharing.replicas)
         for r in config.resources
-        if r.mig_profile is None and config.gpu_indices(r, node_name)
+        if r.mig_profile == mig_profile and config.gpu_indices(r, node_name)
     }
     if not found:
         return _Sharing("none", 1)
@@ -149,3 +150,49 @@ def _gpu_labels(
         labels[gfd.FAMILY] = gfd.family(major, minor)
         labels[gfd.COMPUTE_MAJOR], labels[gfd.COMPUTE_MINOR] = str(major), str(minor)
     return labels
+
+
+def _mig_labels(config: NodeConfig, node_name: str, gpus: Sequence[GpuInfo]) -> dict[str, str]:
+    """GFD's newMigStrategyMixedLabeler: per MIG profile on the node, its count and sharing,
+    the parent's product with -MIG-<profile>, and the first device's NVML attributes; only
+    for profiles the node's classes select, the keys its admission policy lets it write."""
+    selected = {r.mig_profile for r in config.resources if r.mig_profile is not None}
+    found: dict[str, list[tuple[GpuInfo, MigDevice]]] = {}
+    for gpu in gpus:
+        if gpu.mig_enabled:
+            for device in gpu.mig_devices:
+                if device.profile in selected:
+                    found.setdefault(device.profile, []).append((gpu, device))
+    labels: dict[str, str] = {}
+    for profile, devices in sorted(found.items()):
+        parent, first = devices[0]
+        sharing = _sharing(config, node_name, profile)
+        shared = False
+        labels[gfd.mig_key(profile, "count")] = str(len(devices))
+        if sharing is not None:
+            labels[gfd.mig_key(profile, "replicas")] = str(sharing.replicas)
+            labels[gfd.mig_key(profile, "sharing-strategy")] = sharing.strategy
+            shared = sharing.replicas > 1 and not config.labels.rename_by_default
+        labels[gfd.mig_key(profile, "product")] = gfd.mig_product_name(parent.name, profile, shared)
+        if first.attributes is not None:
+            labels.update(_mig_attribute_labels(profile, first.attributes))
+    return labels
+
+
+def _mig_attribute_labels(profile: str, found: MigAttributes) -> dict[str, str]:
+    """nvmlMigDevice.GetAttributes (k8s-device-plugin v0.20.0, internal/resource/nvml-mig-device.go)."""
+    values = (
+        found.memory_size_mb,
+        found.multiprocessor_count,
+        found.gpu_instance_slice_count,
+        found.compute_instance_slice_count,
+        found.shared_copy_engine_count,
+        found.shared_decoder_count,
+        found.shared_encoder_count,
+        found.shared_jpeg_count,
+        found.shared_ofa_count,
+    )
+    return {
+        gfd.mig_key(profile, suffix): str(value)
+        for suffix, value in zip(gfd.MIG_ATTRIBUTE_SUFFIXES, values, strict=True)
+    }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import celpy
@@ -168,3 +169,50 @@ def test_published_labels_are_still_refused_on_another_node() -> None:
     labels = {**LABELLED["metadata"]["labels"], "nvidia.com/gpu.replicas": "4"}
     verdicts = _verdicts(_policy_for("gpuconf"), LABELLED, _with_labels(labels), "gpu-2")
     assert verdicts == [False, True]
+
+
+def _mig_policy() -> dict[str, Any]:
+    data = cluster_file("mig")
+    data["spec"]["node"] = {"labels": {"owner": "gpuconf"}}
+    return load_yaml(rendered(data)[POLICY])
+
+
+def _own_label_keys(policy: dict[str, Any]) -> set[str]:
+    (expression,) = (
+        v["expression"] for v in policy["spec"]["variables"] if v["name"] == "ownLabels"
+    )
+    return set(re.findall(r"'([^']+)': true", expression))
+
+
+def test_the_policy_admits_gfd_s_mig_keys_for_exactly_the_profiles_the_classes_select() -> None:
+    mig_keys = {k for k in _own_label_keys(_mig_policy()) if k.startswith("nvidia.com/mig-")}
+    # GFD's per-profile suffixes, k8s-device-plugin v0.20.0 internal/lm/resource_test.go
+    # ("mig mixed appends shared").
+    suffixes = [
+        "count",
+        "replicas",
+        "sharing-strategy",
+        "product",
+        "memory",
+        "multiprocessors",
+        "slices.gi",
+        "slices.ci",
+        "engines.copy",
+        "engines.decoder",
+        "engines.encoder",
+        "engines.jpeg",
+        "engines.ofa",
+    ]
+    profiles = ("1g.10gb", "3g.40gb", "1g.5gb", "2g.10gb", "3g.20gb", "1g.6gb")
+    assert mig_keys == {f"nvidia.com/mig-{p}.{s}" for p in profiles for s in suffixes}
+
+
+@pytest.mark.parametrize(
+    ("label", "allowed"),
+    [("nvidia.com/mig-1g.10gb.multiprocessors", True), ("nvidia.com/mig-7g.80gb.count", False)],
+    ids=["a declared profile's key", "a profile no class selects"],
+)
+def test_mig_keys_are_admitted_only_for_the_cluster_s_profiles(label: str, allowed: bool) -> None:
+    labels = {**LABELLED["metadata"]["labels"], label: "1"}
+    verdicts = _verdicts(_mig_policy(), LABELLED, _with_labels(labels), "gpu-1")
+    assert all(verdicts) is allowed

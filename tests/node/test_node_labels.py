@@ -4,7 +4,11 @@ Expected values are GFD's own, from NVIDIA/k8s-device-plugin v0.20.0 (commit 1b8
 internal/lm/resource_test.go TestGPUResourceLabeler (a full GPU "MOCKMODEL" of 300 MiB,
 compute capability 8.0, count 1, under each sharing config), TestSanitise, nvml_test.go
 TestMigCapabilityLabeler and TestSharingLabeler, and nvml.go newVersionLabeler for the
-driver and CUDA version labels.
+driver and CUDA version labels; for MIG profiles under migStrategy mixed, resource_test.go
+TestMigResourceLabeler ("mig mixed appends shared", "mig mixed rename does not append") and
+mig-strategy_test.go TestMigStrategySingleLabels ("multiple mig-enabled devices returns mig
+labels"), whose MIG devices come from internal/resource/testing/resource-testing.go
+NewMigDevice.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import pytest
 import yaml
 from builders import gpu_uuid, node_config, resource
 
-from gpuconf.gpus.gfd_labels import sanitise
+from gpuconf.gpus.gfd_labels import mig_key, mig_product_name, sanitise
 from gpuconf.node.commands.parser import main
 
 # resource_test.go TestGPUResourceLabeler, "no sharing".
@@ -224,3 +228,126 @@ def test_mig_enabled_gpus_are_labelled_as_gfd_s_mixed_strategy_labels_them(
     assert printed["nvidia.com/mig.strategy"] == "mixed"
     assert printed["nvidia.com/mig.capable"] == "true"
     assert printed["class.gpuconf.dev/mig-small"] == "2"
+
+
+def _mig_gpu(index: int, profile: str, attributes: dict[str, int] | None) -> dict[str, Any]:
+    device: dict[str, Any] = {
+        "uuid": f"MIG-00000000-0001-4000-8000-00000000000{index}",
+        "profile": profile,
+        "gpuInstanceId": 1,
+        "computeInstanceId": 0,
+    }
+    if attributes is not None:
+        device["attributes"] = attributes
+    return _fake_gpu(index, migEnabled=True, migDevices=[device])
+
+
+def _nvml_attributes(
+    gi: int, ci: int, memory_mb: int, sms: int = 0, engines: tuple[int, ...] = (0, 0, 0, 0, 0)
+) -> dict[str, int]:
+    """resource-testing.go NewMigDevice(gi, ci, gb, overrides) as nvmlDeviceGetAttributes says it."""
+    copy, decoder, encoder, jpeg, ofa = engines
+    return {
+        "multiprocessorCount": sms,
+        "sharedCopyEngineCount": copy,
+        "sharedDecoderCount": decoder,
+        "sharedEncoderCount": encoder,
+        "sharedJpegCount": jpeg,
+        "sharedOfaCount": ofa,
+        "gpuInstanceSliceCount": gi,
+        "computeInstanceSliceCount": ci,
+        "memorySizeMB": memory_mb,
+    }
+
+
+def _mig_part(printed: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in printed.items() if k.startswith("nvidia.com/mig-")}
+
+
+# resource_test.go "mig mixed appends shared" / "rename does not append": NewMigDevice(1, 2, 300)
+# (named "1g.300gb") shared by time-slicing with 2 replicas. GFD's test passes the resource
+# name nvidia.com/mig-1g.1gb by hand; newMigStrategyMixedLabeler derives it from the device's
+# name, so here it is nvidia.com/mig-1g.300gb.
+GFD_MIG_SHARED = {
+    "nvidia.com/mig-1g.300gb.count": "1",
+    "nvidia.com/mig-1g.300gb.replicas": "2",
+    "nvidia.com/mig-1g.300gb.sharing-strategy": "time-slicing",
+    "nvidia.com/mig-1g.300gb.memory": "300",
+    "nvidia.com/mig-1g.300gb.product": "MOCKMODEL-MIG-1g.300gb-SHARED",
+    "nvidia.com/mig-1g.300gb.multiprocessors": "0",
+    "nvidia.com/mig-1g.300gb.slices.gi": "1",
+    "nvidia.com/mig-1g.300gb.slices.ci": "2",
+    "nvidia.com/mig-1g.300gb.engines.copy": "0",
+    "nvidia.com/mig-1g.300gb.engines.decoder": "0",
+    "nvidia.com/mig-1g.300gb.engines.encoder": "0",
+    "nvidia.com/mig-1g.300gb.engines.jpeg": "0",
+    "nvidia.com/mig-1g.300gb.engines.ofa": "0",
+}
+
+
+@pytest.mark.parametrize("renamed", [False, True], ids=["appends shared", "rename does not"])
+def test_a_shared_mig_profile_gets_gfd_s_mixed_strategy_labels(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], renamed: bool
+) -> None:
+    shared = resource(
+        "mig-small", [0], migProfile="1g.300gb", sharing={"strategy": "time-slicing", "replicas": 2}
+    )
+    gpu = _mig_gpu(0, "1g.300gb", _nvml_attributes(1, 2, 300))
+    printed = labels(
+        tmp_path, capsys, [shared], [gpu], labels={"owner": "gpuconf", "renameByDefault": renamed}
+    )
+    product = "MOCKMODEL-MIG-1g.300gb" if renamed else "MOCKMODEL-MIG-1g.300gb-SHARED"
+    assert _mig_part(printed) == {
+        **GFD_MIG_SHARED,
+        "nvidia.com/mig-1g.300gb.product": product,
+    }
+
+
+def test_mig_devices_of_one_profile_are_counted_across_gpus_with_nvml_s_attributes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # mig-strategy_test.go "multiple mig-enabled devices returns mig labels": two GPUs with
+    # one NewMigDevice(1, 2, 100) each, 12 SMs and engines 13..17; unshared. Its keys are
+    # nvidia.com/gpu.* (single); under mixed the same values go under nvidia.com/mig-1g.100gb.
+    attributes = _nvml_attributes(1, 2, 100, sms=12, engines=(13, 14, 15, 16, 17))
+    gpus = [_mig_gpu(0, "1g.100gb", attributes), _mig_gpu(1, "1g.100gb", attributes)]
+    printed = labels(tmp_path, capsys, [resource("mig", [0, 1], migProfile="1g.100gb")], gpus)
+    expected = {
+        "count": "2",
+        "replicas": "1",
+        "sharing-strategy": "none",
+        "memory": "100",
+        "product": "MOCKMODEL-MIG-1g.100gb",
+        "multiprocessors": "12",
+        "slices.gi": "1",
+        "slices.ci": "2",
+        "engines.copy": "13",
+        "engines.decoder": "14",
+        "engines.encoder": "15",
+        "engines.jpeg": "16",
+        "engines.ofa": "17",
+    }
+    assert _mig_part(printed) == {f"nvidia.com/mig-1g.100gb.{k}": v for k, v in expected.items()}
+    assert printed["nvidia.com/mig.strategy"] == "mixed"
+
+
+def test_without_nvml_attributes_only_the_keys_gpuconf_knows_are_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gpus = [_mig_gpu(0, "1g.100gb", None), _mig_gpu(1, "2g.200gb", _nvml_attributes(2, 2, 200))]
+    printed = labels(tmp_path, capsys, [resource("mig", [0], migProfile="1g.100gb")], gpus)
+    # 2g.200gb: no class selects it, so the node's admission policy has no key for it.
+    assert _mig_part(printed) == {
+        "nvidia.com/mig-1g.100gb.count": "1",
+        "nvidia.com/mig-1g.100gb.replicas": "1",
+        "nvidia.com/mig-1g.100gb.sharing-strategy": "none",
+        "nvidia.com/mig-1g.100gb.product": "MOCKMODEL-MIG-1g.100gb",
+    }
+
+
+def test_a_profile_with_a_plus_is_named_as_gfd_names_it() -> None:
+    # nvml-mig-device.go GetName: strings.ReplaceAll(profile, "+", ".").
+    assert mig_key("1g.10gb+me", "count") == "nvidia.com/mig-1g.10gb.me.count"
+    assert mig_product_name("NVIDIA H100 80GB HBM3", "1g.10gb+me", shared=False) == (
+        "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb.me"
+    )

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gpuconf.node.nvml.api import MigDevice, NvmlError, XidEvent
+from gpuconf.node.nvml.api import MigAttributes, MigDevice, NvmlError, XidEvent
 from gpuconf.node.nvml.pynvml_backend import (
     PynvmlNvml,
     mig_profile_from_name,
@@ -90,6 +90,7 @@ class StubPynvml:
     NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_INVALID_ARGUMENT, NVML_ERROR_NOT_FOUND = 3, 2, 6
     NVML_ERROR_TIMEOUT, NVML_FEATURE_ENABLED, NVML_DEVICE_MIG_ENABLE = 10, 1, 1
     NVML_NVLINK_MAX_LINKS, NVML_GPU_INSTANCE_PROFILE_COUNT = 18, 0
+    NVML_ERROR_FUNCTION_NOT_FOUND = 13
     nvmlEventTypeXidCriticalError = 8
     bus_ids = ("00000000:18:00.0", "00000000:19:00.0")
 
@@ -165,6 +166,20 @@ class StubPynvml:
     def nvmlDeviceGetComputeInstanceId(self, handle: str) -> int:
         return 0
 
+    def nvmlDeviceGetAttributes(self, handle: str) -> SimpleNamespace:
+        # Distinct numbers, so that a field read into the wrong place shows.
+        return SimpleNamespace(
+            multiprocessorCount=60,
+            sharedCopyEngineCount=3,
+            sharedDecoderCount=4,
+            sharedEncoderCount=5,
+            sharedJpegCount=6,
+            sharedOfaCount=7,
+            gpuInstanceSliceCount=8,
+            computeInstanceSliceCount=9,
+            memorySizeMB=40448,
+        )
+
     def nvmlEventSetCreate(self) -> str:
         return "event-set"
 
@@ -185,6 +200,17 @@ def stub(monkeypatch: pytest.MonkeyPatch) -> StubPynvml:
     return module
 
 
+def test_mig_attributes_a_driver_does_not_answer_are_left_unknown(
+    stub: StubPynvml, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unsupported(handle: str) -> SimpleNamespace:
+        raise StubNvmlError(stub.NVML_ERROR_NOT_SUPPORTED)
+
+    monkeypatch.setattr(stub, "nvmlDeviceGetAttributes", unsupported)
+    first, _second = PynvmlNvml().devices()
+    assert first.mig_devices == (MigDevice("MIG-mig0", "3g.40gb", 2, 0),)
+
+
 def test_stubbed_nvml_is_translated(stub: StubPynvml) -> None:
     nvml = PynvmlNvml()
     first, second = nvml.devices()
@@ -194,7 +220,8 @@ def test_stubbed_nvml_is_translated(stub: StubPynvml) -> None:
         81559,
         {1: 4},
     )
-    assert first.mig_devices == (MigDevice("MIG-mig0", "3g.40gb", 2, 0),)
+    attributes = MigAttributes(60, 3, 4, 5, 6, 7, 8, 9, 40448)
+    assert first.mig_devices == (MigDevice("MIG-mig0", "3g.40gb", 2, 0, attributes),)
     assert (second.mig_enabled, dict(second.nvlinks)) == (False, {0: 4})
     assert (first.reset_pending, second.reset_pending) == (True, False)
     assert (first.compute_capability, nvml.cuda_driver_version()) == ((9, 0), (13, 0))

@@ -184,8 +184,11 @@ def own_node_policy_objects(cluster: Cluster) -> list[Artifact]:
         "object.metadata.annotations[k] == oldObject.metadata.annotations[k]) && "
         f"{old_others}.all(k, {new_others}.exists(j, j == k))"
     )
+    classes = cluster.spec.resource_classes
     keys = published_keys(
-        cluster.spec.node.labels.owner, (c.name for c in cluster.spec.resource_classes)
+        cluster.spec.node.labels.owner,
+        (c.name for c in classes),
+        {c.select.mig_profile for c in classes if c.select.mig_profile is not None},
     )
     labels = "(has({o}.metadata.labels) ? {o}.metadata.labels : {{}})"
     variables = [

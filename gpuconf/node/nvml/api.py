@@ -8,6 +8,21 @@ from typing import Protocol
 
 
 @dataclass(frozen=True)
+class MigAttributes:
+    """nvmlDeviceGetAttributes on a MIG device (nvmlDeviceAttributes_t), field for field."""
+
+    multiprocessor_count: int
+    shared_copy_engine_count: int
+    shared_decoder_count: int
+    shared_encoder_count: int
+    shared_jpeg_count: int
+    shared_ofa_count: int
+    gpu_instance_slice_count: int
+    compute_instance_slice_count: int
+    memory_size_mb: int
+
+
+@dataclass(frozen=True)
 class MigDevice:
     uuid: str
     """MIG-<uuid>, as NVML reports it."""
@@ -15,6 +30,8 @@ class MigDevice:
     """e.g. "1g.10gb"."""
     gpu_instance_id: int
     compute_instance_id: int
+    attributes: MigAttributes | None = None
+    """None where NVML cannot tell them (then no label that needs them is written)."""
 
 
 @dataclass(frozen=True)

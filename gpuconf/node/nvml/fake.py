@@ -19,7 +19,7 @@ from pydantic_core import core_schema as cs
 
 from gpuconf.diagnostics import Diagnostic
 from gpuconf.formats.located_yaml import LoadFailed, Located, parse_text
-from gpuconf.node.nvml.api import GpuInfo, MigDevice, NvmlError, XidEvent
+from gpuconf.node.nvml.api import GpuInfo, MigAttributes, MigDevice, NvmlError, XidEvent
 
 EVENT_POLL_SECONDS = 0.05
 
@@ -40,11 +40,25 @@ def _record(fields: dict[str, Any]) -> cs.TypedDictSchema:
 _TEXT = cs.str_schema(strict=True)
 # "8.0" as nvidia-smi --query-gpu=compute_cap prints it; "12.4" as it prints "CUDA Version".
 _MAJOR_MINOR = cs.nullable_schema(cs.str_schema(strict=True, pattern=r"^[0-9]+\.[0-9]+$"))
+_COUNT = cs.int_schema(ge=0, strict=True)
+# nvmlDeviceAttributes_t's field names.
+_MIG_ATTRIBUTES = _record({
+    "multiprocessor_count": _field(_COUNT, "multiprocessorCount"),
+    "shared_copy_engine_count": _field(_COUNT, "sharedCopyEngineCount"),
+    "shared_decoder_count": _field(_COUNT, "sharedDecoderCount"),
+    "shared_encoder_count": _field(_COUNT, "sharedEncoderCount"),
+    "shared_jpeg_count": _field(_COUNT, "sharedJpegCount"),
+    "shared_ofa_count": _field(_COUNT, "sharedOfaCount"),
+    "gpu_instance_slice_count": _field(_COUNT, "gpuInstanceSliceCount"),
+    "compute_instance_slice_count": _field(_COUNT, "computeInstanceSliceCount"),
+    "memory_size_mb": _field(_COUNT, "memorySizeMB"),
+})  # fmt: skip
 _MIG_DEVICE = _record({
     "uuid": _field(_TEXT, "uuid"),
     "profile": _field(_TEXT, "profile"),
     "gpu_instance_id": _field(cs.int_schema(ge=0, strict=True), "gpuInstanceId"),
     "compute_instance_id": _field(cs.int_schema(ge=0, strict=True), "computeInstanceId"),
+    "attributes": _field(cs.nullable_schema(_MIG_ATTRIBUTES), "attributes", None),
 })  # fmt: skip
 _GPU = _record({
     "index": _field(cs.int_schema(ge=0, strict=True), "index"),
@@ -99,7 +113,13 @@ def _gpu_info(gpu: dict[str, Any]) -> GpuInfo:
         nvlinks=dict(sorted(gpu["nvlinks"].items())),
         mig_enabled=gpu["mig_enabled"],
         mig_devices=tuple(
-            MigDevice(m["uuid"], m["profile"], m["gpu_instance_id"], m["compute_instance_id"])
+            MigDevice(
+                m["uuid"],
+                m["profile"],
+                m["gpu_instance_id"],
+                m["compute_instance_id"],
+                None if m["attributes"] is None else MigAttributes(**m["attributes"]),
+            )
             for m in gpu["mig_devices"]
         ),
         reset_pending=gpu["reset_pending"],

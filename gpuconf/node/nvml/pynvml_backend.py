@@ -9,7 +9,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
-from gpuconf.node.nvml.api import GpuInfo, MigDevice, NvmlError, XidEvent
+from gpuconf.node.nvml.api import GpuInfo, MigAttributes, MigDevice, NvmlError, XidEvent
 
 log = logging.getLogger(__name__)
 
@@ -229,9 +229,32 @@ class PynvmlNvml:
                     profile=mig_profile_from_name(name) or self._profile_of(handle, gpu_instance),
                     gpu_instance_id=gpu_instance,
                     compute_instance_id=int(self._call(nvml.nvmlDeviceGetComputeInstanceId, mig)),
+                    attributes=self._mig_attributes(mig),
                 )
             )
         return tuple(devices)
+
+    def _mig_attributes(self, mig: Any) -> MigAttributes | None:
+        """What GFD's nvmlMigDevice.GetAttributes reads (NVIDIA/k8s-device-plugin v0.20.0,
+        internal/resource/nvml-mig-device.go); None where this driver does not answer."""
+        nvml = self._pynvml
+        try:
+            found = nvml.nvmlDeviceGetAttributes(mig)
+        except nvml.NVMLError as error:
+            if error.value in (nvml.NVML_ERROR_NOT_SUPPORTED, nvml.NVML_ERROR_FUNCTION_NOT_FOUND):
+                return None
+            raise NvmlError(f"nvmlDeviceGetAttributes failed: {error}") from None
+        return MigAttributes(
+            multiprocessor_count=int(found.multiprocessorCount),
+            shared_copy_engine_count=int(found.sharedCopyEngineCount),
+            shared_decoder_count=int(found.sharedDecoderCount),
+            shared_encoder_count=int(found.sharedEncoderCount),
+            shared_jpeg_count=int(found.sharedJpegCount),
+            shared_ofa_count=int(found.sharedOfaCount),
+            gpu_instance_slice_count=int(found.gpuInstanceSliceCount),
+            compute_instance_slice_count=int(found.computeInstanceSliceCount),
+            memory_size_mb=int(found.memorySizeMB),
+        )
 
     def _profile_of(self, handle: Any, gpu_instance_id: int) -> str:
         """``<slices>g.<GiB>gb`` from the GPU instance's profile, as nvidia-smi names it."""
