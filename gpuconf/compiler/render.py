@@ -48,6 +48,10 @@ def render_artifact(artifact: Artifact, templates: Templates) -> bytes:
                 templates.skeletons,
                 artifact.patch_of,
             )
+            if templates.token_prefix in text:
+                # A value that holds a token (a site block's `| yaml`, parsed back into data by
+                # with_entries) is filled in as written, token and all: render it in place.
+                raise NotASkeleton
         except (NotASkeleton, TypeError):  # TypeError: a value the writer cannot write
             text = checked_yaml(
                 templates.render(name, artifact.values), artifact.kind, chain, artifact.patch_of

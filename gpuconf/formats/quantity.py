@@ -57,6 +57,17 @@ class Quantity(NamedTuple):
 _MIB = Fraction(2**20)
 
 
+def device_count(value: object) -> int | None:
+    """A device count as the API server writes it, or None where it is not a whole number:
+    the server keeps a quantity in canonical form, so 1000 comes back as "1k" (apimachinery
+    pkg/api/resource/quantity.go, ParseQuantity; its test has {1000, DecimalSI, "1k"})."""
+    try:
+        quantity = Quantity.parse(str(value))
+    except ValueError:
+        return None
+    return int(quantity.value) if quantity.value.denominator == 1 else None
+
+
 def memory_quantity(text: str) -> str:
     """A `memoryAtLeast` value as a Kubernetes quantity: gpuconf reads a bare number as MiB."""
     return f"{text}Mi" if text.isdigit() else text

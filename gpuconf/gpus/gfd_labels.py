@@ -18,8 +18,6 @@ from collections.abc import Iterable
 
 from gpuconf.api.node_facts import POOL_LABEL
 
-GPU_PREFIX = "nvidia.com/gpu."
-
 PRODUCT = "nvidia.com/gpu.product"
 COUNT = "nvidia.com/gpu.count"
 REPLICAS = "nvidia.com/gpu.replicas"

@@ -3,6 +3,7 @@ gpuconf's pool and class labels (keys and value rules: gpuconf/gpus/gfd_labels.p
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -94,12 +95,15 @@ def _resource_labels(config: NodeConfig, node_name: str, gpus: Sequence[GpuInfo]
     GPUs with their sharing; later ones overwrite earlier ones, as GFD's list does (GFD's own
     order among names is a Go map's; gpuconf's is by name)."""
     sharing = _sharing(config, node_name, None)
+    # GFD counts a name's GPUs whatever their MIG mode (`counts[name]++` in both loops).
+    counts = Counter(g.name for g in gpus)
     labels: dict[str, str] = {}
     for mig_enabled in (True, False):
         group = [g for g in gpus if g.mig_enabled == mig_enabled]
         for name in sorted({g.name for g in group}):
-            same = [g for g in group if g.name == name]
-            labels.update(_gpu_labels(same, None if mig_enabled else sharing, config))
+            first = next(g for g in group if g.name == name)
+            shared = None if mig_enabled else sharing
+            labels.update(_gpu_labels(first, counts[name], shared, config))
             if not mig_enabled and sharing is None:
                 labels.pop(gfd.REPLICAS, None)
                 labels.pop(gfd.SHARING_STRATEGY, None)
@@ -130,12 +134,11 @@ def _strategy(resource: ResourceSettings) -> str:
 
 
 def _gpu_labels(
-    gpus: Sequence[GpuInfo], sharing: _Sharing | None, config: NodeConfig
+    first: GpuInfo, count: int, sharing: _Sharing | None, config: NodeConfig
 ) -> dict[str, str]:
-    """GFD's NewGPUResourceLabeler for GPUs of one name. `sharing` None on a MIG-enabled GPU
-    means what GFD's nil config means: replicas 0, strategy none."""
-    first = gpus[0]
-    labels = {gfd.COUNT: str(len(gpus))}
+    """GFD's NewGPUResourceLabeler for the `count` GPUs of `first`'s name. `sharing` None on a
+    MIG-enabled GPU means what GFD's nil config means: replicas 0, strategy none."""
+    labels = {gfd.COUNT: str(count)}
     shared = False
     if first.mig_enabled:
         labels[gfd.REPLICAS], labels[gfd.SHARING_STRATEGY] = "0", "none"

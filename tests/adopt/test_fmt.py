@@ -61,6 +61,9 @@ def test_fmt_leaves_every_example_byte_for_byte(source: Path, tmp_path: Path) ->
     assert result.code == 0, result.err
     assert result.out == "nothing to change\n"
     assert copy.read_bytes() == source.read_bytes()
+
+
+def test_fmt_check_passes_on_the_repositorys_cluster_files() -> None:
     assert run_cli("fmt", "--check", cwd=REPO).code == 0
 
 

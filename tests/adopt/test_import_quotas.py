@@ -93,3 +93,34 @@ def test_quotas_over_capacity_are_refused_where_they_would_be_written(tmp_path: 
     assert result.code == 1
     assert "quotas for class 't4-shared' add up to 44, more than its capacity of 16" in result.err
     assert file.read_text() == before
+
+
+KUBECTL_LIST = """\
+apiVersion: v1
+items:
+- apiVersion: v1
+  kind: ResourceQuota
+  metadata: {name: gpus, namespace: research}
+  spec:
+    hard:
+      requests.gpuconf.dev/t4-shared: 1k
+      requests.cpu: "64"
+kind: List
+metadata:
+  resourceVersion: ""
+"""
+
+
+def test_kubectls_list_output_is_read_item_by_item_with_quantities_as_the_server_writes_them(
+    tmp_path: Path,
+) -> None:
+    """`kubectl get resourcequota -A -o yaml` writes one `kind: List`; the API server writes
+    1,000 as "1k". Both are read as they are, and problems are located at the item's line."""
+    (tmp_path / "clusters").mkdir()
+    shutil.copy(REPO / "clusters" / "lab.yaml", tmp_path / "clusters" / "lab.yaml")
+    (tmp_path / "quotas.yaml").write_text(KUBECTL_LIST)
+    result = run_cli("import", "quotas", "quotas.yaml", "--into", "clusters/lab.yaml", cwd=tmp_path)
+    # 1,000 T4 replicas are more than the lab holds: refused where they would be written.
+    assert result.code == 1
+    assert "quotas for class 't4-shared' add up to 1004, more than its capacity of 16" in result.err
+    assert "quotas.yaml:9:7: items[0].spec.hard.requests.cpu: warning: no class" in result.err

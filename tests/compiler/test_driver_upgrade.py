@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import cluster, load_yaml, pool, rendered
+from builders import as_dra, cluster, load_yaml, pool, rendered, valid
 
 from gpuconf.compiler.plan.driver import validate_driver_command
 
@@ -196,3 +196,29 @@ def test_the_probe_is_the_installers_startup_probe() -> None:
         "-c",
         validate_driver_command("550.90.07"),
     ]
+
+
+@pytest.mark.parametrize(("version", "warned"), [("1.32", True), ("1.33", True), ("1.34", False)])
+def test_under_dra_the_driver_manager_evicts_claim_holders_only_where_v1_is_served(
+    version: str, warned: bool
+) -> None:
+    """v0.12.0 reads a pod's claims through ResourceV1() alone (podHasGPUResourceClaim): on
+    1.32/1.33, which serve only the beta APIs, it finds no GPU pod to evict."""
+    document = as_dra(
+        cluster(
+            [
+                pool(
+                    "a100",
+                    "A100-SXM4-80GB",
+                    8,
+                    size=4,
+                    driver={"version": "550.90.07", "install": True},
+                )
+            ],
+            [{"name": "a100", "select": {"pools": ["a100"]}}],
+        ),
+        version,
+    )
+    warnings = [d for d in valid(document).warnings if "cannot evict pods" in d.message]
+    assert bool(warnings) == warned
+    assert all(d.path == ("spec", "nodePools", 0, "driver", "version") for d in warnings)

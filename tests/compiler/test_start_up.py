@@ -121,3 +121,15 @@ def test_a_device_plugin_cluster_imports_no_dra_module() -> None:
 def test_cel_is_imported_for_a_dra_cluster_that_needs_its_proof() -> None:
     imported = _imported("validate", "clusters/dra-lab.yaml")
     assert {"celpy", "gpuconf.compiler.rules.dra_selectors"} <= imported
+
+
+def test_validate_of_a_kueue_cluster_loads_the_template_engine_and_crd_check_but_writes_nothing() -> (
+    None
+):
+    """Kueue's CRD limits (e.g. nodeTaints at most 8, from a pool's tolerations) are checked on
+    the rendered Kueue objects, so validate of such a cluster loads the plan package, the
+    template engine and the CRD check (a cost a cluster without Kueue never pays: the test
+    above), but never the writer."""
+    imported = _imported("validate", "clusters/training-fleet.yaml")
+    assert {"gpuconf.compiler.kueue_check", "jinja2", "jsonschema"} <= imported
+    assert "gpuconf.compiler.emit" not in imported

@@ -309,3 +309,16 @@ def test_toml_values_stay_values_whatever_they_hold(tmp_path: Path) -> None:
     assert tomllib.loads(render_artifact(artifact, Templates(tmp_path)).decode()) == {
         "plugins": values
     }
+
+
+def test_a_value_printed_in_a_site_block_is_written_as_the_value(tmp_path: Path) -> None:
+    """A block's text is parsed back into data (with_entries): a `| yaml` value inside it must
+    reach the file as itself, never as the placeholder the template pass printed for it."""
+    (tmp_path / "namespace.yaml.j2").write_text(
+        '{% extends "gpuconf/namespace.yaml.j2" %}\n'
+        '{% block extra_labels %}owner: {{ meta["name"] | yaml }}{% endblock %}\n'
+    )
+    tree = render(plan(valid_lab(), "lab.yaml"), Templates(tmp_path))
+    namespace = load_yaml(tree["namespaces/research.yaml"])
+    assert namespace["metadata"]["labels"]["owner"] == "research"
+    assert b"@gpuconf-value-" not in b"".join(tree.values())

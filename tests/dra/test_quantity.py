@@ -7,7 +7,7 @@ from builders import heterogeneous, valid
 
 from gpuconf.compiler.dra.cel_proof import selected_devices
 from gpuconf.compiler.dra.devices import cluster_devices
-from gpuconf.formats.quantity import Quantity
+from gpuconf.formats.quantity import Quantity, device_count
 
 
 @pytest.mark.parametrize(
@@ -48,3 +48,14 @@ def test_cel_quantity_library(expression: str, selected: bool) -> None:
     published = cluster_devices(validated.cluster, validated.inventory)
     l4 = [d for d in published.devices if d.group.pool == "l4"]
     assert selected_devices(expression, l4) == (frozenset({l4[0].key}) if selected else frozenset())
+
+
+@pytest.mark.parametrize(
+    ("written", "count"),
+    [("8", 8), (8, 8), ("1k", 1000), ("2k", 2000), ("1500m", None), ("0.5", None), ("x", None)],
+)
+def test_device_counts_are_read_as_the_api_server_writes_them(
+    written: object, count: int | None
+) -> None:
+    """kube-apiserver stores 1000 as "1k": a quota of 1,000 GPUs is 1,000, not unreadable."""
+    assert device_count(written) == count

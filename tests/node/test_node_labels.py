@@ -351,3 +351,20 @@ def test_a_profile_with_a_plus_is_named_as_gfd_names_it() -> None:
     assert mig_product_name("NVIDIA H100 80GB HBM3", "1g.10gb+me", shared=False) == (
         "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb.me"
     )
+
+
+def test_gpu_count_counts_a_models_gpus_whatever_their_mig_mode(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """mig-strategy.go newGPULabelers: `counts[name]++` in the MIG-enabled and the whole-GPU
+    loops alike, so one MIG GPU beside one whole GPU of the same name is gpu.count=2."""
+    mig = {"uuid": "MIG-00000000-0001-4000-8000-000000000001", "profile": "1g.10gb"}
+    gpus = [
+        _fake_gpu(
+            0, migEnabled=True, migDevices=[{**mig, "gpuInstanceId": 1, "computeInstanceId": 0}]
+        ),
+        _fake_gpu(1),
+    ]
+    classes = [resource("mig-small", [0], migProfile="1g.10gb"), resource("whole", [1])]
+    printed = labels(tmp_path, capsys, classes, gpus)
+    assert printed["nvidia.com/gpu.count"] == "2"

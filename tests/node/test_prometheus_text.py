@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import urllib.error
 import urllib.request
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from gpuconf.node.metrics import Metrics
 from gpuconf.node.metrics_http import MetricsServer
 from gpuconf.node.prometheus_text import CONTENT_TYPE, Counter, Gauge, Registry
 
@@ -74,3 +77,22 @@ def test_the_metrics_port_answers_metrics_health_and_status_over_http() -> None:
         assert unhealthy.value.code == 503
     finally:
         server.stop()
+
+
+@pytest.mark.skipif(
+    shutil.which("promtool") is None, reason="promtool not installed (make promtool)"
+)
+def test_prometheus_own_checker_accepts_the_runtimes_whole_exposition() -> None:
+    """promtool check metrics reads the text with Prometheus' own parser and linter: every
+    family the runtime registers (node/metrics.py), with escapes and odd values, passes."""
+    registry = Metrics().registry
+    odd = Gauge("x_odd", 'Odd "values", \\ and\nlines.', ["what"], registry=registry)
+    for what, value in (('q"u\\o\nte', float("inf")), ("big", 1e20), ("nan", float("nan"))):
+        odd.labels(what).set(value)
+    checked = subprocess.run(
+        ["promtool", "check", "metrics"],
+        input=registry.exposition(),
+        capture_output=True,
+        check=False,
+    )
+    assert (checked.returncode, checked.stdout, checked.stderr) == (0, b"", b"")

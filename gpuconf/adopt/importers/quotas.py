@@ -19,6 +19,7 @@ from gpuconf.compiler.explain import class_rows
 from gpuconf.compiler.validate import Validated
 from gpuconf.diagnostics import Diagnostic
 from gpuconf.formats import round_trip_yaml
+from gpuconf.formats.quantity import device_count
 
 DRA_QUOTA_SUFFIX = ".deviceclass.resource.k8s.io/devices"
 
@@ -71,10 +72,10 @@ def import_quotas(
                     else "no class of the cluster is requested by this name"
                 )
                 left_out.append(source.not_imported(where, message))
-            elif not str(value).isdigit():
+            elif (count := device_count(value)) is None or count < 0:
                 left_out.append(source.not_imported(where, f"{value!r} is not a device count"))
             else:
-                classes[named[0]] = int(str(value))
+                classes[named[0]] = count
         if classes:
             _set_quota(file.document, namespace, classes)
     return left_out

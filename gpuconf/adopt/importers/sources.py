@@ -12,26 +12,41 @@ from gpuconf.formats.located_yaml import LoadFailed, Located, load_file, parse_t
 
 
 class Source(NamedTuple):
-    """One YAML document of an input file, and where its values are."""
+    """One object of an input file (a YAML document, or an item of a `kind: List` document),
+    and where its values are."""
 
     located: Located
+    prefix: KeyPath = ()
+    """Where the object stands in its document: () or ("items", i)."""
 
     @property
     def data(self) -> Any:
-        return self.located.data
+        return self.located.value_at(self.prefix) if self.prefix else self.located.data
 
     def at(self, *path: str | int) -> Any:
-        return self.located.value_at(path)
+        return self.located.value_at((*self.prefix, *path))
 
     def not_imported(self, path: KeyPath, message: str, hint: str = "") -> Diagnostic:
-        return self.located.diagnostic(path, message, hint, severity=Severity.WARNING)
+        where = (*self.prefix, *path)
+        return self.located.diagnostic(where, message, hint, severity=Severity.WARNING)
 
     def wrong(self, path: KeyPath, message: str, hint: str = "") -> InvalidInput:
-        return InvalidInput([self.located.diagnostic(path, message, hint)])
+        return InvalidInput([self.located.diagnostic((*self.prefix, *path), message, hint)])
+
+
+def _objects(document: Source) -> Iterator[Source]:
+    """A document's objects: `kubectl get … -o yaml` of several objects writes one
+    `kind: List` whose `items` are the objects."""
+    items = document.at("items")
+    if document.at("kind") == "List" and isinstance(items, list):
+        for index in range(len(items)):
+            yield document._replace(prefix=("items", index))
+    else:
+        yield document
 
 
 def read_documents(path: Path, shown: str) -> Iterator[Source]:
-    """Each document of a file (`---`-separated, as kubectl writes several objects)."""
+    """Each object of a file: its `---`-separated documents, and the items of a `kind: List`."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
@@ -39,12 +54,12 @@ def read_documents(path: Path, shown: str) -> Iterator[Source]:
             [Diagnostic(shown, 1, 1, (), f"cannot read the file: {error}")]
         ) from None
     if not text.lstrip().startswith("---") and "\n---" not in text:
-        yield _load(path, shown)
+        yield from _objects(_load(path, shown))
         return
     for first_line, chunk in _documents(text):
         if any(line.strip() and not line.startswith("#") for line in chunk.splitlines()):
             # Empty lines before the chunk keep its positions those of the file.
-            yield _parse("\n" * first_line + chunk, shown)
+            yield from _objects(_parse("\n" * first_line + chunk, shown))
 
 
 def read_one(path: Path, shown: str) -> Source:

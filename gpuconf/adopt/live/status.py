@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 from gpuconf.compiler.explain import class_rows
 from gpuconf.compiler.plan.pod import node_selector
 from gpuconf.compiler.validate import Validated
+from gpuconf.formats.quantity import device_count
 from gpuconf.gpus.dra_attributes import DRIVER as DRA_DRIVER
 from gpuconf.node.node_annotation import DRIFT_ANNOTATION, PENDING_ANNOTATION, REPORT_ANNOTATION
 
@@ -232,12 +233,7 @@ def _at(data: Mapping[str, Any], *path: str) -> Mapping[str, Any]:
 
 def _count(values: Mapping[str, Any], key: str) -> int:
     value = values.get(key)
-    if value is None:
-        return 0
-    try:
-        return int(str(value))  # device counts are plain integers
-    except ValueError:
-        return 0
+    return 0 if value is None else device_count(value) or 0
 
 
 def _json(text: Any, default: Any) -> Any:

@@ -132,7 +132,12 @@ def _operator(cluster: Cluster) -> dict[str, Any] | None:
     return {
         "version": operator.version,
         "namespace": operator.namespace,
-        "cluster_policy": CLUSTER_POLICY,
+        "commands": [
+            f"helm upgrade --install gpu-operator nvidia/gpu-operator -n {operator.namespace}"
+            f" --create-namespace --version {operator.version} -f gpu-operator-values.yaml",
+            f"kubectl patch clusterpolicies.nvidia.com {CLUSTER_POLICY} --type merge"
+            " --patch-file gpu-operator-clusterpolicy-patch.yaml",
+        ],
         "labels": [
             _label_command(pool, pool_deploy_labels(**pool_client_facts(cluster, pool)))
             for pool in cluster.spec.node_pools

@@ -32,12 +32,8 @@ tables, the merged copy, the diff) and its container's limit is 128 MiB: bench/s
 measured 60 MiB peak at 1 MiB, 153 MiB at 4 MiB. Real engine configs are a few KiB."""
 
 
-class HostFileTooLarge(HostPathError):
-    pass
-
-
 def current(host: Host, host_path: str) -> tuple[Path, bytes | None]:
-    """The file's real location and its bytes (None when it does not exist); HostFileTooLarge,
+    """The file's real location and its bytes (None when it does not exist); a HostPathError,
     with nothing read past the limit, for a file over MAX_HOST_FILE_BYTES."""
     path = host.path(host_path)
     try:
@@ -51,8 +47,8 @@ def current(host: Host, host_path: str) -> tuple[Path, bytes | None]:
         raise HostPathError(f"cannot read {host_path}: {error.strerror}") from None
 
 
-def too_large(what: str, size: int) -> HostFileTooLarge:
-    return HostFileTooLarge(
+def too_large(what: str, size: int) -> HostPathError:
+    return HostPathError(
         f"{what} is {size / 2**20:.1f} MiB; setup reads host files up to "
         f"{MAX_HOST_FILE_BYTES // 2**20} MiB (its container's memory limit is 128 MiB): left "
         "untouched; trim it (containerd: registry mirrors belong in config_path's hosts.toml "

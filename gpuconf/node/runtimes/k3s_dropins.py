@@ -29,7 +29,8 @@ def later_dropins(host: Host) -> list[str]:
     names = sorted(
         entry.name.encode()
         for entry in entries
-        if not entry.is_dir() and entry.name.lower().endswith(_SUFFIXES)
+        # os.ReadDir's IsDir (dotDFiles) does not follow links: a link to a folder is a file.
+        if (entry.is_symlink() or not entry.is_dir()) and entry.name.lower().endswith(_SUFFIXES)
     )
     return [str(ours.parent / name.decode()) for name in names if name > ours.name.encode()]
 
@@ -47,11 +48,16 @@ def refuse_a_later_default_runtime(host: Host) -> None:
                 f"{failed.diagnostic.as_text()} (k3s reads it after {K3S_AGENT_CONFIG_DROPIN}; "
                 "setup cannot tell whether it sets default-runtime)"
             ) from None
-        value = located.data.get(DEFAULT_RUNTIME_KEY, RUNTIME_NAME)
-        if value != RUNTIME_NAME:
-            line, column = located.position((DEFAULT_RUNTIME_KEY,))
+        # `key+` appends to the value so far (pkg/configfilearg/parser.go readConfigFile); k3s
+        # passes each value as a flag, and the last of a string flag wins.
+        for key in (DEFAULT_RUNTIME_KEY, f"{DEFAULT_RUNTIME_KEY}+"):
+            given = located.data.get(key)
+            value = given[-1] if isinstance(given, list) and given else given
+            if given is None or value == RUNTIME_NAME:
+                continue
+            line, column = located.position((key,))
             raise HostPathError(
-                f"{host_path}:{line}:{column}: {DEFAULT_RUNTIME_KEY}: {value!r} wins "
+                f"{host_path}:{line}:{column}: {key}: {value!r} wins "
                 f"over {K3S_AGENT_CONFIG_DROPIN} (k3s reads config.yaml.d in lexical order, the "
                 "last value kept), so pods would not run with the nvidia runtime; remove it "
                 "there, or rename the file to sort before 90-gpuconf-nvidia.yaml"

@@ -238,9 +238,23 @@ def test_a_dropin_k3s_reads_after_ours_that_sets_the_default_runtime_back_is_ref
     assert not host.at(DEFAULT_DROPIN).exists()
 
 
+# readConfigFile: `key+` appends; each value becomes a flag and the last string flag wins.
+@pytest.mark.parametrize("text", ["default-runtime+: runc\n", "default-runtime+: [nvidia, runc]\n"])
+def test_a_later_dropin_appending_another_default_runtime_is_refused(
+    host: HostTree, text: str
+) -> None:
+    host.write(NVIDIA_RUNTIME, "#!/bin/sh\n")
+    later = "/etc/rancher/k3s/config.yaml.d/95-site.yaml"
+    host.write(later, text)
+    result = host.setup(setup_config("k3s"))
+    assert result.code == 1
+    assert f"{later}:1:1: default-runtime+: 'runc' wins over {DEFAULT_DROPIN}" in result.err
+
+
 @pytest.mark.parametrize(
     ("name", "text"),
     [
+        ("95-site.yaml", "default-runtime+: [runc, nvidia]\n"),  # the last appended is ours
         ("10-site.yaml", "default-runtime: runc\n"),  # read before ours: ours wins
         ("95-site.yaml", "default-runtime: nvidia\n"),
         ("95-site.yaml", "node-label: [a=b]\n"),
