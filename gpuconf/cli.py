@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 from gpuconf import __version__
 from gpuconf.adopt.commands import Command, add_parsers
 from gpuconf.diagnostics import InvalidInput, report_text, summary_line
-from gpuconf.errors import ArgumentParser, ExitCode, GpuconfError, UsageError, UserError
+from gpuconf.errors import ArgumentParser, ExitCode, GpuconfError, UsageError
 
 DEFAULT_CLUSTERS = Path("clusters")
 DEFAULT_OUTPUT = Path("rendered")
@@ -272,7 +272,6 @@ def _render(options: argparse.Namespace) -> int:
 def _gitops(options: argparse.Namespace) -> int:
     from gpuconf.compiler import emit
     from gpuconf.compiler.gitops import GitSource, gitops
-    from gpuconf.compiler.render import RenderFailed
     from gpuconf.compiler.templating.engine import Templates
 
     rendered_path = PurePosixPath(options.rendered_path)
@@ -289,12 +288,8 @@ def _gitops(options: argparse.Namespace) -> int:
         "" if rendered_path == PurePosixPath(".") else rendered_path.as_posix(),
         destination_by_name=options.destination == "by-name",
     )
-    try:
-        folders = gitops(
-            options.agent, source, compiled.rendered, Templates(_templates_folder(options))
-        )
-    except RenderFailed as failed:
-        raise UserError(str(failed.failure)) from None
+    # gitops takes no site templates: a failure of gpuconf's own is a bug (exit 3).
+    folders = gitops(options.agent, source, compiled.rendered, Templates())
     if options.check:
         return _check(options, folders, compiled.whole_directories)
     emit.write(options.output, folders, compiled.whole_directories)

@@ -15,22 +15,22 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from gpuconf.adopt.cluster_file import ClusterFile
 from gpuconf.adopt.importers.sources import Source
-from gpuconf.compiler.explain import class_rows
+from gpuconf.compiler.plan.dra import dra_quota_key
+from gpuconf.compiler.plan.quotas import device_plugin_quota_key
 from gpuconf.compiler.validate import Validated
 from gpuconf.diagnostics import Diagnostic
 from gpuconf.formats import round_trip_yaml
 from gpuconf.formats.quantity import device_count
 
-DRA_QUOTA_SUFFIX = ".deviceclass.resource.k8s.io/devices"
-
 
 def quota_keys(validated: Validated) -> dict[str, list[str]]:
-    """Each ResourceQuota key gpuconf writes for the cluster's classes → the classes it counts."""
+    """Each ResourceQuota key gpuconf writes for the cluster's classes → the classes it counts
+    (the keys render writes: plan/quotas.py, plan/dra.py)."""
     keys: dict[str, list[str]] = {}
     dra = validated.cluster.spec.allocation == "dra"
-    for row in class_rows(validated):
-        key = f"{row.name}{DRA_QUOTA_SUFFIX}" if dra else f"requests.{row.request}"
-        keys.setdefault(key, []).append(row.name)
+    key_of = dra_quota_key if dra else device_plugin_quota_key
+    for resolved in validated.classes:
+        keys.setdefault(key_of(resolved), []).append(resolved.name)
     return keys
 
 

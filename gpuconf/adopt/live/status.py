@@ -10,7 +10,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from gpuconf.compiler.explain import class_rows
+from gpuconf.compiler.plan.dra import dra_quota_key
 from gpuconf.compiler.plan.pod import node_selector
+from gpuconf.compiler.plan.quotas import device_plugin_quota_key
 from gpuconf.compiler.validate import Validated
 from gpuconf.formats.quantity import device_count
 from gpuconf.gpus.dra_attributes import DRIVER as DRA_DRIVER
@@ -158,11 +160,7 @@ def status(
         allocatable = sum(
             _count(_at(n, "status", "allocatable"), resource) for n in on_its_nodes.values()
         )
-        hard_key = (
-            f"requests.{resource}"
-            if device_plugin
-            else f"{row.name}.deviceclass.resource.k8s.io/devices"
-        )
+        hard_key = (device_plugin_quota_key if device_plugin else dra_quota_key)(resolved)
         classes.append(
             ClassStatus(
                 row.name,

@@ -32,10 +32,6 @@ class QueueResource(NamedTuple):
     classes: tuple[str, ...]
     flavors: tuple[FlavorQuota, ...]
 
-    @property
-    def nominal(self) -> int:
-        return sum(f.nominal for f in self.flavors)
-
 
 class ClusterQueuePlan(NamedTuple):
     name: str
