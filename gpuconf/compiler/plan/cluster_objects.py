@@ -10,6 +10,7 @@ from gpuconf.api.cluster import Cluster
 from gpuconf.api.cluster.quota import NamespacePolicy
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, WAVE_NAMESPACES, labels, metadata
+from gpuconf.compiler.plan.service_account import bound_cluster_role, service_account
 from gpuconf.gpus.gfd_labels import published_keys
 
 NODE_SERVICE_ACCOUNT = "gpuconf-node"
@@ -117,50 +118,17 @@ def runtime_class(cluster: Cluster) -> Artifact:
 
 def node_rbac(cluster: Cluster) -> list[Artifact]:
     """`gpuconf node` annotates its Node with inventory drift, and nothing else."""
-    namespace = cluster.spec.namespace
-    role_name = f"gpuconf-node-{namespace}"
     # RBAC cannot say "only your own Node": patch is granted only where an admission policy
     # (GA in 1.30) narrows it to the pod's own Node and gpuconf's annotations. Before 1.30 the
     # node runtime only reads Nodes and logs that it could not annotate.
     own_node_policy = kubernetes_minor(cluster.spec.kubernetes.version) >= 30
     verbs = ["get", "patch"] if own_node_policy else ["get"]
     policy = own_node_policy_objects(cluster) if own_node_policy else []
+    rules = [{"apiGroups": [""], "resources": ["nodes"], "verbs": verbs}]
     return [
         *policy,
-        manifest(
-            "cluster/serviceaccount-gpuconf-node.yaml",
-            "serviceaccount.yaml.j2",
-            "ServiceAccount",
-            {
-                "meta": metadata(
-                    cluster,
-                    NODE_SERVICE_ACCOUNT,
-                    "node-runtime",
-                    namespace=namespace,
-                    wave=WAVE_CONFIG,
-                )
-            },
-        ),
-        manifest(
-            "cluster/clusterrole-gpuconf-node.yaml",
-            "clusterrole.yaml.j2",
-            "ClusterRole",
-            {
-                "meta": metadata(cluster, role_name, "node-runtime", wave=WAVE_CONFIG),
-                "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": verbs}],
-            },
-        ),
-        manifest(
-            "cluster/clusterrolebinding-gpuconf-node.yaml",
-            "clusterrolebinding.yaml.j2",
-            "ClusterRoleBinding",
-            {
-                "meta": metadata(cluster, role_name, "node-runtime", wave=WAVE_CONFIG),
-                "role": role_name,
-                "service_account": NODE_SERVICE_ACCOUNT,
-                "namespace": namespace,
-            },
-        ),
+        service_account(cluster, "cluster", NODE_SERVICE_ACCOUNT, "node-runtime"),
+        *bound_cluster_role(cluster, "cluster", NODE_SERVICE_ACCOUNT, "node-runtime", rules),
     ]
 
 

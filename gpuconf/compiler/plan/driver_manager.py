@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpuconf.api.cluster import Cluster, NodePool
-from gpuconf.compiler.plan.artifact import Artifact, manifest
-from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
+from gpuconf.compiler.plan.artifact import Artifact
+from gpuconf.compiler.plan.service_account import bound_cluster_role, service_account
 
 DRIVER_MANAGER_ACCOUNT = "gpuconf-driver-manager"
 
@@ -71,10 +71,8 @@ def driver_manager_container(cluster: Cluster, pool: NodePool) -> dict[str, Any]
 def driver_manager_rbac(cluster: Cluster) -> list[Artifact]:
     """What k8s-driver-manager's calls need: its Node (labels, cordon), the node's pods (list,
     evict; drain's filters read their DaemonSets), DRA claims (to find GPU pods holding one)."""
-    namespace = cluster.spec.namespace
     if not any(p.driver is not None and p.driver.install for p in cluster.spec.node_pools):
         return []
-    role_name = f"{DRIVER_MANAGER_ACCOUNT}-{namespace}"
     rules = [
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch", "update"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
@@ -87,31 +85,6 @@ def driver_manager_rbac(cluster: Cluster) -> list[Artifact]:
         },
     ]
     return [
-        manifest(
-            "cluster/serviceaccount-gpuconf-driver-manager.yaml",
-            "serviceaccount.yaml.j2",
-            "ServiceAccount",
-            {
-                "meta": metadata(
-                    cluster, DRIVER_MANAGER_ACCOUNT, "driver", namespace=namespace, wave=WAVE_CONFIG
-                )
-            },
-        ),
-        manifest(
-            "cluster/clusterrole-gpuconf-driver-manager.yaml",
-            "clusterrole.yaml.j2",
-            "ClusterRole",
-            {"meta": metadata(cluster, role_name, "driver", wave=WAVE_CONFIG), "rules": rules},
-        ),
-        manifest(
-            "cluster/clusterrolebinding-gpuconf-driver-manager.yaml",
-            "clusterrolebinding.yaml.j2",
-            "ClusterRoleBinding",
-            {
-                "meta": metadata(cluster, role_name, "driver", wave=WAVE_CONFIG),
-                "role": role_name,
-                "service_account": DRIVER_MANAGER_ACCOUNT,
-                "namespace": namespace,
-            },
-        ),
+        service_account(cluster, "cluster", DRIVER_MANAGER_ACCOUNT, "driver"),
+        *bound_cluster_role(cluster, "cluster", DRIVER_MANAGER_ACCOUNT, "driver", rules),
     ]
