@@ -14,7 +14,7 @@ from gpuconf.compiler.pipeline import CLUSTER_DOCUMENT_HINT
 from gpuconf.compiler.validate import validate
 from gpuconf.diagnostics import Diagnostic, InvalidInput, has_errors
 from gpuconf.formats import round_trip_yaml
-from gpuconf.formats.located_yaml import LoadFailed, Located, load_file, parse_text
+from gpuconf.formats.located_yaml import LoadFailed, Located, parse_text, read_text
 from gpuconf.gpus.catalog import Catalog
 from gpuconf.node.atomic_files import write_atomically
 
@@ -52,16 +52,16 @@ class Edited(NamedTuple):
 
 
 def read(path: Path, shown: str, catalog: Catalog | None = None) -> ClusterFile:
-    """The file, loaded twice: located (for diagnostics) and round-trip (for edits). An invalid
-    file is refused here, with the positions of the file as it is."""
+    """The file, read once and loaded twice: located (for diagnostics) and round-trip (for
+    edits). An invalid file is refused here, with the positions of the file as it is."""
     try:
-        located = load_file(path, shown, CLUSTER_DOCUMENT_HINT)
+        text = read_text(path, shown)
+        located = parse_text(text, shown, CLUSTER_DOCUMENT_HINT)
     except LoadFailed as failure:
         raise InvalidInput([failure.diagnostic]) from None
     outcome = validate(located, catalog or Catalog.load())
     if isinstance(outcome, list) and has_errors(outcome):
         raise InvalidInput(outcome)
-    text = path.read_text(encoding="utf-8")
     return ClusterFile(
         path,
         shown,

@@ -552,6 +552,11 @@ def load_file(
     path: Path, display: str | None = None, document_hint: str = DOCUMENT_HINT
 ) -> Located:
     name = display if display is not None else path.as_posix()
+    return _parse(read_text(path, name), name, document_hint)
+
+
+def read_text(path: Path, name: str) -> str:
+    """The file's text, within the size gpuconf reads; LoadFailed, located at the file, else."""
     try:
         with path.open("rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)
@@ -563,4 +568,4 @@ def load_file(
         raise _whole_file(name, "the file is not UTF-8 text") from None
     except OSError as error:
         raise _whole_file(name, f"cannot read the file: {error.strerror}") from None
-    return _parse(text, name, document_hint)
+    return text
