@@ -6,9 +6,10 @@ sharing-strategy, memory, family, compute.major|minor; `sanitise`, `getArchFamil
 cuda.runtime-version.* and their deprecated twins, mig.capable, mps.capable),
 machine-type.go (gpu.machine), mig-strategy.go (mig.strategy; under migStrategy mixed one
 `nvidia.com/mig-<profile>.*` set per MIG profile on the node, made by resource.go's
-NewMIGResourceLabeler from internal/resource/nvml-mig-device.go's GetName and GetAttributes). gpuconf's node runtime writes
-these keys (`gpuconf node labels` prints them), and its admission policy lets it change exactly
-these keys plus gpuconf's own (`published_keys`).
+NewMIGResourceLabeler from internal/resource/nvml-mig-device.go's GetName and GetAttributes).
+gpuconf's node runtime writes these keys (`gpuconf node labels` prints them), and its admission
+policy lets it change exactly these keys plus gpuconf's own (`published_keys`), and the MIG keys
+of its pool's models' profiles (`mig_profiles`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from gpuconf.api.gpu_model import GpuModel
 from gpuconf.api.node_facts import POOL_LABEL
 
 PRODUCT = "nvidia.com/gpu.product"
@@ -119,6 +121,14 @@ def mig_keys(profile: str) -> tuple[str, ...]:
     return tuple(mig_key(profile, s) for s in (*MIG_BASE_SUFFIXES, *MIG_ATTRIBUTE_SUFFIXES))
 
 
+def mig_profiles(models: Iterable[GpuModel]) -> list[str]:
+    """Every MIG profile the models' catalog entries have, sorted: the GPU instance profiles a
+    layout gpuconf validates can create on them, so every `nvidia.com/mig-<profile>.*` key GFD's
+    mixed strategy can write for their MIG devices."""
+    found = {p for model in models if model.mig is not None for p in model.mig.profiles}
+    return sorted(found)
+
+
 def mig_product_name(parent_name: str, profile: str, shared: bool) -> str:
     """GFD's getProductName(parent model, "MIG", profile): "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"."""
     parts = [sanitise(p) for p in (parent_name, "MIG", profile.replace("+", ".")) if p]
@@ -148,16 +158,12 @@ def class_label(class_name: str) -> str:
     return CLASS_LABEL_PREFIX + class_name
 
 
-def published_keys(
-    owner: str, class_names: Iterable[str], mig_profiles: Iterable[str] = ()
-) -> tuple[str, ...]:
-    """Every label key a node may publish for `spec.node.labels.owner`, sorted; `mig_profiles`:
-    the MIG profiles the cluster's classes select."""
+def published_keys(owner: str, class_names: Iterable[str]) -> tuple[str, ...]:
+    """Every label key a node may publish for `spec.node.labels.owner`, sorted, but the MIG
+    profiles' (`mig_keys`, for the profiles its node config names)."""
     if owner == "off":
         return ()
     keys = {POOL_LABEL, *map(class_label, class_names)}
     if owner == "gpuconf":
         keys.update(GFD_KEYS)
-        for profile in mig_profiles:
-            keys.update(mig_keys(profile))
     return tuple(sorted(keys))

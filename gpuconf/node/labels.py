@@ -3,6 +3,7 @@ gpuconf's pool and class labels (keys and value rules: gpuconf/gpus/gfd_labels.p
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,6 +16,7 @@ from gpuconf.node.devices import build_devices
 from gpuconf.node.nvml.api import GpuInfo, MigAttributes, MigDevice
 
 MACHINE_TYPE_FILE = Path(gfd.MACHINE_TYPE_FILE)
+log = logging.getLogger(__name__)
 
 
 class NodeFacts(NamedTuple):
@@ -157,17 +159,23 @@ def _gpu_labels(
 
 def _mig_labels(config: NodeConfig, node_name: str, gpus: Sequence[GpuInfo]) -> dict[str, str]:
     """GFD's newMigStrategyMixedLabeler: per MIG profile on the node, its count and sharing,
-    the parent's product with -MIG-<profile>, and the first device's NVML attributes; only
-    for profiles the node's classes select, the keys its admission policy lets it write."""
-    selected = {r.mig_profile for r in config.resources if r.mig_profile is not None}
+    the parent's product with -MIG-<profile>, and the first device's NVML attributes. Every
+    profile present is labelled, as GFD does, within the profiles the node config names (those
+    its admission policy admits: a profile outside the pool's catalog is drift, reported by
+    `gpuconf node check`, and labelling it would have the whole patch refused)."""
+    if not any(r.mig_profile is not None for r in config.resources):
+        return {}  # GFD's migStrategy none: no MIG labels
+    allowed = _labelled_profiles(config)
     found: dict[str, list[tuple[GpuInfo, MigDevice]]] = {}
     for gpu in gpus:
         if gpu.mig_enabled:
             for device in gpu.mig_devices:
-                if device.profile in selected:
-                    found.setdefault(device.profile, []).append((gpu, device))
+                found.setdefault(device.profile, []).append((gpu, device))
     labels: dict[str, str] = {}
     for profile, devices in sorted(found.items()):
+        if profile not in allowed:
+            log.warning("MIG profile %s is not one the pool's GPUs have: no labels for it", profile)
+            continue
         parent, first = devices[0]
         sharing = _sharing(config, node_name, profile)
         shared = False
@@ -180,6 +188,12 @@ def _mig_labels(config: NodeConfig, node_name: str, gpus: Sequence[GpuInfo]) -> 
         if first.attributes is not None:
             labels.update(_mig_attribute_labels(profile, first.attributes))
     return labels
+
+
+def _labelled_profiles(config: NodeConfig) -> frozenset[str]:
+    if config.labels.mig_profiles is not None:
+        return frozenset(config.labels.mig_profiles)
+    return frozenset(r.mig_profile for r in config.resources if r.mig_profile is not None)
 
 
 def _mig_attribute_labels(profile: str, found: MigAttributes) -> dict[str, str]:

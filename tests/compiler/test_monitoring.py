@@ -107,7 +107,9 @@ def test_every_gpu_pool_s_exporter_and_node_runtime_pods_are_scraped_by_a_pod_mo
     pools = sorted({path.split("/")[1] for path in tree if path.startswith("pools/")})
     assert pools
     for pool in pools:
-        config = configmap_data(tree, f"pools/{pool}/configmap-node-config.yaml", "node-config.yaml")
+        config = configmap_data(
+            tree, f"pools/{pool}/configmap-node-config.yaml", "node-config.yaml"
+        )
         scraped = [f"pools/{pool}/daemonset-gpuconf-node.yaml"]
         if config.get("platform") != "tegra":  # no DCGM on a Jetson
             scraped.append(f"pools/{pool}/daemonset-dcgm-exporter.yaml")
@@ -129,7 +131,9 @@ def test_prometheus_operator_objects_never_hold_back_the_rest_of_an_argo_cd_sync
         path: int(m["metadata"].get("annotations", {}).get(SYNC_WAVE, "0"))
         for path, m in manifests.items()
     }
-    optional = {p for p, m in manifests.items() if m["apiVersion"].startswith(PROMETHEUS_OPERATOR_GROUP)}
+    optional = {
+        p for p, m in manifests.items() if m["apiVersion"].startswith(PROMETHEUS_OPERATOR_GROUP)
+    }
     assert optional
     for path in optional:
         options = manifests[path]["metadata"]["annotations"][SYNC_OPTIONS].split(",")

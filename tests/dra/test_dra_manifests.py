@@ -6,17 +6,10 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-from builders import cluster_file, errors, heterogeneous, rendered
+from builders import cluster_file, errors, heterogeneous, of_a_crd, rendered
 from ruamel.yaml import YAML
 
 from gpuconf.diagnostics import format_path
-
-CRD_GROUPS = ("monitoring.coreos.com/", "kueue.x-k8s.io/")
-"""Groups of CRD kinds (Kueue's config.kueue.x-k8s.io too), which kubernetes-validate lacks."""
-
-
-def _of_a_crd(obj: dict[str, object]) -> bool:
-    return any(group in str(obj["apiVersion"]) for group in CRD_GROUPS)
 
 API = {
     "1.32": "resource.k8s.io/v1beta1",
@@ -83,7 +76,7 @@ def _hetero(version: str) -> dict[str, Any]:
 def test_every_manifest_passes_the_target_kubernetes_schema(version: str) -> None:
     for path, obj in _manifests(rendered(_hetero(version))).items():
         # The Prometheus Operator's kinds pass its CRDs' schemas (tests/compiler/test_monitoring.py).
-        if obj.get("kind") == "Kustomization" or _of_a_crd(obj):
+        if obj.get("kind") == "Kustomization" or of_a_crd(obj):
             continue
         try:
             kubernetes_validate.validate(obj, f"{version}.0", strict=True)
@@ -193,7 +186,7 @@ def test_dra_lab_example_renders_valid_manifests_for_kubernetes_1_34() -> None:
     for path, obj in _manifests(rendered(cluster_file("dra-lab"))).items():
         # Kueue's objects and its Configuration are checked against Kueue's own schemas
         # (tests/compiler/test_kueue.py), the Prometheus Operator's against its CRDs.
-        if obj.get("kind") == "Kustomization" or _of_a_crd(obj):
+        if obj.get("kind") == "Kustomization" or of_a_crd(obj):
             continue
         try:
             kubernetes_validate.validate(obj, "1.34.0", strict=True)

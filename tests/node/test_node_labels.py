@@ -336,13 +336,70 @@ def test_without_nvml_attributes_only_the_keys_gpuconf_knows_are_written(
 ) -> None:
     gpus = [_mig_gpu(0, "1g.100gb", None), _mig_gpu(1, "2g.200gb", _nvml_attributes(2, 2, 200))]
     printed = labels(tmp_path, capsys, [resource("mig", [0], migProfile="1g.100gb")], gpus)
-    # 2g.200gb: no class selects it, so the node's admission policy has no key for it.
+    # 2g.200gb: no class selects it and the config (from before labels.migProfiles) names no
+    # other profile, so the node's admission policy has no key for it.
     assert _mig_part(printed) == {
         "nvidia.com/mig-1g.100gb.count": "1",
         "nvidia.com/mig-1g.100gb.replicas": "1",
         "nvidia.com/mig-1g.100gb.sharing-strategy": "none",
         "nvidia.com/mig-1g.100gb.product": "MOCKMODEL-MIG-1g.100gb",
     }
+
+
+def test_every_mig_profile_present_is_labelled_as_gfd_s_mixed_strategy_labels_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # mig-strategy.go newMigStrategyMixedLabeler: one NewMIGResourceLabeler per MIG device name
+    # on the node, whichever devices the plugin's resources use. Devices as resource-testing.go
+    # NewMigDevice(1, 2, 100) and NewMigDevice(2, 2, 200) make them; no class selects 2g.200gb,
+    # and its replicas are 1, strategy none (resource.go getReplicas: not a replicated resource).
+    gpus = [
+        _mig_gpu(0, "1g.100gb", _nvml_attributes(1, 2, 100)),
+        _mig_gpu(1, "2g.200gb", _nvml_attributes(2, 2, 200)),
+    ]
+    resources = [resource("mig", [0], migProfile="1g.100gb")]
+    settings = {"owner": "gpuconf", "migProfiles": ["1g.100gb", "2g.200gb", "7g.800gb"]}
+    printed = labels(tmp_path, capsys, resources, gpus, labels=settings)
+
+    def gfd(profile: str, gi: int, ci: int, memory: int) -> dict[str, str]:
+        values = {
+            "count": "1", "replicas": "1", "sharing-strategy": "none", "memory": str(memory),
+            "product": f"MOCKMODEL-MIG-{profile}", "multiprocessors": "0", "slices.gi": str(gi),
+            "slices.ci": str(ci), "engines.copy": "0", "engines.decoder": "0",
+            "engines.encoder": "0", "engines.jpeg": "0", "engines.ofa": "0",
+        }  # fmt: skip
+        return {f"nvidia.com/mig-{profile}.{k}": v for k, v in values.items()}
+
+    assert _mig_part(printed) == {**gfd("1g.100gb", 1, 2, 100), **gfd("2g.200gb", 2, 2, 200)}
+    assert printed["nvidia.com/mig.strategy"] == "mixed"
+
+
+def test_a_mig_profile_the_pool_s_models_lack_is_not_labelled_lest_the_patch_be_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    gpus = [
+        _mig_gpu(0, "1g.100gb", _nvml_attributes(1, 2, 100)),
+        _mig_gpu(1, "1g.100gb+me", _nvml_attributes(1, 1, 100)),
+    ]
+    resources = [resource("mig", [0], migProfile="1g.100gb")]
+    settings = {"owner": "gpuconf", "migProfiles": ["1g.100gb"]}
+    printed = labels(tmp_path, capsys, resources, gpus, labels=settings)
+    assert {k.rsplit(".", 1)[0] for k in _mig_part(printed)} == {
+        "nvidia.com/mig-1g.100gb",
+        "nvidia.com/mig-1g.100gb.engines",
+        "nvidia.com/mig-1g.100gb.slices",
+    }
+    assert "MIG profile 1g.100gb+me" in caplog.text
+
+
+def test_without_a_mig_resource_no_mig_device_is_labelled_as_under_gfd_s_none_strategy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gpus = [_mig_gpu(0, "1g.100gb", _nvml_attributes(1, 2, 100))]
+    settings = {"owner": "gpuconf", "migProfiles": ["1g.100gb"]}
+    printed = labels(tmp_path, capsys, [resource("whole", [])], gpus, labels=settings)
+    assert _mig_part(printed) == {}
+    assert "nvidia.com/mig.strategy" not in printed
 
 
 def test_a_profile_with_a_plus_is_named_as_gfd_names_it() -> None:
