@@ -276,3 +276,48 @@ def test_a_label_outside_the_published_set_is_refused_on_its_own_node(as_node: S
         _patch(as_node, OWN, {"metadata": {"labels": {"nvidia.com/gpu.deploy.driver": "false"}}})
     assert refused.value.status == 422
     assert WRONG_FIELD in refused.value.message
+
+
+MIG = RENDERED / "mig"
+A30_KEY, H100_KEY = "nvidia.com/mig-1g.6gb.count", "nvidia.com/mig-1g.10gb.count"
+
+
+@pytest.fixture
+def mig_policy(api_server: Server) -> Iterator[None]:
+    """clusters/mig.yaml's policy, with OWN a Node of its a30 pool (by the pool's selector)."""
+    applied = [(f, yaml.safe_load((MIG / f).read_text(encoding="utf-8"))) for f in POLICY_FILES]
+    node = _node(OWN)
+    node["metadata"]["labels"]["gpuconf.dev/pool"] = "a30"
+    made = [("test", node)]
+    for _, document in applied:
+        api_server.apply(document)
+    for _, document in made:
+        api_server.create(document)
+    try:
+        yield
+    finally:
+        delete_objects(api_server, applied + made)
+
+
+def _label(key: str) -> dict[str, Any]:
+    return {"metadata": {"labels": {key: "1"}}}
+
+
+@pytest.mark.usefixtures("mig_policy")
+def test_a_node_may_write_the_mig_keys_of_its_own_pool_s_gpus_and_no_others(
+    kubeconfig: Path,
+) -> None:
+    server = _impersonating(kubeconfig, OWN)
+    deadline = time.monotonic() + 30
+    while True:  # until the server enforces this policy, not an earlier one of the same name
+        try:
+            _patch(server, OWN, _label(A30_KEY), dry_run=True)
+            break
+        except Refused:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+    with pytest.raises(Refused) as refused:
+        _patch(server, OWN, _label(H100_KEY), dry_run=True)
+    assert refused.value.status == 422
+    assert WRONG_FIELD in refused.value.message
