@@ -6,7 +6,8 @@ from typing import Any
 
 import celpy
 import pytest
-from builders import CATALOG, cluster_file, load_yaml, rendered
+import yaml
+from builders import CATALOG, REPO, cluster_file, load_yaml, rendered
 
 POLICY = "cluster/validatingadmissionpolicy-gpuconf-node.yaml"
 ROLE = "cluster/clusterrole-gpuconf-node.yaml"
@@ -243,3 +244,25 @@ def test_mig_keys_are_admitted_only_on_the_nodes_of_the_pools_whose_gpus_have_th
     old = _with_labels({**LABELLED["metadata"]["labels"], "gpuconf.dev/pool": pool})
     new = _with_labels({**old["metadata"]["labels"], label: "1"})
     assert all(_verdicts(_mig_policy(), old, new, "gpu-1")) is allowed
+
+
+def test_a_pool_whose_mig_devices_are_nvidia_gpu_may_write_gfd_s_single_strategy_keys() -> None:
+    # mig-strategy_test.go "single mig-enabled device returns mig labels": the MIG device's
+    # attributes go under nvidia.com/gpu.* (memory as gpu.memory, a whole-GPU key already).
+    data = yaml.safe_load(
+        (
+            REPO / "tests/cases/positive/single-mig-nvidia-gpu-beside-whole-gpus/cluster.yaml"
+        ).read_text()
+    )
+    policy = load_yaml(rendered(data)[POLICY])
+    single = {f"nvidia.com/gpu.{s}" for s in GFD_MIG_SUFFIXES[5:]}
+    assert _mig_label_keys(policy, {"gpuconf.dev/pool": "a30"}) == single
+    assert "nvidia.com/gpu.memory" in _own_label_keys(policy)
+
+
+def _own_label_keys(policy: dict[str, Any]) -> set[str]:
+    env = celpy.Environment()
+    (expression,) = (
+        v["expression"] for v in policy["spec"]["variables"] if v["name"] == "ownLabels"
+    )
+    return {str(key) for key in env.program(env.compile(expression)).evaluate({})}

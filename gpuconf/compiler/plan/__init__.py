@@ -29,6 +29,7 @@ from gpuconf.compiler.plan.setup_daemonset import setup_daemonset
 from gpuconf.compiler.plan.status_role import status_role
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.compiler.validate import Validated
+from gpuconf.gpus.gfd_labels import mig_label_keys
 
 __all__ = ["Artifact", "plan"]
 
@@ -61,16 +62,15 @@ def _pool_artifacts(
     return [*artifacts, node_daemonset(cluster, pool, uses_mps, uses_mig)]
 
 
-def _labelled_mig_profiles(
+def _mig_label_keys(
     pools: Sequence[NodePool], configs: Mapping[str, NodeConfig]
 ) -> list[tuple[NodePool, Sequence[str]]]:
-    """The pools whose nodes label MIG profiles, with those profiles: what each node config
-    says is what the admission policy admits."""
-    found = []
+    """The pools whose nodes publish MIG labels, with their keys: what each node config lets
+    its node write is what the admission policy admits."""
+    found: list[tuple[NodePool, Sequence[str]]] = []
     for pool in pools:
-        profiles = configs[pool.name].labels.mig_profiles
-        if profiles:
-            found.append((pool, profiles))
+        if keys := mig_label_keys(configs[pool.name]):
+            found.append((pool, keys))
     return found
 
 
@@ -95,9 +95,7 @@ def plan(
         status_role(cluster),
     ]
     if spec.allocation == "device-plugin" and spec.plugin == "gpuconf":
-        artifacts += cluster_objects.node_rbac(
-            cluster, _labelled_mig_profiles(spec.node_pools, configs)
-        )
+        artifacts += cluster_objects.node_rbac(cluster, _mig_label_keys(spec.node_pools, configs))
     artifacts += dcgm_exporter_counters(cluster)
     artifacts += dcgm_exporter_rbac(cluster)
     artifacts += monitoring(cluster)

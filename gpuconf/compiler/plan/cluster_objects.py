@@ -121,7 +121,7 @@ def node_rbac(
     cluster: Cluster, mig_labels: Sequence[tuple[NodePool, Sequence[str]]] = ()
 ) -> list[Artifact]:
     """`gpuconf node` annotates and labels its own Node, and nothing else. `mig_labels`: the
-    pools whose nodes label MIG profiles, with those profiles."""
+    pools whose nodes publish MIG labels, with those keys."""
     # RBAC cannot say "only your own Node": patch is granted only where an admission policy
     # (GA in 1.30) narrows it to the pod's own Node and gpuconf's annotations. Before 1.30 the
     # node runtime only reads Nodes and logs that it could not annotate.

@@ -27,7 +27,7 @@ from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory, Gpu, 
 from gpuconf.compiler.resolve.device_lists import device_list_strategy
 from gpuconf.compiler.resolve.runtime_settings import runtime_settings
 from gpuconf.formats.yaml_writer import dump
-from gpuconf.gpus.gfd_labels import mig_profiles
+from gpuconf.gpus.gfd_labels import mig_profiles, mig_strategy
 from gpuconf.gpus.xid import APPLICATION_XIDS, RESET_XIDS
 
 _Shared = TypeVar("_Shared")
@@ -170,7 +170,7 @@ def build_node_config(
                 allocation_policy=resolved.spec.allocation_policy,
             )
         )
-    return NodeConfig(
+    config = NodeConfig(
         api_version=API_VERSION,
         kind="NodeConfig",
         cluster=cluster.metadata.name,
@@ -183,26 +183,25 @@ def build_node_config(
         metrics_port=spec.node.metrics_port,
         inventory=expected,
         resources=resources,
-        labels=_labels(cluster, groups, resources),
+        labels=_labels(cluster),
     )
+    if config.labels.owner == "gpuconf" and mig_strategy(config) == "mixed":
+        # GFD labels every MIG profile present: every one the pool's GPU models have.
+        models = {gpu.model.name: gpu.model for group in groups for gpu in group.gpus}
+        labels = config.labels.replace(mig_profiles=mig_profiles(models.values()))
+        config = config.replace(labels=labels)
+    return config
 
 
-def _labels(
-    cluster: Cluster, groups: list[NodeGroup], resources: list[ResourceSettings]
-) -> LabelSettings:
+def _labels(cluster: Cluster) -> LabelSettings:
     """Labels only where gpuconf's node runtime runs and its admission policy lets it patch
-    its Node (Kubernetes 1.30 and later). Under migStrategy mixed (a resource of MIG devices)
-    the node labels every MIG profile its GPU models have, as GFD labels every one present."""
+    its Node (Kubernetes 1.30 and later)."""
     spec = cluster.spec
     runs = spec.allocation == "device-plugin" and spec.plugin == "gpuconf"
     if not runs or kubernetes_minor(spec.kubernetes.version) < 30:
         return LabelSettings()
     wanted = spec.node.labels
-    settings = LabelSettings(owner=wanted.owner, rename_by_default=wanted.rename_by_default)
-    if wanted.owner == "gpuconf" and any(r.mig_profile is not None for r in resources):
-        models = {gpu.model.name: gpu.model for group in groups for gpu in group.gpus}
-        settings = settings.replace(mig_profiles=mig_profiles(models.values()))
-    return settings
+    return LabelSettings(owner=wanted.owner, rename_by_default=wanted.rename_by_default)
 
 
 def node_config_text(config: NodeConfig) -> str:

@@ -17,6 +17,7 @@ from gpuconf.compiler.rules import (
     mps,
     names,
     namespaces,
+    node_labels,
     node_selection,
     node_settings,
     nvidia_plugin,
@@ -41,6 +42,7 @@ DOCUMENT_RULES: tuple[Rule, ...] = (
     platforms.check,
     kubernetes_version.check,
     node_settings.check,
+    node_labels.check,
     sharing_replicas.check,
 )
 INVENTORY_RULES: tuple[Rule, ...] = (
@@ -54,6 +56,7 @@ INVENTORY_RULES: tuple[Rule, ...] = (
     dra.check,
     driver_upgrades.check,
     jetson_sharing.check,
+    node_labels.check_single,
 )
 
 __all__ = ["DOCUMENT_RULES", "INVENTORY_RULES", "Rule", "RuleContext"]
