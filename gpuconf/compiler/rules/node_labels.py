@@ -70,12 +70,14 @@ def _other_devices(ctx: RuleContext, pool: str, profile: str) -> str:
 
 
 def _no_label_writer(ctx: RuleContext) -> Iterator[Diagnostic]:
+    """A warning, not an error: the setting does no harm, and a cluster moving between modes
+    keeps rendering; but nothing writes the labels it asks for."""
     spec = ctx.cluster.spec
     if ctx.located.value_at(OWNER) != "gpuconf" or _node_runtime_labels(ctx):
         return
     if spec.allocation == "dra" or spec.plugin == "nvidia":
         runs = "allocation: dra" if spec.allocation == "dra" else "plugin: nvidia"
-        yield ctx.error(
+        yield ctx.warning(
             OWNER,
             f"with {runs} no gpuconf node runtime runs, so nothing would write GPU Feature "
             "Discovery's labels: NVIDIA's GFD is their owner there (under migStrategy single "
@@ -83,7 +85,7 @@ def _no_label_writer(ctx: RuleContext) -> Iterator[Diagnostic]:
             "set owner: gfd and run NVIDIA's GFD (or the GPU Operator's), or use plugin: gpuconf",
         )
         return
-    yield ctx.error(
+    yield ctx.warning(
         OWNER,
         f"Kubernetes {spec.kubernetes.version} has no ValidatingAdmissionPolicy (GA in 1.30), "
         "which gpuconf's node runtime needs to label its own Node",
