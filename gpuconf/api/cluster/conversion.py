@@ -1,0 +1,91 @@
+"""Cluster-file versions: which ones gpuconf reads, and how an older one becomes the current one.
+
+As the Kubernetes API server serves an older version of a kind: a file at an older apiVersion is
+still read, converted in memory into the current model, with a warning naming `gpuconf migrate`,
+which makes the same change in the file itself (adopt/migrate.py). A file at the current version
+that still uses an older form gets an error where that form stands.
+
+Each step names the versions it goes between and finds, in a document, the values written in its
+`from_version`'s form; the one kind of change so far is a value that becomes a list of one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+from gpuconf.api.version import CLUSTER_API_VERSION, CLUSTER_V1ALPHA1
+from gpuconf.diagnostics import Diagnostic, KeyPath, Severity
+from gpuconf.formats.located_yaml import Located
+
+API_VERSION_KEY = "apiVersion"
+
+
+class Step(NamedTuple):
+    name: str
+    from_version: str
+    to_version: str
+    single_values: Callable[[Any], list[KeyPath]]
+    """Where a document (plain or round-trip data) holds a value alone that `to_version` takes
+    as a list: each becomes a list of one."""
+    refused: str
+    """What a file at `to_version` or later is told where it still has that form."""
+    current_form: str
+    """How to write it now (the hint)."""
+
+
+def _pool_mig_sharing_alone(document: Any) -> list[KeyPath]:
+    spec = document.get("spec") if isinstance(document, dict) else None
+    pools = spec.get("nodePools") if isinstance(spec, dict) else None
+    return [
+        ("spec", "nodePools", index, "sharing")
+        for index, pool in enumerate(pools if isinstance(pools, list) else [])
+        if isinstance(pool, dict) and isinstance(pool.get("sharing"), dict)
+    ]
+
+
+STEPS: Sequence[Step] = (
+    Step(
+        "pool-mig-sharing-as-list",
+        CLUSTER_V1ALPHA1,
+        CLUSTER_API_VERSION,
+        _pool_mig_sharing_alone,
+        f"a pool's MIG sharing is a list of layouts in {CLUSTER_API_VERSION}, not one mapping",
+        "put the layout in a list, `sharing: [{strategy: mig, layout: …}]`; "
+        f"only {CLUSTER_V1ALPHA1} took one mapping",
+    ),
+)
+"""In order, oldest first; the last one's to_version is the current version."""
+
+
+def steps_from(version: object) -> list[Step]:
+    """The steps that take a file at `version` to the current version (none for the current or
+    an unknown version)."""
+    chain: list[Step] = []
+    for step in STEPS:
+        if step.from_version == version or chain:
+            chain.append(step)
+    return chain
+
+
+def as_current(located: Located) -> tuple[Located, list[Diagnostic]]:
+    """The document as the current version reads it, with a warning where it is at an older one
+    and an error at each older form a current-version file still has."""
+    version = located.data.get(API_VERSION_KEY)
+    steps = steps_from(version)
+    if not steps:
+        if version != CLUSTER_API_VERSION:
+            return located, []  # the shape check names the versions it takes
+        found = [(step, path) for step in STEPS for path in step.single_values(located.data)]
+        refused = [located.diagnostic(path, step.refused, step.current_form) for step, path in found]
+        # Read as meant, so the rest of the file is still checked; the errors keep it from use.
+        return located.with_listed(path for _, path in found), refused
+    for step in steps:
+        located = located.with_listed(step.single_values(located.data))
+    deprecated = located.diagnostic(
+        (API_VERSION_KEY,),
+        f"{version} is deprecated; read as {CLUSTER_API_VERSION}",
+        f"run `gpuconf migrate {located.file}` to rewrite the file at {CLUSTER_API_VERSION}, "
+        "comments kept",
+        severity=Severity.WARNING,
+    )
+    return located.with_value((API_VERSION_KEY,), CLUSTER_API_VERSION), [deprecated]
