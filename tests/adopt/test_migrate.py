@@ -20,7 +20,11 @@ from gpuconf.formats.located_yaml import load_file
 FIXTURES = Path(__file__).with_name("v1alpha1")
 V1ALPHA1 = FIXTURES / "mig-lab.yaml"
 MIGRATED = FIXTURES / "mig-lab.migrated.yaml"
-SHIPPED = [REPO / "clusters", REPO / "examples/site-templates/clusters", REPO / "examples/starter/clusters"]
+SHIPPED = [
+    REPO / "clusters",
+    REPO / "examples/site-templates/clusters",
+    REPO / "examples/starter/clusters",
+]
 DEPRECATED = (
     "mig-lab.yaml:4:1: apiVersion: warning: gpuconf.dev/v1alpha1 is deprecated; read as "
     "gpuconf.dev/v1alpha2 (hint: run `gpuconf migrate mig-lab.yaml` to rewrite the file at "
@@ -70,7 +74,8 @@ def test_a_v1alpha1_file_and_its_migration_render_byte_identical_trees(tmp_path:
     _copy(MIGRATED, tmp_path / "new")
     old = compile_paths([tmp_path / "old"], relative_to=tmp_path / "old")
     new = compile_paths([tmp_path / "new"], relative_to=tmp_path / "new")
-    assert old.ok and new.ok
+    assert old.ok
+    assert new.ok
     assert old.rendered == new.rendered
     assert old.rendered["mig-lab"]
 
@@ -112,7 +117,9 @@ def test_a_v1alpha2_file_with_a_single_mig_mapping_gets_an_error_at_it(tmp_path:
 def test_a_shape_error_inside_a_converted_v1alpha1_layout_names_the_files_own_path(
     tmp_path: Path,
 ) -> None:
-    text = V1ALPHA1.read_text().replace("        strategy: mig\n", "        strategy: mig\n        bogus: 1\n")
+    text = V1ALPHA1.read_text().replace(
+        "        strategy: mig\n", "        strategy: mig\n        bogus: 1\n"
+    )
     (tmp_path / "mig-lab.yaml").write_text(text)
     result = run_cli("validate", "mig-lab.yaml", cwd=tmp_path)
     assert result.code == 1
@@ -129,9 +136,18 @@ def test_an_unknown_version_is_refused_at_its_line(tmp_path: Path) -> None:
     (tmp_path / "mig-lab.yaml").write_text(text)
     result = run_cli("migrate", "mig-lab.yaml", cwd=tmp_path)
     assert result.code == 1
-    assert result.err.startswith(
-        "mig-lab.yaml:4:1: apiVersion: 'gpuconf.dev/v1beta1' is not one of 'gpuconf.dev/v1alpha2'"
+    lines = result.err.splitlines()
+    assert lines[0] == (
+        "mig-lab.yaml:4:1: apiVersion: 'gpuconf.dev/v1beta1' is not a cluster-file version gpuconf "
+        "reads (hint: did you mean 'gpuconf.dev/v1alpha1'? gpuconf reads gpuconf.dev/v1alpha2, "
+        "gpuconf.dev/v1alpha1 (deprecated))"
     )
+    # Read as the current version, whose form the single layouts are not.
+    assert [line.split(": ")[0] for line in lines[1:]] == [
+        "mig-lab.yaml:16:7",
+        "mig-lab.yaml:24:7",
+        "3 errors, 0 warnings",
+    ]
     assert (tmp_path / "mig-lab.yaml").read_text() == text
 
 

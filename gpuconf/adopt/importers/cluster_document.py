@@ -20,7 +20,12 @@ def cluster_document(
     name: str, spec: Mapping[str, Any], origin: str, left_out: Sequence[str]
 ) -> CommentedMap:
     document: CommentedMap = _styled(
-        {"apiVersion": CLUSTER_API_VERSION, "kind": "Cluster", "metadata": {"name": name}, "spec": spec},
+        {
+            "apiVersion": CLUSTER_API_VERSION,
+            "kind": "Cluster",
+            "metadata": {"name": name},
+            "spec": spec,
+        },
         block=True,
     )
     header = [SCHEMA_COMMENT, f"Imported by `{origin}`."]

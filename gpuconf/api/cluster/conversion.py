@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from gpuconf.api.version import CLUSTER_API_VERSION, CLUSTER_V1ALPHA1
 from gpuconf.diagnostics import Diagnostic, KeyPath, Severity
 from gpuconf.formats.located_yaml import Located
+from gpuconf.hints import did_you_mean
 
 API_VERSION_KEY = "apiVersion"
 
@@ -55,6 +56,8 @@ STEPS: Sequence[Step] = (
     ),
 )
 """In order, oldest first; the last one's to_version is the current version."""
+READ = (CLUSTER_API_VERSION, *(step.from_version for step in reversed(STEPS)))
+"""Every cluster-file version gpuconf reads, newest first."""
 
 
 def steps_from(version: object) -> list[Step]:
@@ -68,24 +71,46 @@ def steps_from(version: object) -> list[Step]:
 
 
 def as_current(located: Located) -> tuple[Located, list[Diagnostic]]:
-    """The document as the current version reads it, with a warning where it is at an older one
-    and an error at each older form a current-version file still has."""
+    """The document as the current version reads it: converted, with a warning, where it is at
+    an older version; else with an error at each older form it still has, and at a version
+    gpuconf does not read. After an error the document is still read as meant, so the rest of it
+    is checked too; the error keeps it from use."""
     version = located.data.get(API_VERSION_KEY)
     steps = steps_from(version)
-    if not steps:
-        if version != CLUSTER_API_VERSION:
-            return located, []  # the shape check names the versions it takes
-        found = [(step, path) for step in STEPS for path in step.single_values(located.data)]
-        refused = [located.diagnostic(path, step.refused, step.current_form) for step, path in found]
-        # Read as meant, so the rest of the file is still checked; the errors keep it from use.
-        return located.with_listed(path for _, path in found), refused
-    for step in steps:
-        located = located.with_listed(step.single_values(located.data))
-    deprecated = located.diagnostic(
+    if steps:
+        for step in steps:
+            located = located.with_listed(step.single_values(located.data))
+        return located.with_value((API_VERSION_KEY,), CLUSTER_API_VERSION), [
+            _deprecated(located, version)
+        ]
+    if version is None:
+        return located, []  # the shape check says the key is missing
+    diagnostics: list[Diagnostic] = []
+    if version != CLUSTER_API_VERSION:
+        diagnostics.append(_unknown(located, version))
+        located = located.with_value((API_VERSION_KEY,), CLUSTER_API_VERSION)
+    found = [(step, path) for step in STEPS for path in step.single_values(located.data)]
+    diagnostics += [
+        located.diagnostic(path, step.refused, step.current_form) for step, path in found
+    ]
+    return located.with_listed(path for _, path in found), diagnostics
+
+
+def _deprecated(located: Located, version: object) -> Diagnostic:
+    return located.diagnostic(
         (API_VERSION_KEY,),
         f"{version} is deprecated; read as {CLUSTER_API_VERSION}",
         f"run `gpuconf migrate {located.file}` to rewrite the file at {CLUSTER_API_VERSION}, "
         "comments kept",
         severity=Severity.WARNING,
     )
-    return located.with_value((API_VERSION_KEY,), CLUSTER_API_VERSION), [deprecated]
+
+
+def _unknown(located: Located, version: object) -> Diagnostic:
+    read = ", ".join(v if v == CLUSTER_API_VERSION else f"{v} (deprecated)" for v in READ)
+    suggestion = did_you_mean(str(version), READ)
+    return located.diagnostic(
+        (API_VERSION_KEY,),
+        f"{version!r} is not a cluster-file version gpuconf reads",
+        f"{suggestion} gpuconf reads {read}" if suggestion else f"gpuconf reads {read}",
+    )
