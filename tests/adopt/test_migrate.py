@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import shutil
+from itertools import pairwise
 from pathlib import Path
 
 import jsonschema
 import pytest
 from builders import REPO, run_cli
 
+from gpuconf.api.cluster.conversion import STEPS, steps_from
 from gpuconf.api.version import CLUSTER_API_VERSION
 from gpuconf.compiler.pipeline import compile_paths, find_cluster_files
 from gpuconf.formats.located_yaml import load_file
@@ -170,3 +172,11 @@ def test_the_migrated_file_satisfies_the_published_schema_and_the_old_one_does_n
         ("spec", "nodePools", 0, "sharing"),
         ("spec", "nodePools", 1, "sharing"),
     }
+
+
+def test_the_conversion_steps_chain_from_the_oldest_version_to_the_current_one() -> None:
+    assert [s.from_version for s in STEPS] == ["gpuconf.dev/v1alpha1"]
+    assert [s.to_version for s in STEPS][-1] == CLUSTER_API_VERSION
+    assert all(a.to_version == b.from_version for a, b in pairwise(STEPS))
+    assert steps_from(CLUSTER_API_VERSION) == []
+    assert steps_from("gpuconf.dev/v1alpha1") == list(STEPS)

@@ -19,6 +19,8 @@ from gpuconf.formats.located_yaml import Located
 from gpuconf.hints import did_you_mean
 
 API_VERSION_KEY = "apiVersion"
+_SHOWN = 60
+"""How much of an unknown version a message quotes."""
 
 
 class Step(NamedTuple):
@@ -71,29 +73,33 @@ def steps_from(version: object) -> list[Step]:
 
 
 def as_current(located: Located) -> tuple[Located, list[Diagnostic]]:
-    """The document as the current version reads it: converted, with a warning, where it is at
-    an older version; else with an error at each older form it still has, and at a version
-    gpuconf does not read. After an error the document is still read as meant, so the rest of it
-    is checked too; the error keeps it from use."""
+    """The document as the current version reads it: converted, with a warning, where it is at an
+    older version; with an error at each form older than its version that it still has, and at a
+    version gpuconf does not read (the rest is then checked as the current version)."""
     version = located.data.get(API_VERSION_KEY)
-    steps = steps_from(version)
-    if steps:
-        for step in steps:
-            located = located.with_listed(step.single_values(located.data))
-        return located.with_value((API_VERSION_KEY,), CLUSTER_API_VERSION), [
-            _deprecated(located, version)
-        ]
-    if version is None:
-        return located, []  # the shape check says the key is missing
+    if not isinstance(version, str):
+        return located, []  # the shape check says what is wrong with it
+    chain = steps_from(version)
     diagnostics: list[Diagnostic] = []
-    if version != CLUSTER_API_VERSION:
+    if chain:
+        diagnostics.append(_deprecated(located, version))
+    elif version != CLUSTER_API_VERSION:
         diagnostics.append(_unknown(located, version))
-        located = located.with_value((API_VERSION_KEY,), CLUSTER_API_VERSION)
-    found = [(step, path) for step in STEPS for path in step.single_values(located.data)]
+    # Forms older than the file's version are errors; the file is still read as meant.
+    found = [
+        (step, path)
+        for step in STEPS[: len(STEPS) - len(chain)]
+        for path in step.single_values(located.data)
+    ]
     diagnostics += [
         located.diagnostic(path, step.refused, step.current_form) for step, path in found
     ]
-    return located.with_listed(path for _, path in found), diagnostics
+    located = located.with_listed(path for _, path in found)
+    for step in chain:
+        located = located.with_listed(step.single_values(located.data))
+    if version != CLUSTER_API_VERSION:
+        located = located.with_value((API_VERSION_KEY,), CLUSTER_API_VERSION)
+    return located, diagnostics
 
 
 def _deprecated(located: Located, version: object) -> Diagnostic:
@@ -106,11 +112,12 @@ def _deprecated(located: Located, version: object) -> Diagnostic:
     )
 
 
-def _unknown(located: Located, version: object) -> Diagnostic:
+def _unknown(located: Located, version: str) -> Diagnostic:
     read = ", ".join(v if v == CLUSTER_API_VERSION else f"{v} (deprecated)" for v in READ)
-    suggestion = did_you_mean(str(version), READ)
+    suggestion = did_you_mean(version, READ)
+    shown = repr(version if len(version) <= _SHOWN else version[: _SHOWN - 3] + "...")
     return located.diagnostic(
         (API_VERSION_KEY,),
-        f"{version!r} is not a cluster-file version gpuconf reads",
+        f"{shown} is not a cluster-file version gpuconf reads",
         f"{suggestion} gpuconf reads {read}" if suggestion else f"gpuconf reads {read}",
     )
