@@ -102,7 +102,7 @@ def as_current(located: Located) -> tuple[Located, list[Diagnostic]]:
     return located, diagnostics
 
 
-def _deprecated(located: Located, version: object) -> Diagnostic:
+def _deprecated(located: Located, version: str) -> Diagnostic:
     return located.diagnostic(
         (API_VERSION_KEY,),
         f"{version} is deprecated; read as {CLUSTER_API_VERSION}",
