@@ -125,7 +125,7 @@ def fleet(
         namespaces = 500 if classes <= 2 * pools else max(1, classes // 2)
     class_names = [c["name"] for c in _classes(pools, classes)]
     return {
-        "apiVersion": "gpuconf.dev/v1alpha1",
+        "apiVersion": "gpuconf.dev/v1alpha2",
         "kind": "Cluster",
         "metadata": {"name": name},
         "spec": {
