@@ -224,7 +224,6 @@ class Templates:
         environment.filters.update(FILTERS)
         environment.filters["yaml"] = self._yaml
         self.environment = environment
-        self._compiled: dict[str, Template] = {}
         self._globals: dict[str, dict[str, Any]] = {}
         """Each template's globals as one dict: jinja2 would copy them out of their ChainMap
         for every render, and they never change (nothing sets a global after this)."""
@@ -246,17 +245,15 @@ class Templates:
         return Encoded(f'"{self.token_prefix}{len(tokens) - 1}"')
 
     def template(self, name: str) -> Template:
-        found = self._compiled.get(name)
-        if found is None:
-            try:
-                found = self._compiled[name] = self.environment.get_template(name)
-            except TemplateSyntaxError as error:
-                raise self._failure(error, name) from None
-            except TemplateNotFound as error:
-                raise TemplateFailed(
-                    self.display(name), 1, f"template {error.name!r} not found"
-                ) from None
-        return found
+        """The template, loaded once: jinja2's cache keeps it (auto_reload is off)."""
+        try:
+            return self.environment.get_template(name)
+        except TemplateSyntaxError as error:
+            raise self._failure(error, name) from None
+        except TemplateNotFound as error:
+            raise TemplateFailed(
+                self.display(name), 1, f"template {error.name!r} not found"
+            ) from None
 
     def render(self, name: str, values: dict[str, Any]) -> str:
         """The template's output, each value JSON-encoded in place."""
