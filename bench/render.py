@@ -346,7 +346,7 @@ def render_against(root: Path, revision: str, runs: int, instructions: bool) -> 
     )
     try:
         compileall.compile_dir(checkout / "gpuconf", quiet=1)
-        sides: dict[str, tuple[Path, list[str], list[str], list[Run], list[Run]]] = {}
+        sides: dict[str, tuple[Path, Path, list[str], list[str], list[Run], list[Run]]] = {}
         for label, gpuconf_root in (("this checkout", REPO), (revision, checkout)):
             folder = root / f"side-{len(sides)}"
             folder.mkdir()
@@ -354,24 +354,24 @@ def render_against(root: Path, revision: str, runs: int, instructions: bool) -> 
             document["apiVersion"] = _api_version_of(gpuconf_root)
             with (folder / "bench.yaml").open("w", encoding="utf-8") as handle:
                 yaml.dump(document, handle, Dumper=yaml.CSafeDumper, sort_keys=False)
-            render_argv = [
-                "env",
-                f"PYTHONPATH={gpuconf_root}",
-                *_gpuconf("render", "bench.yaml", "-o", "out"),
-            ]
-            _run(render_argv, folder)
+            # Run from the checkout's root: `python -m gpuconf` imports the gpuconf found there.
+            out, cluster = folder / "out", folder / "bench.yaml"
+            render_argv = _gpuconf("render", str(cluster), "-o", str(out))
+            _run(render_argv, gpuconf_root)
             tree_file = folder / "tree.marshal"
-            tree_file.write_bytes(marshal.dumps(_tree(folder / "out" / "bench")))
-            floor_argv = [sys.executable, "-c", FLOOR_SCRIPT, "bench.yaml", str(tree_file), "floor"]
-            sides[label] = (folder, render_argv, floor_argv, [], [])
+            tree_file.write_bytes(marshal.dumps(_tree(out / "bench")))
+            floor_argv = [
+                sys.executable, "-c", FLOOR_SCRIPT, str(cluster), str(tree_file), str(folder / "floor")
+            ]  # fmt: skip
+            sides[label] = (folder, gpuconf_root, render_argv, floor_argv, [], [])
         for _ in range(runs):
-            for folder, render_argv, floor_argv, renders, floors in sides.values():
+            for folder, cwd, render_argv, floor_argv, renders, floors in sides.values():
                 shutil.rmtree(folder / "out", ignore_errors=True)
-                renders.append(_run(render_argv, folder))
+                renders.append(_run(render_argv, cwd))
                 shutil.rmtree(folder / "floor", ignore_errors=True)
-                floors.append(_run(floor_argv, folder))
+                floors.append(_run(floor_argv, cwd))
         print(f"side by side with {revision}: the same fleet, turns taken; CPU s, median of {runs}")
-        for label, (folder, render_argv, floor_argv, renders, floors) in sides.items():
+        for label, (folder, cwd, render_argv, floor_argv, renders, floors) in sides.items():
             render, floor = _median_of(renders), _median_of(floors)
             files = len(marshal.loads((folder / "tree.marshal").read_bytes()))
             line = (
@@ -380,9 +380,9 @@ def render_against(root: Path, revision: str, runs: int, instructions: bool) -> 
             )
             if instructions and shutil.which("valgrind") is not None:
                 shutil.rmtree(folder / "out", ignore_errors=True)
-                counted = _instructions(render_argv, folder)
+                counted = _instructions(render_argv, cwd)
                 shutil.rmtree(folder / "floor", ignore_errors=True)
-                counted_floor = _instructions(floor_argv, folder)
+                counted_floor = _instructions(floor_argv, cwd)
                 line += f";  instructions {counted / 1e6:,.0f} M  {_ratio(counted, counted_floor)}"
             print(line)
     finally:
