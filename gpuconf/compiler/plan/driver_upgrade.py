@@ -26,6 +26,8 @@ from gpuconf.compiler.plan.setup_daemonset import (
 )
 
 NODE_NAME = {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}
+# No GPU for these, whatever the node's default runtime (the driver they wait for may be gone).
+NO_GPU = {"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}
 STATUS_DIR = "/run/gpuconf-driver-upgrade"
 DONE_FILE = f"{STATUS_DIR}/done"
 RESOURCES = {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}}
@@ -58,7 +60,7 @@ def drain_container(cluster: Cluster, pool: NodePool) -> dict[str, Any]:
         "name": "gpuconf-driver-drain",
         "image": cluster.spec.images.gpuconf,
         "command": drain_command(cluster, pool),
-        "env": [NODE_NAME],
+        "env": [NODE_NAME, NO_GPU],
         # It only talks to the API server and reads /sys/module, which every container sees.
         "securityContext": hardened(user=NOBODY),
         "resources": RESOURCES,
@@ -71,7 +73,7 @@ def uncordon_container(cluster: Cluster) -> dict[str, Any]:
         "name": "gpuconf-driver-uncordon",
         "image": cluster.spec.images.gpuconf,
         "command": uncordon_command(),
-        "env": [NODE_NAME],
+        "env": [NODE_NAME, NO_GPU],
         "securityContext": hardened(user=NOBODY),
         "resources": RESOURCES,
         "startupProbe": {
