@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from kubernetes.client import (
@@ -33,7 +34,9 @@ from gpuconf.api.driver_upgrade import (
     READY,
     UPGRADE_LABEL,
     VERSION_LABEL,
+    UpgradeState,
 )
+from gpuconf.errors import UserError
 from gpuconf.node.gpu_pods import (
     ClaimReader,
     Pod,
@@ -56,6 +59,14 @@ class Blocked(NamedTuple):
 
 def _json(response: Any) -> Any:
     return json.loads(response.data)
+
+
+def _message(error: ApiException) -> str:
+    """The Status message the server sent, else its reason."""
+    try:
+        return str(json.loads(error.body or "")["message"])
+    except (TypeError, ValueError, KeyError):
+        return str(error.reason)
 
 
 def claim_reader(client: ApiClient) -> ClaimReader:
@@ -89,14 +100,12 @@ class NodeUpgrade:
         client: ApiClient,
         node_name: str,
         *,
-        clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.api = CoreV1Api(client)
-        self.client = client
         self.node_name = node_name
-        self.clock = clock
         self.sleep = sleep
+        """Between the eviction turns (tests play the kubelet there)."""
 
     # --- the Node ---------------------------------------------------------------------------
 
@@ -114,9 +123,9 @@ class NodeUpgrade:
                 if error.status != CONFLICT:
                     raise
                 log.info("node %s changed meanwhile; patching again", self.node_name)
-        raise RuntimeError(f"node {self.node_name} kept changing: {PATCH_ATTEMPTS} conflicts")
+        raise UserError(f"node {self.node_name} kept changing: {PATCH_ATTEMPTS} conflicts in a row")
 
-    def set_state(self, state: str) -> None:
+    def set_state(self, state: UpgradeState) -> None:
         self._patch(lambda _: {"metadata": {"labels": {UPGRADE_LABEL: state}}})
 
     def cordon(self) -> None:
@@ -183,7 +192,7 @@ class NodeUpgrade:
     ) -> list[Blocked]:
         """Evict the node's GPU pods and wait for them to go, retrying refused evictions every
         `interval` s; after `timeout` s (0: never) give up. Returns the pods left, with why."""
-        deadline = self.clock() + timeout
+        deadline = time.monotonic() + timeout
         reported: dict[str, str] = {}
         while True:
             blocked = []
@@ -203,7 +212,7 @@ class NodeUpgrade:
                 blocked.append(Blocked(name, reason))
             if not blocked:
                 return []
-            if timeout and self.clock() >= deadline:
+            if timeout and time.monotonic() >= deadline:
                 return blocked
             self.sleep(interval)
 
@@ -218,9 +227,18 @@ class NodeUpgrade:
         return blocked
 
 
-def in_cluster_client() -> ApiClient:
-    """The pod's own service account, as the kubelet mounts its token."""
+@contextmanager
+def in_cluster_client() -> Iterator[ApiClient]:
+    """The pod's own service account, as the kubelet mounts its token; a refusal or an
+    unreachable server ends the command with what the server said (the kubelet retries it)."""
     from kubernetes import config
+    from urllib3.exceptions import HTTPError
 
-    config.load_incluster_config()  # type: ignore[no-untyped-call]
-    return ApiClient()
+    try:
+        config.load_incluster_config()  # type: ignore[no-untyped-call]
+        with ApiClient() as client:
+            yield client
+    except ApiException as error:
+        raise UserError(f"the API server answered {error.status}: {_message(error)}") from None
+    except (HTTPError, config.ConfigException) as error:
+        raise UserError(f"cannot reach the API server: {error}") from None

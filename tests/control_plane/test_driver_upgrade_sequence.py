@@ -443,3 +443,17 @@ def test_the_uncordon_command_labels_the_version_the_probe_validated(
     assert "unschedulable" not in node["spec"]
     assert node["metadata"]["labels"][VERSION_LABEL] == "550.90.07"
     assert (tmp_path / "done").read_text(encoding="utf-8") == "550.90.07\n"
+
+
+@pytest.mark.usefixtures("in_pod")
+def test_a_refused_drain_ends_with_the_servers_message(tmp_path: Path) -> None:
+    command = [
+        "driver-drain",
+        "--config", str(_node_config(tmp_path)),
+        "--node-name", OTHER,
+        "--sys-module", str(_loaded_driver(tmp_path)),
+    ]  # fmt: skip
+    with pytest.raises(UserError) as refused:
+        node_main(command)
+    assert str(refused.value).startswith("the API server answered 422: ")
+    assert WRONG_NODE in str(refused.value)
