@@ -305,7 +305,7 @@ def test_an_administrators_cordon_outlives_the_upgrade(
 
 
 def test_a_node_changed_between_read_and_patch_is_read_again(
-    api_server: Server, installer: Server
+    api_server: Server, installer: Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     upgrade = _upgrade(installer, Kubelet(api_server))
     patch_node = upgrade.api.patch_node
@@ -322,7 +322,7 @@ def test_a_node_changed_between_read_and_patch_is_read_again(
             conflicts.append(error.status)
             raise
 
-    upgrade.api.patch_node = someone_else_first  # type: ignore[method-assign]
+    monkeypatch.setattr(upgrade.api, "patch_node", someone_else_first)
     upgrade.cordon()
     assert conflicts == [409]
     labels = _node(api_server)["metadata"]["labels"]
@@ -457,3 +457,47 @@ def test_a_refused_drain_ends_with_the_servers_message(tmp_path: Path) -> None:
         node_main(command)
     assert str(refused.value).startswith("the API server answered 422: ")
     assert WRONG_NODE in str(refused.value)
+
+
+def test_a_pod_holding_a_claim_nvidias_dra_driver_allocated_is_evicted(
+    api_server: Server, installer: Server
+) -> None:
+    """Read as the installer's account, in the version the server prefers (v1 here)."""
+    claims = []
+    for name, driver in (("gpu-claim", "gpu.nvidia.com"), ("nic-claim", "net.example.com")):
+        claim = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": WORKLOADS},
+            "spec": {
+                "devices": {"requests": [{"name": "dev", "exactly": {"deviceClassName": name}}]}
+            },
+        }
+        api_server.create(claim)
+        claims.append(claim)
+        allocation = {
+            "devices": {
+                "results": [{"request": "dev", "driver": driver, "pool": NODE, "device": "d0"}]
+            }
+        }
+        path = api_server.path("resource.k8s.io/v1", "ResourceClaim", WORKLOADS, name)
+        api_server.request(
+            "PATCH", path + "/status", {"status": {"allocation": allocation}}, content_type=MERGE
+        )
+    pods = [
+        {**_pod(f"{kind}-0"), "spec": {**_pod(kind)["spec"], "resourceClaims": [ref]}}
+        for kind, ref in (
+            ("dra", {"name": "g", "resourceClaimName": "gpu-claim"}),
+            ("nic", {"name": "n", "resourceClaimName": "nic-claim"}),
+        )
+    ]
+    for pod in pods:
+        api_server.create(pod)
+    try:
+        upgrade = _upgrade(installer, Kubelet(api_server))
+        assert upgrade.drain(set(), claim_reader(installer.client), 30, 0.1) == []
+        left = _pods_left(api_server)
+        assert "dra-0" not in left
+        assert "nic-0" in left
+    finally:
+        delete_objects(api_server, [("test", d) for d in [*pods, *claims]])

@@ -12,7 +12,7 @@ import pytest
 from gpuconf.node.gpu_pods import claim_names, holds_gpu, is_daemonset_pod
 
 POOL_RESOURCES = {"gpuconf.dev/t4-shared", "gpus.example.com/a100-train"}
-CLAIMS = {
+CLAIMS: dict[tuple[str, str], dict[str, Any]] = {
     ("ml", "gpu-claim"): {
         "status": {"allocation": {"devices": {"results": [{"driver": "gpu.nvidia.com"}]}}}
     },
