@@ -76,6 +76,7 @@ def uncordon_container(cluster: Cluster) -> dict[str, Any]:
         "env": [NODE_NAME, NO_GPU],
         "securityContext": hardened(user=NOBODY),
         "resources": RESOURCES,
+        # `cat` here and the `sleep` it execs when done: coreutils of the image's Debian base.
         "startupProbe": {
             "exec": {"command": ["cat", DONE_FILE]},
             "periodSeconds": 10,
