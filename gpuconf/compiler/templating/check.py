@@ -231,7 +231,9 @@ def _line_writing(sources: list[TemplateSource], key: str, value: Any) -> tuple[
                 data = parse_text(entry, "line").data
             except LoadFailed:
                 continue
-            if data == {key: value} or (data == {key: None} and value and type(value) in (dict, list)):
+            if data == {key: value} or (
+                data == {key: None} and value and type(value) in (dict, list)
+            ):
                 return source.display, number
     return None
 

@@ -44,7 +44,11 @@ _NAMING = frozenset({"properties", "patternProperties", "$defs"})
 
 
 def _schema_folder() -> Any:
-    return resources.files("kubernetes_validate") / "kubernetes-json-schema" / f"v{RELEASE}-local-strict"
+    return (
+        resources.files("kubernetes_validate")
+        / "kubernetes-json-schema"
+        / f"v{RELEASE}-local-strict"
+    )
 
 
 def _file_name(api_version: str, kind: str) -> str:
