@@ -58,44 +58,41 @@ def _built_in(obj: dict[str, Any]) -> bool:
     return group == "" or "." not in group or group.endswith(".k8s.io")
 
 
-def _emitted() -> list[tuple[str, dict[str, Any]]]:
-    """Every manifest gpuconf emits for clusters/, the examples and each DRA API version."""
-    trees = {}
-    for folder in (REPO / "clusters", REPO / "examples" / "starter" / "clusters"):
-        compiled = compile_paths([folder], relative_to=REPO)
+@pytest.fixture(scope="module")
+def emitted(compiled_examples) -> dict[str, dict[str, Any]]:  # type: ignore[no-untyped-def]
+    """Every manifest gpuconf emits for clusters/, the examples and each DRA API version, by
+    folder, cluster and path (gpuconf gitops writes only CRD kinds, checked at every render)."""
+    trees = {f"clusters/{name}": tree for name, tree in compiled_examples.rendered.items()}
+    for folder in ("examples/starter/clusters", "examples/site-templates/clusters"):
+        compiled = compile_folder(REPO / folder)
         assert compiled.ok, [d.as_text() for d in compiled.diagnostics]
-        trees.update(compiled.rendered)
-    site = compile_folder(REPO / "examples" / "site-templates" / "clusters")
-    assert site.ok, [d.as_text() for d in site.diagnostics]
-    trees.update(site.rendered)
+        trees.update({f"{folder}/{name}": tree for name, tree in compiled.rendered.items()})
     for version in ("1.32", "1.33"):
-        trees[f"dra-lab-{version}"] = rendered(as_dra(cluster_file("dra-lab"), version))
-    return [
-        (f"{name}/{path}", obj)
+        trees[f"dra-lab@{version}"] = rendered(as_dra(cluster_file("dra-lab"), version))
+    return {
+        f"{name}/{path}": load_yaml(tree[path])
         for name, tree in trees.items()
         for path in manifest_paths(tree)
-        if (obj := load_yaml(tree[path]))
-    ]
+    }
 
 
-EMITTED = _emitted()
-
-
-def test_every_built_in_kind_gpuconf_emits_has_a_vendored_schema_and_passes_it() -> None:
-    built_in = [(where, obj) for where, obj in EMITTED if _built_in(obj)]
-    kinds = {(obj["apiVersion"], obj["kind"]) for _, obj in built_in}
+def test_every_built_in_kind_gpuconf_emits_has_a_vendored_schema_and_passes_it(
+    emitted: dict[str, dict[str, Any]],
+) -> None:
+    built_in = {where: obj for where, obj in emitted.items() if _built_in(obj)}
+    kinds = {(obj["apiVersion"], obj["kind"]) for obj in built_in.values()}
     every_dra_version = {f"resource.k8s.io/{v}" for v in ("v1beta1", "v1beta2", "v1")}
     assert every_dra_version <= {api_version for api_version, _ in kinds}
     assert kinds <= set(vendored_kinds())
-    for where, obj in built_in:
-        errors = [
-            e.message for e in kubernetes_validator(obj["apiVersion"], obj["kind"]).iter_errors(obj)
-        ]
-        assert errors == [], where
+    for where, obj in built_in.items():
+        validator = kubernetes_validator(obj["apiVersion"], obj["kind"])
+        assert [error.message for error in validator.iter_errors(obj)] == [], where
 
 
-def test_every_other_kind_gpuconf_emits_has_a_crd_schema() -> None:
-    for where, obj in EMITTED:
+def test_every_other_kind_gpuconf_emits_has_a_crd_schema(
+    emitted: dict[str, dict[str, Any]],
+) -> None:
+    for where, obj in emitted.items():
         if _built_in(obj) or obj["apiVersion"].startswith(KUEUE_GROUP):
             continue
         if obj["kind"] == "Kustomization" and obj["apiVersion"].startswith("kustomize."):
@@ -103,50 +100,37 @@ def test_every_other_kind_gpuconf_emits_has_a_crd_schema() -> None:
         assert crd_validator(obj["apiVersion"], obj["kind"]) is not None, where
 
 
-def _daemonset() -> dict[str, Any]:
-    [found] = [o for w, o in EMITTED if w == "lab/pools/t4/daemonset-gpuconf-node.yaml"]
-    return found
-
-
-def _quota() -> dict[str, Any]:
-    [found] = [o for w, o in EMITTED if w == "lab/quotas/research.yaml"]
-    return found
-
-
-def _parent(obj: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
-    for key in path[:-1]:
-        obj = obj[key]
-    return obj
-
-
-def _changed(obj: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, Any]:
-    changed = copy.deepcopy(obj)
-    _parent(changed, path)[path[-1]] = value
-    return changed
-
-
-def _without(obj: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
-    changed = copy.deepcopy(obj)
-    del _parent(changed, path)[path[-1]]
-    return changed
+NODE_DAEMONSET = "clusters/lab/pools/t4/daemonset-gpuconf-node.yaml"
+QUOTA_FILE = "clusters/lab/quotas/research.yaml"
+POD = ("spec", "template", "spec")
+REMOVED = object()
 
 
 @pytest.mark.parametrize(
-    ("what", "obj"),
+    ("where", "path", "value"),
     [
-        ("a number as priorityClassName", lambda: _changed(_daemonset(), ("spec", "template", "spec", "priorityClassName"), 5)),
-        ("tolerations as a mapping", lambda: _changed(_daemonset(), ("spec", "template", "spec", "tolerations"), {})),
-        ("a misspelt pod field", lambda: _changed(_daemonset(), ("spec", "template", "spec", "nodeSelecter"), {})),
-        ("a DaemonSet without its selector", lambda: _without(_daemonset(), ("spec", "selector"))),
-        ("a misspelt quota field", lambda: _changed(_quota(), ("spec", "hardd"), {})),
-        ("a list of scopes as a string", lambda: _changed(_quota(), ("spec", "scopes"), "Terminating")),
+        pytest.param(NODE_DAEMONSET, (*POD, "priorityClassName"), 5, id="priorityClassName-a-number"),
+        pytest.param(NODE_DAEMONSET, (*POD, "tolerations"), {}, id="tolerations-a-mapping"),
+        pytest.param(NODE_DAEMONSET, (*POD, "nodeSelecter"), {}, id="misspelt-pod-field"),
+        pytest.param(NODE_DAEMONSET, ("spec", "selector"), REMOVED, id="daemonset-without-selector"),
+        pytest.param(QUOTA_FILE, ("spec", "hardd"), {}, id="misspelt-quota-field"),
+        pytest.param(QUOTA_FILE, ("spec", "scopes"), "Terminating", id="scopes-a-string"),
     ],
 )  # fmt: skip
-def test_the_vendored_schemas_refuse_what_kubernetes_validate_refuses(what: str, obj: Any) -> None:
-    broken = obj()
+def test_the_vendored_schemas_refuse_what_kubernetes_validate_refuses(
+    emitted: dict[str, dict[str, Any]], where: str, path: tuple[str, ...], value: Any
+) -> None:
+    broken = copy.deepcopy(emitted[where])
+    parent = broken
+    for key in path[:-1]:
+        parent = parent[key]
+    if value is REMOVED:
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = value
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(broken, "1.34.0", strict=True)
-    assert not kubernetes_validator(broken["apiVersion"], broken["kind"]).is_valid(broken), what
+    assert not kubernetes_validator(broken["apiVersion"], broken["kind"]).is_valid(broken)
 
 
 def _site(tmp_path: Path, name: str, text: str) -> Path:
@@ -231,11 +215,32 @@ def test_a_site_layout_is_checked_in_every_kind_that_extends_it(tmp_path: Path) 
     assert "metadata.labels.team: 7 is not of type 'string', 'null'" in rest
 
 
-def test_the_site_example_passes_the_schema_of_what_it_overrides() -> None:
-    templates = Templates(REPO / "examples" / "site-templates" / "templates")
-    outputs = overridden_output.OverriddenOutputs(templates)
-    assert outputs.overridden("node-daemonset.yaml.j2")
-    assert not outputs.overridden("resourcequota.yaml.j2")
+def test_an_apiversion_without_a_vendored_schema_is_refused_at_its_line(tmp_path: Path) -> None:
+    site = _site(
+        tmp_path,
+        "resourcequota.yaml.j2",
+        QUOTA.replace("apiVersion: v1", "apiVersion: v2").replace("  LINE\n", ""),
+    )
+    where, number, rest = _refusal(site)
+    assert (where, number) == (f"{site.as_posix()}/resourcequota.yaml.j2", 3)
+    assert "apiVersion: a ResourceQuota must be v1 (the versions gpuconf has" in rest
+
+
+def test_the_site_example_is_checked_against_the_schema_of_what_it_overrides(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    checked = []
+
+    def recorded(api_version: str, kind: str) -> Any:
+        checked.append((api_version, kind))
+        return kubernetes_validator(api_version, kind)
+
+    monkeypatch.setattr(overridden_output, "kubernetes_validator", recorded)
+    site = compile_folder(REPO / "examples" / "site-templates" / "clusters")
+    assert site.ok, [d.as_text() for d in site.diagnostics]
+    # Only the node DaemonSet's template is the site's: one per pool, nothing else.
+    assert set(checked) == {("apps/v1", "DaemonSet")}
+    assert len(checked) == len(site.validated["site-lab"].cluster.spec.node_pools)
     clusters = "examples/site-templates/clusters"
     result = run_cli(
         "render", clusters, "-o", "examples/site-templates/rendered", "--check", cwd=REPO

@@ -201,7 +201,15 @@ def schema_failure(
         written = _line_writing(chain(), at_fault[-1], value)
         if written is not None:
             return TemplateFailed(*written, message)
-    known = at_fault
+    return refused_at(located, at_fault, message, text, chain)
+
+
+def refused_at(
+    located: Located, path: tuple[Any, ...], message: str, text: str, chain: Chain
+) -> TemplateFailed:
+    """The output's refusal at the template line that wrote `path` (or the nearest key above
+    it that `text`, the template's output, has)."""
+    known = path
     while known and known not in located.positions:
         known = known[:-1]
     return _refused(chain, text, located.position(known)[0], message)

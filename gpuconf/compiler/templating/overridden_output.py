@@ -12,9 +12,13 @@ for every template already (check.py).
 from __future__ import annotations
 
 from gpuconf.compiler.plan.artifact import Artifact
-from gpuconf.compiler.templating.check import schema_failure
+from gpuconf.compiler.templating.check import refused_at, schema_failure
 from gpuconf.compiler.templating.engine import Templates, TemplateSource
-from gpuconf.compiler.templating.kubernetes_schema import kubernetes_validator, vendored_release
+from gpuconf.compiler.templating.kubernetes_schema import (
+    kubernetes_validator,
+    vendored_kinds,
+    vendored_release,
+)
 from gpuconf.formats.located_yaml import parse_text
 
 
@@ -44,18 +48,31 @@ class OverriddenOutputs:
             return
         if not self.overridden(artifact.template):
             return
+        kind = artifact.kind
+        served = [api_version for api_version, known in vendored_kinds() if known == kind]
+        if not served:
+            return  # a CRD's kind, checked against its CRD's schema for every template
         data = parse_text(output.decode("utf-8"), "output").data
-        validator = kubernetes_validator(str(data.get("apiVersion")), artifact.kind)
-        if validator is None or validator.is_valid(data):
+        api_version = data.get("apiVersion")
+        validator = kubernetes_validator(api_version, kind) if api_version in served else None
+        if validator is not None and validator.is_valid(data):
             return
         # Refused: render the values in place once more, so each key path has its line.
         name = artifact.template
         text = self.templates.render(name, artifact.values)
+        located = parse_text(text, "output")
 
         def chain() -> list[TemplateSource]:
             return self.templates.chain(name)
 
-        source = f"Kubernetes {vendored_release()}'s {artifact.kind} schema"
-        failure = schema_failure(parse_text(text, "output"), validator, source, text, chain)
+        release = vendored_release()
+        if validator is None:
+            message = (
+                f"apiVersion: a {kind} must be {' or '.join(served)} (the versions gpuconf has"
+                f" Kubernetes {release}'s schema of), not {api_version!r}"
+            )
+            raise refused_at(located, ("apiVersion",), message, text, chain)
+        source = f"Kubernetes {release}'s {kind} schema"
+        failure = schema_failure(located, validator, source, text, chain)
         if failure is not None:
             raise failure
