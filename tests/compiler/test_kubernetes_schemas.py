@@ -5,6 +5,7 @@ kubernetes-validate refuses, and applied at render time to a site's templates' o
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any
 
@@ -258,3 +259,13 @@ def test_a_render_of_shipped_templates_builds_no_kubernetes_validator(
     monkeypatch.setattr(Templates, "chain", refused)
     compiled = compile_paths([REPO / "clusters" / "lab.yaml"], relative_to=REPO)
     assert compiled.ok, [d.as_text() for d in compiled.diagnostics]
+
+
+def test_shipped_templates_of_built_in_kinds_only_extend_other_templates() -> None:
+    """What OverriddenOutputs.overridden relies on: a site's file can shape a built-in kind only
+    through the template's extends chain, never through a shipped include or import."""
+    built_in = {kind for _, kind in vendored_kinds()}
+    for path in sorted((REPO / "templates").glob("*.j2")):
+        text = path.read_text(encoding="utf-8")
+        if re.search(r"\{%-?\s*(include|import|from)\b", text):
+            assert not set(re.findall(r"^kind: (\w+)$", text, re.M)) & built_in, path.name

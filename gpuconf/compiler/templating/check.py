@@ -4,7 +4,8 @@ YAML is read with gpuconf's own loader (one document, one mapping, core-schema s
 anchors, tags or duplicate keys) and written again by the canonical YAML writer, so the
 bytes do not depend on how a template laid the text out. A manifest must be the kind the
 plan asked for; a kind defined by a CRD must also pass that CRD's schema (crds/), and so must
-a file that patches such an object (the GPU Operator's values and ClusterPolicy patch).
+a file that patches such an object (the GPU Operator's values and ClusterPolicy patch). Built-in
+kinds a site's template shapes pass Kubernetes' own schema (overridden_output.py).
 """
 
 from __future__ import annotations
