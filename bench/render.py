@@ -13,7 +13,10 @@ Each figure is printed next to the floor it is measured against and their ratio:
 - a scaling table: render at 200 / 2,000 / 20,000 nodes and 12 / 1,000 classes, and
   validate at 1,250 / 2,500 / 5,000 / 10,000 classes, with peak memory;
 - with `--stages`, render's instructions stage by stage (imports, loading and libyaml's share
-  of it, validation, planning, rendering, writing), each a process stopping after it.
+  of it, validation, planning, rendering, writing), each a process stopping after it;
+- with `--against REV`, render of the same fleet by the gpuconf of an earlier commit (a git
+  worktree of it), each beside the floor of the tree it writes, runs taken in turns: the
+  ratios of two versions measured side by side in one run.
 
 The render row is followed by the best run of each and by the ratio of user time alone: the
 system's share, creating 1,183 files, is the same work for both and swings twentyfold between
@@ -30,6 +33,7 @@ import argparse
 import compileall
 import marshal
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -125,7 +129,7 @@ def fleet(
         namespaces = 500 if classes <= 2 * pools else max(1, classes // 2)
     class_names = [c["name"] for c in _classes(pools, classes)]
     return {
-        "apiVersion": "gpuconf.dev/v1alpha1",
+        "apiVersion": "gpuconf.dev/v1alpha2",
         "kind": "Cluster",
         "metadata": {"name": name},
         "spec": {
@@ -324,6 +328,69 @@ def _instructions(argv: Sequence[str], cwd: Path) -> int:
     return int(count)
 
 
+def _api_version_of(checkout: Path) -> str:
+    """The cluster-file apiVersion the gpuconf in `checkout` reads: this fleet's, where it
+    still does, else the first it names."""
+    text = (checkout / "gpuconf" / "api" / "version.py").read_text(encoding="utf-8")
+    ours = str(fleet()["apiVersion"])
+    return ours if ours in text else str(re.findall(r"gpuconf\.dev/v\w+", text)[0])
+
+
+def render_against(root: Path, revision: str, runs: int, instructions: bool) -> None:
+    """This checkout's render and `revision`'s, each beside the floor of its own tree, taken
+    in turns: A, its floor, B, its floor, …"""
+    checkout = root / "against"
+    subprocess.run(
+        ["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(checkout), revision],
+        check=True,
+    )
+    try:
+        compileall.compile_dir(checkout / "gpuconf", quiet=1)
+        sides: dict[str, tuple[Path, Path, list[str], list[str], list[Run], list[Run]]] = {}
+        for label, gpuconf_root in (("this checkout", REPO), (revision, checkout)):
+            folder = root / f"side-{len(sides)}"
+            folder.mkdir()
+            document = fleet()
+            document["apiVersion"] = _api_version_of(gpuconf_root)
+            with (folder / "bench.yaml").open("w", encoding="utf-8") as handle:
+                yaml.dump(document, handle, Dumper=yaml.CSafeDumper, sort_keys=False)
+            # Run from the checkout's root: `python -m gpuconf` imports the gpuconf found there.
+            out, cluster = folder / "out", folder / "bench.yaml"
+            render_argv = _gpuconf("render", str(cluster), "-o", str(out))
+            _run(render_argv, gpuconf_root)
+            tree_file = folder / "tree.marshal"
+            tree_file.write_bytes(marshal.dumps(_tree(out / "bench")))
+            floor_argv = [
+                sys.executable, "-c", FLOOR_SCRIPT, str(cluster), str(tree_file), str(folder / "floor")
+            ]  # fmt: skip
+            sides[label] = (folder, gpuconf_root, render_argv, floor_argv, [], [])
+        for _ in range(runs):
+            for folder, cwd, render_argv, floor_argv, renders, floors in sides.values():
+                shutil.rmtree(folder / "out", ignore_errors=True)
+                renders.append(_run(render_argv, cwd))
+                shutil.rmtree(folder / "floor", ignore_errors=True)
+                floors.append(_run(floor_argv, cwd))
+        print(f"side by side with {revision}: the same fleet, turns taken; CPU s, median of {runs}")
+        for label, (folder, cwd, render_argv, floor_argv, renders, floors) in sides.items():
+            render, floor = _median_of(renders), _median_of(floors)
+            files = len(marshal.loads((folder / "tree.marshal").read_bytes()))
+            line = (
+                f"  {label:<16} {files:,} files  render {render.cpu_s:5.2f}  floor {floor.cpu_s:5.2f}  "
+                f"{_ratio(render.cpu_s, floor.cpu_s)};  user time alone {_ratio(render.user_s, floor.user_s)}"
+            )
+            if instructions and shutil.which("valgrind") is not None:
+                shutil.rmtree(folder / "out", ignore_errors=True)
+                counted = _instructions(render_argv, cwd)
+                shutil.rmtree(folder / "floor", ignore_errors=True)
+                counted_floor = _instructions(floor_argv, cwd)
+                line += f";  instructions {counted / 1e6:,.0f} M  {_ratio(counted, counted_floor)}"
+            print(line)
+    finally:
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "remove", "--force", str(checkout)], check=False
+        )
+
+
 def render_instructions(root: Path, render_argv: list[str], floor_argv: list[str]) -> None:
     """Render and its floor as user-space instructions: unlike CPU time, the same on a busy
     machine, and without the system's share (the files written), which both pay alike."""
@@ -460,6 +527,11 @@ def main() -> None:
         action="store_true",
         help="also count render's instructions stage by stage under valgrind (~1 min)",
     )
+    parser.add_argument(
+        "--against",
+        metavar="REV",
+        help="also render the same fleet with gpuconf as of commit REV, side by side (git worktree)",
+    )
     options = parser.parse_args()
     # Bytecode written now, so no run pays for compiling gpuconf (PYTHONDONTWRITEBYTECODE
     # would otherwise have every run recompile each module changed since the last install).
@@ -476,6 +548,8 @@ def main() -> None:
                 validate_instructions(root)
             if options.stages and shutil.which("valgrind") is not None:
                 stage_instructions(root)
+        if options.against:
+            render_against(root, options.against, options.runs, options.instructions)
         if not options.no_scaling:
             scaling(root, max(1, options.runs // 2))
 

@@ -21,7 +21,7 @@ from pathlib import Path
 LIMIT_MIB = 128
 BINARY = "/usr/bin/nvidia-container-runtime"
 NODE_CONFIG = """\
-apiVersion: gpuconf.dev/v1alpha1
+apiVersion: gpuconf.dev/v1alpha2
 kind: NodeConfig
 cluster: bench
 pool: gpus

@@ -15,6 +15,7 @@ from ruamel.yaml import YAML
 
 from gpuconf.api.node_config import ExpectedGpu, NodeConfig, ResourceSettings, RuntimeSettings
 from gpuconf.api.validators import validate_node_config
+from gpuconf.api.version import CLUSTER_API_VERSION, NODE_CONFIG_API_VERSION
 from gpuconf.compiler.pipeline import Compiled, compile_paths
 from gpuconf.compiler.plan import plan
 from gpuconf.compiler.render import RenderedTree, render
@@ -86,7 +87,7 @@ def cluster(
     **spec: Any,
 ) -> dict[str, Any]:
     return {
-        "apiVersion": "gpuconf.dev/v1alpha1",
+        "apiVersion": CLUSTER_API_VERSION,
         "kind": "Cluster",
         "metadata": {"name": "t"},
         "spec": {
@@ -103,7 +104,7 @@ def pool(
     name: str,
     model: str,
     count: int,
-    sharing: dict[str, Any] | list[dict[str, Any]] | None = None,
+    sharing: list[dict[str, Any]] | None = None,
     **fields: Any,
 ) -> dict[str, Any]:
     found: dict[str, Any] = {
@@ -140,7 +141,7 @@ def heterogeneous(classes: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
         "h100",
         "H100-SXM5-80GB",
         8,
-        {"strategy": "mig", "layout": "all-1g.10gb", "indices": [6, 7]},
+        [{"strategy": "mig", "layout": "all-1g.10gb", "indices": [6, 7]}],
         size=3,
         nodes=[
             {"name": "h100-a", "gpus": [{"index": i, "uuid": uuid.format(i)} for i in range(8)]}
@@ -222,7 +223,7 @@ def mig_uuid(gpu: int, instance: int) -> str:
 
 def node_config(resources: list[dict[str, Any]], gpus: int = 8, **overrides: Any) -> dict[str, Any]:
     config: dict[str, Any] = {
-        "apiVersion": "gpuconf.dev/v1alpha1",
+        "apiVersion": NODE_CONFIG_API_VERSION,
         "kind": "NodeConfig",
         "cluster": "lab",
         "pool": "h100",

@@ -36,7 +36,7 @@ def add_parsers(commands: argparse._SubParsersAction[ArgumentParser]) -> dict[st
     )
 
     migrate = commands.add_parser(
-        "migrate", help="rewrite cluster files from older forms to the current one"
+        "migrate", help="rewrite cluster files at an older apiVersion at the current one"
     )
     migrate.add_argument(
         "paths", nargs="*", type=Path, metavar="PATH", help="files or folders (default: clusters/)"

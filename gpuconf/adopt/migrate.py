@@ -1,56 +1,54 @@
-"""`gpuconf migrate`: rewrite cluster files from older forms to the current one, in place, through
-the round-trip writer (comments and everything untouched kept).
+"""`gpuconf migrate`: rewrite cluster files at an older apiVersion at the current one, in place,
+through the round-trip writer. Only the apiVersion and the values a step changes are touched;
+comments, order and quoting everywhere else are kept.
 
-Each migration names the apiVersion it applies to and the one it leaves. gpuconf.dev/v1alpha1 is
-the only apiVersion so far, so the one migration shipped rewrites a spelling that version accepts
-in two forms into the form that grows: a pool's MIG `sharing` written as one mapping becomes a
-list of one layout, the form that takes layouts for further GPU indices."""
+The steps are those validation converts with in memory (api/cluster/conversion.py): a migrated
+file means what its older text was read as."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import Any
 
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.comments import CommentedMap
+from ruamel.yaml.scalarstring import ScalarString
 
 from gpuconf.adopt.cluster_file import ClusterFile, Edited, edited
-from gpuconf.api.version import API_VERSION
+from gpuconf.api.cluster.conversion import API_VERSION_KEY, steps_from
+from gpuconf.diagnostics import KeyPath, format_path
 from gpuconf.formats import round_trip_yaml
 
 
-class Migration(NamedTuple):
-    name: str
-    from_version: str
-    to_version: str
-    apply: Callable[[CommentedMap], list[str]]
-    """Rewrites the document in place; returns one line per change (what moved where)."""
-
-
-def _pool_mig_sharing_as_list(document: CommentedMap) -> list[str]:
-    changes: list[str] = []
-    pools = (document.get("spec") or {}).get("nodePools")
-    for index, pool in enumerate(pools if isinstance(pools, CommentedSeq) else []):
-        sharing = pool.get("sharing") if isinstance(pool, CommentedMap) else None
-        if isinstance(sharing, CommentedMap):
-            # The mapping moves whole, with its comments, into a block list of one.
-            pool["sharing"] = round_trip_yaml.sequence([sharing], flow=False)
-            changes.append(f"spec.nodePools[{index}].sharing: one MIG layout → a list of one")
-    return changes
-
-
-MIGRATIONS: Sequence[Migration] = (
-    Migration("pool-mig-sharing-as-list", API_VERSION, API_VERSION, _pool_mig_sharing_as_list),
-)
-
-
 def migrated(file: ClusterFile) -> tuple[Edited, list[str]]:
-    """The file after every migration that applies, in order; and what each changed."""
+    """The file at the current apiVersion, and one line per change (what moved where)."""
+    document = file.document
+    version = document.get(API_VERSION_KEY)
     changes: list[str] = []
-    for migration in MIGRATIONS:
-        if file.document.get("apiVersion") != migration.from_version:
-            continue
-        done = migration.apply(file.document)
-        if migration.to_version != migration.from_version:
-            file.document["apiVersion"] = migration.to_version
-        changes += [f"{migration.name}: {change}" for change in done]
+    for step in steps_from(version):
+        for path in step.single_values(document):
+            _put_in_list(document, path)
+            changes.append(f"{step.name}: {format_path(path)}: one value → a list of one")
+        _set_version(document, step.to_version)
+    if changes or document.get(API_VERSION_KEY) != version:
+        changes.append(f"{API_VERSION_KEY}: {version} → {document[API_VERSION_KEY]}")
     return edited(file), changes
+
+
+def _put_in_list(document: CommentedMap, path: KeyPath) -> None:
+    *to_parent, key = path
+    parent: Any = document
+    for part in to_parent:
+        parent = parent[part]
+    value = parent[key]
+    # The value moves whole, with its comments; a flow mapping stays on its line as `[{…}]`.
+    flow = isinstance(value, CommentedMap) and bool(value.fa.flow_style())
+    listed = round_trip_yaml.sequence([value], flow=flow)
+    if flow:
+        # A comment after the mapping's `}` ends the line: it follows the list's `]` now.
+        listed.ca.comment, value.ca.comment = value.ca.comment, None
+    parent[key] = listed
+
+
+def _set_version(document: CommentedMap, version: str) -> None:
+    """The new version in the old one's quoting (ruamel keeps the line's comment)."""
+    old = document[API_VERSION_KEY]
+    document[API_VERSION_KEY] = type(old)(version) if isinstance(old, ScalarString) else version

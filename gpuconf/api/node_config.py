@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 from gpuconf.api.base import INT32_MAX, Model
 from gpuconf.api.node_facts import DEFAULT_METRICS_PORT, DeviceListStrategy, LabelOwner
 from gpuconf.api.record import Limits, field
-from gpuconf.api.version import ApiVersion
+from gpuconf.api.version import NodeConfigApiVersion
 from gpuconf.diagnostics import KeyPath
 
 NODE_CONFIG_FILE = "node-config.yaml"
@@ -149,7 +149,7 @@ class LabelSettings(Model):
 
 
 class NodeConfig(Model):
-    api_version: ApiVersion
+    api_version: NodeConfigApiVersion
     kind: Literal["NodeConfig"]
     cluster: str
     pool: str

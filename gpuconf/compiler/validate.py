@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from gpuconf.api.cluster import Cluster
+from gpuconf.api.cluster.conversion import as_current
 from gpuconf.api.core_validator import ValidationError
 from gpuconf.api.shape_errors import diagnostics_from
 from gpuconf.api.validators import validate_cluster
@@ -34,15 +35,19 @@ class Validated(NamedTuple):
 
 
 def validate(located: Located, catalog: Catalog) -> Validated | list[Diagnostic]:
-    """The validated cluster, or every diagnostic found (warnings included)."""
+    """The validated cluster, or every diagnostic found (warnings included). A file at an older
+    apiVersion is read as the current one (api/cluster/conversion.py)."""
+    located, diagnostics = as_current(located)
     try:
         cluster = validate_cluster(located.data)
     except ValidationError as error:
-        return diagnostics_from(error, located, Cluster) + _rules_on_the_rest(
-            error, located, catalog
+        return (
+            diagnostics
+            + diagnostics_from(error, located, Cluster)
+            + _rules_on_the_rest(error, located, catalog)
         )
     context = _context(cluster, located, catalog, NOTHING)
-    diagnostics = _rule_diagnostics(context)
+    diagnostics += _rule_diagnostics(context)
     if has_errors(diagnostics):
         return diagnostics
     return Validated(

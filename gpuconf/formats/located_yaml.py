@@ -64,6 +64,8 @@ class Located(NamedTuple):
     positions: Mapping[KeyPath, Position]
     renumbered: Mapping[KeyPath, tuple[int, ...]]
     """For each list that `without` took items out of: the file's index of each item kept."""
+    listed: frozenset[KeyPath] = frozenset()
+    """File paths of values that `data` holds as the one item of a list (`with_listed`)."""
 
     def position(self, path: KeyPath) -> Position:
         """The position of the deepest part of ``path`` that exists in the document."""
@@ -93,10 +95,12 @@ class Located(NamedTuple):
     def original(self, path: KeyPath) -> KeyPath:
         """``path`` (into `data`) as it reads in the file: list indices renumbered back over the
         items `without` took out."""
-        if not self.renumbered:
+        if not self.renumbered and not self.listed:
             return path
         out: list[str | int] = []
         for part in path:
+            if isinstance(part, int) and tuple(out) in self.listed:
+                continue  # the list stands for the value itself in the file
             kept = self.renumbered.get(tuple(out))
             if kept is not None and isinstance(part, int) and 0 <= part < len(kept):
                 part = kept[part]
@@ -124,7 +128,30 @@ class Located(NamedTuple):
             kept = [i for i in range(len(values)) if i not in removed[list_path]]
             data = _replaced(data, list_path, [values[i] for i in kept])
             renumbered[in_file] = tuple(before[i] if before else i for i in kept)
-        return Located(self.file, data, self.positions, renumbered)
+        return Located(self.file, data, self.positions, renumbered, self.listed)
+
+    def with_value(self, path: KeyPath, value: Any) -> Located:
+        """This document with `value` at `path` (into `data`); positions still name the file's."""
+        data = _replaced(self.data, path, value)
+        return Located(self.file, data, self.positions, self.renumbered, self.listed)
+
+    def with_listed(self, paths: Iterable[KeyPath]) -> Located:
+        """This document with the value at each of `paths` (into `data`) put in a list of one:
+        how a newer schema reads a value an older one took alone. Diagnostics and positions
+        inside the list still name the value where the file has it."""
+        located = self
+        for path in paths:
+            value = located.value_at(path)
+            if value is None:
+                continue
+            located = Located(
+                self.file,
+                _replaced(located.data, path, [value]),
+                self.positions,
+                self.renumbered,
+                located.listed | {located.original(path)},
+            )
+        return located
 
 
 def _replaced(node: Any, path: KeyPath, value: Any) -> Any:

@@ -33,7 +33,7 @@ def test_the_adopting_page_runs_as_shown(tmp_path: Path) -> None:
                 result = run_cli(*argv[1:], cwd=tmp_path)
                 assert result.code == 0, result.err
                 assert (result.err + result.out).splitlines() == shown, command
-    assert steps == 6
+    assert steps == 9
 
 
 def _commands(block: str) -> list[tuple[str, list[str]]]:

@@ -15,7 +15,7 @@ EVERY_CLUSTER_FILE = sorted(
 
 MESSY = """\
 # The lab, written by hand.
-apiVersion: gpuconf.dev/v1alpha1
+apiVersion: gpuconf.dev/v1alpha2
 kind: Cluster
 metadata:
     name: lab     # output goes to rendered/lab/
@@ -35,7 +35,7 @@ spec:
 # Comments stay in their column.
 MESSY_FORMATTED = """\
 # The lab, written by hand.
-apiVersion: gpuconf.dev/v1alpha1
+apiVersion: gpuconf.dev/v1alpha2
 kind: Cluster
 metadata:
   name: lab       # output goes to rendered/lab/

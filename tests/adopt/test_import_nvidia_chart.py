@@ -239,7 +239,7 @@ def test_what_cannot_be_imported_is_listed_where_it_stands(tmp_path: Path) -> No
     warnings = [line for line in result.err.splitlines() if ": warning: " in line]
     assert warnings == [
         "values.yaml:1:1: (document): warning: the chart's files do not say which container runtime the nodes run: containerd assumed (hint: set each pool's runtime.engine (docker, containerd, k3s) before rendering)",
-        "values.yaml:1:1: migStrategy: warning: flags.migStrategy: 'mixed' needs the pools' MIG layouts, which the chart's files do not hold (hint: declare the pool's sharing: {strategy: mig, layout: …}; gpuconf then picks the strategy)",
+        "values.yaml:1:1: migStrategy: warning: flags.migStrategy: 'mixed' needs the pools' MIG layouts, which the chart's files do not hold (hint: declare the pool's sharing: [{strategy: mig, layout: …}]; gpuconf then picks the strategy)",
         "values.yaml:2:1: deviceIDStrategy: warning: flags.plugin.deviceIDStrategy: 'index' is not what gpuconf renders ('uuid')",
         "values.yaml:3:1: tolerations: warning: not imported; gpuconf renders its own",
         "values.yaml:6:5: config.map.a100: warning: config 'a100': 'nvidia.com/mig-1g.10gb': gpuconf shares MIG devices only in a pool whose MIG layout it knows (hint: declare the layout, then a class per profile)",

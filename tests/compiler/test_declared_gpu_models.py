@@ -70,7 +70,7 @@ def test_a_declared_mig_model_is_partitioned_and_matched_by_its_pci_id() -> None
         1,
         size=2,
         nodes=[{"name": "n1", "gpus": [{"index": 0, "model": "A100-SXM4-80GB"}]}],
-        sharing={"strategy": "mig", "layout": "all-balanced"},
+        sharing=[{"strategy": "mig", "layout": "all-balanced"}],
     )
     classes = [{"name": "small", "select": {"migProfile": "1g.12gb"}}]
     tree = rendered(cluster([lab], classes, gpuModels=[LAB_GPU]))
@@ -83,10 +83,10 @@ def test_a_declared_mig_model_is_partitioned_and_matched_by_its_pci_id() -> None
 
 
 def test_a_declared_mig_layout_is_checked_against_its_profiles() -> None:
-    lab = pool("lab", "Lab-GPU-96GB", 1, sharing={"strategy": "mig", "layout": {"3g.48gb": 3}})
+    lab = pool("lab", "Lab-GPU-96GB", 1, sharing=[{"strategy": "mig", "layout": {"3g.48gb": 3}}])
     assert _messages(cluster([lab], [], gpuModels=[LAB_GPU])) == [
         (
-            "spec.nodePools[0].sharing.layout.3g.48gb",
+            "spec.nodePools[0].sharing[0].layout.3g.48gb",
             "GPU 0 of pool 'lab': Lab-GPU-96GB fits at most 2×3g.48gb, not 3",
         )
     ]

@@ -32,7 +32,7 @@ def _mig_pool(name: str = "h100") -> dict[str, Any]:
         name,
         model="H100-SXM5-80GB",
         count=8,
-        sharing={"strategy": "mig", "layout": "all-1g.10gb"},
+        sharing=[{"strategy": "mig", "layout": "all-1g.10gb"}],
     )
 
 

@@ -34,7 +34,7 @@ def _mixed_pool() -> dict[str, Any]:
         _node("node-other", 4, 40, model="A100-PCIE-80GB"),
         {"name": "node-anonymous", "gpus": [{"index": g} for g in range(4)]},
     ]
-    declared["sharing"] = {"strategy": "mig", "layout": "all-3g.40gb", "indices": [3]}
+    declared["sharing"] = [{"strategy": "mig", "layout": "all-3g.40gb", "indices": [3]}]
     return declared
 
 

@@ -189,7 +189,7 @@ def nvidia_clusters(draw: st.DrawFn) -> dict[str, Any]:
                 entry["resourceName"] = name
             classes.append(entry)
     return {
-        "apiVersion": "gpuconf.dev/v1alpha1",
+        "apiVersion": "gpuconf.dev/v1alpha2",
         "kind": "Cluster",
         "metadata": {"name": "random"},
         "spec": {

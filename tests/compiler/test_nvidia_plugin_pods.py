@@ -158,7 +158,7 @@ def test_time_slicing_renders_no_mps_daemon_and_no_mps_mounts() -> None:
 
 
 def test_mig_pools_give_the_plugin_sys_admin_and_mig_monitor_devices() -> None:
-    mig = pool("h100", "H100-SXM5-80GB", 8, {"strategy": "mig", "layout": "all-1g.10gb"})
+    mig = pool("h100", "H100-SXM5-80GB", 8, [{"strategy": "mig", "layout": "all-1g.10gb"}])
     classes = [
         {"name": "slices", "select": {"pools": ["h100"], "migProfile": "1g.10gb"}},
         {"name": "whole", "select": {"pools": ["t4"]}},

@@ -20,7 +20,7 @@ from gpuconf.formats.located_yaml import Located, parse_text
 from gpuconf.formats.yaml_writer import dump
 
 TWO_CLASSES = """\
-apiVersion: gpuconf.dev/v1alpha1
+apiVersion: gpuconf.dev/v1alpha2
 kind: Cluster
 metadata:
   name: t

@@ -88,7 +88,7 @@ def test_jetpack_s_driver_version_is_accepted() -> None:
     ("fields", "expected"),
     [
         (
-            {"sharing": {"strategy": "mig", "layout": "all-balanced"}},
+            {"sharing": [{"strategy": "mig", "layout": "all-balanced"}]},
             [("spec.nodePools[0].sharing", "Jetson's integrated GPU has no MIG")],
         ),
         (

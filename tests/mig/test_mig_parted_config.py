@@ -44,7 +44,7 @@ def mig_clusters(draw: st.DrawFn) -> dict[str, Any]:
         sharing: dict[str, Any] = {"strategy": "mig", "layout": layout}
         if indices is not None:
             sharing["indices"] = sorted(indices)
-        pools.append(pool(f"p{i}", model, count, sharing))
+        pools.append(pool(f"p{i}", model, count, [sharing]))
     return cluster(pools, [])
 
 

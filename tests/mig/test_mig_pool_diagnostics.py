@@ -22,17 +22,17 @@ def _mig(layout: object, indices: list[int] | None = None) -> dict[str, object]:
 
 
 def test_an_unknown_profile_is_located_at_its_key_and_names_the_gpus() -> None:
-    doc = cluster([pool("h", H100, 8, _mig({"1g.5gb": 7}))], [])
+    doc = cluster([pool("h", H100, 8, [_mig({"1g.5gb": 7})])], [])
     found = _one(errors(doc))
-    assert found.path == ("spec", "nodePools", 0, "sharing", "layout", "1g.5gb")
+    assert found.path == ("spec", "nodePools", 0, "sharing", 0, "layout", "1g.5gb")
     assert found.message == "GPUs 0–7 of pool 'h': H100-SXM5-80GB has no MIG profile '1g.5gb'"
     assert "its profiles: 1g.10gb (at most 7), 1g.20gb (at most 4)" in found.hint
 
 
 def test_a_slice_overflow_is_located_at_the_layout() -> None:
-    doc = cluster([pool("h", H100, 2, _mig({"3g.40gb": 2, "2g.20gb": 1}))], [])
+    doc = cluster([pool("h", H100, 2, [_mig({"3g.40gb": 2, "2g.20gb": 1})])], [])
     found = _one(errors(doc))
-    assert found.path == ("spec", "nodePools", 0, "sharing", "layout")
+    assert found.path == ("spec", "nodePools", 0, "sharing", 0, "layout")
     assert found.message == (
         "GPUs 0, 1 of pool 'h': 1×2g.20gb + 2×3g.40gb does not fit one H100-SXM5-80GB: "
         "it needs 8 of 7 compute and 10 of 8 memory slices"
@@ -66,22 +66,22 @@ def test_a_layout_without_indices_next_to_others_is_an_error() -> None:
 
 
 def test_an_index_beyond_the_pools_gpus_is_an_error() -> None:
-    doc = cluster([pool("h", H100, 4, _mig("all-1g.10gb", [4]))], [])
+    doc = cluster([pool("h", H100, 4, [_mig("all-1g.10gb", [4])])], [])
     found = _one(errors(doc))
-    assert found.path == ("spec", "nodePools", 0, "sharing", "indices", 0)
+    assert found.path == ("spec", "nodePools", 0, "sharing", 0, "indices", 0)
     assert found.message == "GPU index 4 does not exist in pool 'h'"
 
 
 def test_a_mig_layout_on_a_model_without_mig_is_an_error() -> None:
-    doc = cluster([pool("t", "Tesla-T4", 2, _mig("all-balanced"))], [])
+    doc = cluster([pool("t", "Tesla-T4", 2, [_mig("all-balanced")])], [])
     found = _one(errors(doc))
-    assert found.path == ("spec", "nodePools", 0, "sharing", "layout")
+    assert found.path == ("spec", "nodePools", 0, "sharing", 0, "layout")
     assert found.message == "GPUs 0, 1 of pool 't': Tesla-T4 does not support MIG"
 
 
 def test_all_disabled_on_a_model_without_mig_is_valid() -> None:
     doc = cluster(
-        [pool("t", "Tesla-T4", 2, _mig("all-disabled"))],
+        [pool("t", "Tesla-T4", 2, [_mig("all-disabled")])],
         [{"name": "t4", "select": {"model": "Tesla-T4"}}],
     )
     validated = valid(doc)

@@ -83,7 +83,7 @@ def test_one_config_map_holds_every_pools_layout_under_its_own_name(
 
 
 def test_the_mig_manager_config_map_goes_where_the_cluster_says() -> None:
-    mig = pool("h", "H100-SXM5-80GB", 8, {"strategy": "mig", "layout": "all-1g.10gb"})
+    mig = pool("h", "H100-SXM5-80GB", 8, [{"strategy": "mig", "layout": "all-1g.10gb"}])
     doc = cluster(
         [mig],
         [{"name": "s", "select": {"migProfile": "1g.10gb"}}],
@@ -129,7 +129,7 @@ def test_pools_without_mig_get_no_mig_parted_config() -> None:
 
 
 def test_pools_mixing_models_filter_devices_by_pci_id() -> None:
-    mixed = pool("m", "A100-SXM4-80GB", 1, {"strategy": "mig", "layout": "all-balanced"})
+    mixed = pool("m", "A100-SXM4-80GB", 1, [{"strategy": "mig", "layout": "all-balanced"}])
     mixed["nodes"] = [{"name": "n1", "gpus": [{"index": 0}, {"index": 1, "model": "H200-141GB"}]}]
     doc = cluster([mixed], [{"name": "s", "select": {"migProfile": "1g.10gb"}}])
     validated = valid(doc)
@@ -170,7 +170,7 @@ def test_the_readme_documents_the_node_labels(trees: dict[str, dict[str, bytes]]
 
 
 def test_the_readme_names_declared_nodes_one_by_one() -> None:
-    mig = pool("h", "H100-SXM5-80GB", 1, {"strategy": "mig", "layout": "all-1g.10gb"}, size=3)
+    mig = pool("h", "H100-SXM5-80GB", 1, [{"strategy": "mig", "layout": "all-1g.10gb"}], size=3)
     mig["nodes"] = [{"name": "gpu-a", "gpus": [{"index": 0}]}]
     doc = cluster([mig], [{"name": "s", "select": {"migProfile": "1g.10gb"}}])
     readme = rendered(doc)["README.md"].decode()
@@ -260,14 +260,14 @@ def _nvidia_pool(sharing: object, count: int = 2) -> dict[str, Any]:
     ("sharing", "classes", "strategy", "names"),
     [
         pytest.param(
-            {"strategy": "mig", "layout": "all-3g.40gb"},
+            [{"strategy": "mig", "layout": "all-3g.40gb"}],
             [{"name": "half", "select": {"migProfile": "3g.40gb"}}],
             "single",
             ["nvidia.com/gpu"],
             id="one-profile-everywhere",
         ),
         pytest.param(
-            {"strategy": "mig", "layout": "all-3g.40gb", "indices": [0]},
+            [{"strategy": "mig", "layout": "all-3g.40gb", "indices": [0]}],
             [
                 {"name": "half", "select": {"migProfile": "3g.40gb"}},
                 {"name": "whole", "select": {"indices": [1]}},
@@ -277,14 +277,14 @@ def _nvidia_pool(sharing: object, count: int = 2) -> dict[str, Any]:
             id="one-profile-and-whole-gpus",
         ),
         pytest.param(
-            {"strategy": "mig", "layout": "all-3g.40gb", "indices": [0]},
+            [{"strategy": "mig", "layout": "all-3g.40gb", "indices": [0]}],
             [{"name": "half", "select": {"migProfile": "3g.40gb"}}],
             "mixed",
             ["nvidia.com/mig-3g.40gb"],
             id="whole-gpus-in-no-class-still-count",
         ),
         pytest.param(
-            {"strategy": "mig", "layout": "all-balanced"},
+            [{"strategy": "mig", "layout": "all-balanced"}],
             [
                 {"name": "a", "select": {"migProfile": "1g.10gb"}},
                 {"name": "b", "select": {"migProfile": "2g.20gb"}},
@@ -295,7 +295,7 @@ def _nvidia_pool(sharing: object, count: int = 2) -> dict[str, Any]:
             id="several-profiles",
         ),
         pytest.param(
-            {"strategy": "mig", "layout": "all-1g.10gb"},
+            [{"strategy": "mig", "layout": "all-1g.10gb"}],
             [
                 {
                     "name": "a",
@@ -328,9 +328,9 @@ def test_nvidia_mig_strategy_and_resource_names(
 
 
 def test_a_class_spanning_single_and_mixed_pools_is_an_error() -> None:
-    single = pool("s", "H100-SXM5-80GB", 1, {"strategy": "mig", "layout": "all-1g.10gb"})
+    single = pool("s", "H100-SXM5-80GB", 1, [{"strategy": "mig", "layout": "all-1g.10gb"}])
     mixed = pool(
-        "m", "H100-SXM5-80GB", 2, {"strategy": "mig", "layout": "all-1g.10gb", "indices": [0]}
+        "m", "H100-SXM5-80GB", 2, [{"strategy": "mig", "layout": "all-1g.10gb", "indices": [0]}]
     )
     doc = cluster([single, mixed], [{"name": "x", "select": {"migProfile": "1g.10gb"}}], "nvidia")
     found = [d for d in errors(doc) if d.path == ("spec", "resourceClasses", 0, "select")]
@@ -341,7 +341,7 @@ def test_a_class_spanning_single_and_mixed_pools_is_an_error() -> None:
 
 def test_an_explicit_mixed_name_on_a_single_pool_is_an_error() -> None:
     doc = cluster(
-        [_nvidia_pool({"strategy": "mig", "layout": "all-1g.10gb"})],
+        [_nvidia_pool([{"strategy": "mig", "layout": "all-1g.10gb"}])],
         [
             {
                 "name": "x",

@@ -272,3 +272,27 @@ def test_items_taken_out_of_a_list_inside_a_list_item_are_renumbered_through_bot
     again = rest.without([("p", 0, "n", 0)])
     assert again.data == {"p": [{"n": ["e"]}]}
     assert again.original(("p", 0, "n", 0)) == ("p", 1, "n", 2)
+
+
+def test_a_value_read_as_a_list_of_one_is_still_named_where_the_file_has_it() -> None:
+    located = parse_text("p:\n  - s:\n      k: 1\n      j: [a, b]\n", "f.yaml")
+    listed = located.with_listed([("p", 0, "s")])
+    assert listed.data == {"p": [{"s": [{"k": 1, "j": ["a", "b"]}]}]}
+    assert located.data == {"p": [{"s": {"k": 1, "j": ["a", "b"]}}]}
+    assert listed.original(("p", 0, "s", 0, "j", 1)) == ("p", 0, "s", "j", 1)
+    assert listed.diagnostic(("p", 0, "s", 0, "k"), "m").as_text() == "f.yaml:3:7: p[0].s.k: m"
+    assert listed.diagnostic(("p", 0, "s", 0), "m").as_text() == "f.yaml:2:5: p[0].s: m"
+
+
+def test_items_taken_out_of_a_list_of_one_keep_the_files_names() -> None:
+    located = parse_text("s:\n  j: [a, b, c]\n", "f.yaml").with_listed([("s",)])
+    rest = located.without([("s", 0, "j", 0)])
+    assert rest.data == {"s": [{"j": ["b", "c"]}]}
+    assert rest.diagnostic(("s", 0, "j", 1), "m").as_text() == "f.yaml:2:13: s.j[2]: m"
+
+
+def test_a_replaced_value_keeps_its_position() -> None:
+    located = parse_text("a: old\nb: 1\n", "f.yaml")
+    changed = located.with_value(("a",), "new")
+    assert (changed.data, located.data["a"]) == ({"a": "new", "b": 1}, "old")
+    assert changed.diagnostic(("a",), "m").as_text() == "f.yaml:1:1: a: m"

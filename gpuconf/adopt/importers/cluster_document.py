@@ -8,7 +8,7 @@ from typing import Any
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from gpuconf.api.version import API_VERSION
+from gpuconf.api.version import CLUSTER_API_VERSION
 from gpuconf.formats import round_trip_yaml
 
 # Written `{model: L4, count: 2}`, as the examples write them.
@@ -20,7 +20,12 @@ def cluster_document(
     name: str, spec: Mapping[str, Any], origin: str, left_out: Sequence[str]
 ) -> CommentedMap:
     document: CommentedMap = _styled(
-        {"apiVersion": API_VERSION, "kind": "Cluster", "metadata": {"name": name}, "spec": spec},
+        {
+            "apiVersion": CLUSTER_API_VERSION,
+            "kind": "Cluster",
+            "metadata": {"name": name},
+            "spec": spec,
+        },
         block=True,
     )
     header = [SCHEMA_COMMENT, f"Imported by `{origin}`."]

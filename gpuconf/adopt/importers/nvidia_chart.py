@@ -266,7 +266,7 @@ def _flag_note(path: KeyPath, value: Any) -> str | tuple[str, str] | None:
     if path == ("flags", "migStrategy") and value in ("single", "mixed"):
         return (
             f"{value!r} needs the pools' MIG layouts, which the chart's files do not hold",
-            "declare the pool's sharing: {strategy: mig, layout: …}; gpuconf then picks the strategy",
+            "declare the pool's sharing: [{strategy: mig, layout: …}]; gpuconf then picks the strategy",
         )
     if NVIDIA_DEFAULTS.get(path, value) == value:
         return None

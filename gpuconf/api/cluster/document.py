@@ -26,7 +26,7 @@ from gpuconf.api.cluster.resource_class import ResourceClass
 from gpuconf.api.gpu_model import GpuModel
 from gpuconf.api.node_facts import DEFAULT_METRICS_PORT, LabelOwner
 from gpuconf.api.record import Limits, field
-from gpuconf.api.version import ApiVersion
+from gpuconf.api.version import ClusterApiVersion
 
 
 class Metadata(Model):
@@ -168,8 +168,9 @@ class ClusterSpec(Model):
 
 
 class Cluster(Model):
-    api_version: ApiVersion
-    """Always gpuconf.dev/v1alpha1."""
+    api_version: ClusterApiVersion
+    """gpuconf.dev/v1alpha2 (files at gpuconf.dev/v1alpha1 are still read: `gpuconf migrate`
+    rewrites them)."""
     kind: Literal["Cluster"]
     """Always Cluster."""
     metadata: Metadata

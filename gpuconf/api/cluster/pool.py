@@ -123,8 +123,9 @@ class NodePool(Model):
     """How many nodes the pool has; defaults to the number of declared nodes."""
     nodes: list[DeclaredNode] = field(default_factory=list)
     """Nodes whose GPU inventory is declared one by one (UUIDs optional)."""
-    sharing: MigLayout | list[MigLayout] | None = None
-    """MIG partitioning of the pool's GPUs: one layout, or a list of layouts for disjoint `indices`."""
+    sharing: list[MigLayout] | None = None
+    """MIG partitioning of the pool's GPUs: a list of layouts, one per disjoint set of `indices`
+    (one layout without `indices` covers every GPU)."""
 
     def cpu_architecture(self) -> str | None:
         """The architecture the pool's pods must land on; None when any will do."""
@@ -137,6 +138,4 @@ class NodePool(Model):
 
     def mig_layouts(self) -> list[MigLayout]:
         """The pool's MIG layouts as a list (empty when the pool declares none)."""
-        if self.sharing is None:
-            return []
-        return self.sharing if isinstance(self.sharing, list) else [self.sharing]
+        return self.sharing or []

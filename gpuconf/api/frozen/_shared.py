@@ -343,17 +343,6 @@ PART_9 = {
 }
 
 PART_10 = {
-    'type': 'model-field',
-    'schema': {
-        'type': 'literal',
-        'expected': [
-            'gpuconf.dev/v1alpha1',
-        ],
-    },
-    'validation_alias': 'apiVersion',
-}
-
-PART_11 = {
     'type': 'literal',
     'expected': [
         'cdi',
@@ -362,7 +351,7 @@ PART_11 = {
     ],
 }
 
-PART_12 = {
+PART_11 = {
     'type': 'literal',
     'expected': [
         'gpuconf',

@@ -11,9 +11,9 @@ from gpuconf.api.cluster.nvidia_components import DcgmExporter, Dra, GpuOperator
 from gpuconf.api.cluster.pool import ContainerRuntime, DeclaredGpu, DeclaredNode, Driver, GpuShape, MigLayout, NodePool, Toleration
 from gpuconf.api.cluster.quota import Quota
 from gpuconf.api.cluster.resource_class import Claim, Mps, NoSharing, ResourceClass, Selector, TimeSlicing
-from gpuconf.api.frozen._shared import GPU_MODEL, PART_1, PART_10, PART_11, PART_12, PART_2, PART_3, PART_4, PART_5, PART_6, PART_7, PART_8, PART_9
+from gpuconf.api.frozen._shared import GPU_MODEL, PART_1, PART_10, PART_11, PART_2, PART_3, PART_4, PART_5, PART_6, PART_7, PART_8, PART_9
 
-PART_13 = {
+PART_12 = {
     'type': 'model-field',
     'schema': {
         'type': 'str',
@@ -28,7 +28,7 @@ METADATA = {
     'schema': {
         'type': 'model-fields',
         'fields': {
-            'name': PART_13,
+            'name': PART_12,
         },
         'model_name': 'Metadata',
         'extra_behavior': 'forbid',
@@ -41,7 +41,7 @@ METADATA = {
     'ref': 'gpuconf.api.cluster.document.Metadata',
 }
 
-PART_14 = {
+PART_13 = {
     'type': 'model-field',
     'schema': {
         'type': 'default',
@@ -73,7 +73,7 @@ KUBERNETES_TARGET = {
                 },
                 'validation_alias': 'version',
             },
-            'feature_gates': PART_14,
+            'feature_gates': PART_13,
         },
         'model_name': 'KubernetesTarget',
         'extra_behavior': 'forbid',
@@ -159,7 +159,7 @@ IMAGES = {
     'ref': 'gpuconf.api.cluster.document.Images',
 }
 
-PART_15 = {
+PART_14 = {
     'type': 'default',
     'schema': {
         'type': 'nullable',
@@ -183,12 +183,12 @@ HEALTH = {
         'fields': {
             'ignored_xids': {
                 'type': 'model-field',
-                'schema': PART_15,
+                'schema': PART_14,
                 'validation_alias': 'ignoredXids',
             },
             'reset_xids': {
                 'type': 'model-field',
-                'schema': PART_15,
+                'schema': PART_14,
                 'validation_alias': 'resetXids',
             },
             'recover_after_seconds': {
@@ -297,7 +297,7 @@ NODE_LABELS = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': PART_12,
+                    'schema': PART_11,
                     'default': 'gpuconf',
                 },
                 'validation_alias': 'owner',
@@ -328,7 +328,7 @@ NODE_SETTINGS = {
                     'type': 'default',
                     'schema': {
                         'type': 'nullable',
-                        'schema': PART_11,
+                        'schema': PART_10,
                     },
                     'default': None,
                 },
@@ -386,7 +386,7 @@ NODE_SETTINGS = {
     'ref': 'gpuconf.api.cluster.document.NodeSettings',
 }
 
-PART_16 = {
+PART_15 = {
     'type': 'default',
     'schema': {
         'type': 'bool',
@@ -428,7 +428,7 @@ NVIDIA_PLUGIN = {
             },
             'rename_by_default': {
                 'type': 'model-field',
-                'schema': PART_16,
+                'schema': PART_15,
                 'validation_alias': 'renameByDefault',
             },
         },
@@ -469,7 +469,7 @@ DRA = {
                 },
                 'validation_alias': 'driverVersion',
             },
-            'feature_gates': PART_14,
+            'feature_gates': PART_13,
         },
         'model_name': 'Dra',
         'extra_behavior': 'forbid',
@@ -490,7 +490,7 @@ DCGM_EXPORTER = {
         'fields': {
             'enabled': {
                 'type': 'model-field',
-                'schema': PART_16,
+                'schema': PART_15,
                 'validation_alias': 'enabled',
             },
             'image': {
@@ -518,7 +518,7 @@ DCGM_EXPORTER = {
     'ref': 'gpuconf.api.cluster.nvidia_components.DcgmExporter',
 }
 
-PART_17 = {
+PART_16 = {
     'type': 'model-field',
     'schema': {
         'type': 'default',
@@ -537,7 +537,7 @@ MIG_MANAGER = {
     'schema': {
         'type': 'model-fields',
         'fields': {
-            'namespace': PART_17,
+            'namespace': PART_16,
             'config_map_name': {
                 'type': 'model-field',
                 'schema': {
@@ -674,7 +674,7 @@ PREEMPTION = {
     'ref': 'gpuconf.api.cluster.kueue.Preemption',
 }
 
-PART_18 = {
+PART_17 = {
     'type': 'default',
     'schema': {
         'type': 'nullable',
@@ -700,15 +700,15 @@ CLUSTER_QUEUE_SETTINGS = {
     'schema': {
         'type': 'model-fields',
         'fields': {
-            'name': PART_13,
+            'name': PART_12,
             'borrowing_limit': {
                 'type': 'model-field',
-                'schema': PART_18,
+                'schema': PART_17,
                 'validation_alias': 'borrowingLimit',
             },
             'lending_limit': {
                 'type': 'model-field',
-                'schema': PART_18,
+                'schema': PART_17,
                 'validation_alias': 'lendingLimit',
             },
             'preemption': {
@@ -732,7 +732,7 @@ CLUSTER_QUEUE_SETTINGS = {
     'ref': 'gpuconf.api.cluster.kueue.ClusterQueueSettings',
 }
 
-PART_19 = {
+PART_18 = {
     'type': 'default',
     'schema': {
         'type': 'nullable',
@@ -764,7 +764,7 @@ KUEUE = {
             },
             'cohort': {
                 'type': 'model-field',
-                'schema': PART_19,
+                'schema': PART_18,
                 'validation_alias': 'cohort',
             },
             'local_queue': {
@@ -779,7 +779,7 @@ KUEUE = {
                 },
                 'validation_alias': 'localQueue',
             },
-            'feature_gates': PART_14,
+            'feature_gates': PART_13,
             'cluster_queues': {
                 'type': 'model-field',
                 'schema': {
@@ -823,7 +823,7 @@ GPU_OPERATOR = {
                 },
                 'validation_alias': 'version',
             },
-            'namespace': PART_17,
+            'namespace': PART_16,
             'device_plugin': {
                 'type': 'model-field',
                 'schema': PART_1,
@@ -949,7 +949,7 @@ CONTAINER_RUNTIME = {
             'engine': PART_6,
             'set_as_default': {
                 'type': 'model-field',
-                'schema': PART_16,
+                'schema': PART_15,
                 'validation_alias': 'setAsDefault',
             },
             'binary_path': {
@@ -1183,13 +1183,86 @@ DECLARED_NODE = {
     'ref': 'gpuconf.api.cluster.pool.DeclaredNode',
 }
 
+PART_19 = {
+    'type': 'model-field',
+    'schema': {
+        'type': 'default',
+        'schema': {
+            'type': 'nullable',
+            'schema': {
+                'type': 'list',
+                'items_schema': {
+                    'type': 'int',
+                    'ge': 0,
+                    'le': 63,
+                },
+            },
+        },
+        'default': None,
+    },
+    'validation_alias': 'indices',
+}
+
+MIG_LAYOUT = {
+    'type': 'model',
+    'cls': MigLayout,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'strategy': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'literal',
+                    'expected': [
+                        'mig',
+                    ],
+                },
+                'validation_alias': 'strategy',
+            },
+            'layout': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'union',
+                    'choices': [
+                        {
+                            'type': 'str',
+                        },
+                        {
+                            'type': 'dict',
+                            'keys_schema': {
+                                'type': 'str',
+                                'pattern': '^[0-9]g\\.[0-9]+gb$',
+                            },
+                            'values_schema': {
+                                'type': 'int',
+                                'ge': 1,
+                                'le': 7,
+                            },
+                        },
+                    ],
+                },
+                'validation_alias': 'layout',
+            },
+            'indices': PART_19,
+        },
+        'model_name': 'MigLayout',
+        'extra_behavior': 'forbid',
+    },
+    'config': {
+        'title': 'MigLayout',
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+    },
+    'ref': 'gpuconf.api.cluster.pool.MigLayout',
+}
+
 NODE_POOL = {
     'type': 'model',
     'cls': NodePool,
     'schema': {
         'type': 'model-fields',
         'fields': {
-            'name': PART_13,
+            'name': PART_12,
             'platform': {
                 'type': 'model-field',
                 'schema': {
@@ -1334,20 +1407,8 @@ NODE_POOL = {
                     'schema': {
                         'type': 'nullable',
                         'schema': {
-                            'type': 'union',
-                            'choices': [
-                                {
-                                    'type': 'definition-ref',
-                                    'schema_ref': 'gpuconf.api.cluster.pool.MigLayout',
-                                },
-                                {
-                                    'type': 'list',
-                                    'items_schema': {
-                                        'type': 'definition-ref',
-                                        'schema_ref': 'gpuconf.api.cluster.pool.MigLayout',
-                                    },
-                                },
-                            ],
+                            'type': 'list',
+                            'items_schema': MIG_LAYOUT,
                         },
                     },
                     'default': None,
@@ -1367,26 +1428,6 @@ NODE_POOL = {
 }
 
 PART_20 = {
-    'type': 'model-field',
-    'schema': {
-        'type': 'default',
-        'schema': {
-            'type': 'nullable',
-            'schema': {
-                'type': 'list',
-                'items_schema': {
-                    'type': 'int',
-                    'ge': 0,
-                    'le': 63,
-                },
-            },
-        },
-        'default': None,
-    },
-    'validation_alias': 'indices',
-}
-
-PART_21 = {
     'type': 'default',
     'schema': {
         'type': 'nullable',
@@ -1401,7 +1442,7 @@ PART_21 = {
     'default': None,
 }
 
-PART_22 = {
+PART_21 = {
     'type': 'literal',
     'expected': [
         'Kepler',
@@ -1466,7 +1507,7 @@ SELECTOR = {
             },
             'pools': {
                 'type': 'model-field',
-                'schema': PART_21,
+                'schema': PART_20,
                 'validation_alias': 'pools',
             },
             'nodes': {
@@ -1488,7 +1529,7 @@ SELECTOR = {
                 },
                 'validation_alias': 'nodes',
             },
-            'indices': PART_20,
+            'indices': PART_19,
             'mig_profile': {
                 'type': 'model-field',
                 'schema': {
@@ -1513,10 +1554,10 @@ SELECTOR = {
                         'schema': {
                             'type': 'union',
                             'choices': [
-                                PART_22,
+                                PART_21,
                                 {
                                     'type': 'list',
-                                    'items_schema': PART_22,
+                                    'items_schema': PART_21,
                                 },
                             ],
                         },
@@ -1752,7 +1793,7 @@ CLAIM = {
             },
             'first_available': {
                 'type': 'model-field',
-                'schema': PART_21,
+                'schema': PART_20,
                 'validation_alias': 'firstAvailable',
             },
             'match_attribute': {
@@ -1793,7 +1834,7 @@ RESOURCE_CLASS = {
     'schema': {
         'type': 'model-fields',
         'fields': {
-            'name': PART_13,
+            'name': PART_12,
             'resource_name': {
                 'type': 'model-field',
                 'schema': {
@@ -1876,7 +1917,7 @@ RESOURCE_CLASS = {
     'ref': 'gpuconf.api.cluster.resource_class.ResourceClass',
 }
 
-PART_23 = {
+PART_22 = {
     'type': 'literal',
     'expected': [
         'create',
@@ -1922,7 +1963,7 @@ QUOTA = {
                     'type': 'default',
                     'schema': {
                         'type': 'nullable',
-                        'schema': PART_23,
+                        'schema': PART_22,
                     },
                     'default': None,
                 },
@@ -1930,7 +1971,7 @@ QUOTA = {
             },
             'cluster_queue': {
                 'type': 'model-field',
-                'schema': PART_19,
+                'schema': PART_18,
                 'validation_alias': 'clusterQueue',
             },
         },
@@ -2138,7 +2179,7 @@ CLUSTER_SPEC = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': PART_23,
+                    'schema': PART_22,
                     'default': 'create',
                 },
                 'validation_alias': 'namespacePolicy',
@@ -2170,13 +2211,22 @@ CLUSTER_SPEC = {
     'ref': 'gpuconf.api.cluster.document.ClusterSpec',
 }
 
-CLUSTER = {
+SCHEMA = {
     'type': 'model',
     'cls': Cluster,
     'schema': {
         'type': 'model-fields',
         'fields': {
-            'api_version': PART_10,
+            'api_version': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'literal',
+                    'expected': [
+                        'gpuconf.dev/v1alpha2',
+                    ],
+                },
+                'validation_alias': 'apiVersion',
+            },
             'kind': {
                 'type': 'model-field',
                 'schema': {
@@ -2207,65 +2257,4 @@ CLUSTER = {
         'strict': True,
     },
     'ref': 'gpuconf.api.cluster.document.Cluster',
-}
-
-MIG_LAYOUT = {
-    'type': 'model',
-    'cls': MigLayout,
-    'schema': {
-        'type': 'model-fields',
-        'fields': {
-            'strategy': {
-                'type': 'model-field',
-                'schema': {
-                    'type': 'literal',
-                    'expected': [
-                        'mig',
-                    ],
-                },
-                'validation_alias': 'strategy',
-            },
-            'layout': {
-                'type': 'model-field',
-                'schema': {
-                    'type': 'union',
-                    'choices': [
-                        {
-                            'type': 'str',
-                        },
-                        {
-                            'type': 'dict',
-                            'keys_schema': {
-                                'type': 'str',
-                                'pattern': '^[0-9]g\\.[0-9]+gb$',
-                            },
-                            'values_schema': {
-                                'type': 'int',
-                                'ge': 1,
-                                'le': 7,
-                            },
-                        },
-                    ],
-                },
-                'validation_alias': 'layout',
-            },
-            'indices': PART_20,
-        },
-        'model_name': 'MigLayout',
-        'extra_behavior': 'forbid',
-    },
-    'config': {
-        'title': 'MigLayout',
-        'extra_fields_behavior': 'forbid',
-        'strict': True,
-    },
-    'ref': 'gpuconf.api.cluster.pool.MigLayout',
-}
-
-SCHEMA = {
-    'type': 'definitions',
-    'schema': CLUSTER,
-    'definitions': [
-        MIG_LAYOUT,
-    ],
 }

@@ -5,7 +5,7 @@ The core schema pydantic builds for NodeConfig, for pydantic-core to validate wi
 
 # mypy: ignore-errors
 
-from gpuconf.api.frozen._shared import PART_1, PART_10, PART_11, PART_12, PART_2, PART_3, PART_4, PART_5, PART_6, PART_7, PART_8, PART_9
+from gpuconf.api.frozen._shared import PART_1, PART_10, PART_11, PART_2, PART_3, PART_4, PART_5, PART_6, PART_7, PART_8, PART_9
 from gpuconf.api.node_config import ExpectedGpu, ExpectedInventory, GpuIndices, HealthSettings, LabelSettings, NodeConfig, ResourceSettings, RuntimeSettings, SharingSettings
 
 RUNTIME_SETTINGS = {
@@ -60,16 +60,16 @@ RUNTIME_SETTINGS = {
     'ref': 'gpuconf.api.node_config.RuntimeSettings',
 }
 
-PART_24 = {
+PART_23 = {
     'type': 'list',
     'items_schema': {
         'type': 'int',
     },
 }
 
-PART_25 = {
+PART_24 = {
     'type': 'default',
-    'schema': PART_24,
+    'schema': PART_23,
     'default_factory': list,
 }
 
@@ -81,12 +81,12 @@ HEALTH_SETTINGS = {
         'fields': {
             'ignored_xids': {
                 'type': 'model-field',
-                'schema': PART_24,
+                'schema': PART_23,
                 'validation_alias': 'ignoredXids',
             },
             'reset_xids': {
                 'type': 'model-field',
-                'schema': PART_25,
+                'schema': PART_24,
                 'validation_alias': 'resetXids',
             },
             'recover_after_seconds': {
@@ -110,7 +110,7 @@ HEALTH_SETTINGS = {
     'ref': 'gpuconf.api.node_config.HealthSettings',
 }
 
-PART_26 = {
+PART_25 = {
     'type': 'list',
     'items_schema': {
         'type': 'definition-ref',
@@ -118,7 +118,7 @@ PART_26 = {
     },
 }
 
-PART_27 = {
+PART_26 = {
     'type': 'nullable',
     'schema': {
         'type': 'str',
@@ -133,14 +133,14 @@ EXPECTED_INVENTORY = {
         'fields': {
             'default': {
                 'type': 'model-field',
-                'schema': PART_26,
+                'schema': PART_25,
                 'validation_alias': 'default',
             },
             'common': {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': PART_26,
+                    'schema': PART_25,
                     'default_factory': list,
                 },
                 'validation_alias': 'common',
@@ -156,7 +156,7 @@ EXPECTED_INVENTORY = {
                         },
                         'values_schema': {
                             'type': 'list',
-                            'items_schema': PART_27,
+                            'items_schema': PART_26,
                         },
                     },
                     'default_factory': dict,
@@ -172,7 +172,7 @@ EXPECTED_INVENTORY = {
                         'keys_schema': {
                             'type': 'str',
                         },
-                        'values_schema': PART_26,
+                        'values_schema': PART_25,
                     },
                     'default_factory': dict,
                 },
@@ -198,12 +198,12 @@ GPU_INDICES = {
         'fields': {
             'default': {
                 'type': 'model-field',
-                'schema': PART_24,
+                'schema': PART_23,
                 'validation_alias': 'default',
             },
             'common': {
                 'type': 'model-field',
-                'schema': PART_25,
+                'schema': PART_24,
                 'validation_alias': 'common',
             },
             'nodes': {
@@ -215,7 +215,7 @@ GPU_INDICES = {
                         'keys_schema': {
                             'type': 'str',
                         },
-                        'values_schema': PART_24,
+                        'values_schema': PART_23,
                     },
                     'default_factory': dict,
                 },
@@ -233,13 +233,13 @@ GPU_INDICES = {
     'ref': 'gpuconf.api.node_config.GpuIndices',
 }
 
-PART_28 = {
+PART_27 = {
     'type': 'default',
-    'schema': PART_27,
+    'schema': PART_26,
     'default': None,
 }
 
-PART_29 = {
+PART_28 = {
     'type': 'default',
     'schema': {
         'type': 'nullable',
@@ -284,22 +284,22 @@ SHARING_SETTINGS = {
             'fail_requests_greater_than_one': PART_9,
             'mps_pipe_directory': {
                 'type': 'model-field',
-                'schema': PART_28,
+                'schema': PART_27,
                 'validation_alias': 'mpsPipeDirectory',
             },
             'mps_shm_directory': {
                 'type': 'model-field',
-                'schema': PART_28,
+                'schema': PART_27,
                 'validation_alias': 'mpsShmDirectory',
             },
             'mps_memory_limit_mi_b': {
                 'type': 'model-field',
-                'schema': PART_29,
+                'schema': PART_28,
                 'validation_alias': 'mpsMemoryLimitMiB',
             },
             'mps_active_thread_percentage': {
                 'type': 'model-field',
-                'schema': PART_29,
+                'schema': PART_28,
                 'validation_alias': 'mpsActiveThreadPercentage',
             },
         },
@@ -341,7 +341,7 @@ RESOURCE_SETTINGS = {
             },
             'mig_profile': {
                 'type': 'model-field',
-                'schema': PART_28,
+                'schema': PART_27,
                 'validation_alias': 'migProfile',
             },
             'sharing': {
@@ -372,7 +372,7 @@ LABEL_SETTINGS = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': PART_12,
+                    'schema': PART_11,
                     'default': 'off',
                 },
                 'validation_alias': 'owner',
@@ -396,7 +396,16 @@ NODE_CONFIG = {
     'schema': {
         'type': 'model-fields',
         'fields': {
-            'api_version': PART_10,
+            'api_version': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'literal',
+                    'expected': [
+                        'gpuconf.dev/v1alpha1',
+                    ],
+                },
+                'validation_alias': 'apiVersion',
+            },
             'kind': {
                 'type': 'model-field',
                 'schema': {
@@ -447,7 +456,7 @@ NODE_CONFIG = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': PART_11,
+                    'schema': PART_10,
                     'default': 'volume-mounts',
                 },
                 'validation_alias': 'deviceListStrategy',
@@ -549,7 +558,7 @@ EXPECTED_GPU = {
             },
             'uuid': {
                 'type': 'model-field',
-                'schema': PART_28,
+                'schema': PART_27,
                 'validation_alias': 'uuid',
             },
             'mig': {

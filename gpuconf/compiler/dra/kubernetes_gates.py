@@ -18,22 +18,26 @@ class Gate(NamedTuple):
     """The first minor that has the gate (and the API fields behind it)."""
     on_from: int | None
     """The first minor where it is on by default; None while it is off everywhere."""
+    beta_from: int | None = None
+    """The first minor that calls the gate beta (alpha before it)."""
+    ga_from: int | None = None
+    """The first minor where the feature is GA."""
 
     def on_by_default(self, minor: int) -> bool:
         return self.on_from is not None and minor >= self.on_from
 
     def stage(self, minor: int) -> str:
-        """alpha or beta, as the release calls the gate; "GA" once the feature is on for good."""
-        if self.on_by_default(minor):
-            return "GA" if self is DYNAMIC_RESOURCE_ALLOCATION and minor >= 34 else "beta"
-        return "beta" if self is DYNAMIC_RESOURCE_ALLOCATION else "alpha"
+        """alpha, beta or GA, as the release calls the gate."""
+        if self.ga_from is not None and minor >= self.ga_from:
+            return "GA"
+        return "beta" if self.beta_from is not None and minor >= self.beta_from else "alpha"
 
 
 # Beta and off in 1.32 and 1.33 (with the resource.k8s.io API, v1beta1 and v1beta2, which the
 # API server serves only with --runtime-config); GA and on from 1.34.
-DYNAMIC_RESOURCE_ALLOCATION = Gate("DynamicResourceAllocation", 26, 34)
+DYNAMIC_RESOURCE_ALLOCATION = Gate("DynamicResourceAllocation", 26, 34, beta_from=32, ga_from=34)
 # firstAvailable in a device request: alpha in 1.33, beta and on from 1.34.
-PRIORITIZED_LIST = Gate("DRAPrioritizedList", 33, 34)
+PRIORITIZED_LIST = Gate("DRAPrioritizedList", 33, 34, beta_from=34)
 # A DeviceClass's extendedResourceName: alpha (off) from 1.34.
 EXTENDED_RESOURCE = Gate("DRAExtendedResource", 34, None)
 

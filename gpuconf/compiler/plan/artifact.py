@@ -24,7 +24,8 @@ class Artifact(NamedTuple):
     template: str
     """The template (templates/<name>) that shapes it; its suffix says the format."""
     values: dict[str, Any]
-    """What the template may print: plain data (strings, numbers, lists, mappings)."""
+    """What the template may print: plain data (strings, numbers, booleans, None, lists,
+    tuples, mappings with string keys), which the skeleton memo tells apart by repr."""
     kind: str = ""
     """A manifest's kind, which its output must be; empty for other files."""
     in_kustomization: bool = False

@@ -19,7 +19,7 @@ from gpuconf.api.node_config import (
     ResourceSettings,
     SharingSettings,
 )
-from gpuconf.api.version import API_VERSION
+from gpuconf.api.version import NODE_CONFIG_API_VERSION
 from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.config_map import pool_config_map
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
@@ -170,7 +170,7 @@ def build_node_config(
             )
         )
     return NodeConfig(
-        api_version=API_VERSION,
+        api_version=NODE_CONFIG_API_VERSION,
         kind="NodeConfig",
         cluster=cluster.metadata.name,
         pool=pool.name,

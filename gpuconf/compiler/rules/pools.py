@@ -91,11 +91,7 @@ def _mig(ctx: RuleContext, i: int, pool: NodePool) -> Iterator[Diagnostic]:
     counts = [len(n.gpus) for n in pool.nodes] + ([pool.gpus.count] if pool.gpus else [])
     claimed: dict[int, int] = {}
     for k, sharing in enumerate(layouts):
-        base = (
-            pool_path(i, "sharing", k)
-            if isinstance(pool.sharing, list)
-            else pool_path(i, "sharing")
-        )
+        base = pool_path(i, "sharing", k)
         if sharing.indices is None and len(layouts) > 1:
             yield ctx.error(
                 base,

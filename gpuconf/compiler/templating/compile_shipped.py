@@ -12,6 +12,7 @@ import re
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 from gpuconf.compiler.templating.engine import (
     COMPILED,
@@ -20,6 +21,7 @@ from gpuconf.compiler.templating.engine import (
     jinja2_version,
     source_digest,
 )
+from gpuconf.compiler.templating.printed_values import printed_only
 from gpuconf.compiler.templating.shipped import shipped_names
 
 HEADER = (
@@ -37,13 +39,22 @@ def compiled_files() -> dict[str, str]:
     templates = Templates()
     environment = templates.environment
     files: dict[str, str] = {}
-    index: dict[str, dict[str, str]] = {}
+    index: dict[str, dict[str, Any]] = {}
     for name in shipped_names():
         source = (templates.shipped / name).read_text(encoding="utf-8")
         module = module_name(name)
         code = environment.compile(source, name, f"templates/{name}", raw=True)
         files[module] = HEADER.format(name=name, version=jinja2_version) + code + "\n"
-        index[name] = {"module": module, "sha256": source_digest(source)}
+        chain = templates.chain(name)
+        paths = printed_only(environment.parse(member.text) for member in chain)
+        index[name] = {
+            "module": module,
+            "sha256": source_digest(source),
+            # The templates it extends, and the values that chain only prints whole
+            # (skeleton_memo.py): render reads them here instead of parsing the chain.
+            "chain": [member.name for member in chain],
+            "printedOnly": None if paths is None else sorted(list(path) for path in paths),
+        }
     files["index.json"] = (
         json.dumps(
             {

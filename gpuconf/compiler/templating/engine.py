@@ -1,7 +1,8 @@
 """The template environment: gpuconf's shipped templates, a site's overrides in front of them,
 compiled once per process and run in Jinja2's immutable sandbox.
 
-The only module that imports jinja2 (import-linter holds it to that).
+With printed_values.py (which reads templates' syntax trees), the only module that imports
+jinja2 (import-linter holds it to that).
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ from jinja2 import __version__ as _jinja2_version
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from gpuconf.compiler.templating.filters import FILTERS, BlockRefused, Encoded, yaml_value
+from gpuconf.compiler.templating.printed_values import ValuePath, printed_only
 from gpuconf.compiler.templating.shipped import SHIPPED_PREFIX, shipped_folder
+from gpuconf.compiler.templating.skeleton_memo import Skeleton, SkeletonMemo, filled_tokens
 
 jinja2_version: str = _jinja2_version
 COMPILED = Path(__file__).parent / "compiled"
@@ -127,14 +130,31 @@ class _ShippedLoader(FileSystemLoader):
     def __init__(self, folder: Path) -> None:
         super().__init__(folder)
         self._index: dict[str, Any] | None = None
+        self.fresh: set[str] = set()
+        """Templates loaded from compiled/, whose index entry therefore holds for their text."""
 
-    def _compiled(self, environment: Environment, name: str, source: str) -> Path | None:
+    @property
+    def index(self) -> dict[str, Any]:
         if self._index is None:
             try:
                 self._index = json.loads((COMPILED / "index.json").read_text(encoding="utf-8"))
             except FileNotFoundError:
                 self._index = {}
-        index = self._index
+        return self._index
+
+    def printed_only(self, name: str, overridden: Any) -> tuple[bool, list[ValuePath] | None]:
+        """Whether compiled/index.json holds for `name`'s chain (every template of it loaded
+        from compiled/, none overridden), and if so the printed-only value paths it lists."""
+        entry = self.index.get("templates", {}).get(name)
+        if entry is None or "chain" not in entry:
+            return False, None
+        if any(member not in self.fresh or overridden(member) for member in entry["chain"]):
+            return False, None
+        paths = entry["printedOnly"]
+        return True, None if paths is None else [tuple(path) for path in paths]
+
+    def _compiled(self, environment: Environment, name: str, source: str) -> Path | None:
+        index = self.index
         entry = index.get("templates", {}).get(name)
         if (
             entry is None
@@ -158,6 +178,7 @@ class _ShippedLoader(FileSystemLoader):
         code = loader.get_code(loader.name) if loader else None
         if code is None:
             return super().load(environment, name, globals)
+        self.fresh.add(name)
         template = environment.template_class.from_code(
             environment, code, {} if globals is None else globals, uptodate
         )
@@ -182,7 +203,7 @@ class Templates:
         self.shipped = shipped_folder()
         self.overrides = overrides
         self.overrides_display = overrides_display or (overrides.as_posix() if overrides else "")
-        shipped = _ShippedLoader(self.shipped)
+        shipped = self._shipped_loader = _ShippedLoader(self.shipped)
         loaders: list[Any] = [PrefixLoader({SHIPPED_PREFIX: FileSystemLoader(self.shipped)})]
         if overrides is not None:
             loaders.insert(0, FileSystemLoader(overrides))
@@ -203,7 +224,6 @@ class Templates:
         environment.filters.update(FILTERS)
         environment.filters["yaml"] = self._yaml
         self.environment = environment
-        self._compiled: dict[str, Template] = {}
         self._globals: dict[str, dict[str, Any]] = {}
         """Each template's globals as one dict: jinja2 would copy them out of their ChainMap
         for every render, and they never change (nothing sets a global after this)."""
@@ -213,6 +233,9 @@ class Templates:
         self._tokens: list[Any] | None = None
         self.skeletons: dict[str, Any] = {}
         """Skeletons parsed back, by their text (compiler/templating/check.py)."""
+        self.memos: dict[str, SkeletonMemo | None] = {}
+        """Each template's skeletons by the values it reads (skeleton_memo.py); None where
+        it reads them in ways not followed, or its artifacts hardly share a skeleton."""
 
     def _yaml(self, value: Any) -> Encoded:
         tokens = self._tokens
@@ -222,17 +245,15 @@ class Templates:
         return Encoded(f'"{self.token_prefix}{len(tokens) - 1}"')
 
     def template(self, name: str) -> Template:
-        found = self._compiled.get(name)
-        if found is None:
-            try:
-                found = self._compiled[name] = self.environment.get_template(name)
-            except TemplateSyntaxError as error:
-                raise self._failure(error, name) from None
-            except TemplateNotFound as error:
-                raise TemplateFailed(
-                    self.display(name), 1, f"template {error.name!r} not found"
-                ) from None
-        return found
+        """The template, loaded once: jinja2's cache keeps it (auto_reload is off)."""
+        try:
+            return self.environment.get_template(name)
+        except TemplateSyntaxError as error:
+            raise self._failure(error, name) from None
+        except TemplateNotFound as error:
+            raise TemplateFailed(
+                self.display(name), 1, f"template {error.name!r} not found"
+            ) from None
 
     def render(self, name: str, values: dict[str, Any]) -> str:
         """The template's output, each value JSON-encoded in place."""
@@ -250,15 +271,47 @@ class Templates:
         except (TemplateError, ArithmeticError, LookupError, TypeError, ValueError) as error:
             raise self._failure(error, name) from None
 
-    def render_skeleton(self, name: str, values: dict[str, Any]) -> tuple[str, list[Any]]:
+    def render_skeleton(self, name: str, values: dict[str, Any]) -> Skeleton:
         """The template's output with a token where each `| yaml` value would stand, and the
-        values in token order: parsing it back reads the template's own text, not the values."""
+        values in token order: parsing it back reads the template's own text, not the values.
+        An artifact whose values differ from an earlier one's only where the template prints
+        them whole gets that skeleton again, without running the template."""
+        if name not in self.memos:
+            skeleton = self._render_skeleton(name, values)
+            self.memos[name] = self._memo(name)  # its chain is loaded now
+            return skeleton
+        memo = self.memos[name]
+        if memo is None:
+            return self._render_skeleton(name, values)
+        reduced = memo.stand_ins(values)
+        key = memo.key(reduced)
+        found = memo.recall(key)
+        if found is None:
+            found = self._render_skeleton(name, reduced)
+            memo.remember(key, found)
+            if not memo.worthwhile:
+                self.memos[name] = None
+        text, tokens = found
+        return text, filled_tokens(tokens, values)
+
+    def _render_skeleton(self, name: str, values: dict[str, Any]) -> Skeleton:
         tokens: list[Any] = []
         self._tokens = tokens
         try:
             return self.render(name, values), tokens
         finally:
             self._tokens = None
+
+    def _memo(self, name: str) -> SkeletonMemo | None:
+        known, paths = self._shipped_loader.printed_only(name, self.overridden)
+        if not known:
+            try:
+                trees = [self.environment.parse(source.text) for source in self.chain(name)]
+            except TemplateError:
+                return None
+            found = printed_only(trees)
+            paths = None if found is None else list(found)
+        return SkeletonMemo(paths) if paths else None
 
     def display(self, file_or_name: str) -> str:
         """A template's path as diagnostics show it, from its file name or template name."""

@@ -48,52 +48,64 @@ def block_body(context, missing=missing, environment=environment):
         def t_1(*unused):
             raise TemplateRuntimeError("No filter named 'default' found.")
     try:
-        t_2 = environment.filters['with_entries']
+        t_2 = environment.filters['items']
     except KeyError:
         @internalcode
         def t_2(*unused):
-            raise TemplateRuntimeError("No filter named 'with_entries' found.")
+            raise TemplateRuntimeError("No filter named 'items' found.")
     try:
-        t_3 = environment.filters['with_items']
+        t_3 = environment.filters['trim']
     except KeyError:
         @internalcode
         def t_3(*unused):
-            raise TemplateRuntimeError("No filter named 'with_items' found.")
+            raise TemplateRuntimeError("No filter named 'trim' found.")
     try:
-        t_4 = environment.filters['yaml']
+        t_4 = environment.filters['with_entries']
     except KeyError:
         @internalcode
         def t_4(*unused):
-            raise TemplateRuntimeError("No filter named 'yaml' found.")
+            raise TemplateRuntimeError("No filter named 'with_entries' found.")
     try:
-        t_5 = environment.tests['defined']
+        t_5 = environment.filters['with_items']
     except KeyError:
         @internalcode
         def t_5(*unused):
+            raise TemplateRuntimeError("No filter named 'with_items' found.")
+    try:
+        t_6 = environment.filters['yaml']
+    except KeyError:
+        @internalcode
+        def t_6(*unused):
+            raise TemplateRuntimeError("No filter named 'yaml' found.")
+    try:
+        t_7 = environment.tests['defined']
+    except KeyError:
+        @internalcode
+        def t_7(*unused):
             raise TemplateRuntimeError("No test named 'defined' found.")
     pass
     yield 'spec:\n  selector:\n    matchLabels: '
-    yield str(environment.finalize(t_4((undefined(name='selector') if l_0_selector is missing else l_0_selector))))
+    yield str(environment.finalize(t_6((undefined(name='selector') if l_0_selector is missing else l_0_selector))))
     yield '\n  updateStrategy: '
-    yield str(environment.finalize(t_4((undefined(name='update_strategy') if l_0_update_strategy is missing else l_0_update_strategy))))
+    yield str(environment.finalize(t_6((undefined(name='update_strategy') if l_0_update_strategy is missing else l_0_update_strategy))))
     yield '\n  template:\n    metadata:\n      labels: '
-    yield str(environment.finalize(t_4(t_2(environment.getitem((undefined(name='pod_meta') if l_0_pod_meta is missing else l_0_pod_meta), 'labels'), environment.call(context, environment.getattr(l_0_self, 'pod_labels'), _block_vars=_block_vars)))))
+    yield str(environment.finalize(t_6(t_4(environment.getitem((undefined(name='pod_meta') if l_0_pod_meta is missing else l_0_pod_meta), 'labels'), environment.call(context, environment.getattr(l_0_self, 'pod_labels'), _block_vars=_block_vars)))))
     yield '\n'
-    if t_5(environment.getitem((undefined(name='pod_meta') if l_0_pod_meta is missing else l_0_pod_meta), 'annotations')):
+    if t_7(environment.getitem((undefined(name='pod_meta') if l_0_pod_meta is missing else l_0_pod_meta), 'annotations')):
         pass
         yield '      annotations: '
-        yield str(environment.finalize(t_4(environment.getitem((undefined(name='pod_meta') if l_0_pod_meta is missing else l_0_pod_meta), 'annotations'))))
+        yield str(environment.finalize(t_6(environment.getitem((undefined(name='pod_meta') if l_0_pod_meta is missing else l_0_pod_meta), 'annotations'))))
         yield '\n'
     yield '    spec:\n      tolerations: '
-    yield str(environment.finalize(t_4(t_3((undefined(name='tolerations') if l_0_tolerations is missing else l_0_tolerations), environment.call(context, environment.getattr(l_0_self, 'extra_tolerations'), _block_vars=_block_vars)))))
+    yield str(environment.finalize(t_6(t_5((undefined(name='tolerations') if l_0_tolerations is missing else l_0_tolerations), environment.call(context, environment.getattr(l_0_self, 'extra_tolerations'), _block_vars=_block_vars)))))
     yield '\n'
-    for (l_1_key, l_1_value) in environment.call(context, environment.getattr(t_2((undefined(name='pod') if l_0_pod is missing else l_0_pod), environment.call(context, environment.getattr(l_0_self, 'pod_spec'), _block_vars=_block_vars)), 'items'), _block_vars=_block_vars):
+    for (l_1_key, l_1_value) in t_2(t_4((undefined(name='pod') if l_0_pod is missing else l_0_pod), environment.call(context, environment.getattr(l_0_self, 'pod_spec'), _block_vars=_block_vars))):
         _loop_vars = {}
         pass
         yield '      '
-        yield str(environment.finalize(t_4(l_1_key)))
+        yield str(environment.finalize(t_6(l_1_key)))
         yield ': '
-        yield str(environment.finalize(t_4(l_1_value)))
+        yield str(environment.finalize(t_6(l_1_value)))
         yield '\n'
     l_1_key = l_1_value = missing
     l_1_loop = missing
@@ -101,53 +113,53 @@ def block_body(context, missing=missing, environment=environment):
         _loop_vars = {}
         pass
         yield '      '
-        yield str(environment.finalize(t_4(l_1_field)))
+        yield str(environment.finalize(t_6(l_1_field)))
         yield ':\n'
         l_2_loop = missing
         for l_2_container, l_2_loop in LoopContext(l_1_containers, undefined):
             l_2_env = l_2_resources = missing
             _loop_vars = {}
             pass
-            t_6 = []
+            t_8 = []
             pass
             gen = context.blocks['container_env'][0](context.derived({'container': l_2_container, 'env': l_2_env, 'loop': l_2_loop, 'resources': l_2_resources, 'containers': l_1_containers, 'field': l_1_field, 'self': l_0_self}))
             try:
                 for event in gen:
-                    t_6.append(event)
+                    t_8.append(event)
             finally: gen.close()
-            l_2_env = (Markup if context.eval_ctx.autoescape else identity)(concat(t_6))
+            l_2_env = (Markup if context.eval_ctx.autoescape else identity)(concat(t_8))
             _loop_vars['env'] = l_2_env
-            t_7 = []
+            t_9 = []
             pass
             gen = context.blocks['container_resources'][0](context.derived({'container': l_2_container, 'env': l_2_env, 'loop': l_2_loop, 'resources': l_2_resources, 'containers': l_1_containers, 'field': l_1_field, 'self': l_0_self}))
             try:
                 for event in gen:
-                    t_7.append(event)
+                    t_9.append(event)
             finally: gen.close()
-            l_2_resources = (Markup if context.eval_ctx.autoescape else identity)(concat(t_7))
+            l_2_resources = (Markup if context.eval_ctx.autoescape else identity)(concat(t_9))
             _loop_vars['resources'] = l_2_resources
             yield '        - name: '
-            yield str(environment.finalize(t_4(environment.getitem(l_2_container, 'name'))))
+            yield str(environment.finalize(t_6(environment.getitem(l_2_container, 'name'))))
             yield '\n          image: '
             yield from context.blocks['container_image'][0](context.derived({'container': l_2_container, 'env': l_2_env, 'loop': l_2_loop, 'resources': l_2_resources, 'containers': l_1_containers, 'field': l_1_field, 'self': l_0_self}))
             yield '\n'
-            if (t_5(environment.getitem(l_2_container, 'env')) or environment.call(context, environment.getattr((undefined(name='env') if l_2_env is missing else l_2_env), 'strip'), _loop_vars=_loop_vars)):
+            if (t_7(environment.getitem(l_2_container, 'env')) or t_3((undefined(name='env') if l_2_env is missing else l_2_env))):
                 pass
                 yield '          env: '
-                yield str(environment.finalize(t_4(t_3(t_1(environment.getitem(l_2_container, 'env'), []), (undefined(name='env') if l_2_env is missing else l_2_env)))))
+                yield str(environment.finalize(t_6(t_5(t_1(environment.getitem(l_2_container, 'env'), []), (undefined(name='env') if l_2_env is missing else l_2_env)))))
                 yield '\n'
-            if (t_5(environment.getitem(l_2_container, 'resources')) or environment.call(context, environment.getattr((undefined(name='resources') if l_2_resources is missing else l_2_resources), 'strip'), _loop_vars=_loop_vars)):
+            if (t_7(environment.getitem(l_2_container, 'resources')) or t_3((undefined(name='resources') if l_2_resources is missing else l_2_resources))):
                 pass
                 yield '          resources: '
-                yield str(environment.finalize(t_4(t_2(t_1(environment.getitem(l_2_container, 'resources'), {}), (undefined(name='resources') if l_2_resources is missing else l_2_resources)))))
+                yield str(environment.finalize(t_6(t_4(t_1(environment.getitem(l_2_container, 'resources'), {}), (undefined(name='resources') if l_2_resources is missing else l_2_resources)))))
                 yield '\n'
-            for (l_3_key, l_3_value) in environment.call(context, environment.getattr(environment.getitem(l_2_container, 'fields'), 'items'), _loop_vars=_loop_vars):
+            for (l_3_key, l_3_value) in t_2(environment.getitem(l_2_container, 'fields')):
                 _loop_vars = {}
                 pass
                 yield '          '
-                yield str(environment.finalize(t_4(l_3_key)))
+                yield str(environment.finalize(t_6(l_3_key)))
                 yield ': '
-                yield str(environment.finalize(t_4(l_3_value)))
+                yield str(environment.finalize(t_6(l_3_value)))
                 yield '\n'
             l_3_key = l_3_value = missing
         l_2_loop = l_2_container = l_2_env = l_2_resources = missing
@@ -180,13 +192,13 @@ def block_container_image(context, missing=missing, environment=environment):
     _block_vars = {}
     l_0_container = resolve('container')
     try:
-        t_4 = environment.filters['yaml']
+        t_6 = environment.filters['yaml']
     except KeyError:
         @internalcode
-        def t_4(*unused):
+        def t_6(*unused):
             raise TemplateRuntimeError("No filter named 'yaml' found.")
     pass
-    yield str(environment.finalize(t_4(environment.getitem((undefined(name='container') if l_0_container is missing else l_0_container), 'image'))))
+    yield str(environment.finalize(t_6(environment.getitem((undefined(name='container') if l_0_container is missing else l_0_container), 'image'))))
 
 def block_pod_labels(context, missing=missing, environment=environment):
     resolve = context.resolve_or_missing
@@ -216,4 +228,4 @@ def block_extra_tolerations(context, missing=missing, environment=environment):
     pass
 
 blocks = {'kind': block_kind, 'body': block_body, 'container_env': block_container_env, 'container_resources': block_container_resources, 'container_image': block_container_image, 'pod_labels': block_pod_labels, 'pod_spec': block_pod_spec, 'extra_tolerations': block_extra_tolerations}
-debug_info = '12=12&52=15&13=19&17=29&20=75&21=77&24=79&25=81&26=84&29=87&30=89&31=93&33=99&34=103&35=106&36=114&37=123&38=129&39=131&40=133&41=136&43=138&44=141&46=143&47=147&36=155&37=164&39=173&52=190'
+debug_info = '12=12&52=15&13=19&17=29&20=87&21=89&24=91&25=93&26=96&29=99&30=101&31=105&33=111&34=115&35=118&36=126&37=135&38=141&39=143&40=145&41=148&43=150&44=153&46=155&47=159&36=167&37=176&39=185&52=202'

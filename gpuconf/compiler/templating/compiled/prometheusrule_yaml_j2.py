@@ -35,34 +35,40 @@ def block_body(context, missing=missing, environment=environment):
     l_0_group = resolve('group')
     l_0_rules = resolve('rules')
     try:
-        t_1 = environment.filters['yaml']
+        t_1 = environment.filters['items']
     except KeyError:
         @internalcode
         def t_1(*unused):
+            raise TemplateRuntimeError("No filter named 'items' found.")
+    try:
+        t_2 = environment.filters['yaml']
+    except KeyError:
+        @internalcode
+        def t_2(*unused):
             raise TemplateRuntimeError("No filter named 'yaml' found.")
     pass
     yield 'spec:\n  groups:\n    - name: '
-    yield str(environment.finalize(t_1((undefined(name='group') if l_0_group is missing else l_0_group))))
+    yield str(environment.finalize(t_2((undefined(name='group') if l_0_group is missing else l_0_group))))
     yield '\n      rules:\n'
     for l_1_rule in (undefined(name='rules') if l_0_rules is missing else l_0_rules):
         _loop_vars = {}
         pass
         yield '        - alert: '
-        yield str(environment.finalize(t_1(environment.getitem(l_1_rule, 'alert'))))
+        yield str(environment.finalize(t_2(environment.getitem(l_1_rule, 'alert'))))
         yield '\n          expr: '
-        yield str(environment.finalize(t_1(environment.getitem(l_1_rule, 'expr'))))
+        yield str(environment.finalize(t_2(environment.getitem(l_1_rule, 'expr'))))
         yield '\n          for: '
-        for (l_2_unit, l_2_amount) in environment.call(context, environment.getattr(environment.getitem(l_1_rule, 'for'), 'items'), _loop_vars=_loop_vars):
+        for (l_2_unit, l_2_amount) in t_1(environment.getitem(l_1_rule, 'for')):
             _loop_vars = {}
             pass
-            yield str(environment.finalize(t_1(str_join((l_2_amount, l_2_unit, )))))
+            yield str(environment.finalize(t_2(str_join((l_2_amount, l_2_unit, )))))
         l_2_unit = l_2_amount = missing
         yield '\n          labels: '
-        yield str(environment.finalize(t_1(environment.getitem(l_1_rule, 'labels'))))
+        yield str(environment.finalize(t_2(environment.getitem(l_1_rule, 'labels'))))
         yield '\n          annotations: '
-        yield str(environment.finalize(t_1(environment.getitem(l_1_rule, 'annotations'))))
+        yield str(environment.finalize(t_2(environment.getitem(l_1_rule, 'annotations'))))
         yield '\n'
     l_1_rule = missing
 
 blocks = {'kind': block_kind, 'body': block_body}
-debug_info = '2=12&3=17&7=27&10=44&12=46&13=50&14=52&15=54&16=60&17=62'
+debug_info = '2=12&3=17&7=27&10=50&12=52&13=56&14=58&15=60&16=66&17=68'

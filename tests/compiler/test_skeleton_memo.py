@@ -1,0 +1,163 @@
+"""The skeleton memo: a template runs once for artifacts that differ only in values it prints
+whole, and what that leaves out of the key can never change an output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from builders import CLUSTERS, EXAMPLES, REPO
+from jinja2 import Environment
+
+from gpuconf.compiler.pipeline import compile_paths
+from gpuconf.compiler.plan import plan
+from gpuconf.compiler.plan.artifact import Artifact
+from gpuconf.compiler.render import render
+from gpuconf.compiler.templating.engine import Templates
+from gpuconf.compiler.templating.printed_values import printed_only
+from gpuconf.compiler.templating.skeleton_memo import SkeletonMemo, StandIn
+
+_PARSER = Environment()
+
+
+def _printed(*sources: str) -> set[tuple[str | int, ...]] | None:
+    found = printed_only(_PARSER.parse(source) for source in sources)
+    return None if found is None else set(found)
+
+
+class _NoMemo(Templates):
+    def _memo(self, name: str) -> SkeletonMemo | None:
+        return None
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_every_cluster_renders_the_same_bytes_with_and_without_the_memo(example: str) -> None:
+    compiled = compile_paths([CLUSTERS / f"{example}.yaml"], relative_to=REPO, render_output=False)
+    artifacts = plan(compiled.validated[example], f"clusters/{example}.yaml")
+    assert render(artifacts, Templates()) == render(artifacts, _NoMemo())
+
+
+def _namespace(name: str, team: str = "a") -> Artifact:
+    labels = {"app.kubernetes.io/managed-by": "gpuconf", "team": team}
+    return Artifact(
+        f"namespaces/{name}.yaml",
+        "namespace.yaml.j2",
+        {"meta": {"name": name, "labels": labels}},
+        kind="Namespace",
+    )
+
+
+def test_namespaces_that_differ_only_in_name_run_the_template_once_after_the_first() -> None:
+    templates = Templates()
+    tree = render([_namespace(f"team-{n}") for n in range(5)], templates)
+    memo = templates.memos["namespace.yaml.j2"]
+    assert memo is not None
+    # The first render reads the chain; the second is the memo's one miss; the rest hit.
+    assert (memo.misses, memo.hits) == (1, 3)
+    for n in range(5):
+        assert f"name: team-{n}\n".encode() in tree[f"namespaces/team-{n}.yaml"]
+
+
+def test_a_value_the_memo_keys_on_still_shapes_each_output() -> None:
+    templates = Templates()
+    tree = render([_namespace("x", team="a"), _namespace("y", team="b")], templates)
+    assert b"team: a\n" in tree["namespaces/x.yaml"]
+    assert b"team: b\n" in tree["namespaces/y.yaml"]
+
+
+def test_an_override_that_branches_on_a_printed_value_renders_each_artifact_by_its_own(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "namespace.yaml.j2").write_text(
+        '{% extends "gpuconf/namespace.yaml.j2" %}\n'
+        '{% block body %}{% if meta["name"] == "special" %}\n'
+        "spec:\n  finalizers: [kubernetes]\n{% endif %}{% endblock %}\n"
+    )
+    templates = Templates(tmp_path)
+    names = ["plain-1", "special", "plain-2", "plain-3"]
+    tree = render([_namespace(n) for n in names], templates)
+    assert [b"finalizers" in tree[f"namespaces/{n}.yaml"] for n in names] == [
+        False,
+        True,
+        False,
+        False,
+    ]
+
+
+def test_a_printed_value_is_left_out_of_the_key_only_where_nothing_else_reads_it() -> None:
+    assert _printed('{{ meta["name"] | yaml }}') == {("meta", "name")}
+    assert _printed("{{ meta.name | yaml }}{{ hard | yaml }}") == {("meta", "name"), ("hard",)}
+    # Read in a test, a loop or another filter: the value is part of the key.
+    assert _printed('{% if meta["name"] == "a" %}x{% endif %}{{ meta["name"] | yaml }}') == set()
+    assert _printed("{% for x in items %}{{ x | yaml }}{% endfor %}{{ items | yaml }}") == {("x",)}
+    assert _printed("{{ name | lower | yaml }}") == set()
+    assert _printed("{{ name | yaml | length }}") == set()
+    # Printed whole and looked into: neither part is left out.
+    assert _printed('{{ meta | yaml }}{{ meta["name"] | yaml }}') == set()
+    # A method is not a key: `x.items` reads the whole mapping.
+    assert _printed("{{ x | yaml }}{% for k in x.items() %}{% endfor %}") == set()
+
+
+def test_presence_tests_keep_a_value_out_of_the_key_but_not_what_contains_it() -> None:
+    assert _printed(
+        '{% if meta["namespace"] is defined %}{{ meta["namespace"] | yaml }}{% endif %}'
+    ) == {("meta", "namespace")}
+    assert (
+        _printed('{% if meta["name"]["x"] is defined %}{% endif %}{{ meta["name"] | yaml }}')
+        == set()
+    )
+
+
+def test_text_captured_rather_than_written_is_part_of_the_key() -> None:
+    assert _printed("{% set x %}{{ name | yaml }}{% endset %}{{ x | yaml }}") == {("x",)}
+    assert _printed("{% macro m() %}{{ name | yaml }}{% endmacro %}") == set()
+    called = (
+        "{% block labels %}{{ name | yaml }}{% endblock %}"
+        "{{ meta | with_entries(self.labels()) | yaml }}"
+    )
+    assert _printed(called) == set()
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        '{% include "other.j2" %}',
+        '{% import "macros.j2" as m %}',
+        '{% from "macros.j2" import m %}',
+        "{% extends parent %}",
+        "{% block b %}{{ super() }}{% endblock %}",
+        "{{ self | yaml }}",
+    ],
+)
+def test_a_template_reaching_outside_its_chain_gets_no_memo(source: str) -> None:
+    assert _printed(source) is None
+
+
+def test_stand_ins_leave_the_artifacts_values_untouched() -> None:
+    memo = SkeletonMemo([("meta", "name"), ("hard",), ("missing", "x")])
+    values: dict[str, Any] = {"meta": {"name": "q", "labels": {"a": "b"}}, "hard": {"x": "1"}}
+    reduced = memo.stand_ins(values)
+    assert values == {"meta": {"name": "q", "labels": {"a": "b"}}, "hard": {"x": "1"}}
+    assert isinstance(reduced["meta"]["name"], StandIn)
+    assert isinstance(reduced["hard"], StandIn)
+    assert reduced["meta"]["labels"] is values["meta"]["labels"]
+    assert "missing" not in reduced
+
+
+_PLAIN = (str, int, float, bool, type(None), dict, list, tuple)
+
+
+def _plain(value: object) -> bool:
+    if isinstance(value, dict):
+        return all(type(k) is str and _plain(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return all(_plain(v) for v in value)
+    return type(value) in _PLAIN
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_every_artifacts_values_are_plain_data_whose_repr_tells_them_apart(example: str) -> None:
+    compiled = compile_paths([CLUSTERS / f"{example}.yaml"], relative_to=REPO, render_output=False)
+    for artifact in plan(compiled.validated[example], f"clusters/{example}.yaml"):
+        assert _plain(artifact.values), artifact.path
