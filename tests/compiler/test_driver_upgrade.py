@@ -1,9 +1,11 @@
 """Driver upgrades that drain: what gpuconf renders for a pool whose driver it installs, held
-against NVIDIA's k8s-driver-manager v0.12.0 (the init container that cordons, evicts and unloads)
-as read from its source, and the validation that keeps the rollout from moving on before the
-new driver answers. gpuconf runs no rollout code of its own: the DaemonSet controller rolls the
-pods and the driver manager does the node's sequence, so these tests pin the contract between
-them (env names and formats, RBAC for its calls, the label it waits by)."""
+against NVIDIA's k8s-driver-manager v0.12.0 (the init container that stops the GPU clients and
+unloads) as read from its source, gpuconf's own drain and uncordon steps around it, and the
+validation that keeps the rollout from moving on before the new driver answers. The DaemonSet
+controller rolls the pods; these tests pin the contract between the containers of one pod (env
+names and formats, commands as the node CLI parses them, RBAC for their calls, the label the
+driver manager waits by). tests/control_plane/test_driver_upgrade_sequence.py runs the node's
+steps against the real API server."""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ import pytest
 from builders import as_dra, cluster, load_yaml, pool, rendered, valid
 
 from gpuconf.compiler.plan.driver import validate_driver_command
+from gpuconf.node.commands.driver_uncordon import validated_version
+from gpuconf.node.commands.parser import build_parser
 
 # cmd/driver-manager/main.go (v0.12.0, bd62ca7d): every EnvVars name of `uninstall_driver`'s
 # flags, with its flag type.
@@ -37,15 +41,21 @@ DRIVER_MANAGER_ENV = {
 }
 # What the container runtime reads, not the driver manager (the Operator's DaemonSet sets it too).
 RUNTIME_ENV = {"NVIDIA_VISIBLE_DEVICES"}
-# The API calls v0.12.0 makes (internal/kubernetes/client.go and the vendored kubectl drain
-# helper it calls): (API group, resource, verb).
+# The API calls v0.12.0 makes with its eviction and drain off (internal/kubernetes/client.go):
+# (API group, resource, verb).
 DRIVER_MANAGER_CALLS = {
-    ("", "nodes", "get"),  # GetNodeLabelValue, CordonNode
-    ("", "nodes", "patch"),  # UpdateNodeLabels (strategic merge), RunCordonOrUncordon
-    ("", "pods", "list"),  # WaitForPodTermination, WaitForPodsWithNodeSelector, DeleteOrEvictPods
-    ("", "pods/eviction", "create"),  # drain.Helper.DeleteOrEvictPods
-    ("apps", "daemonsets", "get"),  # drain's daemonSetFilter
-    ("resource.k8s.io", "resourceclaims", "get"),  # podHasGPUResourceClaim
+    ("", "nodes", "get"),  # GetNodeLabelValue, GetNodeAnnotationValue
+    ("", "nodes", "patch"),  # UpdateNodeLabels (strategic merge)
+    ("", "pods", "list"),  # WaitForPodTermination, WaitForPodsWithNodeSelector
+    ("resource.k8s.io", "resourceclaims", "get"),  # GetGPUResourceClaimHolders
+}
+# gpuconf's driver-drain and driver-uncordon (node/driver_upgrade.py).
+GPUCONF_CALLS = {
+    ("", "nodes", "get"),  # the Node before each guarded patch
+    ("", "nodes", "patch"),  # cordon, state label, uncordon
+    ("", "pods", "list"),  # the node's pods
+    ("", "pods/eviction", "create"),  # the Eviction API
+    ("resource.k8s.io", "resourceclaims", "get"),  # which claims gpu.nvidia.com allocated
 }
 GO_DURATION = re.compile(r"^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
 
@@ -72,8 +82,14 @@ def _driver_pod(tree: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
-def test_the_driver_manager_is_the_installers_init_container_and_reads_every_variable_set() -> None:
-    (manager,) = _driver_pod(_tree())["template"]["spec"]["initContainers"]
+def _init_containers(tree: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["name"]: c for c in _driver_pod(tree)["template"]["spec"]["initContainers"]}
+
+
+def test_gpuconf_drains_first_then_the_driver_manager_runs_with_every_variable_it_reads() -> None:
+    init = _driver_pod(_tree())["template"]["spec"]["initContainers"]
+    assert [c["name"] for c in init] == ["gpuconf-driver-drain", "k8s-driver-manager"]
+    manager = init[1]
     assert manager["command"] == ["driver-manager"]
     assert manager["args"] == ["uninstall_driver"]
     assert manager["image"].endswith(":v0.12.0")
@@ -85,16 +101,44 @@ def test_the_driver_manager_is_the_installers_init_container_and_reads_every_var
             assert entry["value"] in {"true", "false"}, name
         if kind == "duration":
             assert GO_DURATION.match(entry["value"]), name
-    assert env["ENABLE_GPU_POD_EVICTION"]["value"] == "true"
-    # kubectl's drain without --ignore-daemonsets refuses DaemonSet pods: never on a GPU node.
+    # Both off: it then neither cordons, evicts nor uncordons (uninstallDriver), so the cordon
+    # gpuconf's drain made holds until the new driver is validated.
+    assert env["ENABLE_GPU_POD_EVICTION"]["value"] == "false"
     assert env["ENABLE_AUTO_DRAIN"]["value"] == "false"
+    assert not [name for name in env if name.startswith("DRAIN_")]
     assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
 
 
-def test_the_eviction_timeout_is_the_pools() -> None:
-    (manager,) = _driver_pod(_tree(evictionTimeoutSeconds=90))["template"]["spec"]["initContainers"]
-    env = {e["name"]: e.get("value") for e in manager["env"]}
-    assert env["DRAIN_TIMEOUT_SECONDS"] == "90s"
+def test_the_drain_reads_the_pools_node_config_and_its_eviction_timeout() -> None:
+    tree = _tree(evictionTimeoutSeconds=90)
+    drain = _init_containers(tree)["gpuconf-driver-drain"]
+    options = build_parser().parse_args(drain["command"][2:])
+    assert (options.command, options.timeout, options.node_name) == (
+        "driver-drain",
+        90,
+        "$(NODE_NAME)",
+    )
+    (mount,) = drain["volumeMounts"]
+    assert options.config == f"{mount['mountPath']}/node-config.yaml"
+    volumes = {v["name"]: v for v in _driver_pod(tree)["template"]["spec"]["volumes"]}
+    config_map = tree["pools/a100/configmap-node-config.yaml"]
+    assert volumes[mount["name"]]["configMap"]["name"] == config_map["metadata"]["name"]
+    assert "node-config.yaml" in config_map["data"]
+
+
+def test_the_uncordon_waits_for_the_markers_the_driver_probe_and_setup_write() -> None:
+    pod = _driver_pod(_tree())["template"]["spec"]
+    containers = {c["name"]: c for c in pod["containers"]}
+    uncordon = containers["gpuconf-driver-uncordon"]
+    options = build_parser().parse_args(uncordon["command"][2:])
+    assert options.command == "driver-uncordon"
+    assert options.driver_ready == "/run/nvidia/validations/driver-ready"
+    assert options.setup_ready == "/run/gpuconf/setup-ready"
+    mounted = {m["mountPath"] for m in uncordon["volumeMounts"]}
+    assert {"/run/nvidia/validations", "/run/gpuconf"} <= mounted
+    # The pod turns Ready, and the rollout moves on, only once the node is uncordoned.
+    assert uncordon["startupProbe"]["exec"]["command"] == ["cat", options.done_file]
+    assert any(options.done_file.startswith(path + "/") for path in mounted)
 
 
 @pytest.mark.parametrize(("declared", "expected"), [({}, 1), ({"maxUnavailable": 3}, 3)])
@@ -115,7 +159,7 @@ def test_the_rbac_grants_every_call_the_driver_manager_makes_and_binds_its_accou
         for resource in rule["resources"]
         for verb in rule["verbs"]
     }
-    assert granted >= DRIVER_MANAGER_CALLS
+    assert granted >= DRIVER_MANAGER_CALLS | GPUCONF_CALLS
     assert not {v for _, _, v in granted} & {"delete", "deletecollection", "*"}
     binding = tree["cluster/clusterrolebinding-gpuconf-driver-manager.yaml"]
     account = _driver_pod(tree)["template"]["spec"]["serviceAccountName"]
@@ -164,10 +208,14 @@ def _probe(tmp_path: Path, nvidia_smi: str | None, version: str = "550.90.07") -
     return result.returncode, (validations / "driver-ready").exists()
 
 
-def test_the_probe_passes_and_marks_ready_when_every_gpu_reports_the_new_version(
+def test_the_probe_passes_and_marks_ready_with_the_version_every_gpu_reports(
     tmp_path: Path,
 ) -> None:
     assert _probe(tmp_path, "printf '550.90.07\\n550.90.07\\n'") == (0, True)
+    marker = tmp_path / "validations" / "driver-ready"
+    assert marker.read_text() == "550.90.07\n550.90.07\n"
+    assert validated_version(marker) == "550.90.07"
+    assert not (tmp_path / "validations" / "driver-ready.new").exists()
 
 
 @pytest.mark.parametrize(
@@ -190,7 +238,8 @@ def test_the_probe_fails_and_leaves_no_marker_until_the_new_driver_answers(
 
 
 def test_the_probe_is_the_installers_startup_probe() -> None:
-    (container,) = _driver_pod(_tree())["template"]["spec"]["containers"]
+    container = _driver_pod(_tree())["template"]["spec"]["containers"][0]
+    assert container["name"] == "nvidia-driver"
     assert container["startupProbe"]["exec"]["command"] == [
         "sh",
         "-c",
@@ -198,12 +247,12 @@ def test_the_probe_is_the_installers_startup_probe() -> None:
     ]
 
 
-@pytest.mark.parametrize(("version", "warned"), [("1.32", True), ("1.33", True), ("1.34", False)])
-def test_under_dra_the_driver_manager_evicts_claim_holders_only_where_v1_is_served(
-    version: str, warned: bool
+@pytest.mark.parametrize("version", ["1.32", "1.33", "1.34"])
+def test_under_dra_a_driver_change_is_not_warned_about_since_gpuconf_reads_any_claim_version(
+    version: str,
 ) -> None:
-    """v0.12.0 reads a pod's claims through ResourceV1() alone (podHasGPUResourceClaim): on
-    1.32/1.33, which serve only the beta APIs, it finds no GPU pod to evict."""
+    """NVIDIA's driver manager reads claims through resource.k8s.io/v1 alone; gpuconf's drain
+    reads whichever version the server prefers (node/driver_upgrade.py claim_reader)."""
     document = as_dra(
         cluster(
             [
@@ -219,6 +268,26 @@ def test_under_dra_the_driver_manager_evicts_claim_holders_only_where_v1_is_serv
         ),
         version,
     )
-    warnings = [d for d in valid(document).warnings if "cannot evict pods" in d.message]
-    assert bool(warnings) == warned
-    assert all(d.path == ("spec", "nodePools", 0, "driver", "version") for d in warnings)
+    assert not [d for d in valid(document).warnings if "driver" in d.message]
+
+
+@pytest.mark.parametrize(("version", "rendered_policy"), [("1.29", False), ("1.30", True)])
+def test_the_own_node_policy_of_the_installers_account_comes_with_admission_policies(
+    version: str, rendered_policy: bool
+) -> None:
+    document = cluster(
+        [
+            pool(
+                "a100",
+                "A100-SXM4-80GB",
+                8,
+                size=4,
+                driver={"version": "550.90.07", "install": True},
+            )
+        ],
+        [],
+    )
+    document["spec"]["kubernetes"]["version"] = version
+    paths = set(rendered(document))
+    policy = "cluster/validatingadmissionpolicy-gpuconf-driver-manager.yaml"
+    assert (policy in paths) == rendered_policy

@@ -1,8 +1,9 @@
-"""The RBAC gpuconf renders for NVIDIA's k8s-driver-manager (the driver installer's init
-container, compiler/plan/driver_manager.py), held by the real API server: as its service
-account, every call the driver manager makes on a driver upgrade is authorized (read and cordon
-its Node, list the node's pods, read DaemonSets, evict GPU pods through the Eviction API, where a
-PodDisruptionBudget answers 429, not RBAC's 403), and nothing beyond them is."""
+"""The RBAC gpuconf renders for the driver installer's account (NVIDIA's k8s-driver-manager and
+gpuconf's driver-drain and driver-uncordon, compiler/plan/driver_manager.py), held by the real
+API server: as its service account, every call a driver upgrade makes is authorized (read and
+cordon its Node, list the node's pods, evict GPU pods through the Eviction API, where a
+PodDisruptionBudget answers 429, not RBAC's 403), and nothing beyond them is (not even reading
+DaemonSets, which only kubectl's drain helper did, with the driver manager's eviction on)."""
 
 from __future__ import annotations
 
@@ -99,8 +100,6 @@ def test_the_driver_manager_may_do_what_an_upgrade_needs(driver_manager: Server)
         "GET", "/api/v1/pods", query=[("fieldSelector", f"spec.nodeName={NODE}")]
     ).body["items"]
     assert {p["metadata"]["name"] for p in pods} == {"trainer-0", "scratch"}
-    # The drain helper reads the DaemonSet owning a pod: authorized (absent here: 404, not 403).
-    assert driver_manager.get("apps/v1", "DaemonSet", WORKLOADS, "none") is None
     # A pod its budget protects: the Eviction API (not RBAC) refuses, so the manager retries.
     with pytest.raises(Refused) as protected:
         _evict(driver_manager, "trainer-0")
@@ -113,6 +112,7 @@ def test_the_driver_manager_may_do_what_an_upgrade_needs(driver_manager: Server)
     [
         ("DELETE", f"/api/v1/nodes/{NODE}"),
         ("GET", "/api/v1/secrets"),
+        ("GET", f"/apis/apps/v1/namespaces/{WORKLOADS}/daemonsets/none"),
         ("DELETE", f"/api/v1/namespaces/{WORKLOADS}/pods/scratch"),
         ("POST", f"/api/v1/namespaces/{WORKLOADS}/pods"),
     ],

@@ -50,11 +50,13 @@ class Driver(Model):
     """The node OS; picks the driver container image tag."""
     max_unavailable: Annotated[int, Limits(ge=1, le=100_000)] = 1
     """Installer only: how many of the pool's nodes change driver at once (the DaemonSet's
-    rolling update moves on once a node's new driver answers with this version)."""
+    rolling update moves on once a node's new driver answers with this version and the node is
+    uncordoned)."""
     eviction_timeout_seconds: Annotated[int, Limits(ge=0, le=86_400)] = 600
-    """Installer only: how long NVIDIA's k8s-driver-manager retries evicting the node's GPU pods
-    (a PodDisruptionBudget answers 429) before it gives up, uncordons and retries the pod;
-    0 waits for ever."""
+    """Installer only: how long gpuconf's driver-drain retries evicting the node's GPU pods (a
+    PodDisruptionBudget answers 429) and waits for them to go before it gives up, leaving the
+    node cordoned and labelled gpuconf.dev/driver-upgrade=eviction-timed-out, and the kubelet
+    retries it; 0 waits for ever."""
 
 
 class Toleration(Model):

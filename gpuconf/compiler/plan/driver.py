@@ -1,11 +1,13 @@
 """The driver-installer DaemonSet, for pools that ask gpuconf to install the NVIDIA driver.
 
 Its files land under /run/nvidia/driver. A version change rolls `maxUnavailable` nodes at a
-time: on each, NVIDIA's k8s-driver-manager (the init container, plan/driver_manager.py) stops
-the GPU clients, cordons, evicts the GPU pods, unloads the old driver and uncordons; the
-installer loads the new one, and only when nvidia-smi reports the declared version on every GPU
-does the startup probe write the driver-ready marker (which gpuconf's setup and plugin wait
-for) and the pod turn Ready, which lets the rollout move to the next node."""
+time. On each: `gpuconf node driver-drain` cordons the node and evicts the pods holding its GPUs
+(plan/driver_upgrade.py); NVIDIA's k8s-driver-manager (plan/driver_manager.py) stops the GPU
+clients and unloads the old driver; the installer loads the new one, and only when nvidia-smi
+reports the declared version on every GPU does the startup probe write the driver-ready marker
+(with those versions in it; gpuconf's setup and plugin wait for it); once setup has readied the
+runtime again, `gpuconf node driver-uncordon` labels the version, uncordons, and the pod turns
+Ready, which lets the rollout move to the next node."""
 
 from __future__ import annotations
 
@@ -13,6 +15,11 @@ from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.runtime_files import DRIVER_READY_MARKER, DRIVER_VALIDATIONS_DIR
 from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.driver_manager import DRIVER_MANAGER_ACCOUNT, driver_manager_container
+from gpuconf.compiler.plan.driver_upgrade import (
+    drain_container,
+    uncordon_container,
+    upgrade_volumes,
+)
 from gpuconf.compiler.plan.meta import WAVE_DRIVER
 from gpuconf.compiler.plan.pod import (
     daemonset,
@@ -25,11 +32,14 @@ from gpuconf.compiler.plan.pod import (
 
 def validate_driver_command(version: str) -> str:
     """Shell that succeeds, and marks the driver ready, only when nvidia-smi answers and every
-    GPU reports `version` (a node still on the old driver, or with none, fails)."""
+    GPU reports `version` (a node still on the old driver, or with none, fails). The marker holds
+    what nvidia-smi answered, one line a GPU, written whole (driver-uncordon reads it)."""
     return (
         "v=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader) "
         f'&& [ -n "$v" ] && [ -z "$(printf \'%s\\n\' "$v" | grep -vxF \'{version}\')" ] '
-        f"&& mkdir -p {DRIVER_VALIDATIONS_DIR} && touch {DRIVER_READY_MARKER}"
+        f"&& mkdir -p {DRIVER_VALIDATIONS_DIR} "
+        f"&& printf '%s\\n' \"$v\" > {DRIVER_READY_MARKER}.new "
+        f"&& mv {DRIVER_READY_MARKER}.new {DRIVER_READY_MARKER}"
     )
 
 
@@ -41,7 +51,7 @@ def driver_daemonset(cluster: Cluster, pool: NodePool) -> Artifact | None:
         "serviceAccountName": DRIVER_MANAGER_ACCOUNT,
         **on_pool_nodes(pool),
         "hostPID": True,
-        "initContainers": [driver_manager_container(cluster, pool)],
+        "initContainers": [drain_container(cluster, pool), driver_manager_container(cluster)],
         "containers": [
             {
                 "name": "nvidia-driver",
@@ -76,7 +86,8 @@ def driver_daemonset(cluster: Cluster, pool: NodePool) -> Artifact | None:
                     {"name": "var-log", "mountPath": "/var/log"},
                     {"name": "dev-log", "mountPath": "/dev/log"},
                 ],
-            }
+            },
+            uncordon_container(cluster),
         ],
         "volumes": [
             host_path("run-nvidia", "/run/nvidia", "DirectoryOrCreate"),
@@ -85,6 +96,7 @@ def driver_daemonset(cluster: Cluster, pool: NodePool) -> Artifact | None:
             host_path("dev-log", "/dev/log", "Socket"),
             host_path("host-root", "/", "Directory"),
             host_path("host-sys", "/sys", "Directory"),
+            *upgrade_volumes(pool),
         ],
     }
     workload = pool_daemonset(cluster, pool, "nvidia-driver", "driver", WAVE_DRIVER, pod)

@@ -2,41 +2,42 @@
 
 Its contract, read from NVIDIA/k8s-driver-manager v0.12.0: `driver-manager uninstall_driver`
 (cmd/driver-manager/main.go) reads its settings from the environment (NODE_NAME,
-ENABLE_GPU_POD_EVICTION, ENABLE_AUTO_DRAIN, DRAIN_USE_FORCE, DRAIN_POD_SELECTOR_LABEL,
-DRAIN_TIMEOUT_SECONDS as a Go duration, DRAIN_DELETE_EMPTYDIR_DATA, OPERATOR_NAMESPACE); where a
+ENABLE_GPU_POD_EVICTION, ENABLE_AUTO_DRAIN, DRAIN_* for its drain, OPERATOR_NAMESPACE); where a
 driver is loaded it sets each `nvidia.com/gpu.deploy.*` label the node has to
 `paused-for-driver-upgrade`, waits for the GPU clients to go (from v0.12.0 every DaemonSet pod
-whose nodeSelector names `nvidia.com/gpu.deploy.client`), cordons the node, evicts the pods
-that request `nvidia.com/gpu*` or `nvidia.com/mig-*` or hold a `gpu.nvidia.com` claim
-(internal/kubernetes/client.go `podUsesGPU`, through the Eviction API, retried while a
-PodDisruptionBudget refuses, until DRAIN_TIMEOUT_SECONDS), unloads the modules, uncordons and
-sets the labels back. The RBAC below is what those calls need (the GPU Operator's
-assets/state-driver/0210_clusterrole.yaml grants the same)."""
+whose nodeSelector names `nvidia.com/gpu.deploy.client`), unloads the modules, unmounts the old
+driver root and sets the labels back.
+
+Its own eviction stays off, and gpuconf's runs before it (plan/driver_upgrade.py,
+node/driver_upgrade.py): it evicts only pods requesting `nvidia.com/gpu*` or `nvidia.com/mig-*`
+or holding a `gpu.nvidia.com` claim read through resource.k8s.io/v1 (internal/kubernetes/
+client.go `podUsesGPU`), never the `gpuconf.dev/<class>` pods, and with eviction on it cordons
+and also uncordons as soon as the old driver is unloaded, before the new one is even installed;
+two owners of one cordon would undo each other. With ENABLE_GPU_POD_EVICTION and
+ENABLE_AUTO_DRAIN false it neither cordons, evicts, drains nor uncordons (every such call in
+uninstallDriver and cleanupOnFailure is behind one of the two). The RBAC below is what its calls
+and gpuconf's need."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from gpuconf.api.cluster import Cluster, NodePool
+from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.plan.artifact import Artifact
+from gpuconf.compiler.plan.driver_upgrade import NODE_NAME
+from gpuconf.compiler.plan.driver_upgrade_policy import driver_upgrade_policy
 from gpuconf.compiler.plan.service_account import bound_cluster_role, service_account
 
 DRIVER_MANAGER_ACCOUNT = "gpuconf-driver-manager"
 
 
-def driver_manager_container(cluster: Cluster, pool: NodePool) -> dict[str, Any]:
-    driver = pool.driver
-    assert driver is not None
+def driver_manager_container(cluster: Cluster) -> dict[str, Any]:
     env = {
-        "ENABLE_GPU_POD_EVICTION": "true",
+        # gpuconf's driver-drain, the init container before this one, has evicted the GPU pods.
+        "ENABLE_GPU_POD_EVICTION": "false",
         # A whole-node drain refuses DaemonSet pods (kubectl's drain without
         # --ignore-daemonsets), and every GPU node runs gpuconf's: it would never succeed.
         "ENABLE_AUTO_DRAIN": "false",
-        "DRAIN_USE_FORCE": "false",
-        # DRAIN_POD_SELECTOR_LABEL is left unset: its default, "" (main.go), selects every pod;
-        # an empty value would not survive the API server (env values are omitempty).
-        "DRAIN_TIMEOUT_SECONDS": f"{driver.eviction_timeout_seconds}s",
-        "DRAIN_DELETE_EMPTYDIR_DATA": "false",
         # It waits for the GPU Operator's own pods by app= label in this namespace; gpuconf's
         # namespace has none, so it waits only for the deploy.client DaemonSet pods.
         "OPERATOR_NAMESPACE": cluster.spec.namespace,
@@ -49,7 +50,7 @@ def driver_manager_container(cluster: Cluster, pool: NodePool) -> dict[str, Any]
         "command": ["driver-manager"],
         "args": ["uninstall_driver"],
         "env": [
-            {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+            NODE_NAME,
             *({"name": k, "value": v} for k, v in env.items()),
         ],
         # Unloading kernel modules and unmounting the old driver's root need privilege.
@@ -69,15 +70,15 @@ def driver_manager_container(cluster: Cluster, pool: NodePool) -> dict[str, Any]
 
 
 def driver_manager_rbac(cluster: Cluster) -> list[Artifact]:
-    """What k8s-driver-manager's calls need: its Node (labels, cordon), the node's pods (list,
-    evict; drain's filters read their DaemonSets), DRA claims (to find GPU pods holding one)."""
+    """What k8s-driver-manager's calls and gpuconf's driver-drain and driver-uncordon need: the
+    Node (labels, cordon), the node's pods (list, evict), DRA claims (to find the pods holding
+    one). Patching a Node is narrowed to the pod's own by plan/driver_upgrade_policy.py."""
     if not any(p.driver is not None and p.driver.install for p in cluster.spec.node_pools):
         return []
     rules = [
         {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch", "update"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
         {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]},
-        {"apiGroups": ["apps"], "resources": ["daemonsets"], "verbs": ["get"]},
         {
             "apiGroups": ["resource.k8s.io"],
             "resources": ["resourceclaims"],
@@ -85,6 +86,7 @@ def driver_manager_rbac(cluster: Cluster) -> list[Artifact]:
         },
     ]
     return [
+        *driver_upgrade_policy(cluster, DRIVER_MANAGER_ACCOUNT),
         service_account(cluster, "cluster", DRIVER_MANAGER_ACCOUNT, "driver"),
         *bound_cluster_role(cluster, "cluster", DRIVER_MANAGER_ACCOUNT, "driver", rules),
     ]

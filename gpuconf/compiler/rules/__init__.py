@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterator
 from gpuconf.compiler.rules import (
     classes,
     dra,
-    driver_upgrades,
     gpu_models,
     gpu_operator,
     jetson_sharing,
@@ -54,7 +53,6 @@ INVENTORY_RULES: tuple[Rule, ...] = (
     gpu_operator.check,
     mps.check,
     dra.check,
-    driver_upgrades.check,
     jetson_sharing.check,
     node_labels.check_single,
 )

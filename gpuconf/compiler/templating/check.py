@@ -4,7 +4,8 @@ YAML is read with gpuconf's own loader (one document, one mapping, core-schema s
 anchors, tags or duplicate keys) and written again by the canonical YAML writer, so the
 bytes do not depend on how a template laid the text out. A manifest must be the kind the
 plan asked for; a kind defined by a CRD must also pass that CRD's schema (crds/), and so must
-a file that patches such an object (the GPU Operator's values and ClusterPolicy patch).
+a file that patches such an object (the GPU Operator's values and ClusterPolicy patch). Built-in
+kinds a site's template shapes pass Kubernetes' own schema (overridden_output.py).
 """
 
 from __future__ import annotations
@@ -179,18 +180,71 @@ def _check_manifest(located: Located, kind: str, text: str, chain: Chain) -> Non
 
 
 def _check_schema(located: Located, validator: Any, source: str, text: str, chain: Chain) -> None:
-    """Refuses the output at the line of its first error against `validator` (from `source`)."""
-    for error in sorted(validator.iter_errors(located.data), key=lambda e: list(map(str, e.path))):
-        path = tuple(error.absolute_path)
-        known = path
-        while known and known not in located.positions:
-            known = known[:-1]
-        raise _refused(
-            chain,
-            text,
-            located.position(known)[0],
-            f"{format_path(path)}: {error.message} ({source})",
-        )
+    failure = schema_failure(located, validator, source, text, chain)
+    if failure is not None:
+        raise failure
+
+
+def schema_failure(
+    located: Located, validator: Any, source: str, text: str, chain: Chain
+) -> TemplateFailed | None:
+    """The output's refusal at the template line of its first error against `validator`
+    (from `source`): the line that writes the wrong field as it stands (a site block's plain
+    YAML), else the line that wrote it in `text`, the template's output."""
+    errors = sorted(validator.iter_errors(located.data), key=lambda e: list(map(str, e.path)))
+    if not errors:
+        return None
+    error = errors[0]
+    path = tuple(error.absolute_path)
+    message = f"{format_path(path)}: {error.message} ({source})"
+    at_fault, value = _at_fault(error)
+    if at_fault and isinstance(at_fault[-1], str):
+        written = _line_writing(chain(), at_fault[-1], value)
+        if written is not None:
+            return TemplateFailed(*written, message)
+    return refused_at(located, at_fault, message, text, chain)
+
+
+def refused_at(
+    located: Located, path: tuple[Any, ...], message: str, text: str, chain: Chain
+) -> TemplateFailed:
+    """The output's refusal at the template line that wrote `path` (or the nearest key above
+    it that `text`, the template's output, has)."""
+    known = path
+    while known and known not in located.positions:
+        known = known[:-1]
+    return _refused(chain, text, located.position(known)[0], message)
+
+
+def _at_fault(error: Any) -> tuple[tuple[Any, ...], Any]:
+    """The key path and value an error is about: for an unknown field, that field rather than
+    the object that holds it."""
+    path = tuple(error.absolute_path)
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        listed = error.schema.get("properties", {})
+        unknown = sorted(key for key in error.instance if key not in listed)
+        if unknown:
+            return (*path, unknown[0]), error.instance[unknown[0]]
+    return path, error.instance
+
+
+def _line_writing(sources: list[TemplateSource], key: str, value: Any) -> tuple[str, int] | None:
+    """The first template line (override first) that reads, as YAML, `key: value`, or `key:`
+    opening that value on the lines below it."""
+    for source in sources:
+        for number, line in enumerate(source.text.splitlines(), 1):
+            entry = line.strip().removeprefix("- ")
+            if key not in entry or "{{" in entry or "{%" in entry:
+                continue
+            try:
+                data = parse_text(entry, "line").data
+            except LoadFailed:
+                continue
+            if data == {key: value} or (
+                data == {key: None} and value and type(value) in (dict, list)
+            ):
+                return source.display, number
+    return None
 
 
 def checked_toml(text: str, chain: Chain) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from gpuconf.api.runtime_files import DRIVER_READY_MARKER, SETUP_READY_MARKER
 from gpuconf.errors import ArgumentParser
 from gpuconf.gpus.gfd_labels import MACHINE_TYPE_FILE
 
@@ -106,6 +107,46 @@ def build_parser(prog: str = "gpuconf node") -> ArgumentParser:
         default=MACHINE_TYPE_FILE,
         help="where the machine type is read from (GFD's default)",
     )
+
+    drain = commands.add_parser(
+        "driver-drain",
+        help="before a driver change: cordon this node and evict the pods holding its GPUs",
+    )
+    drain.add_argument("--config", required=True, help="node config file (the pool's resources)")
+    drain.add_argument("--node-name", required=True, help="this node's Kubernetes name")
+    drain.add_argument(
+        "--timeout",
+        type=float,
+        default=600,
+        help="seconds to keep retrying evictions a PodDisruptionBudget refuses (0: for ever)",
+    )
+    drain.add_argument("--interval", type=float, default=5.0, help=argparse.SUPPRESS)
+    drain.add_argument(
+        "--sys-module",
+        default="/sys/module",
+        help="where the kernel lists its modules (no nvidia module: nothing to evict)",
+    )
+
+    uncordon = commands.add_parser(
+        "driver-uncordon",
+        help="after a driver change: once validated and set up, label the version and uncordon",
+    )
+    uncordon.add_argument("--node-name", required=True, help="this node's Kubernetes name")
+    uncordon.add_argument(
+        "--driver-ready",
+        default=DRIVER_READY_MARKER,
+        help="the marker the driver's startup probe writes, with nvidia-smi's versions",
+    )
+    uncordon.add_argument(
+        "--setup-ready", default=SETUP_READY_MARKER, help="the marker setup writes"
+    )
+    uncordon.add_argument(
+        "--done-file", default=None, help="write the version here when done (a startup probe's)"
+    )
+    uncordon.add_argument(
+        "--then-sleep", action="store_true", help="stay up afterwards as `sleep infinity`"
+    )
+    uncordon.add_argument("--interval", type=float, default=2.0, help=argparse.SUPPRESS)
     return parser
 
 
@@ -119,6 +160,10 @@ def main(argv: Sequence[str]) -> int:
         from gpuconf.node.commands.wait import run
     elif options.command == "labels":
         from gpuconf.node.commands.labels import run
+    elif options.command == "driver-drain":
+        from gpuconf.node.commands.driver_drain import run
+    elif options.command == "driver-uncordon":
+        from gpuconf.node.commands.driver_uncordon import run
     else:
         from gpuconf.node.commands.check import run
     return run(options)

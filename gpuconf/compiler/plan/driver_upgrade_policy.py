@@ -1,0 +1,108 @@
+"""A ValidatingAdmissionPolicy for the driver installer's account (gpuconf-driver-manager): RBAC
+cannot say "only your own Node", so its Node patches are narrowed here to the Node its pod runs
+on, and there to what a driver upgrade changes: the cordon (spec.unschedulable), NVIDIA's
+`nvidia.com/gpu.deploy.*` labels (k8s-driver-manager pauses and restores them), gpuconf's
+`gpuconf.dev/driver-upgrade` and `gpuconf.dev/driver-version` labels and the annotation that
+marks gpuconf's cordon (api/driver_upgrade.py). Policies are GA from Kubernetes 1.30 (and the
+pod's node in its token's user info from then too); before that RBAC alone holds."""
+
+from __future__ import annotations
+
+from gpuconf.api.base import kubernetes_minor
+from gpuconf.api.cluster import Cluster
+from gpuconf.api.driver_upgrade import CORDONED_ANNOTATION, UPGRADE_LABEL, VERSION_LABEL
+from gpuconf.compiler.plan.artifact import Artifact, manifest
+from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
+from gpuconf.gpus.gpu_operator import DEPLOY_PREFIX
+
+POLICY_FROM_MINOR = 30
+NODE_KEY = "authentication.kubernetes.io/node-name"
+# NodeSpec's fields (k8s.io/api core/v1 types.go, 1.34) but unschedulable: none may change.
+OTHER_SPEC_FIELDS = ("podCIDR", "podCIDRs", "providerID", "taints", "configSource", "externalID")
+
+
+def _only_these_change(kind: str, may_change: str) -> str:
+    """CEL: of the metadata map `kind` (labels or annotations), every key for which `may_change`
+    (a CEL predicate on k) is false has the same value before and after, and none went."""
+    old, new = f"variables.old_{kind}", f"variables.new_{kind}"
+    return (
+        f"{new}.filter(k, !({may_change})).all(k, k in {old} && {new}[k] == {old}[k]) && "
+        f"{old}.filter(k, !({may_change})).all(k, k in {new})"
+    )
+
+
+def _spec_kept() -> str:
+    return " && ".join(
+        f"has(object.spec.{f}) == has(oldObject.spec.{f}) && "
+        f"(!has(object.spec.{f}) || object.spec.{f} == oldObject.spec.{f})"
+        for f in OTHER_SPEC_FIELDS
+    )
+
+
+def driver_upgrade_policy(cluster: Cluster, account: str) -> list[Artifact]:
+    if kubernetes_minor(cluster.spec.kubernetes.version) < POLICY_FROM_MINOR:
+        return []
+    namespace = cluster.spec.namespace
+    name = f"{account}-own-node-{namespace}"
+    user = f"system:serviceaccount:{namespace}:{account}"
+    variables = [
+        {
+            "name": f"{age}_{kind}",
+            "expression": f"has({obj}.metadata.{kind}) ? {obj}.metadata.{kind} : {{}}",
+        }
+        for kind in ("labels", "annotations")
+        for age, obj in (("old", "oldObject"), ("new", "object"))
+    ]
+    labels = f"k.startsWith('{DEPLOY_PREFIX}') || k == '{UPGRADE_LABEL}' || k == '{VERSION_LABEL}'"
+    what = (
+        f"{account} may change only its Node's cordon, {DEPLOY_PREFIX}* labels, "
+        f"{UPGRADE_LABEL} and {VERSION_LABEL} labels and {CORDONED_ANNOTATION} annotation"
+    )
+    policy = {
+        "meta": metadata(cluster, name, "driver", wave=WAVE_CONFIG),
+        "resource_rules": [
+            {
+                "apiGroups": [""],
+                "apiVersions": ["v1"],
+                "operations": ["UPDATE"],
+                "resources": ["nodes"],
+            }
+        ],
+        "match_conditions": [
+            {"name": account, "expression": f"request.userInfo.username == '{user}'"}
+        ],
+        "validations": [
+            {
+                "expression": (
+                    f"'{NODE_KEY}' in request.userInfo.extra && "
+                    f"request.userInfo.extra['{NODE_KEY}'] == [object.metadata.name]"
+                ),
+                "message": f"{account} may change only the Node its pod runs on",
+            },
+            {
+                "expression": " && ".join(
+                    [
+                        _spec_kept(),
+                        _only_these_change("labels", labels),
+                        _only_these_change("annotations", f"k == '{CORDONED_ANNOTATION}'"),
+                    ]
+                ),
+                "message": what,
+            },
+        ],
+        "variables": variables,
+    }
+    return [
+        manifest(
+            f"cluster/validatingadmissionpolicy-{account}.yaml",
+            "validatingadmissionpolicy.yaml.j2",
+            "ValidatingAdmissionPolicy",
+            policy,
+        ),
+        manifest(
+            f"cluster/validatingadmissionpolicybinding-{account}.yaml",
+            "validatingadmissionpolicybinding.yaml.j2",
+            "ValidatingAdmissionPolicyBinding",
+            {"meta": metadata(cluster, name, "driver", wave=WAVE_CONFIG), "policy": name},
+        ),
+    ]
