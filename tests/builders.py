@@ -67,6 +67,16 @@ def manifest_paths(tree: dict[str, bytes]) -> list[str]:
     return list(load_yaml(tree["kustomization.yaml"])["resources"])
 
 
+CRD_API_GROUPS = ("monitoring.coreos.com/", "kueue.x-k8s.io/")
+"""Groups of the CRD kinds gpuconf renders (Kueue's config.kueue.x-k8s.io too): kubernetes-validate
+has no schema for them; tests/compiler/test_manifests_are_valid_kubernetes.py checks them
+against their CRDs' schemas instead."""
+
+
+def of_a_crd(obj: dict[str, Any]) -> bool:
+    return any(group in str(obj["apiVersion"]) for group in CRD_API_GROUPS)
+
+
 def configmap_data(tree: dict[str, bytes], path: str, key: str) -> Any:
     return load_yaml(load_yaml(tree[path])["data"][key])
 

@@ -146,6 +146,10 @@ class LabelSettings(Model):
     off: none."""
     rename_by_default: bool = False
     """false: gpu.product ends in -SHARED on shared GPUs, as GFD writes it by default."""
+    mig_profiles: list[str] | None = None
+    """The MIG profiles whose GFD labels (nvidia.com/mig-<profile>.*) the node may publish, as
+    its admission policy admits them: every profile of the pool's GPU models under migStrategy
+    mixed. None (a config from before this field): the profiles its resources select."""
 
 
 class NodeConfig(Model):

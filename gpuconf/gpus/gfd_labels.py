@@ -6,17 +6,24 @@ sharing-strategy, memory, family, compute.major|minor; `sanitise`, `getArchFamil
 cuda.runtime-version.* and their deprecated twins, mig.capable, mps.capable),
 machine-type.go (gpu.machine), mig-strategy.go (mig.strategy; under migStrategy mixed one
 `nvidia.com/mig-<profile>.*` set per MIG profile on the node, made by resource.go's
-NewMIGResourceLabeler from internal/resource/nvml-mig-device.go's GetName and GetAttributes). gpuconf's node runtime writes
-these keys (`gpuconf node labels` prints them), and its admission policy lets it change exactly
-these keys plus gpuconf's own (`published_keys`).
+NewMIGResourceLabeler from internal/resource/nvml-mig-device.go's GetName and GetAttributes).
+gpuconf's node runtime writes these keys (`gpuconf node labels` prints them), and its admission
+policy lets it change exactly these keys plus gpuconf's own (`published_keys`), and the MIG keys
+of its pool's models' profiles (`mig_profiles`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from gpuconf.api.node_facts import POOL_LABEL
+from gpuconf.gpus.resource_names import NVIDIA_GPU
+
+if TYPE_CHECKING:  # not at run time: `validate` loads neither the node config nor the models
+    from gpuconf.api.gpu_model import GpuModel
+    from gpuconf.api.node_config import NodeConfig
 
 PRODUCT = "nvidia.com/gpu.product"
 COUNT = "nvidia.com/gpu.count"
@@ -82,6 +89,12 @@ MIG_ATTRIBUTE_SUFFIXES = (
 )
 """nvmlMigDevice.GetAttributes' keys (internal/resource/nvml-mig-device.go)."""
 
+SINGLE_MIG_KEYS = tuple(f"{NVIDIA_GPU}.{s}" for s in MIG_ATTRIBUTE_SUFFIXES if s != "memory")
+"""Under migStrategy single, GFD writes a MIG device's attributes under nvidia.com/gpu.* (its
+memory as gpu.memory, a GFD_KEYS key): mig-strategy.go newMigStrategySingleLabeler."""
+MIG_INVALID = "INVALID"
+"""GFD's product suffix where single cannot describe the node (newInvalidMigStrategyLabeler)."""
+
 MACHINE_TYPE_FILE = "/sys/class/dmi/id/product_name"
 """GFD's default --machine-type-file."""
 
@@ -119,8 +132,47 @@ def mig_keys(profile: str) -> tuple[str, ...]:
     return tuple(mig_key(profile, s) for s in (*MIG_BASE_SUFFIXES, *MIG_ATTRIBUTE_SUFFIXES))
 
 
+def mig_profiles(models: Iterable[GpuModel]) -> list[str]:
+    """Every MIG profile the models' catalog entries have, sorted: the GPU instance profiles a
+    layout gpuconf validates can create on them, so every `nvidia.com/mig-<profile>.*` key GFD's
+    mixed strategy can write for their MIG devices."""
+    found = {p for model in models if model.mig is not None for p in model.mig.profiles}
+    return sorted(found)
+
+
+def mig_strategy(config: NodeConfig) -> str:
+    """GFD's migStrategy for a node of this config: none without MIG resources; single where
+    its MIG devices are advertised as nvidia.com/gpu, as NVIDIA's plugin does under single (a
+    class's resourceName); mixed otherwise (each profile its own resource, as gpuconf's are)."""
+    mig = [r for r in config.resources if r.mig_profile is not None]
+    if not mig:
+        return "none"
+    return "single" if any(r.name == NVIDIA_GPU for r in mig) else "mixed"
+
+
+def labelled_mig_profiles(config: NodeConfig) -> frozenset[str]:
+    """The MIG profiles a node of this config labels under mixed, where present: those its
+    config names (labels.migProfiles), else (a config from before it) those it advertises."""
+    if config.labels.mig_profiles is not None:
+        return frozenset(config.labels.mig_profiles)
+    return frozenset(r.mig_profile for r in config.resources if r.mig_profile is not None)
+
+
+def mig_label_keys(config: NodeConfig) -> tuple[str, ...]:
+    """The MIG label keys a node of this config may publish beyond `published_keys`, sorted."""
+    if config.labels.owner != "gpuconf":
+        return ()
+    strategy = mig_strategy(config)
+    if strategy == "single":
+        return tuple(sorted(SINGLE_MIG_KEYS))
+    if strategy == "mixed":
+        return tuple(sorted(k for p in labelled_mig_profiles(config) for k in mig_keys(p)))
+    return ()
+
+
 def mig_product_name(parent_name: str, profile: str, shared: bool) -> str:
-    """GFD's getProductName(parent model, "MIG", profile): "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"."""
+    """GFD's getProductName(parent model, "MIG", profile): "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb";
+    with profile MIG_INVALID, newInvalidMigStrategyLabeler's "<model>-MIG-INVALID"."""
     parts = [sanitise(p) for p in (parent_name, "MIG", profile.replace("+", ".")) if p]
     return "-".join([*parts, "SHARED"] if shared else parts)
 
@@ -148,16 +200,12 @@ def class_label(class_name: str) -> str:
     return CLASS_LABEL_PREFIX + class_name
 
 
-def published_keys(
-    owner: str, class_names: Iterable[str], mig_profiles: Iterable[str] = ()
-) -> tuple[str, ...]:
-    """Every label key a node may publish for `spec.node.labels.owner`, sorted; `mig_profiles`:
-    the MIG profiles the cluster's classes select."""
+def published_keys(owner: str, class_names: Iterable[str]) -> tuple[str, ...]:
+    """Every label key a node may publish for `spec.node.labels.owner`, sorted, but the MIG
+    profiles' (`mig_keys`, for the profiles its node config names)."""
     if owner == "off":
         return ()
     keys = {POOL_LABEL, *map(class_label, class_names)}
     if owner == "gpuconf":
         keys.update(GFD_KEYS)
-        for profile in mig_profiles:
-            keys.update(mig_keys(profile))
     return tuple(sorted(keys))

@@ -3,6 +3,7 @@ gpuconf's pool and class labels (keys and value rules: gpuconf/gpus/gfd_labels.p
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,10 +12,12 @@ from typing import NamedTuple
 from gpuconf.api.node_config import NodeConfig, ResourceSettings
 from gpuconf.api.node_facts import POOL_LABEL
 from gpuconf.gpus import gfd_labels as gfd
+from gpuconf.gpus.resource_names import NVIDIA_GPU
 from gpuconf.node.devices import build_devices
 from gpuconf.node.nvml.api import GpuInfo, MigAttributes, MigDevice
 
 MACHINE_TYPE_FILE = Path(gfd.MACHINE_TYPE_FILE)
+log = logging.getLogger(__name__)
 
 
 class NodeFacts(NamedTuple):
@@ -62,10 +65,15 @@ def _gfd_labels(config: NodeConfig, node_name: str, facts: NodeFacts) -> dict[st
     labels.update(_version_labels(facts.driver_version, facts.cuda_version))
     labels[gfd.MIG_CAPABLE] = str(any(g.mig_capable for g in facts.gpus)).lower()
     labels[gfd.MPS_CAPABLE] = str(_mps_capable(config, facts.gpus)).lower()
-    if any(r.mig_profile is not None for r in config.resources):
-        labels[gfd.MIG_STRATEGY] = "mixed"
+    strategy = gfd.mig_strategy(config)
+    if strategy != "none":
+        labels[gfd.MIG_STRATEGY] = strategy
+    # GFD's Merge(full GPU labelers, MIG labeler): the MIG labels win a key both write.
     labels.update(_resource_labels(config, node_name, facts.gpus))
-    labels.update(_mig_labels(config, node_name, facts.gpus))
+    if strategy == "mixed":
+        labels.update(_mig_labels(config, node_name, facts.gpus))
+    elif strategy == "single":
+        labels.update(_single_labels(config, facts.gpus))
     return labels
 
 
@@ -157,17 +165,16 @@ def _gpu_labels(
 
 def _mig_labels(config: NodeConfig, node_name: str, gpus: Sequence[GpuInfo]) -> dict[str, str]:
     """GFD's newMigStrategyMixedLabeler: per MIG profile on the node, its count and sharing,
-    the parent's product with -MIG-<profile>, and the first device's NVML attributes; only
-    for profiles the node's classes select, the keys its admission policy lets it write."""
-    selected = {r.mig_profile for r in config.resources if r.mig_profile is not None}
-    found: dict[str, list[tuple[GpuInfo, MigDevice]]] = {}
-    for gpu in gpus:
-        if gpu.mig_enabled:
-            for device in gpu.mig_devices:
-                if device.profile in selected:
-                    found.setdefault(device.profile, []).append((gpu, device))
+    the parent's product with -MIG-<profile>, and the first device's NVML attributes. Every
+    profile present is labelled, as GFD does, within the profiles the node config names (those
+    its admission policy admits: a profile outside the pool's catalog is drift, reported by
+    `gpuconf node check`, and labelling it would have the whole patch refused)."""
+    allowed = gfd.labelled_mig_profiles(config)
     labels: dict[str, str] = {}
-    for profile, devices in sorted(found.items()):
+    for profile, devices in sorted(_mig_devices(gpus).items()):
+        if profile not in allowed:
+            log.warning("MIG profile %s is not one the pool's GPUs have: no labels for it", profile)
+            continue
         parent, first = devices[0]
         sharing = _sharing(config, node_name, profile)
         shared = False
@@ -178,11 +185,57 @@ def _mig_labels(config: NodeConfig, node_name: str, gpus: Sequence[GpuInfo]) -> 
             shared = sharing.replicas > 1 and not config.labels.rename_by_default
         labels[gfd.mig_key(profile, "product")] = gfd.mig_product_name(parent.name, profile, shared)
         if first.attributes is not None:
-            labels.update(_mig_attribute_labels(profile, first.attributes))
+            labels.update(_mig_attribute_labels(gfd.mig_resource(profile), first.attributes))
     return labels
 
 
-def _mig_attribute_labels(profile: str, found: MigAttributes) -> dict[str, str]:
+def _mig_devices(gpus: Sequence[GpuInfo]) -> dict[str, list[tuple[GpuInfo, MigDevice]]]:
+    found: dict[str, list[tuple[GpuInfo, MigDevice]]] = {}
+    for gpu in gpus:
+        if gpu.mig_enabled:
+            for device in gpu.mig_devices:
+                found.setdefault(device.profile, []).append((gpu, device))
+    return found
+
+
+def _single_labels(config: NodeConfig, gpus: Sequence[GpuInfo]) -> dict[str, str]:
+    """GFD's newMigStrategySingleLabeler: the node's MIG devices are nvidia.com/gpu, so its
+    nvidia.com/gpu.* labels describe them, when every GPU has MIG on with devices of one profile;
+    otherwise newInvalidMigStrategyLabeler's -MIG-INVALID labels."""
+    mig_enabled = [g for g in gpus if g.mig_enabled]
+    if not mig_enabled:
+        return {}  # no MIG-enabled GPU: what migStrategy none writes
+    found = _mig_devices(gpus)
+    if (
+        any(not g.mig_devices for g in mig_enabled)
+        or len(mig_enabled) < len(gpus)
+        or len(found) != 1
+    ):
+        return {
+            gfd.PRODUCT: gfd.mig_product_name(mig_enabled[0].name, gfd.MIG_INVALID, False),
+            gfd.COUNT: "0",
+            gfd.REPLICAS: "0",
+            gfd.SHARING_STRATEGY: "",
+            gfd.MEMORY: "0",
+        }
+    [(profile, devices)] = found.items()
+    parent, first = devices[0]
+    # resource.go baseLabeler for nvidia.com/gpu: its replicas where it is replicated, else 1.
+    [resource] = [r for r in config.resources if r.name == NVIDIA_GPU and r.mig_profile]
+    replicas = resource.sharing.replicas
+    shared = replicas > 1 and not config.labels.rename_by_default
+    labels = {
+        gfd.PRODUCT: gfd.mig_product_name(parent.name, profile, shared),
+        gfd.COUNT: str(len(devices)),
+        gfd.REPLICAS: str(replicas),
+        gfd.SHARING_STRATEGY: _strategy(resource),
+    }
+    if first.attributes is not None:
+        labels.update(_mig_attribute_labels(NVIDIA_GPU, first.attributes))
+    return labels
+
+
+def _mig_attribute_labels(resource: str, found: MigAttributes) -> dict[str, str]:
     """nvmlMigDevice.GetAttributes (k8s-device-plugin v0.20.0, internal/resource/nvml-mig-device.go)."""
     values = (
         found.memory_size_mb,
@@ -196,6 +249,6 @@ def _mig_attribute_labels(profile: str, found: MigAttributes) -> dict[str, str]:
         found.shared_ofa_count,
     )
     return {
-        gfd.mig_key(profile, suffix): str(value)
+        f"{resource}.{suffix}": str(value)
         for suffix, value in zip(gfd.MIG_ATTRIBUTE_SUFFIXES, values, strict=True)
     }

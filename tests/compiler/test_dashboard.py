@@ -56,11 +56,14 @@ def test_fleet_has_a_panel_per_figure_and_a_query_per_class_on_series_that_exist
         assert names <= KSM_SERIES | DCGM_SERIES, expr
 
 
-def test_dra_clusters_and_clusters_without_it_get_no_dashboard() -> None:
+def test_dra_clusters_and_clusters_that_turn_it_off_get_no_dashboard() -> None:
     document = cluster_file("dra-lab")
     document["spec"].setdefault("node", {})["monitoring"] = {"dashboard": True}
     assert DASHBOARD not in rendered(document)
-    assert DASHBOARD not in read_tree(RENDERED / "lab")
+    assert DASHBOARD in read_tree(RENDERED / "lab")
+    lab = cluster_file("lab")
+    lab["spec"]["node"] = {"monitoring": {"dashboard": False}}
+    assert DASHBOARD not in rendered(lab)
 
 
 T4_SHARED = "gpus_example_com_t4_shared"

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import celpy
 import pytest
-from builders import cluster_file, load_yaml, rendered
+import yaml
+from builders import CATALOG, REPO, cluster_file, load_yaml, rendered
 
 POLICY = "cluster/validatingadmissionpolicy-gpuconf-node.yaml"
 ROLE = "cluster/clusterrole-gpuconf-node.yaml"
@@ -36,13 +36,11 @@ def _verdicts(
             }
         ),
     }
-    variables = {}
+    variables = celpy.celtypes.MapType()
+    activation["variables"] = variables  # a variable may read the ones before it
     for variable in policy["spec"].get("variables", []):
         program = env.program(env.compile(variable["expression"]))
-        variables[variable["name"]] = program.evaluate(activation)
-    activation["variables"] = celpy.celtypes.MapType(
-        {celpy.celtypes.StringType(k): v for k, v in variables.items()}
-    )
+        variables[celpy.celtypes.StringType(variable["name"])] = program.evaluate(activation)
     return [
         bool(env.program(env.compile(rule["expression"])).evaluate(activation))
         for rule in policy["spec"]["validations"]
@@ -177,42 +175,94 @@ def _mig_policy() -> dict[str, Any]:
     return load_yaml(rendered(data)[POLICY])
 
 
-def _own_label_keys(policy: dict[str, Any]) -> set[str]:
-    (expression,) = (
-        v["expression"] for v in policy["spec"]["variables"] if v["name"] == "ownLabels"
+def _mig_label_keys(policy: dict[str, Any], node_labels: dict[str, str]) -> set[str]:
+    """The MIG keys the policy admits on a Node with these labels (its migLabels variable)."""
+    env = celpy.Environment()
+    old = celpy.json_to_cel({"metadata": {"labels": node_labels}})
+    variables = {v["name"]: v["expression"] for v in policy["spec"]["variables"]}
+    activation: dict[str, Any] = {"oldObject": old, "object": old}
+    old_labels = env.program(env.compile(variables["oldLabels"])).evaluate(activation)
+    activation["variables"] = celpy.celtypes.MapType(
+        {celpy.celtypes.StringType("oldLabels"): old_labels}
     )
-    return set(re.findall(r"'([^']+)': true", expression))
+    found = env.program(env.compile(variables["migLabels"])).evaluate(activation)
+    return {str(key) for key in found}
 
 
-def test_the_policy_admits_gfd_s_mig_keys_for_exactly_the_profiles_the_classes_select() -> None:
-    mig_keys = {k for k in _own_label_keys(_mig_policy()) if k.startswith("nvidia.com/mig-")}
-    # GFD's per-profile suffixes, k8s-device-plugin v0.20.0 internal/lm/resource_test.go
-    # ("mig mixed appends shared").
-    suffixes = [
-        "count",
-        "replicas",
-        "sharing-strategy",
-        "product",
-        "memory",
-        "multiprocessors",
-        "slices.gi",
-        "slices.ci",
-        "engines.copy",
-        "engines.decoder",
-        "engines.encoder",
-        "engines.jpeg",
-        "engines.ofa",
-    ]
-    profiles = ("1g.10gb", "3g.40gb", "1g.5gb", "2g.10gb", "3g.20gb", "1g.6gb")
-    assert mig_keys == {f"nvidia.com/mig-{p}.{s}" for p in profiles for s in suffixes}
+# GFD's per-profile suffixes, k8s-device-plugin v0.20.0 internal/lm/resource_test.go
+# ("mig mixed appends shared").
+GFD_MIG_SUFFIXES = [
+    "count",
+    "replicas",
+    "sharing-strategy",
+    "product",
+    "memory",
+    "multiprocessors",
+    "slices.gi",
+    "slices.ci",
+    "engines.copy",
+    "engines.decoder",
+    "engines.encoder",
+    "engines.jpeg",
+    "engines.ofa",
+]
+MIG_POOL_MODELS = {"h100": "H100-SXM5-80GB", "a100": "A100-SXM4-40GB", "a30": "A30"}
+
+
+@pytest.mark.parametrize("pool", sorted(MIG_POOL_MODELS))
+def test_a_pool_s_nodes_may_write_gfd_s_keys_for_every_mig_profile_of_its_model(pool: str) -> None:
+    """GFD labels every MIG device present (mig-strategy.go newMigStrategyMixedLabeler), so a
+    node may write the keys of every profile the catalog gives its model, selected or not, and
+    no other model's."""
+    mig = CATALOG.get(MIG_POOL_MODELS[pool]).mig  # type: ignore[union-attr]
+    assert mig is not None
+    expected = {f"nvidia.com/mig-{p}.{s}" for p in mig.profiles for s in GFD_MIG_SUFFIXES}
+    assert _mig_label_keys(_mig_policy(), {"gpuconf.dev/pool": pool}) == expected
+    assert _mig_label_keys(_mig_policy(), {"gpuconf.dev/pool": "elsewhere"}) == set()
 
 
 @pytest.mark.parametrize(
-    ("label", "allowed"),
-    [("nvidia.com/mig-1g.10gb.multiprocessors", True), ("nvidia.com/mig-7g.80gb.count", False)],
-    ids=["a declared profile's key", "a profile no class selects"],
+    ("pool", "label", "allowed"),
+    [
+        ("h100", "nvidia.com/mig-1g.10gb.multiprocessors", True),
+        ("h100", "nvidia.com/mig-7g.80gb.count", True),
+        ("a30", "nvidia.com/mig-7g.80gb.count", False),
+        ("a30", "nvidia.com/mig-1g.6gb.product", True),
+        ("none", "nvidia.com/mig-1g.10gb.count", False),
+    ],
+    ids=[
+        "a selected profile's key",
+        "a profile of the pool's model no class selects",
+        "another model's profile",
+        "the pool's own profile",
+        "a Node of no pool",
+    ],
 )
-def test_mig_keys_are_admitted_only_for_the_cluster_s_profiles(label: str, allowed: bool) -> None:
-    labels = {**LABELLED["metadata"]["labels"], label: "1"}
-    verdicts = _verdicts(_mig_policy(), LABELLED, _with_labels(labels), "gpu-1")
-    assert all(verdicts) is allowed
+def test_mig_keys_are_admitted_only_on_the_nodes_of_the_pools_whose_gpus_have_them(
+    pool: str, label: str, allowed: bool
+) -> None:
+    old = _with_labels({**LABELLED["metadata"]["labels"], "gpuconf.dev/pool": pool})
+    new = _with_labels({**old["metadata"]["labels"], label: "1"})
+    assert all(_verdicts(_mig_policy(), old, new, "gpu-1")) is allowed
+
+
+def test_a_pool_whose_mig_devices_are_nvidia_gpu_may_write_gfd_s_single_strategy_keys() -> None:
+    # mig-strategy_test.go "single mig-enabled device returns mig labels": the MIG device's
+    # attributes go under nvidia.com/gpu.* (memory as gpu.memory, a whole-GPU key already).
+    data = yaml.safe_load(
+        (
+            REPO / "tests/cases/positive/single-mig-nvidia-gpu-beside-whole-gpus/cluster.yaml"
+        ).read_text()
+    )
+    policy = load_yaml(rendered(data)[POLICY])
+    single = {f"nvidia.com/gpu.{s}" for s in GFD_MIG_SUFFIXES[5:]}
+    assert _mig_label_keys(policy, {"gpuconf.dev/pool": "a30"}) == single
+    assert "nvidia.com/gpu.memory" in _own_label_keys(policy)
+
+
+def _own_label_keys(policy: dict[str, Any]) -> set[str]:
+    env = celpy.Environment()
+    (expression,) = (
+        v["expression"] for v in policy["spec"]["variables"] if v["name"] == "ownLabels"
+    )
+    return {str(key) for key in env.program(env.compile(expression)).evaluate({})}

@@ -276,3 +276,55 @@ def test_a_label_outside_the_published_set_is_refused_on_its_own_node(as_node: S
         _patch(as_node, OWN, {"metadata": {"labels": {"nvidia.com/gpu.deploy.driver": "false"}}})
     assert refused.value.status == 422
     assert WRONG_FIELD in refused.value.message
+
+
+MIG = RENDERED / "mig"
+A30_KEY, H100_KEY = "nvidia.com/mig-1g.6gb.count", "nvidia.com/mig-1g.10gb.count"
+
+
+@pytest.fixture
+def mig_policy(api_server: Server) -> Iterator[None]:
+    """clusters/mig.yaml's policy, with OWN a Node of its a30 pool (by the pool's selector)."""
+    applied = [(f, yaml.safe_load((MIG / f).read_text(encoding="utf-8"))) for f in POLICY_FILES]
+    node = _node(OWN)
+    node["metadata"]["labels"]["gpuconf.dev/pool"] = "a30"
+    made = [("test", node)]
+    for _, document in applied:
+        api_server.apply(document)
+    for _, document in made:
+        api_server.create(document)
+    try:
+        yield
+    finally:
+        delete_objects(api_server, applied + made)
+
+
+def _label(key: str) -> dict[str, Any]:
+    return {"metadata": {"labels": {key: "1"}}}
+
+
+def _refusal(server: Server, key: str) -> Refused | None:
+    try:
+        _patch(server, OWN, _label(key), dry_run=True)
+    except Refused as refused:
+        return refused
+    return None
+
+
+@pytest.mark.usefixtures("mig_policy")
+def test_a_node_may_write_the_mig_keys_of_its_own_pool_s_gpus_and_no_others(
+    kubeconfig: Path,
+) -> None:
+    """Until the server enforces this policy, it enforces lab's of the same name (which admits
+    no MIG key) or none (which admits every key): only this one admits the one and not the other."""
+    server = _impersonating(kubeconfig, OWN)
+    deadline = time.monotonic() + 30
+    while True:
+        own, other = _refusal(server, A30_KEY), _refusal(server, H100_KEY)
+        if own is None and other is not None:
+            break
+        if time.monotonic() > deadline:
+            pytest.fail(f"a30's key refused: {own}; another model's key refused: {other}")
+        time.sleep(0.2)
+    assert other.status == 422
+    assert WRONG_FIELD in other.message

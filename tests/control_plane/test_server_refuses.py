@@ -105,8 +105,14 @@ def _type_checking(server: Server, name: str) -> dict[str, Any]:
     raise TimeoutError(f"the status controller did not type-check {name} within 60 s")
 
 
-def test_the_node_policy_type_checks_against_nodes_without_warnings(api_server: Server) -> None:
-    policy = _load(NODE_POLICY, "gpuconf-test-vap-rendered")
+@pytest.mark.parametrize("cluster", ["lab", "mig"])
+def test_the_node_policy_type_checks_against_nodes_without_warnings(
+    api_server: Server, cluster: str
+) -> None:
+    """mig's policy also holds the MIG label keys admitted per pool (a map chosen by the pool's
+    node selector)."""
+    path = RENDERED / cluster / "cluster" / "validatingadmissionpolicy-gpuconf-node.yaml"
+    policy = _load(path, "gpuconf-test-vap-rendered")
     api_server.apply(policy)
     try:
         assert (

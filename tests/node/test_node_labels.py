@@ -336,13 +336,70 @@ def test_without_nvml_attributes_only_the_keys_gpuconf_knows_are_written(
 ) -> None:
     gpus = [_mig_gpu(0, "1g.100gb", None), _mig_gpu(1, "2g.200gb", _nvml_attributes(2, 2, 200))]
     printed = labels(tmp_path, capsys, [resource("mig", [0], migProfile="1g.100gb")], gpus)
-    # 2g.200gb: no class selects it, so the node's admission policy has no key for it.
+    # 2g.200gb: no class selects it and the config (from before labels.migProfiles) names no
+    # other profile, so the node's admission policy has no key for it.
     assert _mig_part(printed) == {
         "nvidia.com/mig-1g.100gb.count": "1",
         "nvidia.com/mig-1g.100gb.replicas": "1",
         "nvidia.com/mig-1g.100gb.sharing-strategy": "none",
         "nvidia.com/mig-1g.100gb.product": "MOCKMODEL-MIG-1g.100gb",
     }
+
+
+def test_every_mig_profile_present_is_labelled_as_gfd_s_mixed_strategy_labels_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # mig-strategy.go newMigStrategyMixedLabeler: one NewMIGResourceLabeler per MIG device name
+    # on the node, whichever devices the plugin's resources use. Devices as resource-testing.go
+    # NewMigDevice(1, 2, 100) and NewMigDevice(2, 2, 200) make them; no class selects 2g.200gb,
+    # and its replicas are 1, strategy none (resource.go getReplicas: not a replicated resource).
+    gpus = [
+        _mig_gpu(0, "1g.100gb", _nvml_attributes(1, 2, 100)),
+        _mig_gpu(1, "2g.200gb", _nvml_attributes(2, 2, 200)),
+    ]
+    resources = [resource("mig", [0], migProfile="1g.100gb")]
+    settings = {"owner": "gpuconf", "migProfiles": ["1g.100gb", "2g.200gb", "7g.800gb"]}
+    printed = labels(tmp_path, capsys, resources, gpus, labels=settings)
+
+    def gfd(profile: str, gi: int, ci: int, memory: int) -> dict[str, str]:
+        values = {
+            "count": "1", "replicas": "1", "sharing-strategy": "none", "memory": str(memory),
+            "product": f"MOCKMODEL-MIG-{profile}", "multiprocessors": "0", "slices.gi": str(gi),
+            "slices.ci": str(ci), "engines.copy": "0", "engines.decoder": "0",
+            "engines.encoder": "0", "engines.jpeg": "0", "engines.ofa": "0",
+        }  # fmt: skip
+        return {f"nvidia.com/mig-{profile}.{k}": v for k, v in values.items()}
+
+    assert _mig_part(printed) == {**gfd("1g.100gb", 1, 2, 100), **gfd("2g.200gb", 2, 2, 200)}
+    assert printed["nvidia.com/mig.strategy"] == "mixed"
+
+
+def test_a_mig_profile_the_pool_s_models_lack_is_not_labelled_lest_the_patch_be_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    gpus = [
+        _mig_gpu(0, "1g.100gb", _nvml_attributes(1, 2, 100)),
+        _mig_gpu(1, "1g.100gb+me", _nvml_attributes(1, 1, 100)),
+    ]
+    resources = [resource("mig", [0], migProfile="1g.100gb")]
+    settings = {"owner": "gpuconf", "migProfiles": ["1g.100gb"]}
+    printed = labels(tmp_path, capsys, resources, gpus, labels=settings)
+    assert {k.rsplit(".", 1)[0] for k in _mig_part(printed)} == {
+        "nvidia.com/mig-1g.100gb",
+        "nvidia.com/mig-1g.100gb.engines",
+        "nvidia.com/mig-1g.100gb.slices",
+    }
+    assert "MIG profile 1g.100gb+me" in caplog.text
+
+
+def test_without_a_mig_resource_no_mig_device_is_labelled_as_under_gfd_s_none_strategy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gpus = [_mig_gpu(0, "1g.100gb", _nvml_attributes(1, 2, 100))]
+    settings = {"owner": "gpuconf", "migProfiles": ["1g.100gb"]}
+    printed = labels(tmp_path, capsys, [resource("whole", [])], gpus, labels=settings)
+    assert _mig_part(printed) == {}
+    assert "nvidia.com/mig.strategy" not in printed
 
 
 def test_a_profile_with_a_plus_is_named_as_gfd_names_it() -> None:
@@ -368,3 +425,113 @@ def test_gpu_count_counts_a_models_gpus_whatever_their_mig_mode(
     classes = [resource("mig-small", [0], migProfile="1g.10gb"), resource("whole", [1])]
     printed = labels(tmp_path, capsys, classes, gpus)
     assert printed["nvidia.com/gpu.count"] == "2"
+
+
+# mig-strategy_test.go TestMigStrategySingleLabels (k8s-device-plugin v0.20.0): NVIDIA's plugin
+# advertises the MIG devices as nvidia.com/gpu, so GFD's nvidia.com/gpu.* labels describe them.
+# gpuconf's node is in that situation where a MIG class's resourceName is nvidia.com/gpu. The
+# mock's MIG-enabled GPUs report compute capability 0 (no architecture labels).
+GFD_SINGLE_INVALID = {
+    "nvidia.com/gpu.count": "0",
+    "nvidia.com/gpu.replicas": "0",
+    "nvidia.com/gpu.sharing-strategy": "",
+    "nvidia.com/gpu.memory": "0",
+    "nvidia.com/gpu.product": "MOCKMODEL-MIG-INVALID",
+    "nvidia.com/mig.strategy": "single",
+}
+GFD_FULL_GPU_ARCHITECTURE = {
+    "nvidia.com/gpu.compute.major": "8",
+    "nvidia.com/gpu.compute.minor": "0",
+    "nvidia.com/gpu.family": "ampere",
+}
+
+
+def _single_gpu(index: int, devices: list[tuple[str, dict[str, int]]]) -> dict[str, Any]:
+    migs = [
+        {
+            "uuid": f"MIG-00000000-0001-4000-8000-0000000000{index}{n}",
+            "profile": profile,
+            "gpuInstanceId": n + 1,
+            "computeInstanceId": 0,
+            "attributes": attributes,
+        }
+        for n, (profile, attributes) in enumerate(devices)
+    ]
+    return _fake_gpu(index, migEnabled=True, migDevices=migs, computeCapability="0.0")
+
+
+def _single(resource_gpus: list[int], profile: str = "1g.100gb") -> list[dict[str, Any]]:
+    nvidia_gpu = resource("mig", resource_gpus, migProfile=profile)
+    nvidia_gpu["name"] = "nvidia.com/gpu"
+    return [nvidia_gpu]
+
+
+def _gfd_with_strategy(printed: dict[str, str]) -> dict[str, str]:
+    return {**gfd_part(printed), "nvidia.com/mig.strategy": printed["nvidia.com/mig.strategy"]}
+
+
+@pytest.mark.parametrize(
+    ("gpus", "sms", "engines"),
+    [(1, 0, (0, 0, 0, 0, 0)), (2, 12, (13, 14, 15, 16, 17))],
+    ids=["single mig-enabled device", "multiple mig-enabled devices"],
+)
+def test_mig_devices_advertised_as_nvidia_gpu_get_gfd_s_single_strategy_labels(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    gpus: int,
+    sms: int,
+    engines: tuple[int, int, int, int, int],
+) -> None:
+    attributes = _nvml_attributes(1, 2, 100, sms=sms, engines=engines)
+    found = [_single_gpu(i, [("1g.100gb", attributes)]) for i in range(gpus)]
+    printed = labels(tmp_path, capsys, _single(list(range(gpus))), found)
+    copy, decoder, encoder, jpeg, ofa = map(str, engines)
+    assert _gfd_with_strategy(printed) == {
+        "nvidia.com/gpu.count": str(gpus),
+        "nvidia.com/gpu.replicas": "1",
+        "nvidia.com/gpu.sharing-strategy": "none",
+        "nvidia.com/gpu.memory": "100",
+        "nvidia.com/gpu.product": "MOCKMODEL-MIG-1g.100gb",
+        "nvidia.com/mig.strategy": "single",
+        "nvidia.com/gpu.multiprocessors": str(sms),
+        "nvidia.com/gpu.slices.gi": "1",
+        "nvidia.com/gpu.slices.ci": "2",
+        "nvidia.com/gpu.engines.copy": copy,
+        "nvidia.com/gpu.engines.decoder": decoder,
+        "nvidia.com/gpu.engines.encoder": encoder,
+        "nvidia.com/gpu.engines.jpeg": jpeg,
+        "nvidia.com/gpu.engines.ofa": ofa,
+    }
+    assert _mig_part(printed) == {}  # no per-profile labels under single
+
+
+@pytest.mark.parametrize(
+    ("devices", "full_gpus", "expected"),
+    [
+        ([[]], 0, GFD_SINGLE_INVALID),
+        ([["1g.100gb", "3g.100gb"]], 0, GFD_SINGLE_INVALID),
+        ([["1g.100gb"]], 1, {**GFD_SINGLE_INVALID, **GFD_FULL_GPU_ARCHITECTURE}),
+        ([["1g.100gb"], []], 1, {**GFD_SINGLE_INVALID, **GFD_FULL_GPU_ARCHITECTURE}),
+    ],
+    ids=[
+        "empty mig devices returns MIG invalid label",
+        "mixed mig config returns MIG invalid label",
+        "mixed mig enabled and disabled returns invalid config",
+        "enabled, disabled, and empty returns invalid config",
+    ],
+)
+def test_a_node_single_cannot_describe_gets_gfd_s_mig_invalid_labels(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    devices: list[list[str]],
+    full_gpus: int,
+    expected: dict[str, str],
+) -> None:
+    gpus = []
+    for index, profiles in enumerate(devices):
+        gi = {"1g.100gb": 1, "3g.100gb": 3}
+        found = [(p, _nvml_attributes(gi[p], gi[p] + 1, 100)) for p in profiles]
+        gpus.append(_single_gpu(index, found))
+    gpus += [_fake_gpu(len(devices) + i) for i in range(full_gpus)]
+    printed = labels(tmp_path, capsys, _single([0]), gpus)
+    assert _gfd_with_strategy(printed) == expected

@@ -74,8 +74,10 @@ def default_scrapers() -> list[str]:
 
 
 class Monitoring(Model):
-    pod_monitor: bool = False
-    """Render a PodMonitor (Prometheus Operator, monitoring.coreos.com/v1) for the node runtime."""
+    pod_monitor: bool = True
+    """Render PodMonitors (Prometheus Operator, monitoring.coreos.com/v1) for the node runtime
+    and dcgm-exporter. Set false, with prometheusRule, where the cluster has no Prometheus
+    Operator CRDs (docs/operations.md)."""
     network_policy: bool = False
     """Render a NetworkPolicy that admits traffic to the metrics port only from scraperNamespaces."""
     scraper_namespaces: Annotated[list[DnsLabel], Limits(min_length=1)] = field(
@@ -83,11 +85,12 @@ class Monitoring(Model):
     )
     """Namespaces whose pods may scrape the metrics port when networkPolicy is true."""
     extra_labels: dict[str, str] = field(default_factory=dict)
-    """Labels added to every PodMonitor and PrometheusRule, for the Prometheus that selects
-    them (kube-prometheus-stack selects `release: <its release name>`)."""
-    prometheus_rule: bool = False
-    """Render a PrometheusRule with gpuconf's alerts (runbooks in docs/runbooks.md)."""
-    dashboard: bool = False
+    """Labels added to every PodMonitor, PrometheusRule and the dashboard, for the Prometheus
+    that selects them (kube-prometheus-stack selects `release: <its release name>`)."""
+    prometheus_rule: bool = True
+    """Render a PrometheusRule with gpuconf's alerts (runbooks in docs/runbooks.md); false where
+    the cluster has no Prometheus Operator CRDs."""
+    dashboard: bool = True
     """Render a Grafana dashboard ConfigMap (label grafana_dashboard: "1", for Grafana's sidecar)."""
 
 

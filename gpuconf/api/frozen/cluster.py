@@ -216,6 +216,14 @@ HEALTH = {
     'ref': 'gpuconf.api.cluster.document.Health',
 }
 
+PART_15 = {
+    'type': 'default',
+    'schema': {
+        'type': 'bool',
+    },
+    'default': True,
+}
+
 MONITORING = {
     'type': 'model',
     'cls': Monitoring,
@@ -224,7 +232,7 @@ MONITORING = {
         'fields': {
             'pod_monitor': {
                 'type': 'model-field',
-                'schema': PART_1,
+                'schema': PART_15,
                 'validation_alias': 'podMonitor',
             },
             'network_policy': {
@@ -267,12 +275,12 @@ MONITORING = {
             },
             'prometheus_rule': {
                 'type': 'model-field',
-                'schema': PART_1,
+                'schema': PART_15,
                 'validation_alias': 'prometheusRule',
             },
             'dashboard': {
                 'type': 'model-field',
-                'schema': PART_1,
+                'schema': PART_15,
                 'validation_alias': 'dashboard',
             },
         },
@@ -384,14 +392,6 @@ NODE_SETTINGS = {
         'strict': True,
     },
     'ref': 'gpuconf.api.cluster.document.NodeSettings',
-}
-
-PART_15 = {
-    'type': 'default',
-    'schema': {
-        'type': 'bool',
-    },
-    'default': True,
 }
 
 NVIDIA_PLUGIN = {

@@ -378,6 +378,23 @@ LABEL_SETTINGS = {
                 'validation_alias': 'owner',
             },
             'rename_by_default': PART_8,
+            'mig_profiles': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': {
+                            'type': 'list',
+                            'items_schema': {
+                                'type': 'str',
+                            },
+                        },
+                    },
+                    'default': None,
+                },
+                'validation_alias': 'migProfiles',
+            },
         },
         'model_name': 'LabelSettings',
         'extra_behavior': 'forbid',

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from gpuconf.api.cluster import NodePool
+from gpuconf.api.node_config import NodeConfig
 from gpuconf.compiler.plan import cluster_objects
 from gpuconf.compiler.plan.alerts import prometheus_rule
 from gpuconf.compiler.plan.artifact import Artifact
@@ -28,6 +29,7 @@ from gpuconf.compiler.plan.setup_daemonset import setup_daemonset
 from gpuconf.compiler.plan.status_role import status_role
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.compiler.validate import Validated
+from gpuconf.gpus.gfd_labels import mig_label_keys
 
 __all__ = ["Artifact", "plan"]
 
@@ -42,10 +44,9 @@ def _classes_by_pool(classes: tuple[ResolvedClass, ...]) -> dict[str, tuple[Reso
 
 
 def _pool_artifacts(
-    validated: Validated, pool: NodePool, classes: tuple[ResolvedClass, ...]
+    validated: Validated, pool: NodePool, config: NodeConfig, classes: tuple[ResolvedClass, ...]
 ) -> list[Artifact]:
     cluster = validated.cluster
-    config = build_node_config(cluster, pool, validated.inventory, classes)
     # Setup runs in every mode: it reads the runtime settings from the pool's node config.
     artifacts = [node_config_map(cluster, pool, config), setup_daemonset(cluster, pool, config)]
     if (driver := driver_daemonset(cluster, pool)) is not None:
@@ -61,6 +62,18 @@ def _pool_artifacts(
     return [*artifacts, node_daemonset(cluster, pool, uses_mps, uses_mig)]
 
 
+def _mig_label_keys(
+    pools: Sequence[NodePool], configs: Mapping[str, NodeConfig]
+) -> list[tuple[NodePool, Sequence[str]]]:
+    """The pools whose nodes publish MIG labels, with their keys: what each node config lets
+    its node write is what the admission policy admits."""
+    found: list[tuple[NodePool, Sequence[str]]] = []
+    for pool in pools:
+        if keys := mig_label_keys(configs[pool.name]):
+            found.append((pool, keys))
+    return found
+
+
 def plan(
     validated: Validated, source: str, kept_namespaces: Sequence[KeptNamespace] = ()
 ) -> list[Artifact]:
@@ -70,6 +83,11 @@ def plan(
     they stay (compiler/kept_namespaces.py)."""
     cluster = validated.cluster
     spec = cluster.spec
+    by_pool = _classes_by_pool(validated.classes)
+    configs = {
+        pool.name: build_node_config(cluster, pool, validated.inventory, by_pool.get(pool.name, ()))
+        for pool in spec.node_pools
+    }
     artifacts = [
         *cluster_objects.namespaces(cluster, kept_namespaces),
         cluster_objects.runtime_class(cluster),
@@ -77,15 +95,16 @@ def plan(
         status_role(cluster),
     ]
     if spec.allocation == "device-plugin" and spec.plugin == "gpuconf":
-        artifacts += cluster_objects.node_rbac(cluster)
+        artifacts += cluster_objects.node_rbac(cluster, _mig_label_keys(spec.node_pools, configs))
     artifacts += dcgm_exporter_counters(cluster)
     artifacts += dcgm_exporter_rbac(cluster)
     artifacts += monitoring(cluster)
     artifacts += prometheus_rule(cluster, validated.inventory)
     artifacts += dashboard(cluster, validated.classes)
-    by_pool = _classes_by_pool(validated.classes)
     for pool in spec.node_pools:
-        artifacts += _pool_artifacts(validated, pool, by_pool.get(pool.name, ()))
+        artifacts += _pool_artifacts(
+            validated, pool, configs[pool.name], by_pool.get(pool.name, ())
+        )
     admitted = None
     if spec.kueue is not None:
         # Imported here: only clusters whose quotas Kueue admits build its queues.

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.plan import dcgm_exporter
 from gpuconf.compiler.plan.artifact import Artifact, manifest
-from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
+from gpuconf.compiler.plan.meta import optional_kind_metadata
 from gpuconf.compiler.plan.monitoring import (
     MONITORING,
     NODE_SERIES_LABEL,
@@ -215,9 +215,7 @@ def prometheus_rule(cluster: Cluster, inventory: DeclaredInventory) -> list[Arti
     found = alerts(cluster, inventory)
     if not settings.prometheus_rule or not found:
         return []
-    meta = metadata(
-        cluster, "gpuconf", "monitoring", namespace=cluster.spec.namespace, wave=WAVE_CONFIG
-    )
+    meta = optional_kind_metadata(cluster, "gpuconf", "monitoring", cluster.spec.namespace)
     meta["labels"].update(settings.extra_labels)
     return [
         manifest(

@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from gpuconf.api.base import kubernetes_minor
-from gpuconf.api.cluster import Cluster
+from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.cluster.quota import NamespacePolicy
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, WAVE_NAMESPACES, labels, metadata
+from gpuconf.compiler.plan.own_node_mig_labels import mig_labels_expression
 from gpuconf.compiler.plan.service_account import bound_cluster_role, service_account
 from gpuconf.gpus.gfd_labels import published_keys
 
@@ -116,14 +117,17 @@ def runtime_class(cluster: Cluster) -> Artifact:
     )
 
 
-def node_rbac(cluster: Cluster) -> list[Artifact]:
-    """`gpuconf node` annotates its Node with inventory drift, and nothing else."""
+def node_rbac(
+    cluster: Cluster, mig_labels: Sequence[tuple[NodePool, Sequence[str]]] = ()
+) -> list[Artifact]:
+    """`gpuconf node` annotates and labels its own Node, and nothing else. `mig_labels`: the
+    pools whose nodes publish MIG labels, with those keys."""
     # RBAC cannot say "only your own Node": patch is granted only where an admission policy
     # (GA in 1.30) narrows it to the pod's own Node and gpuconf's annotations. Before 1.30 the
     # node runtime only reads Nodes and logs that it could not annotate.
     own_node_policy = kubernetes_minor(cluster.spec.kubernetes.version) >= 30
     verbs = ["get", "patch"] if own_node_policy else ["get"]
-    policy = own_node_policy_objects(cluster) if own_node_policy else []
+    policy = own_node_policy_objects(cluster, mig_labels) if own_node_policy else []
     rules = [{"apiGroups": [""], "resources": ["nodes"], "verbs": verbs}]
     return [
         *policy,
@@ -135,9 +139,12 @@ def node_rbac(cluster: Cluster) -> list[Artifact]:
 ANNOTATION_PREFIX = "gpuconf.dev/"
 
 
-def own_node_policy_objects(cluster: Cluster) -> list[Artifact]:
+def own_node_policy_objects(
+    cluster: Cluster, mig_labels: Sequence[tuple[NodePool, Sequence[str]]] = ()
+) -> list[Artifact]:
     """A ValidatingAdmissionPolicy: gpuconf-node may change only its own Node's gpuconf
-    annotations and the label keys it publishes (gpus/gfd_labels.py, for spec.node.labels)."""
+    annotations and the label keys it publishes (gpus/gfd_labels.py, for spec.node.labels),
+    the MIG ones only on the Nodes of the pools that label them (own_node_mig_labels.py)."""
     namespace = cluster.spec.namespace
     name = f"gpuconf-node-own-node-{namespace}"
     user = f"system:serviceaccount:{namespace}:{NODE_SERVICE_ACCOUNT}"
@@ -153,11 +160,7 @@ def own_node_policy_objects(cluster: Cluster) -> list[Artifact]:
         f"{old_others}.all(k, {new_others}.exists(j, j == k))"
     )
     classes = cluster.spec.resource_classes
-    keys = published_keys(
-        cluster.spec.node.labels.owner,
-        (c.name for c in classes),
-        {c.select.mig_profile for c in classes if c.select.mig_profile is not None},
-    )
+    keys = published_keys(cluster.spec.node.labels.owner, (c.name for c in classes))
     labels = "(has({o}.metadata.labels) ? {o}.metadata.labels : {{}})"
     variables = [
         {"name": "oldLabels", "expression": labels.format(o="oldObject")},
@@ -167,10 +170,14 @@ def own_node_policy_objects(cluster: Cluster) -> list[Artifact]:
         # A map literal: `in` on it is one lookup, whatever the number of keys.
         allowed = "{" + ", ".join(f"'{key}': true" for key in keys) + "}"
         variables.append({"name": "ownLabels", "expression": allowed})
+        own = "(k in variables.ownLabels)"
+        if (mig := mig_labels_expression(mig_labels)) is not None:
+            variables.append({"name": "migLabels", "expression": mig})
+            own = "(k in variables.ownLabels || k in variables.migLabels)"
         labels_kept = (
-            "variables.newLabels.filter(k, !(k in variables.ownLabels)).all(k, "
+            f"variables.newLabels.filter(k, !{own}).all(k, "
             "k in variables.oldLabels && variables.newLabels[k] == variables.oldLabels[k]) && "
-            "variables.oldLabels.filter(k, !(k in variables.ownLabels)).all(k, "
+            f"variables.oldLabels.filter(k, !{own}).all(k, "
             "k in variables.newLabels)"
         )
         what = f"{ANNOTATION_PREFIX} annotations and its own labels"

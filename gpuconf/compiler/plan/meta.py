@@ -8,12 +8,19 @@ from gpuconf.api.cluster import Cluster
 
 MANAGED_BY = "gpuconf"
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+SKIP_DRY_RUN_ON_MISSING_KIND = "SkipDryRunOnMissingResource=true"
+"""Argo CD dry-runs every object before a sync, and one whose kind the cluster lacks fails the
+whole sync unless it carries this sync option (Argo CD's user guide, sync-options.md)."""
 
 # Argo CD applies lower waves first: namespaces, then config, then the driver, then plugins.
 WAVE_NAMESPACES = "-2"
 WAVE_CONFIG = "-1"
 WAVE_DRIVER = "0"
 WAVE_PLUGIN = "1"
+# Objects of a CRD the GPU nodes do not need (the Prometheus Operator's) come last: a wave that
+# fails to apply stops the later ones, so a cluster without those CRDs still gets its plugins.
+WAVE_OPTIONAL = "2"
 
 
 def labels(cluster: Cluster, component: str, **extra: str) -> dict[str, str]:
@@ -40,4 +47,14 @@ def metadata(
         meta["namespace"] = namespace
     if wave is not None:
         meta["annotations"] = {SYNC_WAVE: wave}
+    return meta
+
+
+def optional_kind_metadata(
+    cluster: Cluster, name: str, component: str, namespace: str
+) -> dict[str, Any]:
+    """Metadata of an object whose CRD the cluster may lack: applied last, and never the cause
+    of Argo CD refusing the rest of the sync."""
+    meta = metadata(cluster, name, component, namespace=namespace, wave=WAVE_OPTIONAL)
+    meta["annotations"][SYNC_OPTIONS] = SKIP_DRY_RUN_ON_MISSING_KIND
     return meta

@@ -1,12 +1,16 @@
 """Scraping: PodMonitors for the node runtime and dcgm-exporter, and a NetworkPolicy that
-opens only the node runtime's metrics port."""
+opens only the node runtime's metrics port.
+
+The PodMonitors are on by default and sit in gpuconf's namespace, beside the pods they select:
+with no namespaceSelector the Prometheus Operator discovers pods in the monitor's own namespace
+(prometheus-operator pkg/prometheus/promcfg.go, getNamespacesFromNamespaceSelector)."""
 
 from __future__ import annotations
 
 from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.plan import dcgm_exporter
 from gpuconf.compiler.plan.artifact import Artifact, manifest
-from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
+from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata, optional_kind_metadata
 
 NODE_PODS = {"app.kubernetes.io/name": "gpuconf-node"}
 """The label every `gpuconf node` pod carries, whatever its pool."""
@@ -39,7 +43,7 @@ def _pod_monitor(
     """`dropped_labels`: a regex of labels dropped, if any (podmonitor.yaml.j2 writes the
     labeldrop rule: its action is the CRD's enum, not a value)."""
     settings = cluster.spec.node.monitoring
-    meta = metadata(cluster, name, "monitoring", namespace=cluster.spec.namespace, wave=WAVE_CONFIG)
+    meta = optional_kind_metadata(cluster, name, "monitoring", cluster.spec.namespace)
     meta["labels"].update(settings.extra_labels)
     return manifest(
         f"monitoring/podmonitor-{name}.yaml",

@@ -27,6 +27,7 @@ from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory, Gpu, 
 from gpuconf.compiler.resolve.device_lists import device_list_strategy
 from gpuconf.compiler.resolve.runtime_settings import runtime_settings
 from gpuconf.formats.yaml_writer import dump
+from gpuconf.gpus.gfd_labels import mig_profiles, mig_strategy
 from gpuconf.gpus.xid import APPLICATION_XIDS, RESET_XIDS
 
 _Shared = TypeVar("_Shared")
@@ -169,7 +170,7 @@ def build_node_config(
                 allocation_policy=resolved.spec.allocation_policy,
             )
         )
-    return NodeConfig(
+    config = NodeConfig(
         api_version=NODE_CONFIG_API_VERSION,
         kind="NodeConfig",
         cluster=cluster.metadata.name,
@@ -184,6 +185,12 @@ def build_node_config(
         resources=resources,
         labels=_labels(cluster),
     )
+    if config.labels.owner == "gpuconf" and mig_strategy(config) == "mixed":
+        # GFD labels every MIG profile present: every one the pool's GPU models have.
+        models = {gpu.model.name: gpu.model for group in groups for gpu in group.gpus}
+        labels = config.labels.replace(mig_profiles=mig_profiles(models.values()))
+        config = config.replace(labels=labels)
+    return config
 
 
 def _labels(cluster: Cluster) -> LabelSettings:

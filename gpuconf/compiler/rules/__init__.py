@@ -16,6 +16,7 @@ from gpuconf.compiler.rules import (
     mps,
     names,
     namespaces,
+    node_labels,
     node_selection,
     node_settings,
     nvidia_plugin,
@@ -40,6 +41,7 @@ DOCUMENT_RULES: tuple[Rule, ...] = (
     platforms.check,
     kubernetes_version.check,
     node_settings.check,
+    node_labels.check,
     sharing_replicas.check,
 )
 INVENTORY_RULES: tuple[Rule, ...] = (
@@ -52,6 +54,7 @@ INVENTORY_RULES: tuple[Rule, ...] = (
     mps.check,
     dra.check,
     jetson_sharing.check,
+    node_labels.check_single,
 )
 
 __all__ = ["DOCUMENT_RULES", "INVENTORY_RULES", "Rule", "RuleContext"]

@@ -1,0 +1,93 @@
+"""spec.node.labels: gpuconf writes GPU Feature Discovery's labels only where its node runtime
+runs and may patch its Node, and says where GFD's migStrategy single cannot describe a node.
+
+GFD's single strategy (k8s-device-plugin v0.20.0 internal/lm/mig-strategy.go) labels MIG devices
+as nvidia.com/gpu.*, which is what they are where NVIDIA's plugin runs migStrategy single. With
+`plugin: nvidia` no gpuconf node runtime runs, so gpuconf can never be the label owner there:
+NVIDIA's GFD is. With `plugin: gpuconf` the node is in single's situation where a MIG class's
+resourceName is nvidia.com/gpu, and labels as GFD would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gpuconf.api.base import kubernetes_minor
+from gpuconf.compiler.rules.context import SPEC, RuleContext, class_path
+from gpuconf.diagnostics import Diagnostic
+from gpuconf.gpus.resource_names import NVIDIA_GPU
+
+OWNER = (*SPEC, "node", "labels", "owner")
+LABELS_FROM = 30
+"""The node runtime patches its Node only under its admission policy (GA in Kubernetes 1.30)."""
+
+
+def check(ctx: RuleContext) -> Iterator[Diagnostic]:
+    yield from _no_label_writer(ctx)
+
+
+def check_single(ctx: RuleContext) -> Iterator[Diagnostic]:
+    """Over resolved classes: where a MIG class is nvidia.com/gpu, GFD's single strategy."""
+    spec = ctx.cluster.spec
+    if spec.node.labels.owner != "gpuconf" or not _node_runtime_labels(ctx):
+        return
+    for resolved in ctx.classes:
+        profile = resolved.spec.select.mig_profile
+        if resolved.resource_name != NVIDIA_GPU or profile is None:
+            continue
+        for pool in resolved.pools:
+            others = _other_devices(ctx, pool, profile)
+            if others:
+                yield ctx.warning(
+                    class_path(resolved.index, "resourceName"),
+                    f"class {resolved.name!r} advertises {profile} MIG devices as {NVIDIA_GPU}, "
+                    "NVIDIA's migStrategy single, whose GPU Feature Discovery labels describe a "
+                    f"node only when all its GPUs hold {profile} devices alone; pool {pool!r} "
+                    f"also has {others}, so its nodes get GFD's "
+                    f"{NVIDIA_GPU}.product=<model>-MIG-INVALID and {NVIDIA_GPU}.count=0",
+                    f"give the class another resourceName (migStrategy mixed labels every "
+                    f"profile as nvidia.com/mig-<profile>.*), or make {profile} the only "
+                    f"layout of pool {pool!r}",
+                )
+
+
+def _node_runtime_labels(ctx: RuleContext) -> bool:
+    spec = ctx.cluster.spec
+    runs = spec.allocation == "device-plugin" and spec.plugin == "gpuconf"
+    return runs and kubernetes_minor(spec.kubernetes.version) >= LABELS_FROM
+
+
+def _other_devices(ctx: RuleContext, pool: str, profile: str) -> str:
+    """What else the pool's declared GPUs hold beside `profile` MIG devices, in words."""
+    others: set[str] = set()
+    for group in ctx.inventory.by_pool(pool):
+        for gpu in group.gpus:
+            if gpu.mig is None:
+                others.add("whole GPUs")
+            else:
+                others.update(f"{p} MIG devices" for p, n in gpu.mig.items() if p != profile and n)
+    return " and ".join(sorted(others))
+
+
+def _no_label_writer(ctx: RuleContext) -> Iterator[Diagnostic]:
+    """A warning, not an error: the setting does no harm, and a cluster moving between modes
+    keeps rendering; but nothing writes the labels it asks for."""
+    spec = ctx.cluster.spec
+    if ctx.located.value_at(OWNER) != "gpuconf" or _node_runtime_labels(ctx):
+        return
+    if spec.allocation == "dra" or spec.plugin == "nvidia":
+        runs = "allocation: dra" if spec.allocation == "dra" else "plugin: nvidia"
+        yield ctx.warning(
+            OWNER,
+            f"with {runs} no gpuconf node runtime runs, so nothing would write GPU Feature "
+            "Discovery's labels: NVIDIA's GFD is their owner there (under migStrategy single "
+            f"it labels the MIG devices as {NVIDIA_GPU}.*)",
+            "set owner: gfd and run NVIDIA's GFD (or the GPU Operator's), or use plugin: gpuconf",
+        )
+        return
+    yield ctx.warning(
+        OWNER,
+        f"Kubernetes {spec.kubernetes.version} has no ValidatingAdmissionPolicy (GA in 1.30), "
+        "which gpuconf's node runtime needs to label its own Node",
+        "set owner: gfd or off, or target Kubernetes 1.30 or later",
+    )
