@@ -288,8 +288,18 @@ def _gitops(options: argparse.Namespace) -> int:
         "" if rendered_path == PurePosixPath(".") else rendered_path.as_posix(),
         destination_by_name=options.destination == "by-name",
     )
-    # gitops takes no site templates: a failure of gpuconf's own is a bug (exit 3).
-    folders = gitops(options.agent, source, compiled.rendered, Templates())
+    from gpuconf.compiler.render import RenderFailed
+
+    try:
+        folders = gitops(options.agent, source, compiled.rendered, Templates())
+    except RenderFailed as failed:
+        if not failed.artifact.outside_input:
+            raise  # gitops takes no site templates: a failure of gpuconf's own is a bug (exit 3)
+        # The object is refused for what the command line put in it (--repo, --revision, --path).
+        raise UsageError(
+            f"{failed.artifact.kind} {failed.artifact.path}: the command line's values make an "
+            f"object Kubernetes would refuse: {failed.failure.message}"
+        ) from None
     if options.check:
         return _check(options, folders, compiled.whole_directories)
     emit.write(options.output, folders, compiled.whole_directories)

@@ -57,7 +57,10 @@ def _readme(folder: str, **values: str) -> Artifact:
 
 
 def _folder(artifacts: list[Artifact], readme: Artifact, templates: Templates) -> RenderedTree:
-    return render([*artifacts, kustomization(artifacts), readme], templates)
+    # The repository, revision and paths come from the command line, which no gpuconf schema
+    # checks: each object is checked against its CRD's schema as it is rendered.
+    checked = [artifact._replace(outside_input=True) for artifact in artifacts]
+    return render([*checked, kustomization(artifacts), readme], templates)
 
 
 # --- Argo CD ------------------------------------------------------------------------------

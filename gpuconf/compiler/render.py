@@ -14,7 +14,7 @@ from gpuconf.compiler.templating.check import (
     filled_skeleton,
 )
 from gpuconf.compiler.templating.engine import TemplateFailed, Templates, TemplateSource
-from gpuconf.compiler.templating.overridden_output import OverriddenOutputs
+from gpuconf.compiler.templating.output_schemas import OutputSchemas
 
 RenderedTree = dict[str, bytes]
 
@@ -70,13 +70,13 @@ def render_artifact(artifact: Artifact, templates: Templates) -> bytes:
 
 def render(artifacts: Iterable[Artifact], templates: Templates) -> RenderedTree:
     tree: RenderedTree = {}
-    overridden = OverriddenOutputs(templates)
+    schemas = OutputSchemas(templates)
     for artifact in artifacts:
         if artifact.path in tree:
             raise ValueError(f"two artifacts share the path {artifact.path}")
         try:
             tree[artifact.path] = render_artifact(artifact, templates)
-            overridden.check(artifact, tree[artifact.path])
+            schemas.check(artifact, tree[artifact.path])
         except TemplateFailed as failure:
             raise RenderFailed(artifact, failure) from None
     return dict(sorted(tree.items()))

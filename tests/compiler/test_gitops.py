@@ -162,3 +162,18 @@ def test_argocd_by_name_sends_each_cluster_to_the_argo_cd_cluster_of_that_name(
     application = load_yaml((tmp_path / "applications" / "application-lab.yaml").read_bytes())
     assert application["spec"]["destination"] == {"name": "lab"}
     assert crd_errors(application) == []
+
+
+def test_a_repository_address_flux_cannot_read_is_a_usage_error_and_nothing_is_written(
+    tmp_path: Path,
+) -> None:
+    # The command line is input no gpuconf schema checks: its objects are checked against
+    # their CRD's schema as they are rendered (Flux's GitRepository url: http, https or ssh).
+    result = run_cli(
+        "gitops", "flux", "--repo", "git@example.com:platform/gpus.git",
+        "-o", str(tmp_path / "out"), "clusters/lab.yaml", cwd=REPO,
+    )  # fmt: skip
+    assert result.code == 2, result.err
+    assert "spec.url" in result.err
+    assert "GitRepository CRD" in result.err
+    assert not (tmp_path / "out").exists()

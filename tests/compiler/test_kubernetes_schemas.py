@@ -23,7 +23,7 @@ from builders import (
 )
 
 from gpuconf.compiler.pipeline import compile_paths
-from gpuconf.compiler.templating import overridden_output
+from gpuconf.compiler.templating import output_schemas
 from gpuconf.compiler.templating.check import crd_validator
 from gpuconf.compiler.templating.engine import Templates
 from gpuconf.compiler.templating.kubernetes_schema import (
@@ -90,15 +90,19 @@ def test_every_built_in_kind_gpuconf_emits_has_a_vendored_schema_and_passes_it(
         assert [error.message for error in validator.iter_errors(obj)] == [], where
 
 
-def test_every_other_kind_gpuconf_emits_has_a_crd_schema(
+def test_every_other_kind_gpuconf_emits_has_a_crd_schema_and_passes_it(
     emitted: dict[str, dict[str, Any]],
 ) -> None:
+    # What render no longer checks for gpuconf's own templates (output_schemas.py); Kueue's
+    # objects are checked against their release's CRDs in test_kueue.py.
     for where, obj in emitted.items():
         if _built_in(obj) or obj["apiVersion"].startswith(KUEUE_GROUP):
             continue
         if obj["kind"] == "Kustomization" and obj["apiVersion"].startswith("kustomize."):
             continue
-        assert crd_validator(obj["apiVersion"], obj["kind"]) is not None, where
+        validator = crd_validator(obj["apiVersion"], obj["kind"])
+        assert validator is not None, where
+        assert [error.message for error in validator.iter_errors(obj)] == [], where
 
 
 NODE_DAEMONSET = "clusters/lab/pools/t4/daemonset-gpuconf-node.yaml"
@@ -236,7 +240,7 @@ def test_the_site_example_is_checked_against_the_schema_of_what_it_overrides(
         checked.append((api_version, kind))
         return kubernetes_validator(api_version, kind)
 
-    monkeypatch.setattr(overridden_output, "kubernetes_validator", recorded)
+    monkeypatch.setattr(output_schemas, "kubernetes_validator", recorded)
     site = compile_folder(REPO / "examples" / "site-templates" / "clusters")
     assert site.ok, [d.as_text() for d in site.diagnostics]
     # Only the node DaemonSet's template is the site's: one per pool, nothing else.
@@ -255,14 +259,14 @@ def test_a_render_of_shipped_templates_builds_no_kubernetes_validator(
     def refused(api_version: str, kind: str) -> None:
         raise AssertionError(f"{kind} checked at render time though no site template wrote it")
 
-    monkeypatch.setattr(overridden_output, "kubernetes_validator", refused)
+    monkeypatch.setattr(output_schemas, "kubernetes_validator", refused)
     monkeypatch.setattr(Templates, "chain", refused)
     compiled = compile_paths([REPO / "clusters" / "lab.yaml"], relative_to=REPO)
     assert compiled.ok, [d.as_text() for d in compiled.diagnostics]
 
 
 def test_shipped_templates_of_built_in_kinds_only_extend_other_templates() -> None:
-    """What OverriddenOutputs.overridden relies on: a site's file can shape a built-in kind only
+    """What OutputSchemas.overridden relies on: a site's file can shape a built-in kind only
     through the template's extends chain, never through a shipped include or import."""
     built_in = {kind for _, kind in vendored_kinds()}
     for path in sorted((REPO / "templates").glob("*.j2")):

@@ -34,6 +34,10 @@ class Artifact(NamedTuple):
     """Where in the cluster file its values come from, for diagnostics."""
     patch_of: PatchOf | None = None
     """For a YAML file that is not a manifest: the object it patches, whose schema it passes."""
+    outside_input: bool = False
+    """Its values carry input no gpuconf schema checked (`gpuconf gitops`'s command-line
+    values): its output is checked against its kind's schema at every render
+    (templating/output_schemas.py), not only where a site's template shapes it."""
 
 
 def manifest(

@@ -3,9 +3,10 @@
 YAML is read with gpuconf's own loader (one document, one mapping, core-schema scalars, no
 anchors, tags or duplicate keys) and written again by the canonical YAML writer, so the
 bytes do not depend on how a template laid the text out. A manifest must be the kind the
-plan asked for; a kind defined by a CRD must also pass that CRD's schema (crds/), and so must
-a file that patches such an object (the GPU Operator's values and ClusterPolicy patch). Built-in
-kinds a site's template shapes pass Kubernetes' own schema (overridden_output.py).
+plan asked for with a name; a file that patches an object (the GPU Operator's values and
+ClusterPolicy patch, whose values a user chose) must pass that object's CRD schema (crds/).
+Manifests a site's template shapes, or that carry input from outside, pass their kind's schema
+(output_schemas.py: Kubernetes' own for built-in kinds, the vendored CRD's for the others).
 """
 
 from __future__ import annotations
@@ -174,9 +175,6 @@ def _check_manifest(located: Located, kind: str, text: str, chain: Chain) -> Non
         return  # kustomize's own file, not an object
     if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
         raise _refused(chain, text, 1, f"the {kind} has no metadata.name")
-    validator = crd_validator(data["apiVersion"], kind)
-    if validator is not None:
-        _check_schema(located, validator, f"the {kind} CRD's schema", text, chain)
 
 
 def _check_schema(located: Located, validator: Any, source: str, text: str, chain: Chain) -> None:

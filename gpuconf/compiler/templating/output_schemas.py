@@ -1,18 +1,22 @@
-"""A site's templates' output of built-in kinds, checked against Kubernetes' own schema.
+"""Output checked against its kind's schema where the tests cannot have checked it.
 
-gpuconf's shipped templates write built-in kinds (DaemonSet, ConfigMap, ResourceQuota, …) that
-the tests check against kubernetes-validate's strict schemas, so a render that overrides nothing
-checks them no further. Where a site's template shapes the output, it is checked against the
-vendored schema of its apiVersion and kind (kubernetes_schema.py) before anything is written,
-as an API server with strict field validation would: a wrong type or a misspelt field is refused
-at the template line that wrote it, not at `kubectl apply`. Kinds defined by a CRD are checked
-for every template already (check.py).
+gpuconf's shipped templates, given values gpuconf validated, write manifests the tests check
+against their kinds' schemas for every cluster in clusters/ and the examples: built-in kinds
+against kubernetes-validate's strict schemas, CRD kinds (PodMonitor, PrometheusRule, Argo CD,
+Flux) against their vendored CRDs. A render of those checks them no further (jsonschema's import
+alone costs a render a third of its floor). Two outputs are checked here, before anything is
+written, as an API server with strict field validation would: what a site's template shapes,
+and what carries input no gpuconf schema checked (`Artifact.outside_input`: `gpuconf gitops`'s
+command-line values). A wrong type or a misspelt field is refused at the template line that
+wrote it, not at `kubectl apply`.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpuconf.compiler.plan.artifact import Artifact
-from gpuconf.compiler.templating.check import refused_at, schema_failure
+from gpuconf.compiler.templating.check import crd_validator, refused_at, schema_failure
 from gpuconf.compiler.templating.engine import Templates, TemplateSource
 from gpuconf.compiler.templating.kubernetes_schema import (
     kubernetes_validator,
@@ -22,8 +26,9 @@ from gpuconf.compiler.templating.kubernetes_schema import (
 from gpuconf.formats.located_yaml import parse_text
 
 
-class OverriddenOutputs:
-    """Checks, for one render, the output of each template a site's file takes part in."""
+class OutputSchemas:
+    """Checks, for one render, the output of each template a site's file takes part in and of
+    each artifact with input from outside."""
 
     def __init__(self, templates: Templates) -> None:
         self.templates = templates
@@ -43,18 +48,27 @@ class OverriddenOutputs:
         return found
 
     def check(self, artifact: Artifact, output: bytes) -> None:
-        """Raises TemplateFailed where a site's template wrote a built-in kind its schema refuses."""
-        if self.templates.overrides is None or not artifact.kind:
+        """Raises TemplateFailed where such output is refused by its kind's schema."""
+        if not artifact.kind:
             return
-        if not self.overridden(artifact.template):
+        if not artifact.outside_input and (
+            self.templates.overrides is None or not self.overridden(artifact.template)
+        ):
             return
         kind = artifact.kind
-        served = [api_version for api_version, known in vendored_kinds() if known == kind]
-        if not served:
-            return  # a CRD's kind, checked against its CRD's schema for every template
         data = parse_text(output.decode("utf-8"), "output").data
         api_version = data.get("apiVersion")
-        validator = kubernetes_validator(api_version, kind) if api_version in served else None
+        served = [version for version, known in vendored_kinds() if known == kind]
+        validator: Any
+        if served:
+            release = vendored_release()
+            source = f"Kubernetes {release}'s {kind} schema"
+            validator = kubernetes_validator(api_version, kind) if api_version in served else None
+        else:
+            source = f"the {kind} CRD's schema"
+            validator = crd_validator(api_version, kind)
+            if validator is None:
+                return  # a kind gpuconf has no schema of (Kueue's: checked at validate)
         if validator is not None and validator.is_valid(data):
             return
         # Refused: render the values in place once more, so each key path has its line.
@@ -65,14 +79,12 @@ class OverriddenOutputs:
         def chain() -> list[TemplateSource]:
             return self.templates.chain(name)
 
-        release = vendored_release()
         if validator is None:
             message = (
                 f"apiVersion: a {kind} must be {' or '.join(served)} (the versions gpuconf has"
-                f" Kubernetes {release}'s schema of), not {api_version!r}"
+                f" Kubernetes {vendored_release()}'s schema of), not {api_version!r}"
             )
             raise refused_at(located, ("apiVersion",), message, text, chain)
-        source = f"Kubernetes {release}'s {kind} schema"
         failure = schema_failure(located, validator, source, text, chain)
         if failure is not None:
             raise failure
