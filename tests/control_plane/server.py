@@ -76,6 +76,29 @@ class Server:
         configuration.api_key_prefix = {"authorization": "Bearer"}
         return cls(kubernetes.client.ApiClient(configuration))
 
+    def pod_token(self, namespace: str, account: str, pod: str) -> str:
+        """A token for `account` bound to its pod `pod`, as the kubelet mounts one: the server
+        puts the pod's node in the token's user info (authentication.kubernetes.io/node-name),
+        which own-Node admission policies check."""
+        found = self.get("v1", "Pod", namespace, pod)
+        assert found is not None, f"no pod {namespace}/{pod}"
+        request = {
+            "apiVersion": "authentication.k8s.io/v1",
+            "kind": "TokenRequest",
+            "spec": {
+                "boundObjectRef": {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": pod,
+                    "uid": found["metadata"]["uid"],
+                },
+                "expirationSeconds": 3600,
+            },
+        }
+        path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token"
+        token: str = self.request("POST", path, request).body["status"]["token"]
+        return token
+
     # --- raw requests ---------------------------------------------------------------------------
 
     def request(

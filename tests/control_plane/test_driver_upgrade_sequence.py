@@ -81,29 +81,6 @@ def _running(server: Server, name: str) -> None:
     server.request("PATCH", path, {"status": status}, content_type=MERGE)
 
 
-def _token(server: Server) -> str:
-    """A token for the account bound to a pod on NODE, as the kubelet mounts it (the server puts
-    the pod's node in its user info, which the policy checks)."""
-    pod = server.get("v1", "Pod", SYSTEM, "nvidia-driver-test")
-    assert pod is not None
-    request = {
-        "apiVersion": "authentication.k8s.io/v1",
-        "kind": "TokenRequest",
-        "spec": {
-            "boundObjectRef": {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "name": pod["metadata"]["name"],
-                "uid": pod["metadata"]["uid"],
-            },
-            "expirationSeconds": 3600,
-        },
-    }
-    path = f"/api/v1/namespaces/{SYSTEM}/serviceaccounts/{ACCOUNT}/token"
-    token: str = server.request("POST", path, request).body["status"]["token"]
-    return token
-
-
 def _policy_enforced(installer: Server) -> None:
     """A new policy takes effect once the server's informers see it."""
     probe = {"metadata": {"labels": {UPGRADE_LABEL: "probe"}}}
@@ -151,7 +128,7 @@ def token(api_server: Server) -> Iterator[str]:
     for pod in PODS:
         _running(api_server, pod["metadata"]["name"])
     try:
-        yield _token(api_server)
+        yield api_server.pod_token(SYSTEM, ACCOUNT, "nvidia-driver-test")
     finally:
         objects = [("test", d) for d in [BUDGET, SPARE, *made, *setup]]
         delete_objects(api_server, [o for o in objects if o[1]["kind"] != "Node"])

@@ -95,24 +95,7 @@ def node_token(api_server: Server, policy: Any) -> str:
     """A token for the node's service account bound to a pod on OWN, as the kubelet gets one:
     the server adds the pod's node to the token's user info (authentication.kubernetes.io/
     node-name), which is what the policy checks."""
-    pod = api_server.get("v1", "Pod", NAMESPACE, "gpuconf-node-policy-test")
-    assert pod is not None
-    request = {
-        "apiVersion": "authentication.k8s.io/v1",
-        "kind": "TokenRequest",
-        "spec": {
-            "boundObjectRef": {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "name": pod["metadata"]["name"],
-                "uid": pod["metadata"]["uid"],
-            },
-            "expirationSeconds": 3600,
-        },
-    }
-    path = f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{ACCOUNT}/token"
-    token: str = api_server.request("POST", path, request).body["status"]["token"]
-    return token
+    return api_server.pod_token(NAMESPACE, ACCOUNT, "gpuconf-node-policy-test")
 
 
 @pytest.fixture

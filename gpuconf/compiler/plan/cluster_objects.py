@@ -11,6 +11,7 @@ from gpuconf.api.cluster.quota import NamespacePolicy
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, WAVE_NAMESPACES, labels, metadata
 from gpuconf.compiler.plan.own_node_mig_labels import mig_labels_expression
+from gpuconf.compiler.plan.own_node_policy import own_node_policy
 from gpuconf.compiler.plan.service_account import bound_cluster_role, service_account
 from gpuconf.gpus.gfd_labels import published_keys
 
@@ -145,10 +146,6 @@ def own_node_policy_objects(
     """A ValidatingAdmissionPolicy: gpuconf-node may change only its own Node's gpuconf
     annotations and the label keys it publishes (gpus/gfd_labels.py, for spec.node.labels),
     the MIG ones only on the Nodes of the pools that label them (own_node_mig_labels.py)."""
-    namespace = cluster.spec.namespace
-    name = f"gpuconf-node-own-node-{namespace}"
-    user = f"system:serviceaccount:{namespace}:{NODE_SERVICE_ACCOUNT}"
-    node_key = "authentication.kubernetes.io/node-name"
     others = (
         "(has({o}.metadata.annotations) ? {o}.metadata.annotations : {{}})"
         ".filter(k, !k.startsWith('" + ANNOTATION_PREFIX + "'))"
@@ -184,49 +181,11 @@ def own_node_policy_objects(
     else:
         labels_kept = "variables.newLabels == variables.oldLabels"
         what = f"{ANNOTATION_PREFIX} annotations"
-    return [
-        manifest(
-            "cluster/validatingadmissionpolicy-gpuconf-node.yaml",
-            "validatingadmissionpolicy.yaml.j2",
-            "ValidatingAdmissionPolicy",
-            {
-                "meta": metadata(cluster, name, "node-runtime", wave=WAVE_CONFIG),
-                "resource_rules": [
-                    {
-                        "apiGroups": [""],
-                        "apiVersions": ["v1"],
-                        "operations": ["UPDATE"],
-                        "resources": ["nodes"],
-                    }
-                ],
-                "match_conditions": [
-                    {
-                        "name": "gpuconf-node",
-                        "expression": f"request.userInfo.username == '{user}'",
-                    }
-                ],
-                "validations": [
-                    {
-                        "expression": (
-                            f"'{node_key}' in request.userInfo.extra && "
-                            f"request.userInfo.extra['{node_key}'] == [object.metadata.name]"
-                        ),
-                        "message": "gpuconf-node may change only the Node its pod runs on",
-                    },
-                    {
-                        "expression": (
-                            "object.spec == oldObject.spec && " + labels_kept + " && " + kept
-                        ),
-                        "message": f"gpuconf-node may change only {what}",
-                    },
-                ],
-                "variables": variables,
-            },
-        ),
-        manifest(
-            "cluster/validatingadmissionpolicybinding-gpuconf-node.yaml",
-            "validatingadmissionpolicybinding.yaml.j2",
-            "ValidatingAdmissionPolicyBinding",
-            {"meta": metadata(cluster, name, "node-runtime", wave=WAVE_CONFIG), "policy": name},
-        ),
-    ]
+    return own_node_policy(
+        cluster,
+        NODE_SERVICE_ACCOUNT,
+        "node-runtime",
+        changes="object.spec == oldObject.spec && " + labels_kept + " && " + kept,
+        message=f"{NODE_SERVICE_ACCOUNT} may change only {what}",
+        variables=variables,
+    )

@@ -11,12 +11,11 @@ from __future__ import annotations
 from gpuconf.api.base import kubernetes_minor
 from gpuconf.api.cluster import Cluster
 from gpuconf.api.driver_upgrade import CORDONED_ANNOTATION, UPGRADE_LABEL, VERSION_LABEL
-from gpuconf.compiler.plan.artifact import Artifact, manifest
-from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
+from gpuconf.compiler.plan.artifact import Artifact
+from gpuconf.compiler.plan.own_node_policy import own_node_policy
 from gpuconf.gpus.gpu_operator import DEPLOY_PREFIX
 
 POLICY_FROM_MINOR = 30
-NODE_KEY = "authentication.kubernetes.io/node-name"
 # NodeSpec's fields (k8s.io/api core/v1 types.go, 1.34) but unschedulable: none may change.
 OTHER_SPEC_FIELDS = ("podCIDR", "podCIDRs", "providerID", "taints", "configSource", "externalID")
 
@@ -42,9 +41,6 @@ def _spec_kept() -> str:
 def driver_upgrade_policy(cluster: Cluster, account: str) -> list[Artifact]:
     if kubernetes_minor(cluster.spec.kubernetes.version) < POLICY_FROM_MINOR:
         return []
-    namespace = cluster.spec.namespace
-    name = f"{account}-own-node-{namespace}"
-    user = f"system:serviceaccount:{namespace}:{account}"
     variables = [
         {
             "name": f"{age}_{kind}",
@@ -58,51 +54,17 @@ def driver_upgrade_policy(cluster: Cluster, account: str) -> list[Artifact]:
         f"{account} may change only its Node's cordon, {DEPLOY_PREFIX}* labels, "
         f"{UPGRADE_LABEL} and {VERSION_LABEL} labels and {CORDONED_ANNOTATION} annotation"
     )
-    policy = {
-        "meta": metadata(cluster, name, "driver", wave=WAVE_CONFIG),
-        "resource_rules": [
-            {
-                "apiGroups": [""],
-                "apiVersions": ["v1"],
-                "operations": ["UPDATE"],
-                "resources": ["nodes"],
-            }
-        ],
-        "match_conditions": [
-            {"name": account, "expression": f"request.userInfo.username == '{user}'"}
-        ],
-        "validations": [
-            {
-                "expression": (
-                    f"'{NODE_KEY}' in request.userInfo.extra && "
-                    f"request.userInfo.extra['{NODE_KEY}'] == [object.metadata.name]"
-                ),
-                "message": f"{account} may change only the Node its pod runs on",
-            },
-            {
-                "expression": " && ".join(
-                    [
-                        _spec_kept(),
-                        _only_these_change("labels", labels),
-                        _only_these_change("annotations", f"k == '{CORDONED_ANNOTATION}'"),
-                    ]
-                ),
-                "message": what,
-            },
-        ],
-        "variables": variables,
-    }
-    return [
-        manifest(
-            f"cluster/validatingadmissionpolicy-{account}.yaml",
-            "validatingadmissionpolicy.yaml.j2",
-            "ValidatingAdmissionPolicy",
-            policy,
+    return own_node_policy(
+        cluster,
+        account,
+        "driver",
+        changes=" && ".join(
+            [
+                _spec_kept(),
+                _only_these_change("labels", labels),
+                _only_these_change("annotations", f"k == '{CORDONED_ANNOTATION}'"),
+            ]
         ),
-        manifest(
-            f"cluster/validatingadmissionpolicybinding-{account}.yaml",
-            "validatingadmissionpolicybinding.yaml.j2",
-            "ValidatingAdmissionPolicyBinding",
-            {"meta": metadata(cluster, name, "driver", wave=WAVE_CONFIG), "policy": name},
-        ),
-    ]
+        message=what,
+        variables=variables,
+    )
