@@ -9,6 +9,8 @@ are shared and not renamed; and `helm uninstall` of NVIDIA's chart removes GFD's
 
 from __future__ import annotations
 
+from gpuconf.gpus.gfd_labels import PRODUCT as PRODUCT_LABEL
+
 MANAGED_PREFIXES = (
     "nvidia.com/gpu.",
     "nvidia.com/gfd.",
@@ -19,7 +21,7 @@ MANAGED_PREFIXES = (
     "nvidia.com/vgpu.",
     "feature.node.kubernetes.io/",
 )
-PRODUCT_LABEL = "nvidia.com/gpu.product"
+__all__ = ["MANAGED_PREFIXES", "PRODUCT_LABEL", "managed_by_nvidia"]
 
 
 def managed_by_nvidia(key: str) -> bool:
