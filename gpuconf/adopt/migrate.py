@@ -28,7 +28,7 @@ def migrated(file: ClusterFile) -> tuple[Edited, list[str]]:
             _put_in_list(document, path)
             changes.append(f"{step.name}: {format_path(path)}: one value → a list of one")
         _set_version(document, step.to_version)
-    if changes or document.get(API_VERSION_KEY) != version:
+    if document.get(API_VERSION_KEY) != version:
         changes.append(f"{API_VERSION_KEY}: {version} → {document[API_VERSION_KEY]}")
     return edited(file), changes
 

@@ -34,7 +34,7 @@ def render_artifact(artifact: Artifact, templates: Templates) -> bytes:
     def chain() -> list[TemplateSource]:
         return templates.chain(name)
 
-    if name.endswith(".yaml.j2"):
+    if name.endswith(".yaml.j2") and templates.analysis(name).skeleton:
         # The template's text is parsed with a token for each value (values, JSON-encoded,
         # would each parse to itself), so parsing costs what the template writes, not what
         # the values hold; a token anywhere else, and the values are rendered in place.
@@ -50,8 +50,9 @@ def render_artifact(artifact: Artifact, templates: Templates) -> bytes:
                 artifact.patch_of,
             )
             if templates.token_prefix in text:
-                # A value that holds a token (a site block's `| yaml`, parsed back into data by
-                # with_entries) is filled in as written, token and all: render it in place.
+                # A token inside a value: text captured from a `| yaml`, which the chain's
+                # analysis sends to the in-place path before it gets here; a guard, should a
+                # way to capture it escape that reading.
                 raise NotASkeleton
         except (NotASkeleton, TypeError):  # TypeError: a value the writer cannot write
             text = checked_yaml(
@@ -59,6 +60,8 @@ def render_artifact(artifact: Artifact, templates: Templates) -> bytes:
             )
         return text.encode("utf-8")
     text = templates.render(name, artifact.values)
+    if name.endswith(".yaml.j2"):
+        return checked_yaml(text, artifact.kind, chain, artifact.patch_of).encode("utf-8")
     if name.endswith(".json.j2"):
         text = checked_json(text, chain)
     elif name.endswith(".toml.j2"):

@@ -21,7 +21,6 @@ from gpuconf.compiler.templating.engine import (
     jinja2_version,
     source_digest,
 )
-from gpuconf.compiler.templating.printed_values import printed_only
 from gpuconf.compiler.templating.shipped import shipped_names
 
 HEADER = (
@@ -45,15 +44,15 @@ def compiled_files() -> dict[str, str]:
         module = module_name(name)
         code = environment.compile(source, name, f"templates/{name}", raw=True)
         files[module] = HEADER.format(name=name, version=jinja2_version) + code + "\n"
-        chain = templates.chain(name)
-        paths = printed_only(environment.parse(member.text) for member in chain)
+        analysis = templates.analyse_chain(name)
         index[name] = {
             "module": module,
             "sha256": source_digest(source),
-            # The templates it extends, and the values that chain only prints whole
-            # (skeleton_memo.py): render reads them here instead of parsing the chain.
-            "chain": [member.name for member in chain],
-            "printedOnly": None if paths is None else sorted(list(path) for path in paths),
+            # The templates it extends and what that chain does with its values
+            # (printed_values.py): render reads them here instead of parsing the chain.
+            "chain": [member.name for member in templates.chain(name)],
+            "skeleton": analysis.skeleton,
+            "printedOnly": sorted(list(path) for path in analysis.printed_only),
         }
     files["index.json"] = (
         json.dumps(

@@ -12,7 +12,7 @@ import json
 import os
 import re
 import traceback
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from importlib.machinery import SourceFileLoader
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -33,7 +33,7 @@ from jinja2 import __version__ as _jinja2_version
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from gpuconf.compiler.templating.filters import FILTERS, BlockRefused, Encoded, yaml_value
-from gpuconf.compiler.templating.printed_values import ValuePath, printed_only
+from gpuconf.compiler.templating.printed_values import IN_PLACE, ChainAnalysis, analyse_chain
 from gpuconf.compiler.templating.shipped import SHIPPED_PREFIX, shipped_folder
 from gpuconf.compiler.templating.skeleton_memo import Skeleton, SkeletonMemo, filled_tokens
 
@@ -130,8 +130,7 @@ class _ShippedLoader(FileSystemLoader):
     def __init__(self, folder: Path) -> None:
         super().__init__(folder)
         self._index: dict[str, Any] | None = None
-        self.fresh: set[str] = set()
-        """Templates loaded from compiled/, whose index entry therefore holds for their text."""
+        self._holds: dict[str, bool] = {}
 
     @property
     def index(self) -> dict[str, Any]:
@@ -142,28 +141,40 @@ class _ShippedLoader(FileSystemLoader):
                 self._index = {}
         return self._index
 
-    def printed_only(self, name: str, overridden: Any) -> tuple[bool, list[ValuePath] | None]:
-        """Whether compiled/index.json holds for `name`'s chain (every template of it loaded
-        from compiled/, none overridden), and if so the printed-only value paths it lists."""
+    def analysis(
+        self, environment: Environment, name: str, overridden: Callable[[str], bool]
+    ) -> ChainAnalysis | None:
+        """compiled/index.json's analysis of `name`'s chain (printed_values.py), where the
+        index holds for every template of it and none is overridden; else None."""
         entry = self.index.get("templates", {}).get(name)
         if entry is None or "chain" not in entry:
-            return False, None
-        if any(member not in self.fresh or overridden(member) for member in entry["chain"]):
-            return False, None
-        paths = entry["printedOnly"]
-        return True, None if paths is None else [tuple(path) for path in paths]
-
-    def _compiled(self, environment: Environment, name: str, source: str) -> Path | None:
-        index = self.index
-        entry = index.get("templates", {}).get(name)
-        if (
-            entry is None
-            or index.get("jinja2") != jinja2_version
-            or index.get("settings") != compile_settings(environment)
-            or entry["sha256"] != source_digest(source)
-        ):
             return None
-        return COMPILED / str(entry["module"])
+        for member in entry["chain"]:
+            if overridden(member) or self._compiled(environment, member) is None:
+                return None
+        paths = frozenset(tuple(path) for path in entry["printedOnly"])
+        return ChainAnalysis(skeleton=entry["skeleton"], printed_only=paths)
+
+    def _compiled(
+        self, environment: Environment, name: str, source: str | None = None
+    ) -> Path | None:
+        """The compiled module of `name`, where the index says it was compiled from this
+        text, by this jinja2, with these settings."""
+        holds = self._holds.get(name)
+        if holds is None:
+            index = self.index
+            entry = index.get("templates", {}).get(name)
+            if source is None and entry is not None:
+                source = self.get_source(environment, name)[0]
+            holds = self._holds[name] = (
+                entry is not None
+                and index.get("jinja2") == jinja2_version
+                and index.get("settings") == compile_settings(environment)
+                and entry["sha256"] == source_digest(source or "")
+            )
+        if not holds:
+            return None
+        return COMPILED / str(self.index["templates"][name]["module"])
 
     def load(
         self,
@@ -178,7 +189,6 @@ class _ShippedLoader(FileSystemLoader):
         code = loader.get_code(loader.name) if loader else None
         if code is None:
             return super().load(environment, name, globals)
-        self.fresh.add(name)
         template = environment.template_class.from_code(
             environment, code, {} if globals is None else globals, uptodate
         )
@@ -235,7 +245,9 @@ class Templates:
         """Skeletons parsed back, by their text (compiler/templating/check.py)."""
         self.memos: dict[str, SkeletonMemo | None] = {}
         """Each template's skeletons by the values it reads (skeleton_memo.py); None where
-        it reads them in ways not followed, or its artifacts hardly share a skeleton."""
+        it prints no value whole, or its artifacts hardly share a skeleton."""
+        self._analyses: dict[str, ChainAnalysis] = {}
+        self._trees: dict[str, nodes.Template | None] = {}
 
     def _yaml(self, value: Any) -> Encoded:
         tokens = self._tokens
@@ -271,15 +283,34 @@ class Templates:
         except (TemplateError, ArithmeticError, LookupError, TypeError, ValueError) as error:
             raise self._failure(error, name) from None
 
+    def analysis(self, name: str) -> ChainAnalysis:
+        """What `name`'s chain does with its values (printed_values.py): from compiled/index.json
+        for gpuconf's own chains, read from the templates' trees for any other."""
+        found = self._analyses.get(name)
+        if found is None:
+            shipped = self._shipped_loader.analysis(self.environment, name, self.overridden)
+            found = self._analyses[name] = shipped or self.analyse_chain(name)
+        return found
+
+    def analyse_chain(self, name: str) -> ChainAnalysis:
+        """`analysis` read from the chain's syntax trees."""
+        try:
+            trees = [self._tree(source.name, source.text) for source in self.chain(name)]
+        except TemplateError:
+            return IN_PLACE  # rendering reports it, at its line
+        if any(tree is None for tree in trees):
+            return IN_PLACE
+        return analyse_chain(tree for tree in trees if tree is not None)
+
     def render_skeleton(self, name: str, values: dict[str, Any]) -> Skeleton:
         """The template's output with a token where each `| yaml` value would stand, and the
-        values in token order: parsing it back reads the template's own text, not the values.
-        An artifact whose values differ from an earlier one's only where the template prints
-        them whole gets that skeleton again, without running the template."""
+        values in token order: parsing it back reads the template's own text, not the values
+        (only for a chain whose `analysis` says it may be read so). An artifact whose values
+        differ from an earlier one's only where the template prints them whole gets that
+        skeleton again, without running the template."""
         if name not in self.memos:
-            skeleton = self._render_skeleton(name, values)
-            self.memos[name] = self._memo(name)  # its chain is loaded now
-            return skeleton
+            paths = self.analysis(name).printed_only
+            self.memos[name] = SkeletonMemo(paths) if paths else None
         memo = self.memos[name]
         if memo is None:
             return self._render_skeleton(name, values)
@@ -301,17 +332,6 @@ class Templates:
             return self.render(name, values), tokens
         finally:
             self._tokens = None
-
-    def _memo(self, name: str) -> SkeletonMemo | None:
-        known, paths = self._shipped_loader.printed_only(name, self.overridden)
-        if not known:
-            try:
-                trees = [self.environment.parse(source.text) for source in self.chain(name)]
-            except TemplateError:
-                return None
-            found = printed_only(trees)
-            paths = None if found is None else list(found)
-        return SkeletonMemo(paths) if paths else None
 
     def display(self, file_or_name: str) -> str:
         """A template's path as diagnostics show it, from its file name or template name."""
@@ -343,8 +363,18 @@ class Templates:
                 self.environment, current
             )
             sources.append(TemplateSource(current, self.display(filename or current), source))
-            current = _extended(self.environment, source)
+            tree = self._tree(current, source)
+            current = None if tree is None else _extended(tree)
         return sources
+
+    def _tree(self, name: str, source: str) -> nodes.Template | None:
+        """`source` (template `name`'s text) parsed, once; None where it does not parse."""
+        if name not in self._trees:
+            try:
+                self._trees[name] = self.environment.parse(source)
+            except TemplateSyntaxError:
+                self._trees[name] = None
+        return self._trees[name]
 
     def _failure(self, error: Exception, name: str) -> TemplateFailed:
         if isinstance(error, TemplateSyntaxError):
@@ -391,12 +421,8 @@ def _message(error: Exception) -> str:
     return " ".join(str(text).split())
 
 
-def _extended(environment: ImmutableSandboxedEnvironment, source: str) -> str | None:
-    """The template `source` extends, where it names one plainly."""
-    try:
-        tree = environment.parse(source)
-    except TemplateSyntaxError:
-        return None
+def _extended(tree: nodes.Template) -> str | None:
+    """The template `tree` extends, where it names one plainly."""
     for node in tree.find_all(nodes.Extends):
         if isinstance(node.template, nodes.Const) and isinstance(node.template.value, str):
             return node.template.value

@@ -1,20 +1,27 @@
-"""Which of a template's values can only ever be printed whole: read from its syntax tree.
+"""What a template chain does with its values, read from its syntax trees.
 
-A value at a path such as `meta["name"]` that the template (the whole chain it extends) uses
-nowhere but in a `{{ meta["name"] | yaml }}` of its own output, or in an `is defined` test,
-cannot change what the template writes around it: only the token that stands for it in the
-skeleton. Such values are what the render pass may leave out of its memo key
-(templating/skeletons.py); everything else a template reads is in the key.
+Two questions, both for the whole chain (a template and those it extends):
+
+- Whether it may be rendered as a skeleton: with a token where each `| yaml` value stands,
+  parsed back and filled with the values (render.py). Only where every `| yaml` is the whole
+  of an expression written to the output: text captured from one (`{% set %}` blocks, macros,
+  calls, a block read as `self.<block>()`) or a `| yaml` inside a larger expression would hold
+  the token, not the value, and whatever the template did with that text would be wrong.
+- Which values it only prints whole: a value at a path such as `meta["name"]` used nowhere but
+  as the whole of a `{{ meta["name"] | yaml }}` in the output, or in an `is defined` test,
+  cannot change what the template writes around it, only the token that stands for it. Such
+  values are what skeleton_memo.py leaves out of its key; everything else is in the key.
 
 The reading is conservative: any use it does not recognise makes the value, and every path
-through it, part of the key; a template that reaches outside its own chain (`include`,
-`import`, `super()`, a computed `extends`) gets no memo at all.
+through it, part of the key; a chain that reaches outside what it names (`include`, `import`,
+`super()`, an `extends` of a computed name or more than one `extends` in a file) is rendered
+in place, values and all.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from jinja2 import nodes
 
@@ -25,13 +32,24 @@ _METHODS = frozenset(
     name for kind in (dict, list, tuple, str, int, float, bool, type(None)) for name in dir(kind)
 )
 # Output written into a variable, a macro's or a call's text, or a block that `self.<name>()`
-# returns as text: what it prints is data to the template, not the output.
-_CAPTURING = (nodes.AssignBlock, nodes.Macro, nodes.CallBlock, nodes.FilterBlock)
+# returns as text: what it prints is data to the template, not the output. ({% filter %} blocks
+# are refused before a tree gets here.)
+_CAPTURING = (nodes.AssignBlock, nodes.Macro, nodes.CallBlock)
 _PRESENCE_TESTS = frozenset({"defined", "undefined"})
 
 
 class NotAnalysable(Exception):
     """The chain reads values in a way this module does not follow."""
+
+
+class ChainAnalysis(NamedTuple):
+    skeleton: bool
+    """Every `| yaml` is the whole of an expression written to the output."""
+    printed_only: frozenset[ValuePath]
+    """Value paths used only printed whole or tested for presence (empty unless skeleton)."""
+
+
+IN_PLACE = ChainAnalysis(skeleton=False, printed_only=frozenset())
 
 
 def value_path(expression: nodes.Node) -> ValuePath | None:
@@ -56,9 +74,9 @@ def value_path(expression: nodes.Node) -> ValuePath | None:
         node = node.node
 
 
-def _printed_whole(node: nodes.Node) -> ValuePath | None:
-    """The path in `{{ path | yaml }}`, the whole of one output expression."""
-    if (
+def _encoded_whole(node: nodes.Node) -> bool:
+    """`{{ expression | yaml }}`: an expression encoded, the filter outermost and bare."""
+    return (
         isinstance(node, nodes.Filter)
         and node.name == "yaml"
         and node.node is not None
@@ -66,9 +84,7 @@ def _printed_whole(node: nodes.Node) -> ValuePath | None:
         and not node.kwargs
         and node.dyn_args is None
         and node.dyn_kwargs is None
-    ):
-        return value_path(node.node)
-    return None
+    )
 
 
 class _Uses:
@@ -77,6 +93,7 @@ class _Uses:
         self.printed: set[ValuePath] = set()
         self.presence: set[ValuePath] = set()
         self.other: set[ValuePath] = set()
+        self.yaml_not_written_whole = False
 
     def visit(self, node: nodes.Node, in_output: bool) -> None:
         if isinstance(node, (nodes.Include, nodes.Import, nodes.FromImport)):
@@ -87,12 +104,17 @@ class _Uses:
             raise NotAnalysable("a block prints its parent's text")
         if isinstance(node, nodes.Output) and in_output:
             for child in node.nodes:
-                path = _printed_whole(child)
-                if path is None:
+                if not _encoded_whole(child):
                     self.visit(child, in_output)
+                    continue
+                path = value_path(child.node)  # type: ignore[attr-defined]
+                if path is None:
+                    self.visit(child.node, in_output)  # type: ignore[attr-defined]
                 else:
                     self.printed.add(path)
             return
+        if isinstance(node, nodes.Filter) and node.name == "yaml":
+            self.yaml_not_written_whole = True  # captured, or inside a larger expression
         if (
             isinstance(node, nodes.Test)
             and node.name in _PRESENCE_TESTS
@@ -139,17 +161,21 @@ def _comparable(a: ValuePath, b: ValuePath) -> bool:
     return a[: len(b)] == b or b[: len(a)] == a
 
 
-def printed_only(trees: Iterable[nodes.Template]) -> frozenset[ValuePath] | None:
-    """The value paths the chain (a template and those it extends) only prints whole or tests
-    for presence; None where it reads values in a way not followed here."""
+def analyse_chain(trees: Iterable[nodes.Template]) -> ChainAnalysis:
+    """What the chain's trees (a template's and those it extends) do with their values."""
     chain = list(trees)
     try:
+        for tree in chain:
+            if len(list(tree.find_all(nodes.Extends))) > 1:
+                raise NotAnalysable("it extends one of several templates")
         uses = _Uses(_called_blocks(chain))
         for tree in chain:
             uses.visit(tree, in_output=True)
     except NotAnalysable:
-        return None
-    return frozenset(_opaque(uses))
+        return IN_PLACE
+    if uses.yaml_not_written_whole:
+        return IN_PLACE
+    return ChainAnalysis(skeleton=True, printed_only=frozenset(_opaque(uses)))
 
 
 def _opaque(uses: _Uses) -> Iterator[ValuePath]:
