@@ -19,7 +19,7 @@ Each figure is printed next to the floor it is measured against and their ratio:
   ratios of two versions measured side by side in one run.
 
 The render row is followed by the best run of each and by the ratio of user time alone: the
-system's share, creating 1,183 files, is the same work for both and swings twentyfold between
+system's share, creating 1,189 files, is the same work for both and swings twentyfold between
 runs on a shared virtual machine. CPU time moves with the machine's load; `--instructions` adds render's and validate's figures
 as instruction counts under valgrind, which do not.
 
