@@ -7,7 +7,8 @@ clients and unloads the old driver; the installer loads the new one, and only wh
 reports the declared version on every GPU does the startup probe write the driver-ready marker
 (with those versions in it; gpuconf's setup and plugin wait for it); once setup has readied the
 runtime again, `gpuconf node driver-uncordon` labels the version, uncordons, and the pod turns
-Ready, which lets the rollout move to the next node."""
+Ready, which lets the rollout move to the next node. A roll that leaves the driver as it is
+(same DRIVER_CONFIG_DIGEST, plan/driver_config_digest.py) drains and unloads nothing."""
 
 from __future__ import annotations
 
