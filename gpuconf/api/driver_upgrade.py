@@ -9,6 +9,13 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
+CONFIG_DIGEST_ENV: Final = "DRIVER_CONFIG_DIGEST"
+"""The digest of what decides the installed driver (compiler/plan/driver_config_digest.py), in the
+env of the driver container and k8s-driver-manager (which read it under this name)."""
+CONFIG_STATE_FILE: Final = "/run/nvidia/nvidia-driver.state"
+"""Where the driver container stores the digest of the driver it loaded; k8s-driver-manager's
+`driverConfigStateFile` (cmd/driver-manager/main.go v0.12.0)."""
+
 UPGRADE_LABEL: Final = "gpuconf.dev/driver-upgrade"
 VERSION_LABEL: Final = "gpuconf.dev/driver-version"
 """The driver version nvidia-smi answered with on every GPU once the new driver loaded."""
@@ -23,6 +30,8 @@ EVICTION_TIMED_OUT: Final = "eviction-timed-out"
 """Some GPU pods were still there at the timeout (a PodDisruptionBudget kept refusing): the node
 stays cordoned, the old driver loaded; the container exits and the kubelet retries it."""
 INSTALLING: Final = "installing"
-"""No GPU pod left: the old driver is unloaded and the new one installed and validated."""
+"""No GPU pod left (or no driver was loaded): set before anything unloads; from here NVIDIA's
+k8s-driver-manager unloads the old driver and the driver container installs and validates the
+new one."""
 READY: Final = "ready"
 """The new driver answered with its version and setup has readied the runtime: uncordoned."""

@@ -43,6 +43,7 @@ from gpuconf.node.gpu_pods import (
     holds_gpu,
     is_daemonset_pod,
     pod_name,
+    stopped_by_driver_manager,
 )
 
 log = logging.getLogger(__name__)
@@ -198,6 +199,13 @@ class NodeUpgrade:
             blocked = []
             for pod in self.gpu_pods(resources, read_claim):
                 name = pod_name(pod)
+                if is_daemonset_pod(pod) and stopped_by_driver_manager(pod):
+                    # The driver manager stops it next (evictAllGPUOperatorComponents pauses
+                    # its nvidia.com/gpu.deploy.* label and waits for it): not ours to wait for.
+                    if name not in reported:
+                        log.info("%s is left to the driver manager to stop", name)
+                        reported[name] = "left to the driver manager"
+                    continue
                 if is_daemonset_pod(pod):
                     reason = "a DaemonSet's pod: it would come back at once, so it is not evicted"
                 elif pod["metadata"].get("deletionTimestamp"):

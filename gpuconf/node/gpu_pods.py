@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterator, Mapping
 from typing import Any
 
+from gpuconf.gpus.gpu_operator import DEPLOY_PREFIX
 from gpuconf.gpus.resource_names import NVIDIA_GPU
 
 NVIDIA_PREFIXES = (NVIDIA_GPU, "nvidia.com/mig-")
@@ -32,6 +33,14 @@ def is_daemonset_pod(pod: Pod) -> bool:
     frees nothing, so it is reported instead."""
     owners = pod["metadata"].get("ownerReferences") or []
     return any(o.get("controller") and o.get("kind") == "DaemonSet" for o in owners)
+
+
+def stopped_by_driver_manager(pod: Pod) -> bool:
+    """A pod scheduled by a `nvidia.com/gpu.deploy.*` node label: k8s-driver-manager, right
+    after the drain, sets those labels to `paused-for-driver-upgrade` and waits for such pods to
+    go (evictAllGPUOperatorComponents, cmd/driver-manager/main.go v0.12.0)."""
+    selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+    return any(key.startswith(DEPLOY_PREFIX) for key in selector)
 
 
 def _resource_names(pod: Pod) -> Iterator[str]:

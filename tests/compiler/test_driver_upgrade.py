@@ -39,6 +39,8 @@ DRIVER_MANAGER_ENV = {
     "KUBECONFIG": "string",
     "FORCE_REINSTALL": "bool",
 }
+# Read by os.Getenv, not a flag: shouldUpdateDriverConfig (cmd/driver-manager/main.go v0.12.0).
+DRIVER_MANAGER_GETENV = {"DRIVER_CONFIG_DIGEST"}
 # What the container runtime reads, not the driver manager (the Operator's DaemonSet sets it too).
 RUNTIME_ENV = {"NVIDIA_VISIBLE_DEVICES"}
 # The API calls v0.12.0 makes with its eviction and drain off (internal/kubernetes/client.go):
@@ -60,7 +62,7 @@ GPUCONF_CALLS = {
 GO_DURATION = re.compile(r"^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$")
 
 
-def _tree(**driver: Any) -> dict[str, Any]:
+def _tree(images: dict[str, str] | None = None, **driver: Any) -> dict[str, Any]:
     document = cluster(
         [
             pool(
@@ -73,6 +75,7 @@ def _tree(**driver: Any) -> dict[str, Any]:
             pool("t4", "Tesla-T4", 2),
         ],
         [],
+        **({"images": images} if images else {}),
     )
     return {p: load_yaml(t) for p, t in rendered(document).items() if p.endswith(".yaml")}
 
@@ -94,7 +97,7 @@ def test_gpuconf_drains_first_then_the_driver_manager_runs_with_every_variable_i
     assert manager["args"] == ["uninstall_driver"]
     assert manager["image"].endswith(":v0.12.0")
     env = {e["name"]: e for e in manager["env"]}
-    assert set(env) - RUNTIME_ENV <= set(DRIVER_MANAGER_ENV)
+    assert set(env) - RUNTIME_ENV <= set(DRIVER_MANAGER_ENV) | DRIVER_MANAGER_GETENV
     for name, entry in env.items():
         kind = DRIVER_MANAGER_ENV.get(name, "string")
         if kind == "bool":
@@ -118,7 +121,7 @@ def test_the_drain_reads_the_pools_node_config_and_its_eviction_timeout() -> Non
         90,
         "$(NODE_NAME)",
     )
-    (mount,) = drain["volumeMounts"]
+    (mount,) = [m for m in drain["volumeMounts"] if m["name"] == "node-config"]
     assert options.config == f"{mount['mountPath']}/node-config.yaml"
     volumes = {v["name"]: v for v in _driver_pod(tree)["template"]["spec"]["volumes"]}
     config_map = tree["pools/a100/configmap-node-config.yaml"]
@@ -139,6 +142,75 @@ def test_the_uncordon_waits_for_the_markers_the_driver_probe_and_setup_write() -
     # The pod turns Ready, and the rollout moves on, only once the node is uncordoned.
     assert uncordon["startupProbe"]["exec"]["command"] == ["cat", options.done_file]
     assert any(options.done_file.startswith(path + "/") for path in mounted)
+
+
+def _digests(tree: dict[str, Any]) -> dict[str, str]:
+    """DRIVER_CONFIG_DIGEST as each container of the installer's pod gets it."""
+    pod = _driver_pod(tree)["template"]["spec"]
+    found = {}
+    for container in [*pod["initContainers"], *pod["containers"]]:
+        env = {e["name"]: e.get("value") for e in container.get("env") or []}
+        if "DRIVER_CONFIG_DIGEST" in env:
+            found[container["name"]] = env["DRIVER_CONFIG_DIGEST"]
+    drain = _init_containers(tree)["gpuconf-driver-drain"]
+    found["gpuconf-driver-drain"] = build_parser().parse_args(drain["command"][2:]).config_digest
+    return found
+
+
+def test_the_driver_and_its_manager_get_one_config_digest_and_the_drain_compares_with_it() -> None:
+    # The GPU Operator sets it on these two (controllers/object_controls.go v26.7.0); the
+    # driver manager reads it in shouldUpdateDriverConfig, the driver container stores it.
+    digests = _digests(_tree())
+    assert set(digests) == {"k8s-driver-manager", "nvidia-driver", "gpuconf-driver-drain"}
+    assert len(set(digests.values())) == 1
+    assert all(digests.values())
+
+
+def test_a_gpuconf_image_bump_rolls_the_pods_but_keeps_the_driver_config_digest() -> None:
+    before = _tree()
+    after = _tree(images={"gpuconf": "ghcr.io/gpuconf/gpuconf:0.2.0"})
+    assert _driver_pod(before)["template"] != _driver_pod(after)["template"]
+    assert _digests(before) == _digests(after)
+
+
+@pytest.mark.parametrize(
+    ("images", "driver"),
+    [
+        ({}, {"version": "560.35.03"}),
+        ({"driver": "registry.example/nvidia/driver"}, {}),
+        ({"driverManager": "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.13.0"}, {}),
+    ],
+    ids=["driver version", "driver repository", "driver manager"],
+)
+def test_what_decides_the_installed_driver_changes_the_digest(
+    images: dict[str, str], driver: dict[str, str]
+) -> None:
+    changed = _digests(_tree(images=images, **driver))
+    assert set(changed.values()).isdisjoint(_digests(_tree()).values())
+
+
+def test_the_drain_reads_the_driver_state_file_and_asks_the_hosts_nvidia_smi_read_only() -> None:
+    pod = _driver_pod(_tree())["template"]["spec"]
+    drain = _init_containers(_tree())["gpuconf-driver-drain"]
+    options = build_parser().parse_args(drain["command"][2:])
+    # k8s-driver-manager's driverConfigStateFile (cmd/driver-manager/main.go v0.12.0).
+    assert options.state_file == "/run/nvidia/nvidia-driver.state"
+    mounts = {m["mountPath"]: m for m in drain["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    run_nvidia = mounts["/run/nvidia"]
+    assert run_nvidia["readOnly"]
+    assert volumes[run_nvidia["name"]]["hostPath"]["path"] == "/run/nvidia"
+    host = mounts[options.host_root]
+    assert host["readOnly"]
+    assert volumes[host["name"]]["hostPath"]["path"] == "/"
+    # As the driver manager's isHostDriver: nvidia-smi must open the host's /dev/nvidia*.
+    assert drain["securityContext"]["privileged"]
+
+
+def test_the_uncordon_waits_for_the_declared_version() -> None:
+    containers = {c["name"]: c for c in _driver_pod(_tree())["template"]["spec"]["containers"]}
+    command = containers["gpuconf-driver-uncordon"]["command"]
+    assert build_parser().parse_args(command[2:]).version == "550.90.07"
 
 
 @pytest.mark.parametrize(("declared", "expected"), [({}, 1), ({"maxUnavailable": 3}, 3)])

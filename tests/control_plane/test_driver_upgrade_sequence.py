@@ -9,6 +9,8 @@ turns (it ends the pods the Eviction API marked for deletion, and reports pods R
 from __future__ import annotations
 
 import base64
+import os
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -414,12 +416,178 @@ def test_the_uncordon_command_labels_the_version_the_probe_validated(
         "--driver-ready", str(tmp_path / "driver-ready"),
         "--setup-ready", str(tmp_path / "setup-ready"),
         "--done-file", str(tmp_path / "done"),
+        "--version", "550.90.07",
     ]  # fmt: skip
     assert node_main(command) == 0
     node = _node(api_server)
     assert "unschedulable" not in node["spec"]
     assert node["metadata"]["labels"][VERSION_LABEL] == "550.90.07"
     assert (tmp_path / "done").read_text(encoding="utf-8") == "550.90.07\n"
+
+
+@pytest.mark.usefixtures("in_pod")
+def test_the_uncordon_command_waits_past_a_marker_naming_another_version(
+    api_server: Server, installer: Server, tmp_path: Path
+) -> None:
+    """A marker left by an older pod (force-deleted before its preStop ran) is not the new
+    driver's validation: the command waits until the probe names the declared version."""
+    NodeUpgrade(installer.client, NODE).cordon()
+    marker = tmp_path / "driver-ready"
+    marker.write_text("535.183.01\n", encoding="utf-8")
+    (tmp_path / "setup-ready").write_text("", encoding="utf-8")
+    seen_while_stale: list[dict[str, Any]] = []
+
+    def probe_passes() -> None:
+        seen_while_stale.append(_node(api_server))
+        marker.write_text("550.90.07\n", encoding="utf-8")
+
+    probe = threading.Timer(0.5, probe_passes)
+    probe.start()
+    command = [
+        "driver-uncordon",
+        "--node-name", NODE,
+        "--version", "550.90.07",
+        "--driver-ready", str(marker),
+        "--setup-ready", str(tmp_path / "setup-ready"),
+        "--interval", "0.05",
+    ]  # fmt: skip
+    try:
+        assert node_main(command) == 0
+    finally:
+        probe.join()
+    (stale,) = seen_while_stale
+    assert stale["spec"]["unschedulable"] is True
+    assert VERSION_LABEL not in stale["metadata"]["labels"]
+    node = _node(api_server)
+    assert "unschedulable" not in node["spec"]
+    assert node["metadata"]["labels"][VERSION_LABEL] == "550.90.07"
+
+
+def _host_driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A host with its own driver, as `chroot HOST nvidia-smi …` finds it (a stand-in chroot
+    that runs the command as is, and a host nvidia-smi answering its version)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "chroot").write_text('#!/bin/sh\nshift\nexec "$@"\n', encoding="utf-8")
+    (bin_dir / "nvidia-smi").write_text(
+        '#!/bin/sh\n[ "$*" = "--query-gpu=driver_version --format=csv,noheader" ] '
+        "&& printf '535.183.01\\n535.183.01\\n'\n",
+        encoding="utf-8",
+    )
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    return tmp_path / "host"
+
+
+@pytest.mark.usefixtures("in_pod")
+def test_on_a_host_installed_driver_the_drain_leaves_the_node_schedulable(
+    api_server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """k8s-driver-manager stops before any unload there (uninstallDriver: isHostDriver), and the
+    uncordon container never starts: a cordon would be for ever."""
+    command = [
+        "driver-drain",
+        "--config", str(_node_config(tmp_path)),
+        "--node-name", NODE,
+        "--sys-module", str(_loaded_driver(tmp_path)),
+        "--host-root", str(_host_driver(tmp_path, monkeypatch)),
+    ]  # fmt: skip
+    assert node_main(command) == 0
+    assert "the host's own driver 535.183.01 is installed" in capsys.readouterr().out
+    assert _pods_left(api_server) == {p["metadata"]["name"] for p in PODS}
+    node = _node(api_server)
+    assert "unschedulable" not in node["spec"]
+    assert UPGRADE_LABEL not in node["metadata"].get("labels", {})
+
+
+def _drain_with_state(tmp_path: Path, stored: str) -> list[str]:
+    state = tmp_path / "nvidia-driver.state"
+    state.write_text(stored, encoding="utf-8")
+    return [
+        "driver-drain",
+        "--config", str(_node_config(tmp_path)),
+        "--node-name", NODE,
+        "--timeout", "1",
+        "--sys-module", str(_loaded_driver(tmp_path)),
+        "--state-file", str(state),
+        "--config-digest", "5f0c2a9e41d7b3c8",
+    ]  # fmt: skip
+
+
+@pytest.mark.usefixtures("in_pod")
+def test_a_loaded_driver_with_the_same_config_digest_is_not_drained(
+    api_server: Server, tmp_path: Path
+) -> None:
+    """As k8s-driver-manager's shouldSkipUninstall: the loaded driver stays, so the GPU pods
+    may stay too (a gpuconf image bump rolls the pod and changes nothing else)."""
+    assert node_main(_drain_with_state(tmp_path, "5f0c2a9e41d7b3c8\n")) == 0
+    assert _pods_left(api_server) == {p["metadata"]["name"] for p in PODS}
+    node = _node(api_server)
+    assert "unschedulable" not in node["spec"]
+    assert UPGRADE_LABEL not in node["metadata"].get("labels", {})
+
+
+@pytest.mark.usefixtures("in_pod")
+def test_a_loaded_driver_with_another_config_digest_is_drained(
+    api_server: Server, tmp_path: Path
+) -> None:
+    with pytest.raises(UserError, match="gave up after 1s with 2 GPU pod"):
+        node_main(_drain_with_state(tmp_path, "0e4b17c2d9a6f835\n"))
+    node = _node(api_server)
+    assert node["spec"]["unschedulable"] is True
+    assert node["metadata"]["labels"][UPGRADE_LABEL] == "eviction-timed-out"
+
+
+def _daemonset_pod(name: str, owner: dict[str, Any], selector: dict[str, str]) -> dict[str, Any]:
+    pod = _pod(name, {"nvidia.com/gpu": "1"})
+    meta = owner["metadata"]
+    pod["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "name": meta["name"],
+            "uid": meta["uid"],
+            "controller": True,
+        }
+    ]
+    pod["spec"]["nodeSelector"] = selector
+    return pod
+
+
+def test_a_daemonset_pod_the_driver_manager_stops_next_does_not_hold_the_drain(
+    api_server: Server, installer: Server
+) -> None:
+    """k8s-driver-manager pauses each nvidia.com/gpu.deploy.* label right after the drain and
+    waits for the pods scheduled by it (evictAllGPUOperatorComponents); another DaemonSet's
+    GPU pod it never stops, and that one still holds the upgrade."""
+    daemonset = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "gpu-agent", "namespace": WORKLOADS},
+        "spec": {
+            "selector": {"matchLabels": {"app": "gpu"}},
+            "template": {
+                "metadata": {"labels": {"app": "gpu"}},
+                "spec": {"containers": [{"name": "a", "image": "registry.k8s.io/pause:3.10"}]},
+            },
+        },
+    }
+    owner = api_server.create(daemonset).body
+    pods = [
+        _daemonset_pod("client-0", owner, {"nvidia.com/gpu.deploy.client": "true"}),
+        _daemonset_pod("agent-0", owner, {"kubernetes.io/os": "linux"}),
+    ]
+    for pod in pods:
+        api_server.create(pod)
+    try:
+        upgrade = _upgrade(installer, Kubelet(api_server))
+        blocked = upgrade.evict_gpu_pods({GPUCONF_RESOURCE}, claim_reader(installer.client), 1, 0.1)
+        assert [b.pod for b in blocked] == [f"{WORKLOADS}/agent-0"]
+        assert "DaemonSet" in blocked[0].reason
+        assert {"client-0", "agent-0"} <= _pods_left(api_server)
+    finally:
+        delete_objects(api_server, [("test", d) for d in [*pods, daemonset]])
 
 
 @pytest.mark.usefixtures("in_pod")

@@ -7,13 +7,15 @@ clients and unloads the old driver; the installer loads the new one, and only wh
 reports the declared version on every GPU does the startup probe write the driver-ready marker
 (with those versions in it; gpuconf's setup and plugin wait for it); once setup has readied the
 runtime again, `gpuconf node driver-uncordon` labels the version, uncordons, and the pod turns
-Ready, which lets the rollout move to the next node."""
+Ready, which lets the rollout move to the next node. A roll that leaves the driver as it is
+(same DRIVER_CONFIG_DIGEST, plan/driver_config_digest.py) drains and unloads nothing."""
 
 from __future__ import annotations
 
 from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.runtime_files import DRIVER_READY_MARKER, DRIVER_VALIDATIONS_DIR
 from gpuconf.compiler.plan.artifact import Artifact
+from gpuconf.compiler.plan.driver_config_digest import config_digest, with_digest
 from gpuconf.compiler.plan.driver_manager import DRIVER_MANAGER_ACCOUNT, driver_manager_container
 from gpuconf.compiler.plan.driver_upgrade import (
     drain_container,
@@ -47,47 +49,50 @@ def driver_daemonset(cluster: Cluster, pool: NodePool) -> Artifact | None:
     driver = pool.driver
     if driver is None or not driver.install:
         return None
+    installer = {
+        "name": "nvidia-driver",
+        "image": f"{cluster.spec.images.driver}:{driver.version}-{driver.os}",
+        "args": ["init"],
+        # Loading kernel modules needs a privileged container.
+        "securityContext": {"privileged": True, "seLinuxOptions": {"level": "s0"}},
+        # Consumers must not see a ready driver that is being unloaded.
+        "lifecycle": {"preStop": {"exec": {"command": ["rm", "-f", DRIVER_READY_MARKER]}}},
+        "resources": {
+            "requests": {"cpu": "100m", "memory": "256Mi"},
+            "limits": {"memory": "2Gi"},
+        },
+        "startupProbe": {
+            "exec": {"command": ["sh", "-c", validate_driver_command(driver.version)]},
+            "initialDelaySeconds": 60,
+            "periodSeconds": 10,
+            "failureThreshold": 120,
+            "timeoutSeconds": 60,
+        },
+        "volumeMounts": [
+            {
+                "name": "run-nvidia",
+                "mountPath": "/run/nvidia",
+                "mountPropagation": "Bidirectional",
+            },
+            {
+                "name": "host-os-release",
+                "mountPath": "/host-etc/os-release",
+                "readOnly": True,
+            },
+            {"name": "var-log", "mountPath": "/var/log"},
+            {"name": "dev-log", "mountPath": "/dev/log"},
+        ],
+    }
+    manager = driver_manager_container(cluster)
+    digest = config_digest(installer, manager)
     pod = {
         "serviceAccountName": DRIVER_MANAGER_ACCOUNT,
         **on_pool_nodes(pool),
         "hostPID": True,
-        "initContainers": [drain_container(cluster, pool), driver_manager_container(cluster)],
+        "initContainers": [drain_container(cluster, pool, digest), with_digest(manager, digest)],
         "containers": [
-            {
-                "name": "nvidia-driver",
-                "image": f"{cluster.spec.images.driver}:{driver.version}-{driver.os}",
-                "args": ["init"],
-                # Loading kernel modules needs a privileged container.
-                "securityContext": {"privileged": True, "seLinuxOptions": {"level": "s0"}},
-                # Consumers must not see a ready driver that is being unloaded.
-                "lifecycle": {"preStop": {"exec": {"command": ["rm", "-f", DRIVER_READY_MARKER]}}},
-                "resources": {
-                    "requests": {"cpu": "100m", "memory": "256Mi"},
-                    "limits": {"memory": "2Gi"},
-                },
-                "startupProbe": {
-                    "exec": {"command": ["sh", "-c", validate_driver_command(driver.version)]},
-                    "initialDelaySeconds": 60,
-                    "periodSeconds": 10,
-                    "failureThreshold": 120,
-                    "timeoutSeconds": 60,
-                },
-                "volumeMounts": [
-                    {
-                        "name": "run-nvidia",
-                        "mountPath": "/run/nvidia",
-                        "mountPropagation": "Bidirectional",
-                    },
-                    {
-                        "name": "host-os-release",
-                        "mountPath": "/host-etc/os-release",
-                        "readOnly": True,
-                    },
-                    {"name": "var-log", "mountPath": "/var/log"},
-                    {"name": "dev-log", "mountPath": "/dev/log"},
-                ],
-            },
-            uncordon_container(cluster),
+            with_digest(installer, digest),
+            uncordon_container(cluster, pool),
         ],
         "volumes": [
             host_path("run-nvidia", "/run/nvidia", "DirectoryOrCreate"),

@@ -1,18 +1,21 @@
-"""`gpuconf node driver-uncordon`: beside the driver container, wait until the new driver is
-validated (its startup probe writes the driver-ready marker with the version nvidia-smi answered
-on every GPU) and setup has readied the runtime for it (setup-ready), then label the node
+"""`gpuconf node driver-uncordon`: beside the driver container, wait until the declared driver
+is validated (its startup probe writes the driver-ready marker with the version nvidia-smi
+answered on every GPU; a marker naming another version, left by an older pod, is waited past)
+and setup has readied the runtime for it (setup-ready), then label the node
 `gpuconf.dev/driver-version=<that version>`, `gpuconf.dev/driver-upgrade=ready` and lift the
 cordon driver-drain made."""
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
-import signal
-import threading
 from pathlib import Path
 
 from gpuconf.errors import UserError
+from gpuconf.node.wait_until import wait_until
+
+log = logging.getLogger(__name__)
 
 
 def validated_version(marker: Path) -> str:
@@ -24,14 +27,35 @@ def validated_version(marker: Path) -> str:
     return versions.pop()
 
 
+class DeclaredDriverReady:
+    """Both markers there, the driver's naming the declared version; logs each other version
+    it sees once."""
+
+    def __init__(self, driver_ready: Path, setup_ready: Path, version: str) -> None:
+        self.driver_ready, self.setup_ready, self.version = driver_ready, setup_ready, version
+        self.seen: set[str] = set()
+
+    def __call__(self) -> bool:
+        if not self.setup_ready.exists():
+            return False
+        try:
+            found = validated_version(self.driver_ready)
+        except (FileNotFoundError, UserError):
+            return False
+        if found != self.version and found not in self.seen:
+            self.seen.add(found)
+            log.info("%s names driver %s; waiting for %s", self.driver_ready, found, self.version)
+        return found == self.version
+
+
 def run(options: argparse.Namespace) -> int:
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    markers = [Path(options.driver_ready), Path(options.setup_ready)]
-    while not all(marker.exists() for marker in markers):
-        if stop.wait(options.interval):
-            return 1
-    version = validated_version(markers[0])
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    ready = DeclaredDriverReady(
+        Path(options.driver_ready), Path(options.setup_ready), options.version
+    )
+    if not wait_until(ready, options.interval):
+        return 1
+    version = options.version
     from gpuconf.node.driver_upgrade import NodeUpgrade, in_cluster_client
 
     with in_cluster_client() as client:

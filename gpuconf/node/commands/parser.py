@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from gpuconf.api.driver_upgrade import CONFIG_STATE_FILE
 from gpuconf.api.runtime_files import DRIVER_READY_MARKER, SETUP_READY_MARKER
 from gpuconf.errors import ArgumentParser
 from gpuconf.gpus.gfd_labels import MACHINE_TYPE_FILE
@@ -126,12 +127,30 @@ def build_parser(prog: str = "gpuconf node") -> ArgumentParser:
         default="/sys/module",
         help="where the kernel lists its modules (no nvidia module: nothing to evict)",
     )
+    drain.add_argument(
+        "--config-digest",
+        default="",
+        help="DRIVER_CONFIG_DIGEST of the driver to install (equal to the loaded one's: no drain)",
+    )
+    drain.add_argument(
+        "--state-file",
+        default=CONFIG_STATE_FILE,
+        help="where the driver container stores the loaded driver's digest",
+    )
+    drain.add_argument(
+        "--host-root",
+        default="/host",
+        help="the host's root (a driver installed there: not gpuconf's to drain)",
+    )
 
     uncordon = commands.add_parser(
         "driver-uncordon",
         help="after a driver change: once validated and set up, label the version and uncordon",
     )
     uncordon.add_argument("--node-name", required=True, help="this node's Kubernetes name")
+    uncordon.add_argument(
+        "--version", required=True, help="the driver version the marker must name (declared)"
+    )
     uncordon.add_argument(
         "--driver-ready",
         default=DRIVER_READY_MARKER,

@@ -3,24 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import signal
-import threading
-import time
 from pathlib import Path
 
 from gpuconf.errors import UserError
+from gpuconf.node.wait_until import wait_until
 
 
 def run(options: argparse.Namespace) -> int:
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     files = [Path(path) for path in options.files]
-    deadline = time.monotonic() + options.timeout if options.timeout else None
-    while not all(path.exists() for path in files):
-        if deadline is not None and time.monotonic() > deadline:
-            missing = ", ".join(str(p) for p in files if not p.exists())
-            raise UserError(f"still missing after {options.timeout}s: {missing}")
-        if stop.wait(options.interval):
+    try:
+        if not wait_until(
+            lambda: all(p.exists() for p in files), options.interval, options.timeout
+        ):
             return 1
+    except TimeoutError:
+        missing = ", ".join(str(p) for p in files if not p.exists())
+        raise UserError(f"still missing after {options.timeout}s: {missing}") from None
     print("ready: " + ", ".join(str(p) for p in files), flush=True)
     return 0
