@@ -35,12 +35,25 @@ def is_daemonset_pod(pod: Pod) -> bool:
     return any(o.get("controller") and o.get("kind") == "DaemonSet" for o in owners)
 
 
+# The node labels k8s-driver-manager pauses before it unloads the driver, so the pods they
+# schedule go (evictAllGPUOperatorComponents, cmd/driver-manager/main.go v0.12.0). Not among
+# them: gpu.deploy.driver (the driver's own) and gpu.deploy.dra-driver (evicted after the others).
+PAUSED_BY_DRIVER_MANAGER = frozenset(
+    f"{DEPLOY_PREFIX}{component}"
+    for component in (
+        "operator-validator", "container-toolkit", "device-plugin", "gpu-feature-discovery",
+        "dcgm-exporter", "dcgm", "nvsm", "sandbox-validator", "sandbox-device-plugin",
+        "vgpu-device-manager", "dra-validator", "dcgm-dra", "dcgm-exporter-dra", "mig-manager",
+        "client",
+    )
+)  # fmt: skip
+
+
 def stopped_by_driver_manager(pod: Pod) -> bool:
-    """A pod scheduled by a `nvidia.com/gpu.deploy.*` node label: k8s-driver-manager, right
-    after the drain, sets those labels to `paused-for-driver-upgrade` and waits for such pods to
-    go (evictAllGPUOperatorComponents, cmd/driver-manager/main.go v0.12.0)."""
+    """A pod scheduled by a node label k8s-driver-manager pauses right after the drain (sets
+    to `paused-for-driver-upgrade`, then waits for its pods to go)."""
     selector = (pod.get("spec") or {}).get("nodeSelector") or {}
-    return any(key.startswith(DEPLOY_PREFIX) for key in selector)
+    return any(key in PAUSED_BY_DRIVER_MANAGER for key in selector)
 
 
 def _resource_names(pod: Pod) -> Iterator[str]:

@@ -9,7 +9,12 @@ from typing import Any
 
 import pytest
 
-from gpuconf.node.gpu_pods import claim_names, holds_gpu, is_daemonset_pod
+from gpuconf.node.gpu_pods import (
+    claim_names,
+    holds_gpu,
+    is_daemonset_pod,
+    stopped_by_driver_manager,
+)
 
 POOL_RESOURCES = {"gpuconf.dev/t4-shared", "gpus.example.com/a100-train"}
 CLAIMS: dict[tuple[str, str], dict[str, Any]] = {
@@ -118,3 +123,16 @@ def test_only_a_pod_a_daemonset_controls_counts_as_a_daemonset_pod() -> None:
         {"metadata": {"ownerReferences": [{**owned, "kind": "ReplicaSet"}]}}
     )
     assert not is_daemonset_pod({"metadata": {}})
+
+
+def test_only_the_labels_the_driver_manager_pauses_mark_a_pod_it_stops_next() -> None:
+    # evictAllGPUOperatorComponents (k8s-driver-manager v0.12.0) pauses these and waits for
+    # their pods; the driver's own label and the DRA driver's are not among them.
+    def scheduled_by(key: str) -> dict[str, Any]:
+        return {"spec": {"nodeSelector": {key: "true"}}}
+
+    assert stopped_by_driver_manager(scheduled_by("nvidia.com/gpu.deploy.client"))
+    assert stopped_by_driver_manager(scheduled_by("nvidia.com/gpu.deploy.dra-validator"))
+    assert not stopped_by_driver_manager(scheduled_by("nvidia.com/gpu.deploy.driver"))
+    assert not stopped_by_driver_manager(scheduled_by("nvidia.com/gpu.deploy.dra-driver"))
+    assert not stopped_by_driver_manager(scheduled_by("nvidia.com/gpu.deploy.something-else"))

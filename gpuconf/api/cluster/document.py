@@ -52,9 +52,10 @@ class Images(Model):
     driver: ImageReference = "nvcr.io/nvidia/driver"
     """The driver-installer image, without tag: the tag is <version>-<os>."""
     driver_manager: ImageReference = "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0"
-    """NVIDIA's k8s-driver-manager, the driver installer's init container: it cordons the node,
-    evicts its GPU pods and unloads the old driver (v0.12.0 also waits for the pods of
-    DaemonSets that select nvidia.com/gpu.deploy.client)."""
+    """NVIDIA's k8s-driver-manager, the driver installer's second init container: after
+    gpuconf's drain (cordon, GPU pods evicted) it stops the GPU components NVIDIA's labels
+    schedule (nvidia.com/gpu.deploy.*, the client DaemonSets v0.12.0 waits for included) and
+    unloads the old driver, unless the driver's config digest is unchanged."""
 
 
 class Health(Model):
