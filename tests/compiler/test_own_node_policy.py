@@ -176,16 +176,16 @@ def _mig_policy() -> dict[str, Any]:
 
 
 def _mig_label_keys(policy: dict[str, Any], node_labels: dict[str, str]) -> set[str]:
-    """The MIG keys the policy admits on a Node with these labels (its migLabels variable)."""
+    """The MIG keys the policy admits on a Node with these labels (its mig_labels variable)."""
     env = celpy.Environment()
     old = celpy.json_to_cel({"metadata": {"labels": node_labels}})
     variables = {v["name"]: v["expression"] for v in policy["spec"]["variables"]}
     activation: dict[str, Any] = {"oldObject": old, "object": old}
-    old_labels = env.program(env.compile(variables["oldLabels"])).evaluate(activation)
+    old_labels = env.program(env.compile(variables["old_labels"])).evaluate(activation)
     activation["variables"] = celpy.celtypes.MapType(
-        {celpy.celtypes.StringType("oldLabels"): old_labels}
+        {celpy.celtypes.StringType("old_labels"): old_labels}
     )
-    found = env.program(env.compile(variables["migLabels"])).evaluate(activation)
+    found = env.program(env.compile(variables["mig_labels"])).evaluate(activation)
     return {str(key) for key in found}
 
 
@@ -263,6 +263,6 @@ def test_a_pool_whose_mig_devices_are_nvidia_gpu_may_write_gfd_s_single_strategy
 def _own_label_keys(policy: dict[str, Any]) -> set[str]:
     env = celpy.Environment()
     (expression,) = (
-        v["expression"] for v in policy["spec"]["variables"] if v["name"] == "ownLabels"
+        v["expression"] for v in policy["spec"]["variables"] if v["name"] == "own_labels"
     )
     return {str(key) for key in env.program(env.compile(expression)).evaluate({})}

@@ -63,10 +63,31 @@ def driver_manager(api_server: Server, kubeconfig: Path) -> Iterator[Server]:
         api_server.create(pod)
     _running(api_server, "trainer-0")  # a Pending pod is evicted whatever its budget says
     account = "system:serviceaccount:gpuconf-system:gpuconf-driver-manager"
+    impersonated = Server.from_kubeconfig(kubeconfig, {"Impersonate-User": account})
     try:
-        yield Server.from_kubeconfig(kubeconfig, {"Impersonate-User": account})
+        _own_node_policy_gone(impersonated)
+        yield impersonated
     finally:
         delete_objects(api_server, [("test", d) for d in [*pods, *setup]])
+
+
+def _own_node_policy_gone(impersonated: Server) -> None:
+    """RBAC alone, as this file tests it: an impersonated request carries no pod's node, so the
+    installer's own-Node policy (rendered with the fleet, applied by other tests) refuses it
+    for as long as the API server still enforces that policy after its deletion."""
+    path = impersonated.path("v1", "Node", "", NODE)
+    cordon = {"spec": {"unschedulable": True}}
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            impersonated.request("PATCH", path, cordon, [("dryRun", "All")], MERGE)
+            return
+        except Refused as refused:
+            if "ValidatingAdmissionPolicy" not in refused.message:
+                return  # RBAC's answer, which the tests check
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(0.2)
 
 
 def _running(server: Server, name: str) -> None:

@@ -11,7 +11,12 @@ from gpuconf.api.cluster.quota import NamespacePolicy
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, WAVE_NAMESPACES, labels, metadata
 from gpuconf.compiler.plan.own_node_mig_labels import mig_labels_expression
-from gpuconf.compiler.plan.own_node_policy import own_node_policy
+from gpuconf.compiler.plan.own_node_policy import (
+    key_set,
+    metadata_variables,
+    only_these_change,
+    own_node_policy,
+)
 from gpuconf.compiler.plan.service_account import bound_cluster_role, service_account
 from gpuconf.gpus.gfd_labels import published_keys
 
@@ -146,46 +151,26 @@ def own_node_policy_objects(
     """A ValidatingAdmissionPolicy: gpuconf-node may change only its own Node's gpuconf
     annotations and the label keys it publishes (gpus/gfd_labels.py, for spec.node.labels),
     the MIG ones only on the Nodes of the pools that label them (own_node_mig_labels.py)."""
-    others = (
-        "(has({o}.metadata.annotations) ? {o}.metadata.annotations : {{}})"
-        ".filter(k, !k.startsWith('" + ANNOTATION_PREFIX + "'))"
-    )
-    old_others, new_others = others.format(o="oldObject"), others.format(o="object")
-    kept = (
-        f"{new_others}.all(k, {old_others}.exists(j, j == k) && "
-        "object.metadata.annotations[k] == oldObject.metadata.annotations[k]) && "
-        f"{old_others}.all(k, {new_others}.exists(j, j == k))"
-    )
     classes = cluster.spec.resource_classes
     keys = published_keys(cluster.spec.node.labels.owner, (c.name for c in classes))
-    labels = "(has({o}.metadata.labels) ? {o}.metadata.labels : {{}})"
-    variables = [
-        {"name": "oldLabels", "expression": labels.format(o="oldObject")},
-        {"name": "newLabels", "expression": labels.format(o="object")},
-    ]
+    variables = metadata_variables("labels") + metadata_variables("annotations")
     if keys:
-        # A map literal: `in` on it is one lookup, whatever the number of keys.
-        allowed = "{" + ", ".join(f"'{key}': true" for key in keys) + "}"
-        variables.append({"name": "ownLabels", "expression": allowed})
-        own = "(k in variables.ownLabels)"
+        variables.append({"name": "own_labels", "expression": key_set(keys)})
+        own = "k in variables.own_labels"
         if (mig := mig_labels_expression(mig_labels)) is not None:
-            variables.append({"name": "migLabels", "expression": mig})
-            own = "(k in variables.ownLabels || k in variables.migLabels)"
-        labels_kept = (
-            f"variables.newLabels.filter(k, !{own}).all(k, "
-            "k in variables.oldLabels && variables.newLabels[k] == variables.oldLabels[k]) && "
-            f"variables.oldLabels.filter(k, !{own}).all(k, "
-            "k in variables.newLabels)"
-        )
+            variables.append({"name": "mig_labels", "expression": mig})
+            own = "k in variables.own_labels || k in variables.mig_labels"
+        labels_kept = only_these_change("labels", own)
         what = f"{ANNOTATION_PREFIX} annotations and its own labels"
     else:
-        labels_kept = "variables.newLabels == variables.oldLabels"
+        labels_kept = "variables.new_labels == variables.old_labels"
         what = f"{ANNOTATION_PREFIX} annotations"
+    annotations_kept = only_these_change("annotations", f"k.startsWith('{ANNOTATION_PREFIX}')")
     return own_node_policy(
         cluster,
         NODE_SERVICE_ACCOUNT,
         "node-runtime",
-        changes="object.spec == oldObject.spec && " + labels_kept + " && " + kept,
+        changes=f"object.spec == oldObject.spec && {labels_kept} && {annotations_kept}",
         message=f"{NODE_SERVICE_ACCOUNT} may change only {what}",
         variables=variables,
     )

@@ -12,22 +12,16 @@ from gpuconf.api.base import kubernetes_minor
 from gpuconf.api.cluster import Cluster
 from gpuconf.api.driver_upgrade import CORDONED_ANNOTATION, UPGRADE_LABEL, VERSION_LABEL
 from gpuconf.compiler.plan.artifact import Artifact
-from gpuconf.compiler.plan.own_node_policy import own_node_policy
+from gpuconf.compiler.plan.own_node_policy import (
+    metadata_variables,
+    only_these_change,
+    own_node_policy,
+)
 from gpuconf.gpus.gpu_operator import DEPLOY_PREFIX
 
 POLICY_FROM_MINOR = 30
 # NodeSpec's fields (k8s.io/api core/v1 types.go, 1.34) but unschedulable: none may change.
 OTHER_SPEC_FIELDS = ("podCIDR", "podCIDRs", "providerID", "taints", "configSource", "externalID")
-
-
-def _only_these_change(kind: str, may_change: str) -> str:
-    """CEL: of the metadata map `kind` (labels or annotations), every key for which `may_change`
-    (a CEL predicate on k) is false has the same value before and after, and none went."""
-    old, new = f"variables.old_{kind}", f"variables.new_{kind}"
-    return (
-        f"{new}.filter(k, !({may_change})).all(k, k in {old} && {new}[k] == {old}[k]) && "
-        f"{old}.filter(k, !({may_change})).all(k, k in {new})"
-    )
 
 
 def _spec_kept() -> str:
@@ -41,14 +35,7 @@ def _spec_kept() -> str:
 def driver_upgrade_policy(cluster: Cluster, account: str) -> list[Artifact]:
     if kubernetes_minor(cluster.spec.kubernetes.version) < POLICY_FROM_MINOR:
         return []
-    variables = [
-        {
-            "name": f"{age}_{kind}",
-            "expression": f"has({obj}.metadata.{kind}) ? {obj}.metadata.{kind} : {{}}",
-        }
-        for kind in ("labels", "annotations")
-        for age, obj in (("old", "oldObject"), ("new", "object"))
-    ]
+    variables = metadata_variables("labels") + metadata_variables("annotations")
     labels = f"k.startsWith('{DEPLOY_PREFIX}') || k == '{UPGRADE_LABEL}' || k == '{VERSION_LABEL}'"
     what = (
         f"{account} may change only its Node's cordon, {DEPLOY_PREFIX}* labels, "
@@ -61,8 +48,8 @@ def driver_upgrade_policy(cluster: Cluster, account: str) -> list[Artifact]:
         changes=" && ".join(
             [
                 _spec_kept(),
-                _only_these_change("labels", labels),
-                _only_these_change("annotations", f"k == '{CORDONED_ANNOTATION}'"),
+                only_these_change("labels", labels),
+                only_these_change("annotations", f"k == '{CORDONED_ANNOTATION}'"),
             ]
         ),
         message=what,

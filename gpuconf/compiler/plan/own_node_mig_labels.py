@@ -12,27 +12,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpuconf.api.cluster import NodePool
+from gpuconf.compiler.plan.own_node_policy import cel_string, key_set
 from gpuconf.compiler.plan.pod import node_selector
 
-LABELS = "variables.oldLabels"
-
-
-def _cel_string(text: str) -> str:
-    """A CEL string literal; label keys and values hold no quote or backslash, but be sure."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+LABELS = "variables.old_labels"
 
 
 def _on_pool_node(pool: NodePool) -> str:
     selector = sorted(node_selector(pool).items())
     return " && ".join(
-        f"{_cel_string(k)} in {LABELS} && {LABELS}[{_cel_string(k)}] == {_cel_string(v)}"
+        f"{cel_string(k)} in {LABELS} && {LABELS}[{cel_string(k)}] == {cel_string(v)}"
         for k, v in selector
     )
-
-
-def _keys(keys: Sequence[str]) -> str:
-    # A map literal: `in` on it is one lookup, whatever the number of keys.
-    return "{" + ", ".join(f"{_cel_string(key)}: true" for key in sorted(keys)) + "}"
 
 
 def mig_labels_expression(pools: Sequence[tuple[NodePool, Sequence[str]]]) -> str | None:
@@ -44,7 +35,7 @@ def mig_labels_expression(pools: Sequence[tuple[NodePool, Sequence[str]]]) -> st
         return None
     by_keys: dict[str, list[NodePool]] = {}
     for pool, keys in pools:
-        by_keys.setdefault(_keys(keys), []).append(pool)
+        by_keys.setdefault(key_set(keys), []).append(pool)
     expression = "{}"
     for keys, members in reversed(list(by_keys.items())):
         on_pool = " || ".join(f"({_on_pool_node(pool)})" for pool in members)

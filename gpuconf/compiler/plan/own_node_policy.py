@@ -8,6 +8,7 @@ only what its `changes` expression allows."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from gpuconf.api.cluster import Cluster
@@ -15,6 +16,39 @@ from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
 
 NODE_KEY = "authentication.kubernetes.io/node-name"
+
+
+def cel_string(text: str) -> str:
+    """A CEL string literal; label keys and values hold no quote or backslash, but be sure."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def key_set(keys: Iterable[str]) -> str:
+    """A CEL map literal of `keys`: `k in` it is one lookup, whatever the number of keys."""
+    return "{" + ", ".join(f"{cel_string(key)}: true" for key in sorted(keys)) + "}"
+
+
+def metadata_variables(kind: str) -> list[dict[str, str]]:
+    """`old_<kind>` and `new_<kind>`: the Node's labels or annotations before and after the
+    update, empty where it has none."""
+    return [
+        {
+            "name": f"{age}_{kind}",
+            "expression": f"has({obj}.metadata.{kind}) ? {obj}.metadata.{kind} : {{}}",
+        }
+        for age, obj in (("old", "oldObject"), ("new", "object"))
+    ]
+
+
+def only_these_change(kind: str, may_change: str) -> str:
+    """CEL: of the Node's `kind` (labels or annotations, in metadata_variables), every key for
+    which `may_change` (a CEL predicate on k) is false has the same value before and after,
+    and none went."""
+    old, new = f"variables.old_{kind}", f"variables.new_{kind}"
+    return (
+        f"{new}.filter(k, !({may_change})).all(k, k in {old} && {new}[k] == {old}[k]) && "
+        f"{old}.filter(k, !({may_change})).all(k, k in {new})"
+    )
 
 
 def own_node_policy(
@@ -47,8 +81,10 @@ def own_node_policy(
         ],
         "validations": [
             {
+                # A request with no extra (an impersonated user, a client certificate) is
+                # refused with this message rather than an evaluation error.
                 "expression": (
-                    f"'{NODE_KEY}' in request.userInfo.extra && "
+                    f"has(request.userInfo.extra) && '{NODE_KEY}' in request.userInfo.extra && "
                     f"request.userInfo.extra['{NODE_KEY}'] == [object.metadata.name]"
                 ),
                 "message": f"{account} may change only the Node its pod runs on",
