@@ -101,16 +101,21 @@ def _promtool(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-DCGM_GPU_COUNT = re.compile(r'gpuconf_pool="([^"]+)"\}\)\) < (\d+)')
-"""A pool's usual GPU count in GpuconfGPULost's dcgm-exporter comparison (no node filter)."""
+POOL_GPU_COUNT = re.compile(r'up\{job="([^"]+)", gpuconf_pool="([^"]+)"\} == 1\)\) < (\d+)')
+"""A pool's usual GPU count in GpuconfGPULost's dcgm-exporter comparison (no node filter), with
+the exporter's scrape job whose `up` stands in for a node that reports no GPU at all."""
+TARGET_JOBS = re.compile(r'up\{job=~"([^"]+)"\} == 0')
 
 
 def _gpu_lost_cases(expr: str) -> list[Case]:
-    """GpuconfGPULost's cases for one cluster's rule: its first pool with two or more GPUs a
-    node (one GPU fewer fires), by the node runtime's gauges where the rule reads them."""
+    """GpuconfGPULost's cases for one cluster's rule: every dcgm-exporter pool losing all of a
+    node's GPUs (one GPU or eight: the node then reports no GPU series at all) fires; its first
+    pool with two or more GPUs a node losing one fires; a healthy node and a node whose exporter
+    does not answer (GpuconfMetricsTargetDown's business) stay quiet."""
     by_node_runtime = "gpuconf_node_gpus_present" in expr
-    pools = [(pool, int(count)) for pool, count in DCGM_GPU_COUNT.findall(expr)]
-    pool, count = next(((p, c) for p, c in pools if c >= 2), ("t4", 4))
+    pools = [(job, pool, int(count)) for job, pool, count in POOL_GPU_COUNT.findall(expr)]
+    assert bool(pools) == ("DCGM_FI_DEV_GPU_TEMP" in expr), expr
+    job, pool, count = next((p for p in pools if p[2] >= 2), ("", "t4", 4))
     node = {"node": f"{pool}-1", "gpuconf_pool": pool}
 
     def gauges(present: int) -> dict[str, str]:
@@ -119,21 +124,47 @@ def _gpu_lost_cases(expr: str) -> list[Case]:
             _selector("gpuconf_node_gpus_declared", node): f"{count}x20",
         }
 
-    def temps(gpus: int) -> dict[str, str]:
-        return {
-            _selector("DCGM_FI_DEV_GPU_TEMP", {**node, "UUID": f"GPU-{i}", "gpu": str(i)}): "60x20"
+    def exporter(job: str, pool: str, gpus: int, up: int = 1) -> dict[str, str]:
+        labels = {"node": f"{pool}-1", "gpuconf_pool": pool}
+        temps = {
+            _selector("DCGM_FI_DEV_GPU_TEMP", {**labels, "UUID": f"GPU-{i}", "gpu": str(i)}): (
+                "60x20"
+            )
             for i in range(gpus)
         }
+        return {_selector("up", {**labels, "job": job}): f"{up}x20", **temps}
 
     cases = [Case(gauges(count - 1), "10m", node)] if by_node_runtime else []
+    for each_job, each_pool, _ in pools:
+        lost_all = {"node": f"{each_pool}-1", "gpuconf_pool": each_pool}
+        cases.append(Case(exporter(each_job, each_pool, 0), "10m", lost_all))
     if pools:
-        cases.append(Case(temps(count - 1), "10m", node))
-    cases.append(Case({**gauges(count), **temps(count)}, "10m", None))
+        cases.append(Case(exporter(job, pool, count - 1), "10m", node))
+        cases.append(Case(exporter(job, pool, 0, up=0), "10m", None))
+    healthy = {**gauges(count), **(exporter(job, pool, count) if pools else {})}
+    cases.append(Case(healthy, "10m", None))
+    return cases
+
+
+def _target_down_cases(expr: str) -> list[Case]:
+    """Each scraped job's target down for ten minutes fires; one that answers stays quiet."""
+    match = TARGET_JOBS.search(expr)
+    assert match is not None, expr
+    jobs = match.group(1).split("|")
+    cases = []
+    for job in jobs:
+        target = {**NODE, "job": job}
+        cases.append(Case({_selector("up", target): "0x10"}, "8m", target))
+    cases.append(Case({_selector("up", {**NODE, "job": jobs[0]}): "0x2 1x10"}, "8m", None))
     return cases
 
 
 def _cases(name: str, rule: dict[str, Any]) -> list[Case]:
-    return _gpu_lost_cases(rule["expr"]) if name == "GpuconfGPULost" else CASES[name]
+    if name == "GpuconfGPULost":
+        return _gpu_lost_cases(rule["expr"])
+    if name == "GpuconfMetricsTargetDown":
+        return _target_down_cases(rule["expr"])
+    return CASES[name]
 
 
 def _unit_tests(rules: dict[str, Any]) -> dict[str, Any]:
@@ -179,7 +210,7 @@ def test_every_cluster_renders_the_rule_by_default_and_it_fits_the_prometheus_op
 
 def test_every_alert_has_a_case_that_fires_it_and_one_that_does_not() -> None:
     alerts = _alerts(_rules(read_tree(RENDERED / "fleet")))
-    assert set(alerts) == {*CASES, "GpuconfGPULost"}
+    assert set(alerts) == {*CASES, "GpuconfGPULost", "GpuconfMetricsTargetDown"}
     for name, rule in alerts.items():
         cases = _cases(name, rule)
         assert any(c.fires is not None for c in cases), name
@@ -195,6 +226,23 @@ def test_every_alert_links_its_runbook_section() -> None:
         anchor = rule["annotations"]["runbook_url"].split("#")[1]
         assert anchor == name.lower()
         assert anchor in headings
+
+
+@pytest.mark.parametrize(
+    ("example", "pools"), [("fleet", {"l4": 1, "a100": 8}), ("dra-lab", {"l4": 1})]
+)
+def test_the_gpu_lost_cases_lose_every_gpu_of_one_and_eight_gpu_nodes(
+    example: str, pools: dict[str, int]
+) -> None:
+    """A node whose GPUs all fell off the bus reports no DCGM series: the promtool cases above
+    fire GpuconfGPULost for it from the exporter's `up` alone, for these pools among others."""
+    expr = _alerts(_rules(read_tree(RENDERED / example)))["GpuconfGPULost"]["expr"]
+    found = {pool: int(count) for _, pool, count in POOL_GPU_COUNT.findall(expr)}
+    assert pools.items() <= found.items()
+    lost_all = [c for c in _gpu_lost_cases(expr) if c.fires is not None and "up{" in str(c.series)]
+    for pool in pools:
+        case = next(c for c in lost_all if c.fires == {"node": f"{pool}-1", "gpuconf_pool": pool})
+        assert not any(s.startswith("DCGM_FI_DEV_GPU_TEMP") for s in case.series)
 
 
 @needs_promtool

@@ -12,10 +12,13 @@ from gpuconf.compiler.plan import dcgm_exporter
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import optional_kind_metadata
 from gpuconf.compiler.plan.monitoring import (
+    DCGM_MONITOR,
     MONITORING,
+    NODE_MONITOR,
     NODE_SERIES_LABEL,
     POOL_SERIES_LABEL,
     runs_gpuconf_node,
+    scrape_job,
 )
 from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory
 from gpuconf.gpus.xid import RESET_XIDS
@@ -108,9 +111,10 @@ def _gpu_lost(cluster: Cluster, inventory: DeclaredInventory, dcgm: bool, node: 
     """Fewer GPUs than declared: by the node runtime's count, and by dcgm-exporter's series."""
     parts = ["gpuconf_node_gpus_present < gpuconf_node_gpus_declared"] if node else []
     if dcgm:
+        exporter = scrape_job(cluster, DCGM_MONITOR)
         for pool in cluster.spec.node_pools:
             if dcgm_exporter.runs_on(cluster, pool):
-                parts += _dcgm_gpu_counts(pool.name, inventory)
+                parts += _dcgm_gpu_counts(pool.name, inventory, exporter)
     return Alert(
         "GpuconfGPULost",
         " or ".join(f"({part})" for part in parts),
@@ -121,9 +125,16 @@ def _gpu_lost(cluster: Cluster, inventory: DeclaredInventory, dcgm: bool, node: 
     )
 
 
-def _dcgm_gpu_counts(pool: str, inventory: DeclaredInventory) -> list[str]:
+def _dcgm_gpu_counts(pool: str, inventory: DeclaredInventory, exporter: str) -> list[str]:
     """One comparison per declared GPU count in the pool: nodes with the usual count (the
-    undeclared ones', else the commonest) by the pool alone, the others named."""
+    undeclared ones', else the commonest) by the pool alone, the others named.
+
+    A node whose GPUs all fell off the bus has no DCGM_FI_DEV_* series at all, so the count has
+    no sample for it: each node whose exporter answers (`up` of the exporter's scrape job is 1)
+    counts as 0 GPUs unless it has GPU series. A node whose exporter does not answer is left to
+    GpuconfMetricsTargetDown. The join is on the PodMonitor's `node` label (the pod's node),
+    which `up` carries too; dcgm-exporter's own `Hostname` label is on GPU series only
+    (NVIDIA/dcgm-exporter internal/pkg/collector/gpu_collector.go)."""
     by = f"{POOL_SERIES_LABEL}, {NODE_SERIES_LABEL}"
     groups = list(inventory.by_pool(pool))
     counts = Counter(len(g.gpus) for g in groups if g.node is not None)
@@ -143,9 +154,9 @@ def _dcgm_gpu_counts(pool: str, inventory: DeclaredInventory) -> list[str]:
     parts = []
     for count, nodes in selections:
         where = ", ".join(filter(None, [f'{POOL_SERIES_LABEL}="{pool}"', nodes]))
-        parts.append(
-            f"count by ({by}) (group by ({by}, UUID) (DCGM_FI_DEV_GPU_TEMP{{{where}}})) < {count}"
-        )
+        gpus = f"count by ({by}) (group by ({by}, UUID) (DCGM_FI_DEV_GPU_TEMP{{{where}}}))"
+        answering = f'0 * group by ({by}) (up{{job="{exporter}", {where}}} == 1)'
+        parts.append(f"({gpus} or on ({by}) {answering}) < {count}")
     return parts
 
 
@@ -153,6 +164,19 @@ def _alternatives(nodes: dict[int, list[str]]) -> str:
     """Node names (DNS subdomains: a-z, 0-9, '-', '.') as an RE2 alternation inside a PromQL
     string, where a literal dot is written \\\\. (the string unescapes it to \\.)."""
     return "|".join(sorted(n.replace(".", "\\\\.") for names in nodes.values() for n in names))
+
+
+def _target_down(jobs: list[str]) -> Alert:
+    """A node runtime or dcgm-exporter Prometheus cannot scrape: GpuconfGPULost cannot see that
+    node's GPUs then, so this one pages instead."""
+    return Alert(
+        "GpuconfMetricsTargetDown",
+        f'up{{job=~"{"|".join(jobs)}"}} == 0',
+        "5m",
+        "critical",
+        "Prometheus cannot scrape a node's gpuconf or dcgm-exporter metrics.",
+        "The node's GPU alerts are blind while its exporter does not answer.",
+    )
 
 
 def _dcgm_alerts(cluster: Cluster) -> list[Alert]:
@@ -201,8 +225,10 @@ def alerts(cluster: Cluster, inventory: DeclaredInventory) -> list[Alert]:
     node = runs_gpuconf_node(cluster)
     dcgm = dcgm_exporter.runs_anywhere(cluster)
     found = []
-    if node or dcgm:
-        found.append(_gpu_lost(cluster, inventory, dcgm, node))
+    jobs = [scrape_job(cluster, NODE_MONITOR)] if node else []
+    jobs += [scrape_job(cluster, DCGM_MONITOR)] if dcgm else []
+    if jobs:
+        found += [_gpu_lost(cluster, inventory, dcgm, node), _target_down(jobs)]
     if node:
         found += _node_runtime_alerts()
     if dcgm:

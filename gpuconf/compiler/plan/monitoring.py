@@ -16,6 +16,8 @@ NODE_PODS = {"app.kubernetes.io/name": "gpuconf-node"}
 """The label every `gpuconf node` pod carries, whatever its pool."""
 MONITORING = ("spec", "node", "monitoring")
 DCGM_PODS = {"app.kubernetes.io/name": dcgm_exporter.APP}
+NODE_MONITOR = "gpuconf-node"
+DCGM_MONITOR = "dcgm-exporter"
 
 POOL_SERIES_LABEL = "gpuconf_pool"
 NODE_SERIES_LABEL = "node"
@@ -30,6 +32,12 @@ SERIES_LABELS = [
 # dcgm-exporter labels a GPU's series with the pod, namespace and container holding it; the
 # exporter pod's own names, which Prometheus would add, would read as that holder.
 EXPORTER_OWN_LABELS = "pod|namespace|container"
+
+
+def scrape_job(cluster: Cluster, monitor: str) -> str:
+    """The `job` label of the targets a PodMonitor scrapes, `up` included: "<namespace>/<name>"
+    with no jobLabel (prometheus-operator pkg/prometheus/promcfg.go, generatePodMonitorConfig)."""
+    return f"{cluster.spec.namespace}/{monitor}"
 
 
 def runs_gpuconf_node(cluster: Cluster) -> bool:
@@ -65,9 +73,9 @@ def monitoring(cluster: Cluster) -> list[Artifact]:
     node_runtime = runs_gpuconf_node(cluster)
     artifacts = []
     if settings.pod_monitor and node_runtime:
-        artifacts.append(_pod_monitor(cluster, "gpuconf-node", NODE_PODS, None))
+        artifacts.append(_pod_monitor(cluster, NODE_MONITOR, NODE_PODS, None))
     if settings.pod_monitor and dcgm_exporter.runs_anywhere(cluster):
-        artifacts.append(_pod_monitor(cluster, "dcgm-exporter", DCGM_PODS, EXPORTER_OWN_LABELS))
+        artifacts.append(_pod_monitor(cluster, DCGM_MONITOR, DCGM_PODS, EXPORTER_OWN_LABELS))
     if settings.network_policy and node_runtime:
         artifacts.append(_network_policy(cluster, namespace))
     return artifacts
