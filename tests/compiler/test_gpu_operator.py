@@ -300,7 +300,9 @@ def _gfd_runs_on(document: dict[str, Any], pool_name: str) -> bool:
 def test_beside_nvidias_plugin_the_operators_gfd_runs_on_the_mig_pools(pool_name: str) -> None:
     # clusters/mig-nvidia.yaml: no gpuconf node runtime runs, so only the Operator's GFD
     # gives the nodes nvidia.com/gpu.product and nvidia.com/mig.capable.
-    assert _gfd_runs_on(cluster_file("mig-nvidia"), pool_name)
+    document = cluster_file("mig-nvidia")
+    assert _tree(document)["gpu-operator-values.yaml"]["gfd"] == {"enabled": True}
+    assert _gfd_runs_on(document, pool_name)
 
 
 def test_where_gpuconf_writes_gfds_labels_the_operators_gfd_is_off_there() -> None:
@@ -326,6 +328,6 @@ def test_where_gpuconf_writes_no_gfd_labels_the_operators_gfd_keeps_running(
 ) -> None:
     document = _operator_cluster("v26.7.0")
     document["spec"].update(spec)
-    assert "gfd" not in _tree(document)["gpu-operator-values.yaml"]
+    assert _tree(document)["gpu-operator-values.yaml"]["gfd"] == {"enabled": True}
     assert _gfd_runs_on(document, "h100")
     assert _gfd_runs_on(document, "t4")
