@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from builders import cluster, cluster_file, load_yaml, pool, rendered, valid
 
+from gpuconf.compiler.plan.mig_pause import pool_client_facts
 from gpuconf.compiler.templating.check import patch_validator
 from gpuconf.gpus.gpu_operator import (
     CLIENT_DEPLOY,
@@ -87,7 +88,7 @@ def test_keeping_the_operator_plugin_leaves_it_on_and_labels_pool_nodes_off_it()
     values = _tree(_operator_cluster("v26.7.0", devicePlugin=True))["gpu-operator-values.yaml"]
     assert "devicePlugin" not in values
     labels = pool_deploy_labels(
-        "v26.7.0", mig=False, driver_managed=False, operator_device_plugin=True
+        "v26.7.0", mig=False, driver_managed=False, operator_device_plugin=True, gfd_labels=True
     )
     assert labels["nvidia.com/gpu.deploy.device-plugin"] == "false"
 
@@ -174,6 +175,24 @@ OPERATOR_ASSETS_SELECT = {
 }
 
 
+def _operator_runs(values: dict[str, Any], node: dict[str, str]) -> set[str]:
+    """The Operator's operands on `node`: `isStateEnabled` (controllers/state_manager.go) reads
+    the section's `enabled` (default true), and each DaemonSet selects its deploy label `=true`."""
+    return {
+        section
+        for section, key in OPERATOR_ASSETS_SELECT.items()
+        if values.get(section, {}).get("enabled", True) and node.get(key) == "true"
+    }
+
+
+def _pool_labels(document: dict[str, Any], pool_name: str) -> dict[str, str]:
+    """A pool node's labels once the rendered README's `kubectl label` commands ran."""
+    declared = valid(document).cluster
+    (pool_spec,) = (p for p in declared.spec.node_pools if p.name == pool_name)
+    deploy = pool_deploy_labels(**pool_client_facts(declared, pool_spec))
+    return {"gpuconf.dev/pool": pool_name, **deploy}
+
+
 def _client_pods(tree: dict[str, Any], pool_name: str) -> list[dict[str, Any]]:
     return [
         obj["spec"]["template"]["spec"]
@@ -190,22 +209,12 @@ def test_on_a_labelled_mig_node_the_operator_runs_only_the_mig_manager_and_it_wa
     plugin: str, device_plugin: bool
 ) -> None:
     release = "v26.7.0"
-    tree = _tree(_operator_cluster(release, plugin, devicePlugin=device_plugin))
-    values = tree["gpu-operator-values.yaml"]
-    own = {"gpuconf.dev/pool": "h100"}
-    labels = {
-        **own,
-        **pool_deploy_labels(
-            release, mig=True, driver_managed=False, operator_device_plugin=device_plugin
-        ),
-    }
-    node = _operator_labels_node(labels, release)
-    running = {
-        section
-        for section, key in OPERATOR_ASSETS_SELECT.items()
-        if values.get(section, {}).get("enabled", True) and node.get(key) == "true"
-    }
-    assert running == {"migManager"}
+    document = _operator_cluster(release, plugin, devicePlugin=device_plugin)
+    tree = _tree(document)
+    node = _operator_labels_node(_pool_labels(document, "h100"), release)
+    # With plugin: nvidia no gpuconf node runtime writes GFD's labels: the Operator's GFD does.
+    gfd = {"gfd"} if plugin == "nvidia" else set()
+    assert _operator_runs(tree["gpu-operator-values.yaml"], node) == {"migManager"} | gfd
     pods = _client_pods(tree, "h100")
     assert pods
     assert all(_runs_on(p, node) for p in pods)
@@ -218,12 +227,9 @@ def test_on_a_labelled_mig_node_the_operator_runs_only_the_mig_manager_and_it_wa
 def test_older_mig_managers_still_take_our_plugin_off_the_node_they_repartition(
     release: str,
 ) -> None:
-    tree = _tree(_operator_cluster(release))
-    labels = {"gpuconf.dev/pool": "h100"}
-    labels.update(
-        pool_deploy_labels(release, mig=True, driver_managed=False, operator_device_plugin=False)
-    )
-    node = _operator_labels_node(labels, release)
+    document = _operator_cluster(release)
+    tree = _tree(document)
+    node = _operator_labels_node(_pool_labels(document, "h100"), release)
     assert node.get("nvidia.com/gpu.deploy.mig-manager") == "true"
     pods = _client_pods(tree, "h100")
     assert all(_runs_on(p, node) for p in pods)
@@ -233,7 +239,7 @@ def test_older_mig_managers_still_take_our_plugin_off_the_node_they_repartition(
 
 def test_a_pool_without_mig_keeps_the_mig_manager_off() -> None:
     labels = pool_deploy_labels(
-        "v26.7.0", mig=False, driver_managed=False, operator_device_plugin=False
+        "v26.7.0", mig=False, driver_managed=False, operator_device_plugin=False, gfd_labels=True
     )
     node = _operator_labels_node(labels, "v26.7.0")
     assert node["nvidia.com/gpu.deploy.mig-manager"] == "false"
@@ -242,13 +248,10 @@ def test_a_pool_without_mig_keeps_the_mig_manager_off() -> None:
 
 def test_the_operator_plugin_and_ours_never_share_a_node() -> None:
     release = "v26.7.0"
-    tree = _tree(_operator_cluster(release, devicePlugin=True))
-    for pool_name, mig in (("h100", True), ("t4", False)):
-        labels = {"gpuconf.dev/pool": pool_name}
-        labels.update(
-            pool_deploy_labels(release, mig=mig, driver_managed=False, operator_device_plugin=True)
-        )
-        node = _operator_labels_node(labels, release)
+    document = _operator_cluster(release, devicePlugin=True)
+    tree = _tree(document)
+    for pool_name in ("h100", "t4"):
+        node = _operator_labels_node(_pool_labels(document, pool_name), release)
         assert node["nvidia.com/gpu.deploy.device-plugin"] == "false"
         assert all(_runs_on(p, node) for p in _client_pods(tree, pool_name))
         # A node the Operator's plugin runs on (label true) runs none of ours.
@@ -269,7 +272,11 @@ def test_the_labels_alone_keep_replaced_operands_off_if_the_clusterpolicy_turns_
     device_plugin: bool,
 ) -> None:
     labels = pool_deploy_labels(
-        "v26.7.0", mig=False, driver_managed=False, operator_device_plugin=device_plugin
+        "v26.7.0",
+        mig=False,
+        driver_managed=False,
+        operator_device_plugin=device_plugin,
+        gfd_labels=True,
     )
     node = _operator_labels_node(labels, "v26.7.0")
     kept_off = {s for s, key in REPLACED_OPERANDS.items() if node[key] == "false"}
@@ -277,3 +284,50 @@ def test_the_labels_alone_keep_replaced_operands_off_if_the_clusterpolicy_turns_
     # one every MIG manager pauses, and gpuconf's plugin follows it.
     expected = set(REPLACED_OPERANDS) - (set() if device_plugin else {"devicePlugin"})
     assert kept_off == expected
+
+
+# --- GPU Feature Discovery: replaced only where gpuconf's node runtime writes its labels -------
+
+
+def _gfd_runs_on(document: dict[str, Any], pool_name: str) -> bool:
+    release = document["spec"]["gpuOperator"]["version"]
+    values = _tree(document)["gpu-operator-values.yaml"]
+    node = _operator_labels_node(_pool_labels(document, pool_name), release)
+    return "gfd" in _operator_runs(values, node)
+
+
+@pytest.mark.parametrize("pool_name", ["h100", "a100"])
+def test_beside_nvidias_plugin_the_operators_gfd_runs_on_the_mig_pools(pool_name: str) -> None:
+    # clusters/mig-nvidia.yaml: no gpuconf node runtime runs, so only the Operator's GFD
+    # gives the nodes nvidia.com/gpu.product and nvidia.com/mig.capable.
+    document = cluster_file("mig-nvidia")
+    assert _tree(document)["gpu-operator-values.yaml"]["gfd"] == {"enabled": True}
+    assert _gfd_runs_on(document, pool_name)
+
+
+def test_where_gpuconf_writes_gfds_labels_the_operators_gfd_is_off_there() -> None:
+    document = _operator_cluster("v26.7.0")
+    document["spec"]["node"] = {"labels": {"owner": "gpuconf"}}
+    assert _tree(document)["gpu-operator-values.yaml"]["gfd"] == {"enabled": False}
+    assert _pool_labels(document, "h100")["nvidia.com/gpu.deploy.gpu-feature-discovery"] == "false"
+    assert not _gfd_runs_on(document, "h100")
+    assert not _gfd_runs_on(document, "t4")
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"node": {"labels": {"owner": "gfd"}}},
+        {"node": {"labels": {"owner": "off"}}},
+        {"kubernetes": {"version": "1.29"}},
+    ],
+    ids=["owner-gfd", "owner-off", "kubernetes-1.29"],
+)
+def test_where_gpuconf_writes_no_gfd_labels_the_operators_gfd_keeps_running(
+    spec: dict[str, Any],
+) -> None:
+    document = _operator_cluster("v26.7.0")
+    document["spec"].update(spec)
+    assert _tree(document)["gpu-operator-values.yaml"]["gfd"] == {"enabled": True}
+    assert _gfd_runs_on(document, "h100")
+    assert _gfd_runs_on(document, "t4")

@@ -1,12 +1,15 @@
 """The GPU Operator hand-off: its Helm values and the equal ClusterPolicy merge patch.
 
-They turn off the operands gpuconf replaces (driver, container toolkit, device plugin, GPU
-Feature Discovery) and give the MIG manager gpuconf's mig-parted ConfigMap. Each section has
-the same shape in the chart's values and in the ClusterPolicy's spec: NVIDIA's chart copies
+They turn off the operands gpuconf replaces on every pool (driver, container toolkit, device
+plugin, and GPU Feature Discovery where gpuconf's node runtime writes GFD's labels) and give
+the MIG manager gpuconf's mig-parted ConfigMap. Each section has the same shape in the chart's values and in the ClusterPolicy's spec: NVIDIA's chart copies
 `enabled` and `config.{name,default}` across in `templates/clusterpolicy.yaml`. The chart has no
 values schema; render checks both files against the release's ClusterPolicy CRD schema
 (templating/crds/gpu-operator/). dcgm-exporter and Node Feature Discovery stay the Operator's:
-the Operator finds GPU nodes by NFD's `pci-10de` labels."""
+the Operator finds GPU nodes by NFD's `pci-10de` labels. An operand that some pool still needs
+from the Operator (its GFD on pools gpuconf's node runtime does not label) is said enabled: the
+ClusterPolicy turns an operand on or off for the whole cluster, and the per-node deploy labels
+(gpus/gpu_operator.py) keep it off the pools gpuconf serves instead."""
 
 from __future__ import annotations
 
@@ -14,7 +17,8 @@ from typing import Any
 
 from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.plan.artifact import Artifact, PatchOf
-from gpuconf.gpus.gpu_operator import REPLACED_OPERANDS
+from gpuconf.compiler.plan.mig_pause import pool_client_facts
+from gpuconf.gpus.gpu_operator import replaced_operands
 from gpuconf.gpus.mig import DISABLED
 
 VALUES = "gpu-operator-values.yaml"
@@ -28,11 +32,15 @@ def operator_sections(cluster: Cluster, uses_mig: bool) -> dict[str, Any]:
     """The chart values' (= ClusterPolicy spec's) sections gpuconf decides."""
     operator = cluster.spec.gpu_operator
     assert operator is not None
+    replaced = _replaced_on_every_pool(cluster)
     sections: dict[str, Any] = {
         section: {"enabled": False}
-        for section in REPLACED_OPERANDS
+        for section in sorted(replaced)
         if section != "devicePlugin" or not operator.device_plugin
     }
+    if "gfd" not in replaced:
+        # Said outright: a merge patch that left it out would keep a `false` patched in before.
+        sections["gfd"] = {"enabled": True}
     sections["migManager"] = {"enabled": uses_mig}
     if uses_mig:
         sections["migManager"]["config"] = {
@@ -40,6 +48,16 @@ def operator_sections(cluster: Cluster, uses_mig: bool) -> dict[str, Any]:
             "default": DISABLED,
         }
     return sections
+
+
+def _replaced_on_every_pool(cluster: Cluster) -> set[str]:
+    """What no pool still needs from the Operator (a cluster has at least one pool)."""
+    return set.intersection(
+        *(
+            set(replaced_operands(gfd_labels=pool_client_facts(cluster, pool)["gfd_labels"]))
+            for pool in cluster.spec.node_pools
+        )
+    )
 
 
 def gpu_operator(cluster: Cluster, uses_mig: bool) -> list[Artifact]:

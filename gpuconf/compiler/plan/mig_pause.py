@@ -21,6 +21,7 @@ from typing import Any
 from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.compiler.plan.pod import on_pool_nodes
 from gpuconf.gpus.gpu_operator import DEVICE_PLUGIN_DEPLOY, PAUSED, client_node_selector
+from gpuconf.gpus.label_owner import gpuconf_writes_gfd_labels
 
 STOP_VALUES = ["false", PAUSED]
 
@@ -65,4 +66,5 @@ def pool_client_facts(cluster: Cluster, pool: NodePool) -> dict[str, Any]:
         "mig": bool(pool.mig_layouts()),
         "driver_managed": pool.driver is not None and pool.driver.install,
         "operator_device_plugin": operator is not None and operator.device_plugin,
+        "gfd_labels": gpuconf_writes_gfd_labels(cluster.spec),
     }

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import TypeVar
 
-from gpuconf.api.base import kubernetes_minor
 from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.cluster.document import Health
 from gpuconf.api.node_config import (
@@ -28,6 +27,7 @@ from gpuconf.compiler.resolve.device_lists import device_list_strategy
 from gpuconf.compiler.resolve.runtime_settings import runtime_settings
 from gpuconf.formats.yaml_writer import dump
 from gpuconf.gpus.gfd_labels import mig_profiles, mig_strategy
+from gpuconf.gpus.label_owner import node_runtime_labels_nodes
 from gpuconf.gpus.xid import APPLICATION_XIDS, RESET_XIDS
 
 _Shared = TypeVar("_Shared")
@@ -196,11 +196,9 @@ def build_node_config(
 def _labels(cluster: Cluster) -> LabelSettings:
     """Labels only where gpuconf's node runtime runs and its admission policy lets it patch
     its Node (Kubernetes 1.30 and later)."""
-    spec = cluster.spec
-    runs = spec.allocation == "device-plugin" and spec.plugin == "gpuconf"
-    if not runs or kubernetes_minor(spec.kubernetes.version) < 30:
+    if not node_runtime_labels_nodes(cluster.spec):
         return LabelSettings()
-    wanted = spec.node.labels
+    wanted = cluster.spec.node.labels
     return LabelSettings(owner=wanted.owner, rename_by_default=wanted.rename_by_default)
 
 

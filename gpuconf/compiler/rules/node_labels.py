@@ -12,14 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuconf.api.base import kubernetes_minor
 from gpuconf.compiler.rules.context import SPEC, RuleContext, class_path
 from gpuconf.diagnostics import Diagnostic
+from gpuconf.gpus.label_owner import gpuconf_writes_gfd_labels, node_runtime_labels_nodes
 from gpuconf.gpus.resource_names import NVIDIA_GPU
 
 OWNER = (*SPEC, "node", "labels", "owner")
-LABELS_FROM = 30
-"""The node runtime patches its Node only under its admission policy (GA in Kubernetes 1.30)."""
 
 
 def check(ctx: RuleContext) -> Iterator[Diagnostic]:
@@ -28,8 +26,7 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
 
 def check_single(ctx: RuleContext) -> Iterator[Diagnostic]:
     """Over resolved classes: where a MIG class is nvidia.com/gpu, GFD's single strategy."""
-    spec = ctx.cluster.spec
-    if spec.node.labels.owner != "gpuconf" or not _node_runtime_labels(ctx):
+    if not gpuconf_writes_gfd_labels(ctx.cluster.spec):
         return
     for resolved in ctx.classes:
         profile = resolved.spec.select.mig_profile
@@ -51,12 +48,6 @@ def check_single(ctx: RuleContext) -> Iterator[Diagnostic]:
                 )
 
 
-def _node_runtime_labels(ctx: RuleContext) -> bool:
-    spec = ctx.cluster.spec
-    runs = spec.allocation == "device-plugin" and spec.plugin == "gpuconf"
-    return runs and kubernetes_minor(spec.kubernetes.version) >= LABELS_FROM
-
-
 def _other_devices(ctx: RuleContext, pool: str, profile: str) -> str:
     """What else the pool's declared GPUs hold beside `profile` MIG devices, in words."""
     others: set[str] = set()
@@ -73,7 +64,7 @@ def _no_label_writer(ctx: RuleContext) -> Iterator[Diagnostic]:
     """A warning, not an error: the setting does no harm, and a cluster moving between modes
     keeps rendering; but nothing writes the labels it asks for."""
     spec = ctx.cluster.spec
-    if ctx.located.value_at(OWNER) != "gpuconf" or _node_runtime_labels(ctx):
+    if ctx.located.value_at(OWNER) != "gpuconf" or node_runtime_labels_nodes(spec):
         return
     if spec.allocation == "dra" or spec.plugin == "nvidia":
         runs = "allocation: dra" if spec.allocation == "dra" else "plugin: nvidia"
