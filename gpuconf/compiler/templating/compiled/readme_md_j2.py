@@ -234,7 +234,7 @@ def root(context, missing=missing, environment=environment):
             yield str(environment.finalize(t_2(l_1_command)))
             yield '\n'
         l_1_command = missing
-        yield "```\n\nThe Operator schedules each operand by a `nvidia.com/gpu.deploy.<operand>` node label and keeps\na value it finds. Label the pools' nodes before the Operator reaches them (it writes `true` for\nevery operand on a GPU node that has none, and sets the MIG manager's only from GPU Feature\nDiscovery's labels, which gpuconf's nodes lack):\n\n```sh\n"
+        yield "```\n\nThe Operator schedules each operand by a `nvidia.com/gpu.deploy.<operand>` node label and keeps\na value it finds. Label the pools' nodes before the Operator reaches them (it writes `true` for\nevery operand on a GPU node that has none, and sets the MIG manager's only from GPU Feature\nDiscovery's labels, which a node has only once a GFD, gpuconf's node runtime or the Operator's,\nhas labelled it):\n\n```sh\n"
         for l_1_command in environment.getattr((undefined(name='operator') if l_0_operator is missing else l_0_operator), 'labels'):
             _loop_vars = {}
             pass
@@ -245,4 +245,4 @@ def root(context, missing=missing, environment=environment):
     yield "\n## Files\n\n- `kustomization.yaml` lists every manifest; point Argo CD or Flux at this folder.\n- `pools/<pool>/daemonset-gpuconf-setup.yaml` runs `gpuconf node setup` on each node: it merges the nvidia runtime into the container engine's own config, reloads it, and writes the marker every GPU pod waits for (`gpuconf explain --host` shows what it writes per pool).\n"
 
 blocks = {}
-debug_info = '4=49&6=51&8=53&14=61&15=65&22=77&23=81&25=96&28=99&30=102&35=104&36=107&40=111&43=114&47=116&48=119&53=123&57=126&59=128&60=132&64=142&69=145&70=149&72=151&79=154&84=157&85=159&86=161&87=163&89=167&90=169&98=173&99=177&103=203&104=206&110=210&111=213&112=215&116=220&117=222&124=225&126=228&135=230&136=233&146=237&147=240'
+debug_info = '4=49&6=51&8=53&14=61&15=65&22=77&23=81&25=96&28=99&30=102&35=104&36=107&40=111&43=114&47=116&48=119&53=123&57=126&59=128&60=132&64=142&69=145&70=149&72=151&79=154&84=157&85=159&86=161&87=163&89=167&90=169&98=173&99=177&103=203&104=206&110=210&111=213&112=215&116=220&117=222&124=225&126=228&135=230&136=233&147=237&148=240'
