@@ -72,8 +72,9 @@ def remove(file: ClusterFile, node_names: Sequence[str]) -> Edited:
             f"no node {', '.join(map(repr, unknown))} declared here",
             f"declared nodes: {known}",
         )
-    # Last first, so the indices of the ones still to go stay right.
-    for name in sorted(node_names, key=lambda n: declared[n], reverse=True):
+    # Each once (a name given twice would delete another node at its index), last first, so
+    # the indices of the ones still to go stay right.
+    for name in sorted(set(node_names), key=lambda n: declared[n], reverse=True):
         _, _, pool_index, _, node_index = declared[name]
         pool = file.document["spec"]["nodePools"][pool_index]
         del pool[NODES_KEY][node_index]

@@ -81,10 +81,18 @@ def _advertised(reading: dict[str, Any]) -> dict[str, Any]:
                 resources["failRequestsGreaterThanOne"] = bool(
                     shared.get("failRequestsGreaterThanOne")
                 )
+    flags = reading["flags"]
+    plugin = flags.get("plugin") or {}
     return {
         "resources": resources or {"nvidia.com/gpu": 1},
         "sharing": strategy,
-        "migStrategy": reading["flags"]["migStrategy"],
+        "migStrategy": flags["migStrategy"],
+        "failOnInitError": flags.get("failOnInitError"),
+        # How devices reach containers, which the importer maps too.
+        **{
+            key: plugin.get(key)
+            for key in ("deviceListStrategy", "passDeviceSpecs", "deviceIDStrategy")
+        },
     }
 
 
@@ -163,7 +171,7 @@ CASES = {
         ["shared=L4:2:6"],
     ),
     "one bare config file, no config in the values": (
-        {"image": {"tag": "v0.17.2"}},
+        {"image": {"tag": "v0.17.2"}, "deviceListStrategy": "cdi-cri", "failOnInitError": True},
         {
             "time-slicing.yaml": {
                 "version": "v1",
@@ -208,6 +216,9 @@ def test_the_import_renders_to_what_nvidias_parser_reads_from_the_chart(
         daemonset = load_yaml((pool / "daemonset-nvidia-device-plugin.yaml").read_text())
         theirs = _advertised(_nvidia_reads(nvidia_reader, source, env))
         ours = _advertised(_nvidia_reads(nvidia_reader, rendered, _rendered_env(daemonset)))
+        if "deviceListStrategy" not in json.dumps(values) + text:
+            # Unset, NVIDIA's default (envvar) is not imported: gpuconf renders its own.
+            del theirs["deviceListStrategy"], ours["deviceListStrategy"]
         assert ours == theirs, name
 
 
@@ -292,7 +303,11 @@ POLICY = {
         "devicePlugin": {
             "version": "v0.17.2",
             "config": {"name": "time-slicing-config", "default": "any"},
-            "env": [{"name": "FAIL_ON_INIT_ERROR", "value": "true"}],
+            # NVIDIA reads booleans with Go's strconv.ParseBool: "1" is true.
+            "env": [
+                {"name": "FAIL_ON_INIT_ERROR", "value": "true"},
+                {"name": "PASS_DEVICE_SPECS", "value": "1"},
+            ],
         },
     },
 }
@@ -335,9 +350,11 @@ def test_the_gpu_operator_import_renders_to_what_nvidias_parser_reads_from_the_p
     assert result.code == 0, result.err
     assert ": spec.driver: warning: left to the GPU Operator" in result.err
     assert "spec.dcgmExporter" not in result.err  # disabled: nothing to leave out
+    # PASS_DEVICE_SPECS "1" is true to NVIDIA, and not what gpuconf renders: listed, not dropped.
+    assert "flags.plugin.passDeviceSpecs: True is not what gpuconf renders (False)" in result.err
     assert run_cli("render", cwd=tmp_path).code == 0
     # controllers/object_controls.go: MIG_STRATEGY from spec.mig.strategy, then devicePlugin.env.
-    env = {"MIG_STRATEGY": "none", "FAIL_ON_INIT_ERROR": "true"}
+    env = {"MIG_STRATEGY": "none", "FAIL_ON_INIT_ERROR": "true", "PASS_DEVICE_SPECS": "1"}
     for name, text in POLICY_CONFIGS["data"].items():
         (tmp_path / f"source-{name}.yaml").write_text(text)
         pool = tmp_path / "rendered" / "op" / "pools" / name
@@ -350,6 +367,10 @@ def test_the_gpu_operator_import_renders_to_what_nvidias_parser_reads_from_the_p
                 nvidia_reader, tmp_path / f"rendered-{name}.yaml", _rendered_env(daemonset)
             )
         )
+        # Unset, NVIDIA's default (envvar) is not imported: gpuconf renders its own; and
+        # passDeviceSpecs is listed above as not imported.
+        for listed in ("deviceListStrategy", "passDeviceSpecs"):
+            del theirs[listed], ours[listed]
         assert ours == theirs, name
     written = load_yaml((tmp_path / "clusters" / "op.yaml").read_text())
     assert {p["runtime"]["engine"] for p in written["spec"]["nodePools"]} == {"docker"}
@@ -383,3 +404,15 @@ def test_configs_nvidia_would_refuse_import_as_whole_gpus_with_a_warning(
     assert spec["resourceClasses"] == [pool]
     # The pool's name is a DNS label; its nodes keep the config's own name in their label.
     assert spec["nodePools"][0]["nodeSelector"] == {"nvidia.com/device-plugin.config": "a_B"}
+
+
+def test_cdi_annotations_are_listed_not_turned_into_gpuconfs_cdi(tmp_path: Path) -> None:
+    # gpuconf's cdi renders NVIDIA's cdi-cri (plan/nvidia_plugin.py); cdi-annotations hands the
+    # devices over another way, which gpuconf does not render.
+    (tmp_path / "values.yaml").write_text(json.dumps({"deviceListStrategy": "cdi-annotations"}))
+    argv = ["import", "nvidia-chart", "values.yaml", "--name", "x", "--gpus", "default=L4:1:1"]
+    result = run_cli(*argv, cwd=tmp_path)
+    assert result.code == 0, result.err
+    assert "'cdi-annotations' has no single gpuconf equivalent" in result.err
+    spec = load_yaml((tmp_path / "clusters" / "x.yaml").read_text())["spec"]
+    assert "deviceListStrategy" not in (spec.get("node") or {})

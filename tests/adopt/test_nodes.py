@@ -113,3 +113,14 @@ def test_nodes_add_creates_the_nodes_list_where_a_pool_has_none(tmp_path: Path) 
     pool = load_file(file).data["spec"]["nodePools"][1]
     assert list(pool)[-2:] == ["size", "nodes"]
     assert pool["nodes"] == [{"name": "l4-node-1", "gpus": [{"index": 0}, {"index": 1}]}]
+
+
+def test_a_node_named_twice_is_retired_once_and_no_other_with_it(tmp_path: Path) -> None:
+    source = REPO / "clusters" / "fleet.yaml"
+    file = _copy(source, tmp_path)
+    for name in ("a100-gpu-05", "a100-gpu-06"):
+        assert run_cli("nodes", "add", "fleet.yaml", "a100", name, cwd=tmp_path).code == 0
+    argv = ["nodes", "remove", "fleet.yaml", "a100-gpu-06", "a100-gpu-06"]
+    assert run_cli(*argv, cwd=tmp_path).code == 0
+    assert "a100-gpu-05" in file.read_text()
+    assert "a100-gpu-06" not in file.read_text()

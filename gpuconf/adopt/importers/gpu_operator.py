@@ -77,10 +77,15 @@ def as_chart_values(policy: Source) -> tuple[Source, list[Diagnostic]]:
     return Source(located), left_out
 
 
+# What Go's strconv.ParseBool reads as true, as NVIDIA's plugin reads its boolean environment
+# (urfave/cli v2 flag_bool.go).
+_TRUE = frozenset({"1", "t", "T", "true", "True", "TRUE"})
+
+
 def _typed(key: str, text: str) -> Any:
-    """The chart's boolean values arrive as "true"/"false" in the environment."""
+    """The chart's boolean values arrive as text in the environment."""
     flag = VALUE_FLAGS[key]
-    return text == "true" if flag[-1] in ("failOnInitError", "passDeviceSpecs") else text
+    return text in _TRUE if flag[-1] in ("failOnInitError", "passDeviceSpecs") else text
 
 
 def _enabled(section: Any) -> bool:

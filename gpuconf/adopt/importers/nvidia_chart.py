@@ -23,14 +23,20 @@ from typing import Any, NamedTuple, get_args
 
 from gpuconf.adopt.importers.sources import Source, embedded
 from gpuconf.api.cluster.nvidia_components import NvidiaPluginRelease
+from gpuconf.compiler.plan.nvidia_plugin import (
+    DEVICE_ID_STRATEGY,
+    FAIL_ON_INIT_ERROR,
+    NVIDIA_DEVICE_LISTS,
+    PASS_DEVICE_SPECS,
+)
 from gpuconf.diagnostics import Diagnostic, KeyPath
 from gpuconf.errors import UsageError
+from gpuconf.gpus.resource_names import NVIDIA_GPU
 
 CONFIG_LABEL = "nvidia.com/device-plugin.config"
 """The node label the chart's config-manager reads (daemonset-device-plugin.yml, NODE_LABEL)."""
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 """What the chart's default affinity selects GPU nodes by, with NFD's PCI labels."""
-NVIDIA_GPU = "nvidia.com/gpu"
 # The values the chart turns into the plugin's environment, which wins over the config file.
 VALUE_FLAGS: Mapping[str, KeyPath] = {
     "migStrategy": ("flags", "migStrategy"),
@@ -44,19 +50,16 @@ VALUE_FLAGS: Mapping[str, KeyPath] = {
 READ_VALUES = frozenset({*VALUE_FLAGS, "config", "image"})
 NVIDIA_DEFAULTS: Mapping[KeyPath, Any] = {
     ("flags", "migStrategy"): "none",
-    ("flags", "failOnInitError"): True,
-    ("flags", "plugin", "passDeviceSpecs"): False,
-    ("flags", "plugin", "deviceIDStrategy"): "uuid",
+    ("flags", "failOnInitError"): FAIL_ON_INIT_ERROR,
+    ("flags", "plugin", "passDeviceSpecs"): PASS_DEVICE_SPECS,
+    ("flags", "plugin", "deviceIDStrategy"): DEVICE_ID_STRATEGY,
     ("flags", "nvidiaDriverRoot"): "/",
 }
-"""cmd/nvidia-device-plugin/main.go's flag defaults, which gpuconf's rendered config also has."""
+"""The flags gpuconf's rendered config sets as cmd/nvidia-device-plugin/main.go defaults them."""
 SHARING_SECTIONS = {"timeSlicing": "time-slicing", "mps": "mps"}
-DEVICE_LISTS = {
-    "envvar": "envvar",
-    "volume-mounts": "volume-mounts",
-    "cdi-annotations": "cdi",
-    "cdi-cri": "cdi",
-}
+DEVICE_LISTS = {nvidia: ours for ours, nvidia in NVIDIA_DEVICE_LISTS.items()}
+"""NVIDIA's device list strategies gpuconf renders, by the spec value that renders each; any other
+(cdi-annotations: CDI devices named in annotations, not the CRI field) is listed as not imported."""
 
 
 class GpuShape(NamedTuple):

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from gpuconf.diagnostics import Diagnostic, InvalidInput, KeyPath, Severity
-from gpuconf.formats.located_yaml import LoadFailed, Located, load_file, parse_text
+from gpuconf.formats.located_yaml import LoadFailed, Located, load_file, parse_text, read_text
 
 
 class Source(NamedTuple):
@@ -48,11 +48,9 @@ def _objects(document: Source) -> Iterator[Source]:
 def read_documents(path: Path, shown: str) -> Iterator[Source]:
     """Each object of a file: its `---`-separated documents, and the items of a `kind: List`."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise InvalidInput(
-            [Diagnostic(shown, 1, 1, (), f"cannot read the file: {error}")]
-        ) from None
+        text = read_text(path, shown)  # load_file's size and UTF-8 rules
+    except LoadFailed as failure:
+        raise InvalidInput([failure.diagnostic]) from None
     if not text.lstrip().startswith("---") and "\n---" not in text:
         yield from _objects(_load(path, shown))
         return

@@ -50,6 +50,11 @@ CONFIG_FILE = "config.yaml"
 CDI_ROOT = "/var/run/cdi"
 CONTAINER_DRIVER_ROOT = "/driver-root"
 NVIDIA_DEVICE_LISTS = {"cdi": "cdi-cri", "volume-mounts": "volume-mounts", "envvar": "envvar"}
+# Flags gpuconf renders as NVIDIA's plugin defaults them (cmd/nvidia-device-plugin/main.go);
+# the chart importer names a source that sets another value.
+PASS_DEVICE_SPECS = False
+DEVICE_ID_STRATEGY = "uuid"
+FAIL_ON_INIT_ERROR = True
 """NVIDIA's plugin hands CDI names to the kubelet as cdi_devices under `cdi-cri`."""
 
 
@@ -70,9 +75,9 @@ def nvidia_config(
     shared = [c for c in classes if c.spec.sharing.strategy != "none"]
     uses_mps = any(c.spec.sharing.strategy == "mps" for c in shared)
     plugin: dict[str, Any] = {
-        "passDeviceSpecs": False,
+        "passDeviceSpecs": PASS_DEVICE_SPECS,
         "deviceListStrategy": device_list_strategies(cluster, pool),
-        "deviceIDStrategy": "uuid",
+        "deviceIDStrategy": DEVICE_ID_STRATEGY,
     }
     if shared and at_least(plugin_release(cluster), ALLOCATION_POLICY_SINCE):
         # Validation made every shared class of the pool agree on it.
@@ -81,7 +86,7 @@ def nvidia_config(
         )
     flags: dict[str, Any] = {
         "migStrategy": strategy,
-        "failOnInitError": True,
+        "failOnInitError": FAIL_ON_INIT_ERROR,
         "nvidiaDriverRoot": pool.driver_root(),
         "plugin": plugin,
     }
