@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
+import yaml
+
 from gpuconf.api.runtime_files import K3S_AGENT_CONFIG_DROPIN, RUNTIME_NAME
-from gpuconf.formats.located_yaml import LoadFailed, parse_text
 from gpuconf.node.runtimes.changes import current
 from gpuconf.node.runtimes.host import Host, HostPathError
 
@@ -35,29 +36,51 @@ def later_dropins(host: Host) -> list[str]:
     return [str(ours.parent / name.decode()) for name in names if name > ours.name.encode()]
 
 
+def _last_values(host_path: str, text: str) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+    """The file's top-level keys as k3s reads them: YAML 1.1 into a yaml.v2 MapSlice
+    (pkg/configfilearg parser.go readConfigFile), repeated keys kept in order, the last winning;
+    an empty or comment-only file has none. Not gpuconf's own loader, which refuses what k3s
+    takes."""
+    try:
+        root = yaml.compose(text, Loader=yaml.CSafeLoader)
+    except yaml.YAMLError as error:
+        raise HostPathError(
+            f"{host_path}: not YAML k3s can read ({error}); k3s reads it after "
+            f"{K3S_AGENT_CONFIG_DROPIN} and setup cannot tell whether it sets default-runtime"
+        ) from None
+    if root is None:
+        return {}
+    if not isinstance(root, yaml.MappingNode):
+        raise HostPathError(
+            f"{host_path}: not a mapping of settings, which k3s refuses too (k3s reads it after "
+            f"{K3S_AGENT_CONFIG_DROPIN})"
+        )
+    return {
+        key.value: (key, value) for key, value in root.value if isinstance(key, yaml.ScalarNode)
+    }
+
+
 def refuse_a_later_default_runtime(host: Host) -> None:
     """HostPathError naming the first later drop-in whose `default-runtime` is not nvidia."""
     for host_path in later_dropins(host):
         _, data = current(host, host_path)
-        if data is None or not data.strip():
+        if data is None:
             continue
-        try:
-            located = parse_text(data.decode("utf-8", "replace"), host_path)
-        except LoadFailed as failed:
-            raise HostPathError(
-                f"{failed.diagnostic.as_text()} (k3s reads it after {K3S_AGENT_CONFIG_DROPIN}; "
-                "setup cannot tell whether it sets default-runtime)"
-            ) from None
+        found = _last_values(host_path, data.decode("utf-8", "replace"))
         # `key+` appends to the value so far (pkg/configfilearg/parser.go readConfigFile); k3s
         # passes each value as a flag, and the last of a string flag wins.
         for key in (DEFAULT_RUNTIME_KEY, f"{DEFAULT_RUNTIME_KEY}+"):
-            given = located.data.get(key)
-            value = given[-1] if isinstance(given, list) and given else given
-            if given is None or value == RUNTIME_NAME:
+            if key not in found:
                 continue
-            line, column = located.position((key,))
+            at, given = found[key]
+            node: yaml.Node | None = given
+            if isinstance(given, yaml.SequenceNode):
+                node = given.value[-1] if given.value else None
+            if not isinstance(node, yaml.ScalarNode) or node.value == RUNTIME_NAME:
+                continue
+            line, column = at.start_mark.line + 1, at.start_mark.column + 1
             raise HostPathError(
-                f"{host_path}:{line}:{column}: {key}: {value!r} wins "
+                f"{host_path}:{line}:{column}: {key}: {node.value!r} wins "
                 f"over {K3S_AGENT_CONFIG_DROPIN} (k3s reads config.yaml.d in lexical order, the "
                 "last value kept), so pods would not run with the nvidia runtime; remove it "
                 "there, or rename the file to sort before 90-gpuconf-nvidia.yaml"

@@ -218,6 +218,8 @@ def test_an_old_k3s_that_finds_its_own_binary_in_usr_bin_refuses_a_second_declar
 
 
 def test_the_path_search_came_with_the_october_2024_patch_of_each_release_line() -> None:
+    # The first builds k3s's backports validated (k3s-io/k3s issues 11001, 11000, 10998 for
+    # 1.28, 1.29, 1.31; 10761 upstream), not k3s.py's table read back.
     firsts = [(1, 28, 15), (1, 29, 10), (1, 30, 6), (1, 31, 2), (1, 32, 0), (1, 34, 1)]
     assert all(searches_path(v) for v in firsts)
     assert not any(searches_path((1, m, p - 1)) for _, m, p in firsts[:4])
@@ -259,6 +261,9 @@ def test_a_later_dropin_appending_another_default_runtime_is_refused(
         ("95-site.yaml", "default-runtime: nvidia\n"),
         ("95-site.yaml", "node-label: [a=b]\n"),
         ("95-site.yaml", ""),
+        ("95-site.yaml", "# nothing set here yet\n"),  # yaml.v2: no keys, no error
+        ("95-site.yaml", "default-runtime: runc\ndefault-runtime: nvidia\n"),  # the last wins
+        ("95-site.yaml", "default-runtime: yes\ndefault-runtime: nvidia\n"),
         ("95-site.conf", "default-runtime: runc\n"),  # not read by k3s
     ],
 )
@@ -297,3 +302,15 @@ def test_node_check_reports_a_later_dropin_that_undoes_setups_default_runtime(
         "host runtime (k3s): setup would refuse: "
         "/etc/rancher/k3s/config.yaml.d/99-site.yaml:1:1: default-runtime: 'runc' wins over"
     ) in undone.out
+
+
+def test_a_later_dropin_whose_repeated_key_ends_on_another_runtime_is_refused_at_that_key(
+    host: HostTree,
+) -> None:
+    # yaml.v2 keeps both entries of a repeated key in order; k3s's flags take the last.
+    host.write(NVIDIA_RUNTIME, "#!/bin/sh\n")
+    later = "/etc/rancher/k3s/config.yaml.d/95-site.yaml"
+    host.write(later, "default-runtime: nvidia\ndefault-runtime: runc\n")
+    result = host.setup(setup_config("k3s"))
+    assert result.code == 1
+    assert f"{later}:2:1: default-runtime: 'runc' wins over {DEFAULT_DROPIN}" in result.err
