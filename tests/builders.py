@@ -439,3 +439,10 @@ def fake_nvidia_ctk(host: HostTree, devices: list[str], kind: str = "nvidia.com/
     host.program(
         "nvidia-ctk", f"echo \"$@\" > {host.folder}/ctk-args\ncat <<'EOF'\n{json.dumps(spec)}\nEOF"
     )
+
+
+def dcgm_series() -> set[str]:
+    """The DCGM series gpuconf's dcgm-exporter collects: the fields of its counters file."""
+    from gpuconf.compiler.plan.dcgm_exporter_counters import COUNTERS
+
+    return {line.split(",")[0] for line in COUNTERS.splitlines() if not line.startswith("#")}

@@ -1,8 +1,8 @@
 """Counters and gauges, and their Prometheus text exposition (format 0.0.4).
 
 The node runtime exports a few dozen series; prometheus_client (with the HTTP and URL
-modules it loads) cost 4 MiB of the runtime's resident memory for them. The text is what
-prometheus_client writes with `_created` series off: `# HELP`, `# TYPE`, then one line per
+modules it loads) cost 4 MiB of the runtime's resident memory for them. The text has the
+shape prometheus_client writes with `_created` series off (numbers as Python spells floats): `# HELP`, `# TYPE`, then one line per
 series, a counter's name with the `_total` suffix throughout (tests/node/test_prometheus_text.py reads it back
 with prometheus_client's own parser).
 """

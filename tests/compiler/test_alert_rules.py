@@ -12,7 +12,16 @@ from typing import Any, NamedTuple
 
 import pytest
 import yaml
-from builders import EXAMPLES, RENDERED, REPO, cluster_file, load_yaml, read_tree, rendered
+from builders import (
+    EXAMPLES,
+    RENDERED,
+    REPO,
+    cluster_file,
+    dcgm_series,
+    load_yaml,
+    read_tree,
+    rendered,
+)
 from crd_schemas import crd_errors
 
 RULE = "monitoring/prometheusrule-gpuconf.yaml"
@@ -266,3 +275,17 @@ def test_a_cluster_without_the_node_runtime_gets_only_the_dcgm_alerts(tmp_path: 
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
     checked = _promtool("check", "rules", "rules.yaml", cwd=tmp_path)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_every_dcgm_series_a_rule_reads_is_one_the_exporter_is_told_to_collect() -> None:
+    # dcgm-exporter exports only the fields of its counters file (internal/pkg/counters): a
+    # rule on any other would never fire, and promtool's synthetic series cannot tell.
+    collected = dcgm_series()
+    for example in EXAMPLES:
+        tree = read_tree(RENDERED / example)
+        if RULE not in tree:
+            continue
+        for group in load_yaml(tree[RULE])["spec"]["groups"]:
+            for rule in group["rules"]:
+                read = set(re.findall(r"\b(DCGM_FI_[A-Z0-9_]+)", rule["expr"]))
+                assert read <= collected, (example, rule.get("alert"), read - collected)

@@ -13,9 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from builders import RENDERED, cluster_file, load_yaml, read_tree, rendered
-
-from gpuconf.compiler.plan.dcgm_exporter_counters import COUNTERS
+from builders import RENDERED, cluster_file, dcgm_series, load_yaml, read_tree, rendered
 
 DASHBOARD = "monitoring/configmap-gpuconf-dashboard.yaml"
 PROMTOOL = shutil.which("promtool")
@@ -27,7 +25,7 @@ KSM_SERIES = {
     "kube_pod_status_phase",
     "kube_resourcequota",
 }
-DCGM_SERIES = {line.split(",")[0] for line in COUNTERS.splitlines() if not line.startswith("#")}
+DCGM_SERIES = dcgm_series()
 
 
 def _board(tree: dict[str, bytes]) -> dict[str, Any]:

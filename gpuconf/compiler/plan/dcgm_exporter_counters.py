@@ -3,7 +3,7 @@
 Format: NVIDIA/dcgm-exporter's etc/default-counters.csv (`DCGM field, Prometheus type, help`);
 dcgm-exporter 4.5.3-4.8.2 reads it from DCGM_EXPORTER_COLLECTORS (pkg/cmd/app.go), looks each
 field up with go-dcgm's GetFieldID (pkg/dcgm/const_fields.go, current names then legacy ones:
-DCGM_FI_DEV_XID_ERRORS and DCGM_FI_DEV_RETIRED_PENDING are legacy names that still resolve) and
+DCGM_FI_DEV_XID_ERRORS is a legacy name that still resolves) and
 names each series after the field as written here (internal/pkg/counters/counter_config.go).
 """
 
@@ -20,7 +20,8 @@ from gpuconf.compiler.plan.dcgm_exporter import (
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
 
 # etc/default-counters.csv of the release, plus the fields gpuconf's alerts read that it
-# leaves commented out (double-bit ECC, pages pending retirement, clock event reasons).
+# leaves commented out (double-bit ECC, clock event reasons; tests/compiler/test_alert_rules.py
+# holds every DCGM series a rule reads to this list).
 COUNTERS = """\
 # DCGM FIELD, Prometheus metric type, help message (dcgm-exporter's counters file format)
 DCGM_FI_DEV_SM_CLOCK, gauge, SM clock frequency (in MHz).
@@ -49,7 +50,6 @@ DCGM_FI_PROF_DRAM_ACTIVE, gauge, Ratio of cycles the device memory interface is 
 DCGM_FI_PROF_PCIE_TX_BYTES, gauge, The rate of data transmitted over the PCIe bus - including both protocol headers and data payloads - in bytes per second.
 DCGM_FI_PROF_PCIE_RX_BYTES, gauge, The rate of data received over the PCIe bus - including both protocol headers and data payloads - in bytes per second.
 DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, counter, Total number of double-bit volatile ECC errors.
-DCGM_FI_DEV_RETIRED_PENDING, counter, Total number of pages pending retirement.
 DCGM_FI_DEV_CLOCKS_EVENT_REASONS, gauge, Current clock event reasons (bitmask).
 """
 
