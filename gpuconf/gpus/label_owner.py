@@ -19,10 +19,14 @@ LABELS_FROM = 30
 """The node runtime patches its Node only under its admission policy (GA in Kubernetes 1.30)."""
 
 
+def runs_node_runtime(spec: ClusterSpec) -> bool:
+    """gpuconf's node runtime (`gpuconf node run`, its device plugin) runs on the GPU pools."""
+    return spec.allocation == "device-plugin" and spec.plugin == "gpuconf"
+
+
 def node_runtime_labels_nodes(spec: ClusterSpec) -> bool:
     """gpuconf's node runtime runs and may label its own Node."""
-    runs = spec.allocation == "device-plugin" and spec.plugin == "gpuconf"
-    return runs and kubernetes_minor(spec.kubernetes.version) >= LABELS_FROM
+    return runs_node_runtime(spec) and kubernetes_minor(spec.kubernetes.version) >= LABELS_FROM
 
 
 def gpuconf_writes_gfd_labels(spec: ClusterSpec) -> bool:

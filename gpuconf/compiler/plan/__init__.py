@@ -30,6 +30,7 @@ from gpuconf.compiler.plan.status_role import status_role
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.compiler.validate import Validated
 from gpuconf.gpus.gfd_labels import mig_label_keys
+from gpuconf.gpus.label_owner import runs_node_runtime
 
 __all__ = ["Artifact", "plan"]
 
@@ -94,7 +95,7 @@ def plan(
         *driver_manager_rbac(cluster),
         status_role(cluster),
     ]
-    if spec.allocation == "device-plugin" and spec.plugin == "gpuconf":
+    if runs_node_runtime(spec):
         artifacts += cluster_objects.node_rbac(cluster, _mig_label_keys(spec.node_pools, configs))
     artifacts += dcgm_exporter_counters(cluster)
     artifacts += dcgm_exporter_rbac(cluster)

@@ -17,10 +17,10 @@ from gpuconf.compiler.plan.monitoring import (
     NODE_MONITOR,
     NODE_SERIES_LABEL,
     POOL_SERIES_LABEL,
-    runs_gpuconf_node,
     scrape_job,
 )
 from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory
+from gpuconf.gpus.label_owner import runs_node_runtime
 from gpuconf.gpus.xid import RESET_XIDS
 
 RUNBOOKS = "https://github.com/gpuconf/gpuconf/blob/main/docs/runbooks.md"
@@ -222,7 +222,7 @@ def _dcgm_alerts(cluster: Cluster) -> list[Alert]:
 
 
 def alerts(cluster: Cluster, inventory: DeclaredInventory) -> list[Alert]:
-    node = runs_gpuconf_node(cluster)
+    node = runs_node_runtime(cluster.spec)
     dcgm = dcgm_exporter.runs_anywhere(cluster)
     found = []
     jobs = [scrape_job(cluster, NODE_MONITOR)] if node else []

@@ -17,8 +17,8 @@ from typing import Any
 
 from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.plan.artifact import Artifact, PatchOf
-from gpuconf.compiler.plan.mig_pause import pool_client_facts
 from gpuconf.gpus.gpu_operator import replaced_operands
+from gpuconf.gpus.label_owner import gpuconf_writes_gfd_labels
 from gpuconf.gpus.mig import DISABLED
 
 VALUES = "gpu-operator-values.yaml"
@@ -32,7 +32,8 @@ def operator_sections(cluster: Cluster, uses_mig: bool) -> dict[str, Any]:
     """The chart values' (= ClusterPolicy spec's) sections gpuconf decides."""
     operator = cluster.spec.gpu_operator
     assert operator is not None
-    replaced = _replaced_on_every_pool(cluster)
+    # Whether gpuconf writes GFD's labels is the cluster's to say, the same on every pool.
+    replaced = set(replaced_operands(gfd_labels=gpuconf_writes_gfd_labels(cluster.spec)))
     sections: dict[str, Any] = {
         section: {"enabled": False}
         for section in sorted(replaced)
@@ -48,16 +49,6 @@ def operator_sections(cluster: Cluster, uses_mig: bool) -> dict[str, Any]:
             "default": DISABLED,
         }
     return sections
-
-
-def _replaced_on_every_pool(cluster: Cluster) -> set[str]:
-    """What no pool still needs from the Operator (a cluster has at least one pool)."""
-    return set.intersection(
-        *(
-            set(replaced_operands(gfd_labels=pool_client_facts(cluster, pool)["gfd_labels"]))
-            for pool in cluster.spec.node_pools
-        )
-    )
 
 
 def gpu_operator(cluster: Cluster, uses_mig: bool) -> list[Artifact]:

@@ -11,6 +11,7 @@ from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.plan import dcgm_exporter
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata, optional_kind_metadata
+from gpuconf.gpus.label_owner import runs_node_runtime
 
 NODE_PODS = {"app.kubernetes.io/name": "gpuconf-node"}
 """The label every `gpuconf node` pod carries, whatever its pool."""
@@ -40,11 +41,6 @@ def scrape_job(cluster: Cluster, monitor: str) -> str:
     return f"{cluster.spec.namespace}/{monitor}"
 
 
-def runs_gpuconf_node(cluster: Cluster) -> bool:
-    spec = cluster.spec
-    return spec.allocation == "device-plugin" and spec.plugin == "gpuconf"
-
-
 def _pod_monitor(
     cluster: Cluster, name: str, pods: dict[str, str], dropped_labels: str | None
 ) -> Artifact:
@@ -70,7 +66,7 @@ def _pod_monitor(
 def monitoring(cluster: Cluster) -> list[Artifact]:
     settings = cluster.spec.node.monitoring
     namespace = cluster.spec.namespace
-    node_runtime = runs_gpuconf_node(cluster)
+    node_runtime = runs_node_runtime(cluster.spec)
     artifacts = []
     if settings.pod_monitor and node_runtime:
         artifacts.append(_pod_monitor(cluster, NODE_MONITOR, NODE_PODS, None))
