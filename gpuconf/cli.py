@@ -348,20 +348,10 @@ def _schema(options: argparse.Namespace) -> int:
 
 
 def _explain(options: argparse.Namespace) -> int:
-    from gpuconf.compiler.explain import explain_text, files_declaring
-    from gpuconf.compiler.pipeline import find_cluster_files
+    from gpuconf.compiler.explain import explain_text
+    from gpuconf.compiler.pipeline import cluster_paths
 
-    target = options.base / options.cluster
-    if target.exists():
-        options.paths = [target]
-    else:
-        # Only the file declaring the cluster is validated: a broken neighbour is not its problem.
-        folder = options.base / DEFAULT_CLUSTERS
-        options.paths, known = files_declaring(options.cluster, find_cluster_files([folder]))
-        if not options.paths:
-            raise UsageError(
-                f"no cluster named {options.cluster!r} in {DEFAULT_CLUSTERS}/ (known: {', '.join(known)})"
-            )
+    options.paths = cluster_paths(options.base, options.cluster, DEFAULT_CLUSTERS)
     compiled = _compile(options, render_output=False)
     if not compiled.ok:
         return ExitCode.INVALID_INPUT

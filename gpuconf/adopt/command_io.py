@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuconf.errors import ExitCode, UsageError
+from gpuconf.errors import ExitCode
 
 if TYPE_CHECKING:
     from gpuconf.adopt.cluster_file import ClusterFile, Edited
@@ -34,19 +34,10 @@ def validated_cluster(
     options: argparse.Namespace, cluster: str, with_warnings: bool = True
 ) -> Validated:
     """The cluster file named on the command line, or the one in clusters/ declaring `cluster`."""
-    from gpuconf.compiler.explain import files_declaring
-    from gpuconf.compiler.pipeline import compile_paths, find_cluster_files
+    from gpuconf.compiler.pipeline import cluster_paths, compile_paths
     from gpuconf.diagnostics import InvalidInput
 
-    target = options.base / cluster
-    if target.exists():
-        paths = [target]
-    else:
-        paths, known = files_declaring(cluster, find_cluster_files([options.base / "clusters"]))
-        if not paths:
-            raise UsageError(
-                f"no cluster named {cluster!r} in clusters/ (known: {', '.join(known)})"
-            )
+    paths = cluster_paths(options.base, cluster, Path("clusters"))
     compiled = compile_paths(paths, relative_to=options.base, render_output=False)
     if not compiled.ok:
         raise InvalidInput(compiled.diagnostics)

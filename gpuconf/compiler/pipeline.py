@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from gpuconf.compiler.validate import Validated, validate
 from gpuconf.diagnostics import Diagnostic, Severity, has_errors
-from gpuconf.errors import UserError
+from gpuconf.errors import UsageError, UserError
 from gpuconf.formats.located_yaml import LoadFailed, load_file
 from gpuconf.gpus.catalog import Catalog
 
@@ -61,6 +61,21 @@ def find_cluster_files(paths: Sequence[Path]) -> list[Path]:
         else:
             raise UserError(f"{path}: no such file or directory")
     return files
+
+
+def cluster_paths(base: Path, cluster: str, folder: Path) -> list[Path]:
+    """`cluster` as a command names it: a file under `base`, else the file(s) in `folder`
+    declaring that name, only those (a broken neighbour is not its problem). UsageError where
+    none does."""
+    from gpuconf.compiler.explain import files_declaring
+
+    target = base / cluster
+    if target.exists():
+        return [target]
+    paths, known = files_declaring(cluster, find_cluster_files([base / folder]))
+    if not paths:
+        raise UsageError(f"no cluster named {cluster!r} in {folder}/ (known: {', '.join(known)})")
+    return paths
 
 
 def compile_paths(

@@ -184,8 +184,9 @@ def test_quota_beyond_devices_is_an_error_because_claims_take_whole_devices() ->
 
 def test_dra_lab_example_renders_valid_manifests_for_kubernetes_1_34() -> None:
     for path, obj in _manifests(rendered(cluster_file("dra-lab"))).items():
-        # Kueue's objects and its Configuration are checked against Kueue's own schemas
-        # (tests/compiler/test_kueue.py), the Prometheus Operator's against its CRDs.
+        # Kueue's objects are checked against its CRDs (tests/compiler/test_kueue.py; its
+        # Configuration, not an object, only against the expected keys there), the Prometheus
+        # Operator's against theirs (tests/compiler/test_kubernetes_schemas.py).
         if obj.get("kind") == "Kustomization" or of_a_crd(obj):
             continue
         try:
