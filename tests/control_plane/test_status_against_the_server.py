@@ -16,6 +16,9 @@ from builders import REPO, run_cli
 from control_plane.manifests import SETUP_MANAGER, delete_objects
 from control_plane.server import Server
 
+from gpuconf.node.drift import DriftReport
+from gpuconf.node.node_annotation import annotations_for, pending_annotation
+
 LAB = str(REPO / "clusters" / "lab.yaml")
 RESOURCE = "gpuconf.dev/t4-shared"
 DRIFT = "GPU 1: expected uuid GPU-5e1a0c52-3c4b-4d6e-9a2f-0c8e1f6b7a02, found GPU-00000000-0000-4000-8000-000000000001"
@@ -46,18 +49,16 @@ NODES = [
         "lab-gpu-1",
         "t4",
         {
-            "gpuconf.dev/inventory-drift": "true",
-            "gpuconf.dev/inventory-report": json.dumps(
-                {"drifted": True, "matchingIndices": [0], "problems": [DRIFT]}
-            ),
+            # As the node runtime writes them (node/node_annotation.py), which status reads.
+            **annotations_for(DriftReport([DRIFT], frozenset({0}))),
         },
     ),
     _node(
         "lab-gpu-2",
         "t4",
         {
-            "gpuconf.dev/inventory-drift": "false",
-            "gpuconf.dev/pending-gpu-changes": json.dumps([{"index": 0}, {"index": 1}]),
+            **annotations_for(DriftReport([], frozenset({0, 1}))),
+            **pending_annotation([{"index": 0}, {"index": 1}]),
         },
     ),
     _node("cpu-0", None, {}),
