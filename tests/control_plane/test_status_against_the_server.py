@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from builders import REPO, run_cli
 from control_plane.manifests import SETUP_MANAGER, delete_objects
 from control_plane.server import Server
@@ -166,3 +167,55 @@ def test_status_of_a_healthy_cluster_exits_zero(
         delete_objects(api_server, [("test", d) for d in nodes])
     assert result.code == 0, result.out + result.err
     assert "t4-shared  gpuconf.dev/t4-shared  16        16" in result.out
+
+
+STATUS_ROLE = REPO / "rendered" / "lab" / "cluster" / "clusterrole-gpuconf-status.yaml"
+READER = "gpuconf-status-reader"
+
+
+def _reader_kubeconfig(server: Server, admin: Path, folder: Path) -> Path:
+    """A kubeconfig for the READER service account: the admin's server and CA, its token."""
+    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
+    path = f"/api/v1/namespaces/default/serviceaccounts/{READER}/token"
+    token = server.request("POST", path, request).body["status"]["token"]
+    config = json.loads(admin.read_text(encoding="utf-8"))
+    config["users"] = [{"name": READER, "user": {"token": token}}]
+    for context in config["contexts"]:
+        context["context"]["user"] = READER
+    written = folder / "reader.kubeconfig"
+    written.write_text(json.dumps(config), encoding="utf-8")
+    return written
+
+
+def test_the_read_only_role_gpuconf_renders_is_all_status_needs(
+    live_lab: Server, kubeconfig: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # What the 403 hint tells a user to bind (adopt/live/cluster_api.py READ_ONLY_ROLE_HINT).
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    role = yaml.safe_load(STATUS_ROLE.read_text(encoding="utf-8"))
+    account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": READER, "namespace": "default"},
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": READER},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": role["metadata"]["name"],
+        },
+        "subjects": [{"kind": "ServiceAccount", "name": READER, "namespace": "default"}],
+    }
+    objects = [role, account, binding]
+    try:
+        for document in objects:
+            live_lab.apply(document, manager=SETUP_MANAGER)
+        reader = _reader_kubeconfig(live_lab, kubeconfig, tmp_path)
+        result = run_cli("status", LAB, "--kubeconfig", str(reader))
+    finally:
+        delete_objects(live_lab, [("test", d) for d in objects])
+    assert (result.code, result.out) == (1, EXPECTED), result.err
