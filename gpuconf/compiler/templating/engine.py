@@ -11,7 +11,6 @@ import hashlib
 import json
 import os
 import re
-import traceback
 from collections.abc import Callable, MutableMapping
 from importlib.machinery import SourceFileLoader
 from pathlib import Path
@@ -28,12 +27,13 @@ from jinja2 import (
     TemplateNotFound,
     TemplateSyntaxError,
     nodes,
+    pass_context,
 )
 from jinja2 import __version__ as _jinja2_version
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from gpuconf.compiler.templating.filters import FILTERS, BlockRefused, Encoded, yaml_value
-from gpuconf.compiler.templating.printed_values import IN_PLACE, ChainAnalysis, analyse_chain
+from gpuconf.compiler.templating.printed_values import EACH, IN_PLACE, ChainAnalysis, analyse_chain
 from gpuconf.compiler.templating.shipped import SHIPPED_PREFIX, shipped_folder
 from gpuconf.compiler.templating.skeleton_memo import Skeleton, SkeletonMemo, filled_tokens
 
@@ -249,7 +249,11 @@ class Templates:
         self._analyses: dict[str, ChainAnalysis] = {}
         self._trees: dict[str, nodes.Template | None] = {}
 
-    def _yaml(self, value: Any) -> Encoded:
+    # pass_context: jinja2 folds a filter of a constant (`{{ "x" | yaml }}`) when it compiles a
+    # template, which may happen while a skeleton's tokens are collected (a site's template,
+    # loaded by the render that first needs it): a folded token would be baked into its code.
+    @pass_context
+    def _yaml(self, context: Any, value: Any) -> Encoded:
         tokens = self._tokens
         if tokens is None:
             return yaml_value(value)
@@ -309,8 +313,7 @@ class Templates:
         differ from an earlier one's only where the template prints them whole gets that
         skeleton again, without running the template."""
         if name not in self.memos:
-            paths = self.analysis(name).printed_only
-            self.memos[name] = SkeletonMemo(paths) if paths else None
+            self.memos[name] = self._memo(name)
         memo = self.memos[name]
         if memo is None:
             return self._render_skeleton(name, values)
@@ -321,9 +324,21 @@ class Templates:
             found = self._render_skeleton(name, reduced)
             memo.remember(key, found)
             if not memo.worthwhile:
-                self.memos[name] = None
+                self.memos[name] = self._memo(name, after=memo)
         text, tokens = found
         return text, filled_tokens(tokens, values)
+
+    def _memo(self, name: str, after: SkeletonMemo | None = None) -> SkeletonMemo | None:
+        """The memo for `name`: first keyed on all but values printed whole (cheap to key:
+        500 namespaces share one skeleton that way); where that misses more than it hits,
+        keyed on all but each entry printed whole too (a DaemonSet per pool, whose pod spec
+        differs in the pool's name); where that misses too, none."""
+        paths = self.analysis(name).printed_only
+        whole = frozenset(path for path in paths if EACH not in path)
+        for candidate in (whole, paths):
+            if candidate and (after is None or len(candidate) > len(after.printed_only)):
+                return SkeletonMemo(candidate)
+        return None
 
     def _render_skeleton(self, name: str, values: dict[str, Any]) -> Skeleton:
         tokens: list[Any] = []
@@ -384,6 +399,8 @@ class Templates:
         if isinstance(error, BlockRefused):
             file, line = template_line(self.chain(name), error.line)
             return TemplateFailed(file, line, _message(error))
+        import traceback  # only for a failure: with linecache and tokenize, ~2 ms to import
+
         for frame in reversed(traceback.extract_tb(error.__traceback__)):
             if frame.filename.endswith(".j2"):
                 return TemplateFailed(

@@ -20,13 +20,13 @@ def root(context, missing=missing, environment=environment):
             raise TemplateRuntimeError("No filter named 'yaml' found.")
     pass
     yield '{\n        "project": "default",\n        "source": {"repoURL": '
-    yield str(environment.finalize(t_1((undefined(name='repo_url') if l_0_repo_url is missing else l_0_repo_url))))
+    yield str(environment.finalize(t_1(context, (undefined(name='repo_url') if l_0_repo_url is missing else l_0_repo_url))))
     yield ', "targetRevision": '
-    yield str(environment.finalize(t_1((undefined(name='revision') if l_0_revision is missing else l_0_revision))))
+    yield str(environment.finalize(t_1(context, (undefined(name='revision') if l_0_revision is missing else l_0_revision))))
     yield ', "path": '
-    yield str(environment.finalize(t_1((undefined(name='path') if l_0_path is missing else l_0_path))))
+    yield str(environment.finalize(t_1(context, (undefined(name='path') if l_0_path is missing else l_0_path))))
     yield '},\n        "destination": '
-    yield str(environment.finalize(t_1((undefined(name='destination') if l_0_destination is missing else l_0_destination))))
+    yield str(environment.finalize(t_1(context, (undefined(name='destination') if l_0_destination is missing else l_0_destination))))
     yield ',\n        "syncPolicy": {\n          "automated": {"prune": true, "selfHeal": true},\n          "syncOptions": ["ServerSideApply=true"]\n        }\n      }\n'
 
 blocks = {}

@@ -85,27 +85,27 @@ def block_body(context, missing=missing, environment=environment):
             raise TemplateRuntimeError("No test named 'defined' found.")
     pass
     yield 'spec:\n  selector:\n    matchLabels: '
-    yield str(environment.finalize(t_6((undefined(name='selector') if l_0_selector is missing else l_0_selector))))
+    yield str(environment.finalize(t_6(context, (undefined(name='selector') if l_0_selector is missing else l_0_selector))))
     yield '\n  updateStrategy: '
-    yield str(environment.finalize(t_6((undefined(name='update_strategy') if l_0_update_strategy is missing else l_0_update_strategy))))
+    yield str(environment.finalize(t_6(context, (undefined(name='update_strategy') if l_0_update_strategy is missing else l_0_update_strategy))))
     yield '\n  template:\n    metadata:\n      labels: '
-    yield str(environment.finalize(t_6(t_4(environment.getitem((undefined(name='pod_meta') if l_0_pod_meta is missing else l_0_pod_meta), 'labels'), environment.call(context, environment.getattr(l_0_self, 'pod_labels'), _block_vars=_block_vars)))))
+    yield str(environment.finalize(t_6(context, t_4(environment.getitem((undefined(name='pod_meta') if l_0_pod_meta is missing else l_0_pod_meta), 'labels'), environment.call(context, environment.getattr(l_0_self, 'pod_labels'), _block_vars=_block_vars)))))
     yield '\n'
     if t_7(environment.getitem((undefined(name='pod_meta') if l_0_pod_meta is missing else l_0_pod_meta), 'annotations')):
         pass
         yield '      annotations: '
-        yield str(environment.finalize(t_6(environment.getitem((undefined(name='pod_meta') if l_0_pod_meta is missing else l_0_pod_meta), 'annotations'))))
+        yield str(environment.finalize(t_6(context, environment.getitem((undefined(name='pod_meta') if l_0_pod_meta is missing else l_0_pod_meta), 'annotations'))))
         yield '\n'
     yield '    spec:\n      tolerations: '
-    yield str(environment.finalize(t_6(t_5((undefined(name='tolerations') if l_0_tolerations is missing else l_0_tolerations), environment.call(context, environment.getattr(l_0_self, 'extra_tolerations'), _block_vars=_block_vars)))))
+    yield str(environment.finalize(t_6(context, t_5((undefined(name='tolerations') if l_0_tolerations is missing else l_0_tolerations), environment.call(context, environment.getattr(l_0_self, 'extra_tolerations'), _block_vars=_block_vars)))))
     yield '\n'
     for (l_1_key, l_1_value) in t_2(t_4((undefined(name='pod') if l_0_pod is missing else l_0_pod), environment.call(context, environment.getattr(l_0_self, 'pod_spec'), _block_vars=_block_vars))):
         _loop_vars = {}
         pass
         yield '      '
-        yield str(environment.finalize(t_6(l_1_key)))
+        yield str(environment.finalize(t_6(context, l_1_key)))
         yield ': '
-        yield str(environment.finalize(t_6(l_1_value)))
+        yield str(environment.finalize(t_6(context, l_1_value)))
         yield '\n'
     l_1_key = l_1_value = missing
     l_1_loop = missing
@@ -113,7 +113,7 @@ def block_body(context, missing=missing, environment=environment):
         _loop_vars = {}
         pass
         yield '      '
-        yield str(environment.finalize(t_6(l_1_field)))
+        yield str(environment.finalize(t_6(context, l_1_field)))
         yield ':\n'
         l_2_loop = missing
         for l_2_container, l_2_loop in LoopContext(l_1_containers, undefined):
@@ -139,27 +139,27 @@ def block_body(context, missing=missing, environment=environment):
             l_2_resources = (Markup if context.eval_ctx.autoescape else identity)(concat(t_9))
             _loop_vars['resources'] = l_2_resources
             yield '        - name: '
-            yield str(environment.finalize(t_6(environment.getitem(l_2_container, 'name'))))
+            yield str(environment.finalize(t_6(context, environment.getitem(l_2_container, 'name'))))
             yield '\n          image: '
             yield from context.blocks['container_image'][0](context.derived({'container': l_2_container, 'env': l_2_env, 'loop': l_2_loop, 'resources': l_2_resources, 'containers': l_1_containers, 'field': l_1_field, 'self': l_0_self}))
             yield '\n'
             if (t_7(environment.getitem(l_2_container, 'env')) or t_3((undefined(name='env') if l_2_env is missing else l_2_env))):
                 pass
                 yield '          env: '
-                yield str(environment.finalize(t_6(t_5(t_1(environment.getitem(l_2_container, 'env'), []), (undefined(name='env') if l_2_env is missing else l_2_env)))))
+                yield str(environment.finalize(t_6(context, t_5(t_1(environment.getitem(l_2_container, 'env'), []), (undefined(name='env') if l_2_env is missing else l_2_env)))))
                 yield '\n'
             if (t_7(environment.getitem(l_2_container, 'resources')) or t_3((undefined(name='resources') if l_2_resources is missing else l_2_resources))):
                 pass
                 yield '          resources: '
-                yield str(environment.finalize(t_6(t_4(t_1(environment.getitem(l_2_container, 'resources'), {}), (undefined(name='resources') if l_2_resources is missing else l_2_resources)))))
+                yield str(environment.finalize(t_6(context, t_4(t_1(environment.getitem(l_2_container, 'resources'), {}), (undefined(name='resources') if l_2_resources is missing else l_2_resources)))))
                 yield '\n'
             for (l_3_key, l_3_value) in t_2(environment.getitem(l_2_container, 'fields')):
                 _loop_vars = {}
                 pass
                 yield '          '
-                yield str(environment.finalize(t_6(l_3_key)))
+                yield str(environment.finalize(t_6(context, l_3_key)))
                 yield ': '
-                yield str(environment.finalize(t_6(l_3_value)))
+                yield str(environment.finalize(t_6(context, l_3_value)))
                 yield '\n'
             l_3_key = l_3_value = missing
         l_2_loop = l_2_container = l_2_env = l_2_resources = missing
@@ -198,7 +198,7 @@ def block_container_image(context, missing=missing, environment=environment):
         def t_6(*unused):
             raise TemplateRuntimeError("No filter named 'yaml' found.")
     pass
-    yield str(environment.finalize(t_6(environment.getitem((undefined(name='container') if l_0_container is missing else l_0_container), 'image'))))
+    yield str(environment.finalize(t_6(context, environment.getitem((undefined(name='container') if l_0_container is missing else l_0_container), 'image'))))
 
 def block_pod_labels(context, missing=missing, environment=environment):
     resolve = context.resolve_or_missing

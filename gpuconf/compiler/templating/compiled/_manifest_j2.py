@@ -31,20 +31,20 @@ def root(context, missing=missing, environment=environment):
     pass
     yield from context.blocks['kind'][0](context)
     yield 'metadata:\n  name: '
-    yield str(environment.finalize(t_2(environment.getitem((undefined(name='meta') if l_0_meta is missing else l_0_meta), 'name'))))
+    yield str(environment.finalize(t_2(context, environment.getitem((undefined(name='meta') if l_0_meta is missing else l_0_meta), 'name'))))
     yield '\n'
     if t_3(environment.getitem((undefined(name='meta') if l_0_meta is missing else l_0_meta), 'namespace')):
         pass
         yield '  namespace: '
-        yield str(environment.finalize(t_2(environment.getitem((undefined(name='meta') if l_0_meta is missing else l_0_meta), 'namespace'))))
+        yield str(environment.finalize(t_2(context, environment.getitem((undefined(name='meta') if l_0_meta is missing else l_0_meta), 'namespace'))))
         yield '\n'
     yield '  labels: '
-    yield str(environment.finalize(t_2(t_1(environment.getitem((undefined(name='meta') if l_0_meta is missing else l_0_meta), 'labels'), environment.call(context, environment.getattr(l_0_self, 'extra_labels'))))))
+    yield str(environment.finalize(t_2(context, t_1(environment.getitem((undefined(name='meta') if l_0_meta is missing else l_0_meta), 'labels'), environment.call(context, environment.getattr(l_0_self, 'extra_labels'))))))
     yield '\n'
     if t_3(environment.getitem((undefined(name='meta') if l_0_meta is missing else l_0_meta), 'annotations')):
         pass
         yield '  annotations: '
-        yield str(environment.finalize(t_2(t_1(environment.getitem((undefined(name='meta') if l_0_meta is missing else l_0_meta), 'annotations'), environment.call(context, environment.getattr(l_0_self, 'extra_annotations'))))))
+        yield str(environment.finalize(t_2(context, t_1(environment.getitem((undefined(name='meta') if l_0_meta is missing else l_0_meta), 'annotations'), environment.call(context, environment.getattr(l_0_self, 'extra_annotations'))))))
         yield '\n'
     yield from context.blocks['body'][0](context)
     if False:

@@ -45,15 +45,15 @@ def block_body(context, missing=missing, environment=environment):
             raise TemplateRuntimeError("No filter named 'yaml' found.")
     pass
     yield 'spec:\n  goTemplate: true\n  goTemplateOptions:\n    - missingkey=error\n  generators:\n    - git:\n        repoURL: '
-    yield str(environment.finalize(t_1((undefined(name='repo_url') if l_0_repo_url is missing else l_0_repo_url))))
+    yield str(environment.finalize(t_1(context, (undefined(name='repo_url') if l_0_repo_url is missing else l_0_repo_url))))
     yield '\n        revision: '
-    yield str(environment.finalize(t_1((undefined(name='revision') if l_0_revision is missing else l_0_revision))))
+    yield str(environment.finalize(t_1(context, (undefined(name='revision') if l_0_revision is missing else l_0_revision))))
     yield '\n        directories:\n          - path: '
-    yield str(environment.finalize(t_1((undefined(name='directories') if l_0_directories is missing else l_0_directories))))
+    yield str(environment.finalize(t_1(context, (undefined(name='directories') if l_0_directories is missing else l_0_directories))))
     yield '\n  template:\n    metadata:\n      name: '
-    yield str(environment.finalize(t_1(str_join(('gpuconf-', (undefined(name='basename') if l_0_basename is missing else l_0_basename), )))))
+    yield str(environment.finalize(t_1(context, str_join(('gpuconf-', (undefined(name='basename') if l_0_basename is missing else l_0_basename), )))))
     yield '\n      labels: '
-    yield str(environment.finalize(t_1((undefined(name='template_labels') if l_0_template_labels is missing else l_0_template_labels))))
+    yield str(environment.finalize(t_1(context, (undefined(name='template_labels') if l_0_template_labels is missing else l_0_template_labels))))
     yield '\n    spec: '
     template = environment.get_template('_argocd-application-spec.j2', 'argocd-applicationset.yaml.j2')
     gen = template.root_render_func(template.new_context(context.get_all(), True, {}))

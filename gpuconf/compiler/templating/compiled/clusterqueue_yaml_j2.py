@@ -31,7 +31,7 @@ def block_kind(context, missing=missing, environment=environment):
             raise TemplateRuntimeError("No filter named 'yaml' found.")
     pass
     yield 'apiVersion: '
-    yield str(environment.finalize(t_1((undefined(name='api_version') if l_0_api_version is missing else l_0_api_version))))
+    yield str(environment.finalize(t_1(context, (undefined(name='api_version') if l_0_api_version is missing else l_0_api_version))))
     yield '\nkind: ClusterQueue\n'
 
 def block_body(context, missing=missing, environment=environment):
@@ -54,15 +54,15 @@ def block_body(context, missing=missing, environment=environment):
             raise TemplateRuntimeError("No filter named 'yaml' found.")
     pass
     yield 'spec:\n  '
-    yield str(environment.finalize(t_1((undefined(name='cohort_field') if l_0_cohort_field is missing else l_0_cohort_field))))
+    yield str(environment.finalize(t_1(context, (undefined(name='cohort_field') if l_0_cohort_field is missing else l_0_cohort_field))))
     yield ': '
-    yield str(environment.finalize(t_1((undefined(name='cohort') if l_0_cohort is missing else l_0_cohort))))
+    yield str(environment.finalize(t_1(context, (undefined(name='cohort') if l_0_cohort is missing else l_0_cohort))))
     yield '\n  namespaceSelector: '
-    yield str(environment.finalize(t_1((undefined(name='namespace_selector') if l_0_namespace_selector is missing else l_0_namespace_selector))))
+    yield str(environment.finalize(t_1(context, (undefined(name='namespace_selector') if l_0_namespace_selector is missing else l_0_namespace_selector))))
     yield '\n  preemption: '
-    yield str(environment.finalize(t_1((undefined(name='preemption') if l_0_preemption is missing else l_0_preemption))))
+    yield str(environment.finalize(t_1(context, (undefined(name='preemption') if l_0_preemption is missing else l_0_preemption))))
     yield '\n  resourceGroups: '
-    yield str(environment.finalize(t_1((undefined(name='resource_groups') if l_0_resource_groups is missing else l_0_resource_groups))))
+    yield str(environment.finalize(t_1(context, (undefined(name='resource_groups') if l_0_resource_groups is missing else l_0_resource_groups))))
     yield '\n'
 
 blocks = {'kind': block_kind, 'body': block_body}

@@ -45,7 +45,7 @@ def block_body(context, missing=missing, environment=environment):
         _loop_vars = {}
         pass
         yield '  - '
-        yield str(environment.finalize(t_1(l_1_rule)))
+        yield str(environment.finalize(t_1(context, l_1_rule)))
         yield '\n'
     l_1_rule = missing
 

@@ -43,11 +43,11 @@ def block_body(context, missing=missing, environment=environment):
             raise TemplateRuntimeError("No filter named 'yaml' found.")
     pass
     yield 'roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: '
-    yield str(environment.finalize(t_1((undefined(name='role') if l_0_role is missing else l_0_role))))
+    yield str(environment.finalize(t_1(context, (undefined(name='role') if l_0_role is missing else l_0_role))))
     yield '\nsubjects:\n  - kind: ServiceAccount\n    name: '
-    yield str(environment.finalize(t_1((undefined(name='service_account') if l_0_service_account is missing else l_0_service_account))))
+    yield str(environment.finalize(t_1(context, (undefined(name='service_account') if l_0_service_account is missing else l_0_service_account))))
     yield '\n    namespace: '
-    yield str(environment.finalize(t_1((undefined(name='namespace') if l_0_namespace is missing else l_0_namespace))))
+    yield str(environment.finalize(t_1(context, (undefined(name='namespace') if l_0_namespace is missing else l_0_namespace))))
     yield '\n'
 
 blocks = {'kind': block_kind, 'body': block_body}

@@ -51,9 +51,9 @@ def block_body(context, missing=missing, environment=environment):
         _loop_vars = {}
         pass
         yield '  '
-        yield str(environment.finalize(t_2(l_1_file)))
+        yield str(environment.finalize(t_2(context, l_1_file)))
         yield ': '
-        yield str(environment.finalize(t_2(l_1_text)))
+        yield str(environment.finalize(t_2(context, l_1_text)))
         yield '\n'
     l_1_file = l_1_text = missing
 

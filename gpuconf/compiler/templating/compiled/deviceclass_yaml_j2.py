@@ -31,7 +31,7 @@ def block_kind(context, missing=missing, environment=environment):
             raise TemplateRuntimeError("No filter named 'yaml' found.")
     pass
     yield 'apiVersion: '
-    yield str(environment.finalize(t_1((undefined(name='api_version') if l_0_api_version is missing else l_0_api_version))))
+    yield str(environment.finalize(t_1(context, (undefined(name='api_version') if l_0_api_version is missing else l_0_api_version))))
     yield '\nkind: DeviceClass\n'
 
 def block_body(context, missing=missing, environment=environment):
@@ -59,19 +59,19 @@ def block_body(context, missing=missing, environment=environment):
             raise TemplateRuntimeError("No test named 'none' found.")
     pass
     yield 'spec:\n  selectors:\n    - cel:\n        expression: '
-    yield str(environment.finalize(t_1((undefined(name='expression') if l_0_expression is missing else l_0_expression))))
+    yield str(environment.finalize(t_1(context, (undefined(name='expression') if l_0_expression is missing else l_0_expression))))
     yield '\n'
     if (not t_2((undefined(name='parameters') if l_0_parameters is missing else l_0_parameters))):
         pass
         yield '  config:\n    - opaque:\n        driver: '
-        yield str(environment.finalize(t_1((undefined(name='driver') if l_0_driver is missing else l_0_driver))))
+        yield str(environment.finalize(t_1(context, (undefined(name='driver') if l_0_driver is missing else l_0_driver))))
         yield '\n        parameters: '
-        yield str(environment.finalize(t_1((undefined(name='parameters') if l_0_parameters is missing else l_0_parameters))))
+        yield str(environment.finalize(t_1(context, (undefined(name='parameters') if l_0_parameters is missing else l_0_parameters))))
         yield '\n'
     if (not t_2((undefined(name='extended_resource_name') if l_0_extended_resource_name is missing else l_0_extended_resource_name))):
         pass
         yield '  extendedResourceName: '
-        yield str(environment.finalize(t_1((undefined(name='extended_resource_name') if l_0_extended_resource_name is missing else l_0_extended_resource_name))))
+        yield str(environment.finalize(t_1(context, (undefined(name='extended_resource_name') if l_0_extended_resource_name is missing else l_0_extended_resource_name))))
         yield '\n'
 
 blocks = {'kind': block_kind, 'body': block_body}

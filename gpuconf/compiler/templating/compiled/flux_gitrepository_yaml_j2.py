@@ -42,9 +42,9 @@ def block_body(context, missing=missing, environment=environment):
             raise TemplateRuntimeError("No filter named 'yaml' found.")
     pass
     yield 'spec:\n  interval: 5m\n  url: '
-    yield str(environment.finalize(t_1((undefined(name='url') if l_0_url is missing else l_0_url))))
+    yield str(environment.finalize(t_1(context, (undefined(name='url') if l_0_url is missing else l_0_url))))
     yield '\n  ref:\n    branch: '
-    yield str(environment.finalize(t_1((undefined(name='branch') if l_0_branch is missing else l_0_branch))))
+    yield str(environment.finalize(t_1(context, (undefined(name='branch') if l_0_branch is missing else l_0_branch))))
     yield '\n'
 
 blocks = {'kind': block_kind, 'body': block_body}

@@ -43,9 +43,9 @@ def block_body(context, missing=missing, environment=environment):
             raise TemplateRuntimeError("No filter named 'yaml' found.")
     pass
     yield 'spec:\n  interval: 10m\n  retryInterval: 1m\n  timeout: 5m\n  path: '
-    yield str(environment.finalize(t_1((undefined(name='path') if l_0_path is missing else l_0_path))))
+    yield str(environment.finalize(t_1(context, (undefined(name='path') if l_0_path is missing else l_0_path))))
     yield '\n  prune: true\n  wait: true\n  sourceRef:\n    kind: GitRepository\n    name: '
-    yield str(environment.finalize(t_1((undefined(name='source_name') if l_0_source_name is missing else l_0_source_name))))
+    yield str(environment.finalize(t_1(context, (undefined(name='source_name') if l_0_source_name is missing else l_0_source_name))))
     yield '\n'
     if (undefined(name='depends_on') if l_0_depends_on is missing else l_0_depends_on):
         pass
@@ -54,7 +54,7 @@ def block_body(context, missing=missing, environment=environment):
             _loop_vars = {}
             pass
             yield '    - name: '
-            yield str(environment.finalize(t_1(l_1_name)))
+            yield str(environment.finalize(t_1(context, l_1_name)))
             yield '\n'
         l_1_name = missing
 

@@ -27,9 +27,9 @@ def root(context, missing=missing, environment=environment):
         _loop_vars = {}
         pass
         yield '  '
-        yield str(environment.finalize(t_2(l_1_section)))
+        yield str(environment.finalize(t_2(context, l_1_section)))
         yield ': '
-        yield str(environment.finalize(t_2(l_1_settings)))
+        yield str(environment.finalize(t_2(context, l_1_settings)))
         yield '\n'
     l_1_section = l_1_settings = missing
 

@@ -25,9 +25,9 @@ def root(context, missing=missing, environment=environment):
     for (l_1_section, l_1_settings) in t_1((undefined(name='sections') if l_0_sections is missing else l_0_sections)):
         _loop_vars = {}
         pass
-        yield str(environment.finalize(t_2(l_1_section)))
+        yield str(environment.finalize(t_2(context, l_1_section)))
         yield ': '
-        yield str(environment.finalize(t_2(l_1_settings)))
+        yield str(environment.finalize(t_2(context, l_1_settings)))
         yield '\n'
     l_1_section = l_1_settings = missing
 

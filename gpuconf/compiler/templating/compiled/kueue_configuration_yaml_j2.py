@@ -25,14 +25,14 @@ def root(context, missing=missing, environment=environment):
             raise TemplateRuntimeError("No test named 'none' found.")
     pass
     yield 'apiVersion: '
-    yield str(environment.finalize(t_1((undefined(name='api_version') if l_0_api_version is missing else l_0_api_version))))
+    yield str(environment.finalize(t_1(context, (undefined(name='api_version') if l_0_api_version is missing else l_0_api_version))))
     yield '\nkind: Configuration\nresources:\n  deviceClassMappings: '
-    yield str(environment.finalize(t_1((undefined(name='device_class_mappings') if l_0_device_class_mappings is missing else l_0_device_class_mappings))))
+    yield str(environment.finalize(t_1(context, (undefined(name='device_class_mappings') if l_0_device_class_mappings is missing else l_0_device_class_mappings))))
     yield '\n'
     if (not t_2((undefined(name='feature_gates') if l_0_feature_gates is missing else l_0_feature_gates))):
         pass
         yield 'featureGates: '
-        yield str(environment.finalize(t_1((undefined(name='feature_gates') if l_0_feature_gates is missing else l_0_feature_gates))))
+        yield str(environment.finalize(t_1(context, (undefined(name='feature_gates') if l_0_feature_gates is missing else l_0_feature_gates))))
         yield '\n'
 
 blocks = {}

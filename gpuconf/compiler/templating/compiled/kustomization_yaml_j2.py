@@ -17,7 +17,7 @@ def root(context, missing=missing, environment=environment):
             raise TemplateRuntimeError("No filter named 'yaml' found.")
     pass
     yield 'apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: '
-    yield str(environment.finalize(t_1((undefined(name='resources') if l_0_resources is missing else l_0_resources))))
+    yield str(environment.finalize(t_1(context, (undefined(name='resources') if l_0_resources is missing else l_0_resources))))
     yield '\n'
 
 blocks = {}

@@ -31,7 +31,7 @@ def block_kind(context, missing=missing, environment=environment):
             raise TemplateRuntimeError("No filter named 'yaml' found.")
     pass
     yield 'apiVersion: '
-    yield str(environment.finalize(t_1((undefined(name='api_version') if l_0_api_version is missing else l_0_api_version))))
+    yield str(environment.finalize(t_1(context, (undefined(name='api_version') if l_0_api_version is missing else l_0_api_version))))
     yield '\nkind: LocalQueue\n'
 
 def block_body(context, missing=missing, environment=environment):
@@ -50,7 +50,7 @@ def block_body(context, missing=missing, environment=environment):
             raise TemplateRuntimeError("No filter named 'yaml' found.")
     pass
     yield 'spec:\n  clusterQueue: '
-    yield str(environment.finalize(t_1((undefined(name='cluster_queue') if l_0_cluster_queue is missing else l_0_cluster_queue))))
+    yield str(environment.finalize(t_1(context, (undefined(name='cluster_queue') if l_0_cluster_queue is missing else l_0_cluster_queue))))
     yield '\n'
 
 blocks = {'kind': block_kind, 'body': block_body}

@@ -43,7 +43,7 @@ def block_body(context, missing=missing, environment=environment):
             raise TemplateRuntimeError("No filter named 'yaml' found.")
     pass
     yield 'spec:\n  podSelector:\n    matchLabels: '
-    yield str(environment.finalize(t_1((undefined(name='pods') if l_0_pods is missing else l_0_pods))))
+    yield str(environment.finalize(t_1(context, (undefined(name='pods') if l_0_pods is missing else l_0_pods))))
     yield '\n  policyTypes:\n    - Ingress\n  ingress:\n'
     if (not (undefined(name='scraper_namespaces') if l_0_scraper_namespaces is missing else l_0_scraper_namespaces)):
         pass
@@ -55,11 +55,11 @@ def block_body(context, missing=missing, environment=environment):
         _loop_vars = {}
         pass
         yield '        - namespaceSelector:\n            matchLabels:\n              kubernetes.io/metadata.name: '
-        yield str(environment.finalize(t_1(l_1_namespace)))
+        yield str(environment.finalize(t_1(context, l_1_namespace)))
         yield '\n'
     l_1_namespace = missing
     yield '      ports:\n        - port: '
-    yield str(environment.finalize(t_1((undefined(name='port') if l_0_port is missing else l_0_port))))
+    yield str(environment.finalize(t_1(context, (undefined(name='port') if l_0_port is missing else l_0_port))))
     yield '\n          protocol: TCP\n'
 
 blocks = {'kind': block_kind, 'body': block_body}

@@ -49,19 +49,19 @@ def block_body(context, missing=missing, environment=environment):
             raise TemplateRuntimeError("No test named 'none' found.")
     pass
     yield 'spec:\n  selector:\n    matchLabels: '
-    yield str(environment.finalize(t_1((undefined(name='pods') if l_0_pods is missing else l_0_pods))))
+    yield str(environment.finalize(t_1(context, (undefined(name='pods') if l_0_pods is missing else l_0_pods))))
     yield '\n  podMetricsEndpoints:\n    - port: metrics\n      path: /metrics\n      relabelings:\n'
     for l_1_relabeling in (undefined(name='series_labels') if l_0_series_labels is missing else l_0_series_labels):
         _loop_vars = {}
         pass
         yield '        - '
-        yield str(environment.finalize(t_1(l_1_relabeling)))
+        yield str(environment.finalize(t_1(context, l_1_relabeling)))
         yield '\n'
     l_1_relabeling = missing
     if (not t_2((undefined(name='dropped_labels') if l_0_dropped_labels is missing else l_0_dropped_labels))):
         pass
         yield '        - action: labeldrop\n          regex: '
-        yield str(environment.finalize(t_1((undefined(name='dropped_labels') if l_0_dropped_labels is missing else l_0_dropped_labels))))
+        yield str(environment.finalize(t_1(context, (undefined(name='dropped_labels') if l_0_dropped_labels is missing else l_0_dropped_labels))))
         yield '\n'
 
 blocks = {'kind': block_kind, 'body': block_body}

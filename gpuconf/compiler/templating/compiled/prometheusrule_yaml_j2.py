@@ -48,25 +48,25 @@ def block_body(context, missing=missing, environment=environment):
             raise TemplateRuntimeError("No filter named 'yaml' found.")
     pass
     yield 'spec:\n  groups:\n    - name: '
-    yield str(environment.finalize(t_2((undefined(name='group') if l_0_group is missing else l_0_group))))
+    yield str(environment.finalize(t_2(context, (undefined(name='group') if l_0_group is missing else l_0_group))))
     yield '\n      rules:\n'
     for l_1_rule in (undefined(name='rules') if l_0_rules is missing else l_0_rules):
         _loop_vars = {}
         pass
         yield '        - alert: '
-        yield str(environment.finalize(t_2(environment.getitem(l_1_rule, 'alert'))))
+        yield str(environment.finalize(t_2(context, environment.getitem(l_1_rule, 'alert'))))
         yield '\n          expr: '
-        yield str(environment.finalize(t_2(environment.getitem(l_1_rule, 'expr'))))
+        yield str(environment.finalize(t_2(context, environment.getitem(l_1_rule, 'expr'))))
         yield '\n          for: '
         for (l_2_unit, l_2_amount) in t_1(environment.getitem(l_1_rule, 'for')):
             _loop_vars = {}
             pass
-            yield str(environment.finalize(t_2(str_join((l_2_amount, l_2_unit, )))))
+            yield str(environment.finalize(t_2(context, str_join((l_2_amount, l_2_unit, )))))
         l_2_unit = l_2_amount = missing
         yield '\n          labels: '
-        yield str(environment.finalize(t_2(environment.getitem(l_1_rule, 'labels'))))
+        yield str(environment.finalize(t_2(context, environment.getitem(l_1_rule, 'labels'))))
         yield '\n          annotations: '
-        yield str(environment.finalize(t_2(environment.getitem(l_1_rule, 'annotations'))))
+        yield str(environment.finalize(t_2(context, environment.getitem(l_1_rule, 'annotations'))))
         yield '\n'
     l_1_rule = missing
 

@@ -31,7 +31,7 @@ def block_kind(context, missing=missing, environment=environment):
             raise TemplateRuntimeError("No filter named 'yaml' found.")
     pass
     yield 'apiVersion: '
-    yield str(environment.finalize(t_1((undefined(name='api_version') if l_0_api_version is missing else l_0_api_version))))
+    yield str(environment.finalize(t_1(context, (undefined(name='api_version') if l_0_api_version is missing else l_0_api_version))))
     yield '\nkind: ResourceClaimTemplate\n'
 
 def block_body(context, missing=missing, environment=environment):
@@ -57,12 +57,12 @@ def block_body(context, missing=missing, environment=environment):
             raise TemplateRuntimeError("No test named 'none' found.")
     pass
     yield 'spec:\n  spec:\n    devices:\n      requests: '
-    yield str(environment.finalize(t_1((undefined(name='requests') if l_0_requests is missing else l_0_requests))))
+    yield str(environment.finalize(t_1(context, (undefined(name='requests') if l_0_requests is missing else l_0_requests))))
     yield '\n'
     if (not t_2((undefined(name='constraints') if l_0_constraints is missing else l_0_constraints))):
         pass
         yield '      constraints: '
-        yield str(environment.finalize(t_1((undefined(name='constraints') if l_0_constraints is missing else l_0_constraints))))
+        yield str(environment.finalize(t_1(context, (undefined(name='constraints') if l_0_constraints is missing else l_0_constraints))))
         yield '\n'
 
 blocks = {'kind': block_kind, 'body': block_body}

@@ -31,7 +31,7 @@ def block_kind(context, missing=missing, environment=environment):
             raise TemplateRuntimeError("No filter named 'yaml' found.")
     pass
     yield 'apiVersion: '
-    yield str(environment.finalize(t_1((undefined(name='api_version') if l_0_api_version is missing else l_0_api_version))))
+    yield str(environment.finalize(t_1(context, (undefined(name='api_version') if l_0_api_version is missing else l_0_api_version))))
     yield '\nkind: ResourceFlavor\n'
 
 def block_body(context, missing=missing, environment=environment):
@@ -52,17 +52,17 @@ def block_body(context, missing=missing, environment=environment):
             raise TemplateRuntimeError("No filter named 'yaml' found.")
     pass
     yield 'spec:\n  nodeLabels: '
-    yield str(environment.finalize(t_1((undefined(name='node_labels') if l_0_node_labels is missing else l_0_node_labels))))
+    yield str(environment.finalize(t_1(context, (undefined(name='node_labels') if l_0_node_labels is missing else l_0_node_labels))))
     yield '\n'
     if (undefined(name='node_taints') if l_0_node_taints is missing else l_0_node_taints):
         pass
         yield '  nodeTaints: '
-        yield str(environment.finalize(t_1((undefined(name='node_taints') if l_0_node_taints is missing else l_0_node_taints))))
+        yield str(environment.finalize(t_1(context, (undefined(name='node_taints') if l_0_node_taints is missing else l_0_node_taints))))
         yield '\n'
     if (undefined(name='tolerations') if l_0_tolerations is missing else l_0_tolerations):
         pass
         yield '  tolerations: '
-        yield str(environment.finalize(t_1((undefined(name='tolerations') if l_0_tolerations is missing else l_0_tolerations))))
+        yield str(environment.finalize(t_1(context, (undefined(name='tolerations') if l_0_tolerations is missing else l_0_tolerations))))
         yield '\n'
 
 blocks = {'kind': block_kind, 'body': block_body}

@@ -41,7 +41,7 @@ def block_body(context, missing=missing, environment=environment):
             raise TemplateRuntimeError("No filter named 'yaml' found.")
     pass
     yield 'spec:\n  hard: '
-    yield str(environment.finalize(t_1((undefined(name='hard') if l_0_hard is missing else l_0_hard))))
+    yield str(environment.finalize(t_1(context, (undefined(name='hard') if l_0_hard is missing else l_0_hard))))
     yield '\n'
 
 blocks = {'kind': block_kind, 'body': block_body}

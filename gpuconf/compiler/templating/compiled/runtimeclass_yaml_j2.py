@@ -41,7 +41,7 @@ def block_body(context, missing=missing, environment=environment):
             raise TemplateRuntimeError("No filter named 'yaml' found.")
     pass
     yield 'handler: '
-    yield str(environment.finalize(t_1((undefined(name='handler') if l_0_handler is missing else l_0_handler))))
+    yield str(environment.finalize(t_1(context, (undefined(name='handler') if l_0_handler is missing else l_0_handler))))
     yield '\n'
 
 blocks = {'kind': block_kind, 'body': block_body}

@@ -44,19 +44,19 @@ def block_body(context, missing=missing, environment=environment):
             raise TemplateRuntimeError("No filter named 'yaml' found.")
     pass
     yield 'spec:\n  failurePolicy: Fail\n  matchConstraints:\n    resourceRules: '
-    yield str(environment.finalize(t_1((undefined(name='resource_rules') if l_0_resource_rules is missing else l_0_resource_rules))))
+    yield str(environment.finalize(t_1(context, (undefined(name='resource_rules') if l_0_resource_rules is missing else l_0_resource_rules))))
     yield '\n  matchConditions: '
-    yield str(environment.finalize(t_1((undefined(name='match_conditions') if l_0_match_conditions is missing else l_0_match_conditions))))
+    yield str(environment.finalize(t_1(context, (undefined(name='match_conditions') if l_0_match_conditions is missing else l_0_match_conditions))))
     yield '\n  variables: '
-    yield str(environment.finalize(t_1((undefined(name='variables') if l_0_variables is missing else l_0_variables))))
+    yield str(environment.finalize(t_1(context, (undefined(name='variables') if l_0_variables is missing else l_0_variables))))
     yield '\n  validations:\n'
     for l_1_validation in (undefined(name='validations') if l_0_validations is missing else l_0_validations):
         _loop_vars = {}
         pass
         yield '    - expression: '
-        yield str(environment.finalize(t_1(environment.getattr(l_1_validation, 'expression'))))
+        yield str(environment.finalize(t_1(context, environment.getattr(l_1_validation, 'expression'))))
         yield '\n      message: '
-        yield str(environment.finalize(t_1(environment.getattr(l_1_validation, 'message'))))
+        yield str(environment.finalize(t_1(context, environment.getattr(l_1_validation, 'message'))))
         yield '\n'
     l_1_validation = missing
 

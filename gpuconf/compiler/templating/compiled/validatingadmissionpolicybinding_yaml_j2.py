@@ -41,7 +41,7 @@ def block_body(context, missing=missing, environment=environment):
             raise TemplateRuntimeError("No filter named 'yaml' found.")
     pass
     yield 'spec:\n  policyName: '
-    yield str(environment.finalize(t_1((undefined(name='policy') if l_0_policy is missing else l_0_policy))))
+    yield str(environment.finalize(t_1(context, (undefined(name='policy') if l_0_policy is missing else l_0_policy))))
     yield '\n  validationActions:\n    - Deny\n'
 
 blocks = {'kind': block_kind, 'body': block_body}
