@@ -4,7 +4,11 @@ and is retried later). The node runtime's own client talks to an HTTPS stand-in.
 
 from __future__ import annotations
 
+import ast
 import logging
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from node_api import TOKEN, NodeApi
@@ -58,3 +62,31 @@ def test_outside_a_cluster_publishing_is_done_with_nothing_sent(
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     assert publish_labels("node-a", {"gpuconf.dev/pool": "t4"})
     assert node_api.seen == []
+
+
+LOADED_AFTER_PUBLISHING = """\
+import sys
+from pathlib import Path
+
+from gpuconf.node import in_cluster, node_annotation, node_labels
+
+in_cluster.SERVICE_ACCOUNT_DIR = Path(sys.argv[1])
+assert node_labels.publish_labels("node-a", {"gpuconf.dev/pool": "t4"})
+node_annotation.annotate_pending("node-a", [])
+print(sorted({name.split(".")[0] for name in sys.modules}))
+"""
+
+
+def test_publishing_in_a_cluster_loads_no_kubernetes_client(node_api: NodeApi, pod: Path) -> None:
+    """The runtime's first Node patches load the standard library's HTTPS client, not the
+    Kubernetes client and its models (import-linter's contract says the same of the code)."""
+    done = subprocess.run(
+        [sys.executable, "-c", LOADED_AFTER_PUBLISHING, str(pod)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    loaded = ast.literal_eval(done.stdout)
+    assert [seen.method for seen in node_api.seen] == ["GET", "PATCH", "PATCH"]
+    assert "urllib" in loaded
+    assert not {"kubernetes", "urllib3", "yaml", "google"} & set(loaded)
