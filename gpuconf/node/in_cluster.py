@@ -32,7 +32,7 @@ class InClusterConfigError(Exception):
     """The pod's view of its API server is missing or unreadable."""
 
 
-def in_cluster(environ: Mapping[str, str] = os.environ) -> bool:
+def in_a_pod(environ: Mapping[str, str] = os.environ) -> bool:
     """Whether the process runs in a pod (the kubelet sets the service host)."""
     return bool(environ.get(HOST_ENV))
 

@@ -38,10 +38,10 @@ def annotate_pending(node_name: str, pending: Sequence[Mapping[str, object]]) ->
 
 
 def _patch(node_name: str, annotations: dict[str, str], what: str) -> None:
-    if not in_cluster.in_cluster():
+    if not in_cluster.in_a_pod():
         return
     try:
-        from gpuconf.node.own_node_client import OwnNode  # only in a cluster: urllib's share
+        from gpuconf.node.own_node_client import OwnNode  # in a pod only: urllib.request is ~1 MiB
 
         OwnNode(node_name, in_cluster.load()).patch({"metadata": {"annotations": annotations}})
     except Exception as error:  # an annotation is a courtesy; the node runtime must keep running

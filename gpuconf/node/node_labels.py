@@ -81,10 +81,10 @@ def reconcile(
 def publish_labels(node_name: str, wanted: Mapping[str, str]) -> bool:
     """Bring the Node's labels to `wanted` where gpuconf owns them. True when done (or not in
     a cluster); False after a failure, logged: the caller tries again later."""
-    if not in_cluster.in_cluster():
+    if not in_cluster.in_a_pod():
         return True
     try:
-        from gpuconf.node.own_node_client import OwnNode  # only in a cluster: urllib's share
+        from gpuconf.node.own_node_client import OwnNode  # in a pod only: urllib.request is ~1 MiB
 
         _reconcile_node(OwnNode(node_name, in_cluster.load()), wanted)
     except Exception as error:  # labels are a courtesy; the node runtime must keep running

@@ -52,10 +52,10 @@ def test_an_ipv6_host_is_bracketed_as_go_s_join_host_port_does(
     assert load(environ, account).server == server
 
 
-def test_in_a_cluster_means_the_service_host_is_set() -> None:
-    assert in_cluster.in_cluster(ENV)
-    assert not in_cluster.in_cluster({"KUBERNETES_SERVICE_HOST": ""})
-    assert not in_cluster.in_cluster({})
+def test_in_a_pod_means_the_service_host_is_set() -> None:
+    assert in_cluster.in_a_pod(ENV)
+    assert not in_cluster.in_a_pod({"KUBERNETES_SERVICE_HOST": ""})
+    assert not in_cluster.in_a_pod({})
 
 
 @pytest.mark.parametrize(
