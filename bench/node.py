@@ -7,7 +7,10 @@ open beside its floor (2x the idle p99); with a kubelet that accepts Register an
 answers, how long an XID takes to reach an open stream as Unhealthy (the fake NVML's 50 ms
 poll included), beside its ceiling (100 ms); the process's resident memory beside its target
 (40 MiB), NVIDIA's Go plugin (about 25 MiB) and this runtime before the footprint work (55.6
-MiB, 2026-11-22), with how much of it is anonymous memory and mapped files. The kubelet
+MiB, 2026-11-22), with how much of it is anonymous memory and mapped files; the same in a
+cluster once its first Node patches are done (its labels and its drift annotation, over HTTPS
+to a stand-in of the API server, as its pod's service account), beside the same run when those
+patches loaded the Kubernetes client (before node/own_node_client.py). The kubelet
 stand-in is grpcio, a different gRPC stack from the runtime's grpclib, as the kubelet's is.
 Figures only: each verdict is printed, none fails the run (CPU time on a shared machine is
 noisy).
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import signal
 import statistics
@@ -40,6 +44,10 @@ from gpuconf.node.kubelet.proto import (
     podresources_pb2_grpc,
 )
 
+REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "node")]
+from node_api import NODE, NodeApi, make_pki  # noqa: E402  (the tests' HTTPS API stand-in)
+
 GPUS = 8
 RESOURCE = "gpuconf.dev/h100"
 EXTRA_STREAMS = 12
@@ -50,7 +58,22 @@ NVIDIA_PLUGIN_RSS_MIB = 25.0
 RSS_BEFORE_MIB = 55.6
 """This bench on 2026-11-22 (README's Performance table), before grpcio (for grpclib),
 prometheus_client, http.server and pydantic (the fake NVML's) left the runtime."""
+RSS_IN_CLUSTER_BEFORE_MIB = 79.3
+"""This bench's in-cluster row run on main at 5e537fa (2026-11-25), where the first Node patch
+imported the Kubernetes client."""
 POD_RESOURCES_SOCKET = "pod-resources.sock"
+IN_POD = """\
+import sys
+from pathlib import Path
+
+from gpuconf.node import in_cluster
+
+in_cluster.SERVICE_ACCOUNT_DIR = Path(sys.argv.pop(1))  # the kubelet would mount it here
+from gpuconf.cli import main
+
+sys.exit(main(sys.argv[1:]))
+"""
+"""`gpuconf node run` with its service account folder where this bench writes it."""
 WORKLOAD_XID = 94
 
 
@@ -171,14 +194,25 @@ class _Streams:
         self.channel.close()
 
 
-def _start(config: Path, fake: Path, plugin_dir: Path) -> subprocess.Popen[bytes]:
+def _start(
+    config: Path, fake: Path, plugin_dir: Path, pod: tuple[Path, int] | None = None
+) -> subprocess.Popen[bytes]:
+    """The node runtime; with `pod` (its service account folder, the API server's port on
+    127.0.0.1), as in a pod of a cluster."""
     command = [
-        sys.executable, "-m", "gpuconf", "node", "run", "--config", str(config),
+        "node", "run", "--config", str(config),
         "--node-name", "bench", "--plugin-dir", str(plugin_dir), "--nvml", f"fake:{fake}",
         "--pod-resources-socket", str(plugin_dir / POD_RESOURCES_SOCKET),
         "--metrics-port", "0",
     ]  # fmt: skip
-    return subprocess.Popen(command, stderr=subprocess.DEVNULL)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_SERVICE_")}
+    if pod is None:
+        command = [sys.executable, "-m", "gpuconf", *command]
+    else:
+        account, port = pod
+        command = [sys.executable, "-c", IN_POD, str(account), *command]
+        env |= {"KUBERNETES_SERVICE_HOST": "127.0.0.1", "KUBERNETES_SERVICE_PORT": str(port)}
+    return subprocess.Popen(command, stderr=subprocess.DEVNULL, env=env)
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
@@ -288,6 +322,34 @@ def _memory_report(pid: int) -> None:
     )
 
 
+def _in_cluster_rss(files: Path) -> float | None:
+    """The runtime's RSS in MiB once its labels and drift annotation are patched onto its Node,
+    over HTTPS to the tests' API stand-in with a CA of its own; None when they never came."""
+    pki = make_pki(files / "pki")
+    account = files / "serviceaccount"
+    account.mkdir()
+    (account / "token").write_text("bench-token", encoding="utf-8")
+    (account / "ca.crt").write_bytes((pki / "ca.crt").read_bytes())
+    plugin_dir = Path(tempfile.mkdtemp(prefix="gc-bench-pod-", dir="/tmp"))
+    config, fake = _write_inputs(files)
+    node = {**NODE, "metadata": {**NODE["metadata"], "name": "bench"}}
+    server = _kubelet_server(_Kubelet(), plugin_dir, workers=2)
+    with NodeApi(node, pki) as api:
+        process = _start(config, fake, plugin_dir, (account, api.port))
+        try:
+            deadline = time.monotonic() + 30
+            while sum(seen.method == "PATCH" for seen in api.seen) < 2:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    return None
+                time.sleep(0.05)
+            time.sleep(1.0)  # the patch threads finish and let go of what they held
+            return _rss_mib(process.pid)
+        finally:
+            _stop(process)
+            server.stop(0)
+            shutil.rmtree(plugin_dir, ignore_errors=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
@@ -349,9 +411,17 @@ def main() -> int:
         server.stop(0)
         shutil.rmtree(plugin_dir, ignore_errors=True)
     try:
+        in_cluster = _in_cluster_rss(files)
         xid = _xid_with_hung_kubelet(files)
     finally:
         shutil.rmtree(files, ignore_errors=True)
+    if in_cluster is None:
+        print("in a cluster: the node runtime did not patch its Node within 30 s")
+    else:
+        print(
+            f"{'  in a cluster, Node patched':<34} {in_cluster:8.1f} MiB; with the Kubernetes "
+            f"client (before) {RSS_IN_CLUSTER_BEFORE_MIB} MiB"
+        )
     # The fake NVML hands events over on its own 50 ms poll, included here: the figure is an
     # upper bound on gpuconf's own share.
     worst = max(xid)

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from kubernetes.client import (
     ApiClient,
     ApisApi,
+    Configuration,
     CoreV1Api,
     CustomObjectsApi,
     V1Eviction,
@@ -37,6 +38,7 @@ from gpuconf.api.driver_upgrade import (
     UpgradeState,
 )
 from gpuconf.errors import UserError
+from gpuconf.node import in_cluster
 from gpuconf.node.gpu_pods import (
     ClaimReader,
     Pod,
@@ -45,6 +47,7 @@ from gpuconf.node.gpu_pods import (
     pod_name,
     stopped_by_driver_manager,
 )
+from gpuconf.node.own_node_client import ApiError, status_message
 
 log = logging.getLogger(__name__)
 
@@ -60,14 +63,6 @@ class Blocked(NamedTuple):
 
 def _json(response: Any) -> Any:
     return json.loads(response.data)
-
-
-def _message(error: ApiException) -> str:
-    """The Status message the server sent, else its reason."""
-    try:
-        return str(json.loads(error.body or "")["message"])
-    except (TypeError, ValueError, KeyError):
-        return str(error.reason)
 
 
 def claim_reader(client: ApiClient) -> ClaimReader:
@@ -235,18 +230,36 @@ class NodeUpgrade:
         return blocked
 
 
+def client_configuration(pod: in_cluster.InClusterConfig) -> Configuration:
+    """The Kubernetes client set up from the pod's view (in_cluster.load), its token re-read
+    as the node runtime's own client re-reads it."""
+    configuration = Configuration()
+    configuration.host = pod.server
+    configuration.ssl_ca_cert = str(pod.ca_file)
+    configuration.api_key_prefix = {"BearerToken": "Bearer"}
+
+    def refresh(current: Configuration) -> None:  # called before every request
+        current.api_key = {"BearerToken": pod.token.bearer()}
+
+    refresh(configuration)  # the client sends no token unless one is set before the hook runs
+    # The client's own annotation of the hook is `None` (kubernetes/client/configuration.py).
+    configuration.refresh_api_key_hook = refresh  # type: ignore[assignment]
+    return configuration
+
+
 @contextmanager
 def in_cluster_client() -> Iterator[ApiClient]:
     """The pod's own service account, as the kubelet mounts its token; a refusal or an
-    unreachable server ends the command with what the server said (the kubelet retries it)."""
-    from kubernetes import config
+    unreachable server ends the command with what the server said (the kubelet retries it).
+    These one-shot commands keep the Kubernetes client (evictions, lists, DRA claims); the
+    node runtime's long-running path uses own_node_client, which needs none of it."""
     from urllib3.exceptions import HTTPError
 
     try:
-        config.load_incluster_config()  # type: ignore[no-untyped-call]
-        with ApiClient() as client:
+        with ApiClient(client_configuration(in_cluster.load())) as client:
             yield client
     except ApiException as error:
-        raise UserError(f"the API server answered {error.status}: {_message(error)}") from None
-    except (HTTPError, config.ConfigException) as error:
+        answer = ApiError(error.status, status_message(error.body, str(error.reason)))
+        raise UserError(str(answer)) from None
+    except (HTTPError, in_cluster.InClusterConfigError) as error:
         raise UserError(f"cannot reach the API server: {error}") from None

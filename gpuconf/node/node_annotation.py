@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Mapping, Sequence
 
+from gpuconf.node import in_cluster
 from gpuconf.node.drift import DriftReport
 
 log = logging.getLogger(__name__)
@@ -15,10 +15,6 @@ DRIFT_ANNOTATION = "gpuconf.dev/inventory-drift"
 REPORT_ANNOTATION = "gpuconf.dev/inventory-report"
 PENDING_ANNOTATION = "gpuconf.dev/pending-gpu-changes"
 """Config changes waiting for running containers to release GPUs, as a JSON list."""
-
-
-def in_cluster() -> bool:
-    return bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
 
 
 def annotations_for(report: DriftReport) -> dict[str, str]:
@@ -42,13 +38,11 @@ def annotate_pending(node_name: str, pending: Sequence[Mapping[str, object]]) ->
 
 
 def _patch(node_name: str, annotations: dict[str, str], what: str) -> None:
-    if not in_cluster():
+    if not in_cluster.in_a_pod():
         return
     try:
-        import kubernetes  # only here: the client is heavy and only this call needs it
+        from gpuconf.node.own_node_client import OwnNode  # in a pod only: urllib.request is ~1 MiB
 
-        kubernetes.config.load_incluster_config()  # type: ignore[no-untyped-call]
-        body = {"metadata": {"annotations": annotations}}
-        kubernetes.client.CoreV1Api().patch_node(node_name, body)
+        OwnNode(node_name, in_cluster.load()).patch({"metadata": {"annotations": annotations}})
     except Exception as error:  # an annotation is a courtesy; the node runtime must keep running
         log.warning("could not annotate node %s with %s: %s", node_name, what, error)

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from gpuconf.gpus.gfd_labels import OWNED_ANNOTATION
-from gpuconf.node.node_annotation import in_cluster
+from gpuconf.node import in_cluster
+
+if TYPE_CHECKING:
+    from gpuconf.node.own_node_client import OwnNode
 
 log = logging.getLogger(__name__)
 
@@ -78,36 +81,34 @@ def reconcile(
 def publish_labels(node_name: str, wanted: Mapping[str, str]) -> bool:
     """Bring the Node's labels to `wanted` where gpuconf owns them. True when done (or not in
     a cluster); False after a failure, logged: the caller tries again later."""
-    if not in_cluster():
+    if not in_cluster.in_a_pod():
         return True
     try:
-        import kubernetes  # only here: the client is heavy and only this call needs it
+        from gpuconf.node.own_node_client import OwnNode  # in a pod only: urllib.request is ~1 MiB
 
-        kubernetes.config.load_incluster_config()  # type: ignore[no-untyped-call]
-        with kubernetes.client.ApiClient() as client:  # closes its connections when done
-            _reconcile_node(kubernetes.client.CoreV1Api(client), node_name, wanted)
+        _reconcile_node(OwnNode(node_name, in_cluster.load()), wanted)
     except Exception as error:  # labels are a courtesy; the node runtime must keep running
         log.warning("could not label node %s: %s", node_name, error)
         return False
     return True
 
 
-def _reconcile_node(api: Any, node_name: str, wanted: Mapping[str, str]) -> None:
-    meta = api.read_node(node_name).metadata
+def _reconcile_node(node: OwnNode, wanted: Mapping[str, str]) -> None:
+    meta = node.get().get("metadata")
     if meta is None:
         raise ValueError("the Node has no metadata")
-    annotations = meta.annotations or {}
+    annotations = meta.get("annotations") or {}
     owned_before = owned_keys(annotations)
-    change = reconcile(meta.labels or {}, owned_before, wanted, nfd_keys(annotations))
+    change = reconcile(meta.get("labels") or {}, owned_before, wanted, nfd_keys(annotations))
     for key in change.foreign:
-        log.warning("label %s on node %s is not gpuconf's; left alone", key, node_name)
+        log.warning("label %s on node %s is not gpuconf's; left alone", key, node.name)
     if change.labels or owned_before != frozenset(change.owned):
         body = {
             "metadata": {
                 # A conflict (someone changed the Node meanwhile) fails; the next turn retries.
-                "resourceVersion": meta.resource_version,
+                "resourceVersion": meta["resourceVersion"],
                 "labels": change.labels,
                 "annotations": {OWNED_ANNOTATION: ",".join(change.owned)},
             }
         }
-        api.patch_node(node_name, body)
+        node.patch(body)

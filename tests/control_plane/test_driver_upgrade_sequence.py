@@ -8,7 +8,6 @@ turns (it ends the pods the Eviction API marked for deletion, and reports pods R
 
 from __future__ import annotations
 
-import base64
 import os
 import threading
 import time
@@ -22,6 +21,7 @@ import yaml
 from builders import RENDERED
 from control_plane.manifests import SETUP_MANAGER, delete_objects, ensure_namespaces
 from control_plane.server import Refused, Server
+from in_pod import as_pod_of
 
 from gpuconf.api.driver_upgrade import CORDONED_ANNOTATION, UPGRADE_LABEL, VERSION_LABEL
 from gpuconf.errors import UserError
@@ -150,17 +150,7 @@ def in_pod(
     monkeypatch: pytest.MonkeyPatch, kubeconfig: Path, installer: Server, token: str, tmp_path: Path
 ) -> None:
     """What a container of the installer's pod sees: the service host and port, the token."""
-    config = yaml.safe_load(kubeconfig.read_text(encoding="utf-8"))
-    cluster = config["clusters"][0]["cluster"]
-    host, port = cluster["server"].removeprefix("https://").rsplit(":", 1)
-    (tmp_path / "token").write_text(token, encoding="utf-8")
-    (tmp_path / "ca.crt").write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
-    incluster = kubernetes.config.incluster_config
-    monkeypatch.setattr(incluster, "SERVICE_TOKEN_FILENAME", str(tmp_path / "token"))
-    monkeypatch.setattr(incluster, "SERVICE_CERT_FILENAME", str(tmp_path / "ca.crt"))
-    monkeypatch.setattr(kubernetes.client.Configuration, "_default", None)
-    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", host)
-    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", port)
+    as_pod_of(monkeypatch, tmp_path / "serviceaccount", kubeconfig, token)
 
 
 class Kubelet:

@@ -5,22 +5,23 @@ its own Node's gpuconf.dev/ annotations, and nothing else on that or any other N
 
 from __future__ import annotations
 
-import base64
 import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import kubernetes
 import pytest
 import yaml
 from builders import RENDERED
 from control_plane.manifests import delete_objects
 from control_plane.server import Refused, Server
+from in_pod import as_pod_of
 
+from gpuconf.node.in_cluster import load as load_in_cluster
 from gpuconf.node.node_annotation import PENDING_ANNOTATION, annotate_pending
 from gpuconf.node.node_labels import publish_labels
+from gpuconf.node.own_node_client import ApiError, OwnNode
 
 LAB = RENDERED / "lab"
 POLICY_FILES = [
@@ -119,19 +120,9 @@ def as_node(api_server: Server, kubeconfig: Path, node_token: str) -> Server:
 @pytest.fixture
 def in_cluster(
     monkeypatch: pytest.MonkeyPatch, kubeconfig: Path, node_token: str, tmp_path: Path
-) -> None:
+) -> Path:
     """What the node runtime's pod sees: the service host and port, and the mounted token."""
-    config = yaml.safe_load(kubeconfig.read_text(encoding="utf-8"))
-    cluster = config["clusters"][0]["cluster"]
-    host, port = cluster["server"].removeprefix("https://").rsplit(":", 1)
-    (tmp_path / "token").write_text(node_token, encoding="utf-8")
-    (tmp_path / "ca.crt").write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
-    incluster = kubernetes.config.incluster_config
-    monkeypatch.setattr(incluster, "SERVICE_TOKEN_FILENAME", str(tmp_path / "token"))
-    monkeypatch.setattr(incluster, "SERVICE_CERT_FILENAME", str(tmp_path / "ca.crt"))
-    monkeypatch.setattr(kubernetes.client.Configuration, "_default", None)  # it sets the default
-    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", host)
-    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", port)
+    return as_pod_of(monkeypatch, tmp_path / "serviceaccount", kubeconfig, node_token)
 
 
 def _annotations(server: Server, node: str) -> dict[str, str]:
@@ -161,6 +152,21 @@ def test_the_node_runtime_is_refused_another_node(
     (record,) = caplog.records
     assert "could not annotate node gpu-node-other" in record.getMessage()
     assert WRONG_NODE in record.getMessage()
+
+
+def test_a_token_the_server_refuses_is_read_again_at_the_next_call(
+    as_node: Server, in_cluster: Path, node_token: str
+) -> None:
+    """The node runtime's client holds the token it read; once the server answers 401 (the
+    kubelet rotated the token, the old one expired), its next call reads the file again."""
+    (in_cluster / "token").write_text("a-token-this-server-never-issued", encoding="utf-8")
+    node = OwnNode(OWN, load_in_cluster())
+    with pytest.raises(ApiError) as refused:
+        node.get()
+    assert refused.value.status == 401
+    (in_cluster / "token").write_text(node_token, encoding="utf-8")
+    patched = node.patch(_annotate("gpuconf.dev/inventory-drift", "false"))
+    assert patched["metadata"]["annotations"]["gpuconf.dev/inventory-drift"] == "false"
 
 
 @pytest.mark.parametrize(

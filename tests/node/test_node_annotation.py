@@ -1,11 +1,14 @@
+"""The drift report reaches the node's own Node as annotations, through the node runtime's own
+client (an HTTPS stand-in of the API server here); a failure is logged, never raised."""
+
 from __future__ import annotations
 
 import json
 import logging
-from typing import Any, ClassVar
+from pathlib import Path
 
-import kubernetes
 import pytest
+from node_api import NodeApi
 
 from gpuconf.node.drift import DriftReport
 from gpuconf.node.node_annotation import annotate_node
@@ -13,37 +16,23 @@ from gpuconf.node.node_annotation import annotate_node
 DRIFTED = DriftReport(problems=["GPU 1: declared but not found"], matching_indices=frozenset({0}))
 
 
-class RecordingCoreV1Api:
-    patches: ClassVar[list[tuple[str, Any]]] = []
-
-    def patch_node(self, name: str, body: Any) -> None:
-        self.patches.append((name, body))
-
-
-@pytest.fixture
-def api(monkeypatch: pytest.MonkeyPatch) -> type[RecordingCoreV1Api]:
-    RecordingCoreV1Api.patches = []
-    monkeypatch.setattr(kubernetes.client, "CoreV1Api", RecordingCoreV1Api)
-    monkeypatch.setattr(kubernetes.config, "load_incluster_config", lambda: None)
-    return RecordingCoreV1Api
-
-
+@pytest.mark.usefixtures("pod")
 def test_outside_a_cluster_nothing_is_patched(
-    monkeypatch: pytest.MonkeyPatch, api: type[RecordingCoreV1Api]
+    monkeypatch: pytest.MonkeyPatch, node_api: NodeApi
 ) -> None:
-    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST")
     annotate_node("node-a", DRIFTED)
-    assert api.patches == []
+    assert node_api.seen == []
 
 
-def test_in_a_cluster_the_node_gets_both_annotations(
-    monkeypatch: pytest.MonkeyPatch, api: type[RecordingCoreV1Api]
-) -> None:
-    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+@pytest.mark.usefixtures("pod")
+def test_in_a_cluster_the_node_gets_both_annotations(node_api: NodeApi) -> None:
     annotate_node("node-a", DRIFTED)
-    [(name, body)] = api.patches
-    annotations = body["metadata"]["annotations"]
-    assert name == "node-a"
+    [seen] = node_api.seen
+    assert (seen.method, seen.path) == ("PATCH", "/api/v1/nodes/node-a")
+    assert seen.headers["Content-Type"] == "application/strategic-merge-patch+json"
+    annotations = seen.body["metadata"]["annotations"]
+    assert seen.body == {"metadata": {"annotations": annotations}}
     assert annotations["gpuconf.dev/inventory-drift"] == "true"
     assert json.loads(annotations["gpuconf.dev/inventory-report"]) == DRIFTED.as_dict()
     assert annotations["gpuconf.dev/inventory-report"].startswith(
@@ -51,23 +40,32 @@ def test_in_a_cluster_the_node_gets_both_annotations(
     )
 
 
-def test_a_matching_inventory_is_annotated_false(
-    monkeypatch: pytest.MonkeyPatch, api: type[RecordingCoreV1Api]
-) -> None:
-    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
+@pytest.mark.usefixtures("pod")
+def test_a_matching_inventory_is_annotated_false(node_api: NodeApi) -> None:
     annotate_node("node-a", DriftReport(problems=[], matching_indices=frozenset({0})))
-    assert api.patches[0][1]["metadata"]["annotations"]["gpuconf.dev/inventory-drift"] == "false"
+    [seen] = node_api.seen
+    assert seen.body["metadata"]["annotations"]["gpuconf.dev/inventory-drift"] == "false"
 
 
-def test_api_failures_are_logged_not_raised(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+@pytest.mark.usefixtures("pod")
+def test_a_refusal_is_logged_with_the_server_s_message_not_raised(
+    node_api: NodeApi, caplog: pytest.LogCaptureFixture
 ) -> None:
-    def refuse() -> None:
-        raise kubernetes.config.ConfigException("no service account token")
+    node_api.statuses = [403]
+    with caplog.at_level(logging.WARNING, logger="gpuconf.node.node_annotation"):
+        annotate_node("node-a", DRIFTED)
+    (record,) = caplog.records
+    assert record.getMessage() == (
+        "could not annotate node node-a with the inventory report: "
+        "the API server answered 403: the stand-in refuses with 403"
+    )
 
-    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
-    monkeypatch.setattr(kubernetes.config, "load_incluster_config", refuse)
-    with caplog.at_level(logging.WARNING):
+
+def test_a_pod_without_its_token_logs_why_not_raises(
+    pod: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (pod / "token").unlink()
+    with caplog.at_level(logging.WARNING, logger="gpuconf.node.node_annotation"):
         annotate_node("node-a", DRIFTED)
     assert "could not annotate node node-a" in caplog.text
-    assert "no service account token" in caplog.text
+    assert f"cannot read the service account token {pod / 'token'}" in caplog.text

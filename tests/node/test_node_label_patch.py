@@ -1,90 +1,32 @@
 """The labels reach the API server as one strategic-merge patch of the node's own object: set
 and removed keys, the owned-keys annotation, and the resourceVersion it read (a conflict fails
-and is retried later). The real Kubernetes client talks to a stand-in HTTP server."""
+and is retried later). The node runtime's own client talks to an HTTPS stand-in."""
 
 from __future__ import annotations
 
-import json
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+import ast
+import logging
+import subprocess
+import sys
+from pathlib import Path
 
-import kubernetes
 import pytest
+from node_api import TOKEN, NodeApi
 
 from gpuconf.gpus.gfd_labels import OWNED_ANNOTATION
 from gpuconf.node.node_labels import publish_labels
 
-NODE = {
-    "apiVersion": "v1",
-    "kind": "Node",
-    "metadata": {
-        "name": "node-a",
-        "resourceVersion": "42",
-        "labels": {
-            "kubernetes.io/hostname": "node-a",
-            "nvidia.com/gpu.replicas": "4",
-            "nvidia.com/gpu.product": "Tesla-T4-SHARED",
-        },
-        "annotations": {OWNED_ANNOTATION: "nvidia.com/gpu.replicas"},
-    },
-}
 
-
-class ApiServer(ThreadingHTTPServer):
-    patches: list[tuple[str, str, Any]]
-    status: int = 200
-
-
-class Handler(BaseHTTPRequestHandler):
-    server: ApiServer
-
-    def do_GET(self) -> None:
-        self._reply(200, NODE)
-
-    def do_PATCH(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.server.patches.append((self.path, self.headers["Content-Type"], body))
-        self._reply(self.server.status, NODE if self.server.status == 200 else {"kind": "Status"})
-
-    def _reply(self, status: int, body: Any) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *_: Any) -> None:
-        pass
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ApiServer]:
-    httpd = ApiServer(("127.0.0.1", 0), Handler)
-    httpd.patches = []
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-
-    def in_cluster_config() -> None:
-        configuration = kubernetes.client.Configuration()
-        configuration.host = f"http://127.0.0.1:{httpd.server_address[1]}"
-        kubernetes.client.Configuration.set_default(configuration)
-
-    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
-    monkeypatch.setattr(kubernetes.config, "load_incluster_config", in_cluster_config)
-    yield httpd
-    httpd.shutdown()
-    httpd.server_close()
-
-
-def test_one_patch_sets_removes_and_records_the_owned_keys(server: ApiServer) -> None:
+@pytest.mark.usefixtures("pod")
+def test_one_patch_sets_removes_and_records_the_owned_keys(node_api: NodeApi) -> None:
     wanted = {"nvidia.com/gpu.product": "Tesla-T4", "gpuconf.dev/pool": "t4"}
     assert publish_labels("node-a", wanted)
-    [(path, content_type, body)] = server.patches
-    assert path == "/api/v1/nodes/node-a"
-    assert content_type == "application/strategic-merge-patch+json"
-    assert body == {
+    read, patched = node_api.seen
+    assert (read.method, read.path) == ("GET", "/api/v1/nodes/node-a")
+    assert (patched.method, patched.path) == ("PATCH", "/api/v1/nodes/node-a")
+    assert patched.headers["Content-Type"] == "application/strategic-merge-patch+json"
+    assert patched.headers["Authorization"] == f"Bearer {TOKEN}"
+    assert patched.body == {
         "metadata": {
             "resourceVersion": "42",
             # GFD's product label was there first: not gpuconf's to change.
@@ -94,6 +36,57 @@ def test_one_patch_sets_removes_and_records_the_owned_keys(server: ApiServer) ->
     }
 
 
-def test_a_refused_patch_is_reported_for_a_retry(server: ApiServer) -> None:
-    server.status = 409
-    assert not publish_labels("node-a", {"gpuconf.dev/pool": "t4"})
+@pytest.mark.usefixtures("pod")
+def test_labels_already_published_are_not_patched_again(node_api: NodeApi) -> None:
+    assert publish_labels("node-a", {"nvidia.com/gpu.replicas": "4"})
+    assert [seen.method for seen in node_api.seen] == ["GET"]
+
+
+@pytest.mark.usefixtures("pod")
+def test_a_refused_patch_is_logged_and_reported_for_a_retry(
+    node_api: NodeApi, caplog: pytest.LogCaptureFixture
+) -> None:
+    node_api.statuses = [200, 409]  # the Node is read, the patch conflicts
+    with caplog.at_level(logging.WARNING, logger="gpuconf.node.node_labels"):
+        assert not publish_labels("node-a", {"gpuconf.dev/pool": "t4"})
+    assert [seen.method for seen in node_api.seen] == ["GET", "PATCH"]
+    (record,) = caplog.records
+    assert record.getMessage() == (
+        "could not label node node-a: the API server answered 409: the stand-in refuses with 409"
+    )
+
+
+def test_outside_a_cluster_publishing_is_done_with_nothing_sent(
+    monkeypatch: pytest.MonkeyPatch, node_api: NodeApi
+) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    assert publish_labels("node-a", {"gpuconf.dev/pool": "t4"})
+    assert node_api.seen == []
+
+
+LOADED_AFTER_PUBLISHING = """\
+import sys
+from pathlib import Path
+
+from gpuconf.node import in_cluster, node_annotation, node_labels
+
+in_cluster.SERVICE_ACCOUNT_DIR = Path(sys.argv[1])
+assert node_labels.publish_labels("node-a", {"gpuconf.dev/pool": "t4"})
+node_annotation.annotate_pending("node-a", [])
+print(sorted({name.split(".")[0] for name in sys.modules}))
+"""
+
+
+def test_publishing_in_a_cluster_loads_no_kubernetes_client(node_api: NodeApi, pod: Path) -> None:
+    """The runtime's first Node patches load the standard library's HTTPS client, not the
+    Kubernetes client and its models (import-linter's contract says the same of the code)."""
+    done = subprocess.run(
+        [sys.executable, "-c", LOADED_AFTER_PUBLISHING, str(pod)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    loaded = ast.literal_eval(done.stdout)
+    assert [seen.method for seen in node_api.seen] == ["GET", "PATCH", "PATCH"]
+    assert "urllib" in loaded
+    assert not {"kubernetes", "urllib3", "yaml", "google"} & set(loaded)
