@@ -6,7 +6,7 @@ just inside each limit validates, and its Kueue objects render and pass that che
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from builders import check, cluster, pool
@@ -127,19 +127,13 @@ def _preemption(reclaim: str) -> dict[str, Any]:
     return document
 
 
-class Limit:
-    """A limit: a cluster just past it, one just inside, where validate refuses the one past it,
-    and what render's check says of it."""
-
-    def __init__(
-        self,
-        build: Callable[[bool], dict[str, Any]],
-        path: str,
-        refusal: str,
-    ) -> None:
-        self.build = build
-        self.path = path
-        self.refusal = refusal
+class Limit(NamedTuple):
+    build: Callable[[bool], dict[str, Any]]
+    """The cluster just past the limit (True) or just inside it (False)."""
+    path: str
+    """Where validate refuses the one past it."""
+    refusal: str
+    """What render's check of the rendered objects says of it."""
 
 
 LIMITS = {
