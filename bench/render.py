@@ -9,7 +9,8 @@ Each figure is printed next to the floor it is measured against and their ratio:
 - ``validate clusters/lab.yaml`` against the import floors ``python -c "import pydantic,
   ruamel.yaml"`` and ``python -c "import pydantic, yaml"`` (ratio to the lower), and against
   check-jsonschema with our schema on the same file (column skipped where it is not
-  installed: ``.venv/bin/pip install check-jsonschema``);
+  installed: ``.venv/bin/pip install check-jsonschema``), and ``validate
+  clusters/training-fleet.yaml`` (Kueue's queues, whose limits are rules too) against the same floors;
 - a scaling table: render at 200 / 2,000 / 20,000 nodes and 12 / 1,000 classes, and
   validate at 1,250 / 2,500 / 5,000 / 10,000 classes, with peak memory;
 - with `--stages`, render's instructions stage by stage (imports, loading and libyaml's share
@@ -47,6 +48,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 LAB = REPO / "clusters" / "lab.yaml"
+KUEUE_CLUSTER = REPO / "clusters" / "training-fleet.yaml"
 CLUSTER_SCHEMA = REPO / "schemas" / "cluster.schema.json"
 MODELS = ["Tesla-T4", "L4", "A10", "L40S", "A100-SXM4-80GB", "H100-SXM5-80GB"]
 ENGINES = ["docker", "containerd", "k3s"]
@@ -295,12 +297,17 @@ def validate_vs_floor(root: Path, runs: int) -> None:
     }
     floor = min(floors.values())
     validate = _median(_gpuconf("validate", str(LAB)), root, runs)
-    print(f"validate clusters/lab.yaml; CPU s, median of {runs}")
+    kueue = _median(_gpuconf("validate", str(KUEUE_CLUSTER)), root, runs)
+    print(f"validate clusters/lab.yaml (and a Kueue cluster); CPU s, median of {runs}")
     for label, value in floors.items():
         print(f"  floor ({label}):{' ' * (47 - len(label))}{value:6.2f}")
     print(
         f"  gpuconf validate:                                       {validate.cpu_s:6.2f}  "
         f"{_ratio(validate.cpu_s, floor)}  (target ≤ 2×)"
+    )
+    print(
+        f"  gpuconf validate training-fleet.yaml (Kueue):           {kueue.cpu_s:6.2f}  "
+        f"{_ratio(kueue.cpu_s, floor)}  (target ≤ 2×)"
     )
     checker = Path(sys.executable).with_name("check-jsonschema")
     if not checker.exists():
@@ -412,6 +419,9 @@ def validate_instructions(root: Path) -> None:
         (f"floor ({_floor_label(code)})", [sys.executable, "-c", code]) for code in IMPORT_FLOORS
     ]
     rows.append(("gpuconf validate", _gpuconf("validate", str(LAB))))
+    rows.append(
+        ("gpuconf validate training-fleet.yaml (Kueue)", _gpuconf("validate", str(KUEUE_CLUSTER)))
+    )
     checker = Path(sys.executable).with_name("check-jsonschema")
     if checker.exists():
         rows.append(
@@ -419,7 +429,7 @@ def validate_instructions(root: Path) -> None:
         )
     counts = {label: _instructions(argv, root) for label, argv in rows}
     floor = min(counts[label] for label, _ in rows[: len(IMPORT_FLOORS)])
-    print("validate clusters/lab.yaml; instructions (callgrind), millions")
+    print("validate clusters/lab.yaml (and a Kueue cluster); instructions (callgrind), millions")
     for label, count in counts.items():
         print(f"  {label:<46} {count / 1e6:8.0f}  {_ratio(count, floor)}")
 

@@ -2,6 +2,10 @@
 CRD schemas of the declared Kueue release (vendored in compiler/kueue/crds/) and against what
 Kueue's webhook and quota accounting refuse beyond them (compiler/kueue/admission.py).
 
+Validate never gets here: the rules (compiler/rules/kueue_limits.py) refuse, at the cluster
+file's own keys, every limit a cluster file can reach. This check is render's backstop, on the
+real output, which a site's template may change.
+
 The templating check (compiler/templating/check.py) checks a CRD kind against one storage
 version's schema; a Kueue kind's schema depends on the release the cluster declares (v1beta1
 ClusterQueue differs from v0.13 to v0.19), and its CEL rules need cel-python, so Kueue's kinds
@@ -14,11 +18,9 @@ from typing import Any
 
 from gpuconf.compiler.kueue.admission import Capacity, refusals
 from gpuconf.compiler.kueue.crd_schema import CrdSchemas
+from gpuconf.compiler.kueue.limits import QUEUE_LIMITS
 from gpuconf.compiler.kueue.queues import flavor_capacity
 from gpuconf.compiler.plan.artifact import Artifact
-from gpuconf.compiler.plan.kueue import kueue_objects
-from gpuconf.compiler.render import render
-from gpuconf.compiler.templating.engine import Templates
 from gpuconf.compiler.validate import Validated
 from gpuconf.diagnostics import Diagnostic
 from gpuconf.formats.located_yaml import parse_text
@@ -55,7 +57,10 @@ def kueue_problems(
             key: Capacity(devices, over)
             for key, (devices, over) in flavor_capacity(validated.classes).items()
         }
-        found += [(r.object, r.path, r.message) for r in refusals(objects, capacity)]
+        found += [
+            (r.object, r.path, r.message)
+            for r in refusals(objects, capacity, QUEUE_LIMITS[kueue.version])
+        ]
     return [
         validated.located.diagnostic(
             WHERE,
@@ -66,12 +71,3 @@ def kueue_problems(
         )
         for what, path, message in found
     ]
-
-
-def planned_kueue_problems(validated: Validated, templates: Templates) -> list[Diagnostic]:
-    """`kueue_problems` for validate: only the Kueue objects are planned and rendered (a failing
-    template raises RenderFailed, as in a render)."""
-    if validated.cluster.spec.kueue is None:
-        return []
-    artifacts = kueue_objects(validated.cluster, validated.classes)[0]
-    return kueue_problems(validated, artifacts, render(artifacts, templates))

@@ -111,11 +111,6 @@ def compile_paths(
             continue
         result.diagnostics += outcome.warnings
         folder = _templates_folder(outcome, file, templates, result.diagnostics)
-        if not render_output and outcome.cluster.spec.kueue is not None:
-            refused = _kueue_refused(outcome, folder, relative_to)
-            if refused:
-                result.diagnostics += refused
-                continue
         name = outcome.cluster.metadata.name
         if name in sources:
             result.diagnostics.append(
@@ -157,23 +152,6 @@ def _templates_folder(
             )
         )
     return folder
-
-
-def _kueue_refused(
-    validated: Validated, folder: Path | None, relative_to: Path | None
-) -> list[Diagnostic]:
-    """Validate checks the Kueue objects too, as render would, without planning the rest."""
-    from gpuconf.compiler.kueue_check import planned_kueue_problems
-    from gpuconf.compiler.render import RenderFailed
-    from gpuconf.compiler.templating.engine import Templates
-
-    if folder is not None and not folder.is_dir():
-        return []  # already a diagnostic at spec.templates
-    shown = display_path(folder, relative_to) if folder is not None else None
-    try:
-        return planned_kueue_problems(validated, Templates(folder, shown))
-    except RenderFailed as failed:
-        return [_template_error(validated, failed)]
 
 
 def _render_all(

@@ -14,7 +14,7 @@ from gpuconf.api.shape_errors import diagnostics_from
 from gpuconf.api.validators import validate_cluster
 from gpuconf.compiler.resolve.class_selection import ResolvedClass, resolve_classes
 from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory, build_inventory
-from gpuconf.compiler.rules import DOCUMENT_RULES, INVENTORY_RULES, RuleContext
+from gpuconf.compiler.rules import DOCUMENT_RULES, INVENTORY_RULES, QUEUE_RULES, RuleContext
 from gpuconf.compiler.set_aside import NOTHING, SetAside, set_aside
 from gpuconf.diagnostics import Diagnostic, has_errors
 from gpuconf.formats.located_yaml import Located
@@ -81,4 +81,6 @@ def _rule_diagnostics(context: RuleContext) -> list[Diagnostic]:
     diagnostics = [d for rule in DOCUMENT_RULES for d in rule(context)]
     if not has_errors(diagnostics) and context.set_aside.whole_inventory:
         diagnostics += [d for rule in INVENTORY_RULES for d in rule(context)]
+        if not has_errors(diagnostics):
+            diagnostics += [d for rule in QUEUE_RULES for d in rule(context)]
     return diagnostics

@@ -15,6 +15,7 @@ from crd_schemas import crd_errors
 from gpuconf.compiler.explain import explain_text
 from gpuconf.compiler.kueue.admission import Capacity, refusals
 from gpuconf.compiler.kueue.crd_schema import CrdSchemas
+from gpuconf.compiler.kueue.limits import QUEUE_LIMITS
 from gpuconf.formats.yaml_writer import dump
 
 KUEUE_GROUP = "kueue.x-k8s.io/"
@@ -181,18 +182,23 @@ def test_a_flavor_carries_the_pools_labels_taints_and_tolerations() -> None:
 def test_an_object_the_release_schema_refuses_is_a_located_error_and_nothing_is_written(
     tmp_path,
 ) -> None:  # type: ignore[no-untyped-def]
-    document = _two_pool_class()
-    # Kueue's ResourceFlavor holds at most 8 tolerations.
-    document["spec"]["nodePools"][0]["tolerations"] = [
-        {"key": f"example.com/t{i}", "operator": "Exists", "effect": "NoSchedule"} for i in range(9)
-    ]
+    # A site's template gives the h100 flavor 9 tolerations: Kueue's ResourceFlavor holds at most 8.
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "resourceflavor.yaml.j2").write_text(
+        '{% extends "gpuconf/resourceflavor.yaml.j2" %}\n'
+        "{% block body %}\nspec:\n  nodeLabels: {{ node_labels | yaml }}\n"
+        "  tolerations: {{ (tolerations * 9) | yaml }}\n{% endblock %}\n"
+    )
+    document = cluster_file("training-fleet")
+    document["spec"]["templates"] = "site"
     (tmp_path / "c.yaml").write_text(dump(document))
-    compiled = compile_folder(tmp_path)
+    compiled = compile_folder(tmp_path, "c.yaml")
     texts = [d.as_text() for d in compiled.diagnostics]
     assert not compiled.rendered
     assert any(
         t.startswith("c.yaml:")
-        and "spec.kueue: ResourceFlavor h100: spec.nodeTaints: " in t
+        and "spec.kueue: ResourceFlavor h100: spec.tolerations: " in t
         and "is too long (Kueue v0.19.2's CRD schema)" in t
         for t in texts
     ), texts
@@ -258,6 +264,23 @@ FLAVOR = {"kind": "ResourceFlavor", "metadata": {"name": "h100"}, "spec": {}}
             "LocalQueue other/default spec.clusterQueue: ClusterQueue q does not admit namespace 'other'",
             id="local-queue-outside-selector",
         ),
+        pytest.param(
+            [
+                {
+                    "kind": "ResourceFlavor",
+                    "metadata": {"name": "h100"},
+                    "spec": {
+                        "nodeTaints": [
+                            {"key": "k", "value": "a", "effect": "NoSchedule"},
+                            {"key": "k", "value": "a", "effect": "NoExecute"},
+                            {"key": "k", "value": "b", "effect": "NoSchedule"},
+                        ]
+                    },
+                }
+            ],
+            "ResourceFlavor h100 spec.nodeTaints.2: taints must be unique by key and effect pair",
+            id="taints-repeating-a-key-and-effect",
+        ),
     ],
 )
 def test_what_kueue_refuses_beyond_its_schema_is_found(
@@ -265,14 +288,15 @@ def test_what_kueue_refuses_beyond_its_schema_is_found(
 ) -> None:
     found = [
         f"{r.object} {r.path}: {r.message}"
-        for r in refusals(objects, {("r", "h100"): Capacity(8, False)})
+        for r in refusals(objects, {("r", "h100"): Capacity(8, False)}, QUEUE_LIMITS["v0.19.2"])
     ]
     assert found == [expected]
 
 
 def test_oversubscription_the_class_declares_is_not_refused() -> None:
     objects = [FLAVOR, _queue([{"name": "r", "nominalQuota": 9}])]
-    assert list(refusals(objects, {("r", "h100"): Capacity(8, True)})) == []
+    capacity = {("r", "h100"): Capacity(8, True)}
+    assert list(refusals(objects, capacity, QUEUE_LIMITS["v0.19.2"])) == []
 
 
 def test_dra_classes_are_mapped_for_kueue_and_an_alpha_gate_is_written_where_the_release_needs_it() -> (
@@ -391,19 +415,6 @@ def test_the_quotas_page_shows_what_explain_prints() -> None:
     assert result.out == sample[2]
 
 
-def test_validate_refuses_what_render_would_refuse(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from builders import run_cli
-
-    document = _two_pool_class()
-    document["spec"]["nodePools"][0]["tolerations"] = [
-        {"key": f"example.com/t{i}", "operator": "Exists", "effect": "NoSchedule"} for i in range(9)
-    ]
-    (tmp_path / "c.yaml").write_text(dump(document))
-    result = run_cli("validate", "c.yaml", cwd=tmp_path)
-    assert result.code == 1
-    assert "spec.kueue: ResourceFlavor h100: spec.nodeTaints: " in result.err
-
-
 def test_the_crd_schemas_defaults_and_cel_rules_apply_as_the_api_server_applies_them() -> None:
     schemas = CrdSchemas("v0.19.2")
     queue = {
@@ -446,7 +457,7 @@ def test_the_crd_schemas_defaults_and_cel_rules_apply_as_the_api_server_applies_
     ]
 
 
-def test_a_site_template_is_checked_against_the_declared_releases_crds_in_render_and_validate(
+def test_a_site_template_is_checked_against_the_declared_releases_crds_when_rendered(
     tmp_path,  # type: ignore[no-untyped-def]
 ) -> None:
     from builders import run_cli
@@ -466,9 +477,11 @@ def test_a_site_template_is_checked_against_the_declared_releases_crds_in_render
         "spec.kueue: ClusterQueue language: spec: borrowingLimit must be nil when cohort is "
         "empty (Kueue v0.19.2's CRD schema)"
     )
-    for command in (("render", "-o", "out"), ("validate",)):
-        result = run_cli(command[0], "c.yaml", *command[1:], cwd=tmp_path)
-        assert result.code == 1, command
-        assert refusal in result.err, command
-    (site / "clusterqueue.yaml.j2").unlink()
+    result = run_cli("render", "c.yaml", "-o", "out", cwd=tmp_path)
+    assert result.code == 1
+    assert refusal in result.err
+    assert not (tmp_path / "out").exists()
+    # Validate checks the cluster file, which is fine; it renders nothing (test_start_up.py).
     assert run_cli("validate", "c.yaml", cwd=tmp_path).code == 0
+    (site / "clusterqueue.yaml.j2").unlink()
+    assert run_cli("render", "c.yaml", "-o", "out", cwd=tmp_path).code == 0

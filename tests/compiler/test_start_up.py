@@ -1,5 +1,7 @@
 """Each command loads only what it needs: `validate` never imports pydantic (nor pydantic-core's
-Python package, only its compiled module), the plan, CEL, the node's models or the DRA device model of a device-plugin cluster."""
+Python package, only its compiled module), the plan, the template engine, jsonschema, CEL (but
+for a DRA cluster's selector proofs), the node's models or the DRA device model of a
+device-plugin cluster, with Kueue or without."""
 
 from __future__ import annotations
 
@@ -51,7 +53,7 @@ def _imported(*argv: str) -> set[str]:
     }
 
 
-@pytest.mark.parametrize("cluster", ["lab", "fleet"])
+@pytest.mark.parametrize("cluster", ["lab", "fleet", "training-fleet"])
 def test_validate_imports_no_plan_template_or_cel_module(cluster: str) -> None:
     imported = _imported("validate", f"clusters/{cluster}.yaml")
     assert "gpuconf.compiler.validate" in imported
@@ -126,13 +128,11 @@ def test_cel_is_imported_for_a_dra_cluster_that_needs_its_proof() -> None:
     assert {"celpy", "gpuconf.compiler.rules.dra_selectors"} <= imported
 
 
-def test_validate_of_a_kueue_cluster_loads_the_template_engine_and_crd_check_but_writes_nothing() -> (
-    None
-):
-    """Kueue's CRD limits (e.g. nodeTaints at most 8, from a pool's tolerations) are checked on
-    the rendered Kueue objects, so validate of such a cluster loads the plan package, the
-    template engine and the CRD check (a cost a cluster without Kueue never pays: the test
-    above), but never the writer."""
+def test_validate_of_a_kueue_cluster_checks_kueues_limits_by_rule_without_rendering() -> None:
+    """Kueue's limits (e.g. at most 8 tolerations on a pool's ResourceFlavor) are rules on the
+    cluster file (compiler/rules/kueue_limits.py): validate of a Kueue cluster loads them, and
+    never the render-time check of the rendered objects (jinja2, jsonschema, cel-python)."""
     imported = _imported("validate", "clusters/training-fleet.yaml")
-    assert {"gpuconf.compiler.kueue_check", "jinja2", "jsonschema"} <= imported
-    assert "gpuconf.compiler.emit" not in imported
+    assert "gpuconf.compiler.rules.kueue_limits" in imported
+    heavy = {"gpuconf.compiler.kueue_check", "gpuconf.compiler.kueue.crd_schema", "jinja2"}
+    assert sorted(imported & (heavy | {"jsonschema", "celpy"})) == []

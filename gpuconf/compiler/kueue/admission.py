@@ -3,8 +3,11 @@ objects together.
 
 Kueue's ClusterQueue webhook (pkg/webhooks/clusterqueue_webhook.go, validateResourceGroups and
 validateFlavorQuotas) refuses a resource or flavor named in two resourceGroups, a flavor whose
-quotas do not name the covered resources in order, a lendingLimit above the nominalQuota, and
-limits without a cohort. Beyond it: every flavor a ClusterQueue names exists, every LocalQueue
+quotas do not name the covered resources in order, a lendingLimit above the nominalQuota,
+limits without a cohort, and (from v0.14) more flavors, covered resources or flavor-resource pairs
+than its totals allow (compiler/kueue/limits.py); its ResourceFlavor webhook
+(pkg/webhooks/resourceflavor_webhook.go, validateNodeTaints) refuses two nodeTaints with the same
+key and effect. Beyond them: every flavor a ClusterQueue names exists, every LocalQueue
 points at a ClusterQueue that admits its namespace, and the nominal quotas on each flavor add up
 to no more than its pool holds unless the class allows oversubscription."""
 
@@ -12,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
+
+from gpuconf.compiler.kueue.limits import QueueLimits
 
 
 class Refusal(NamedTuple):
@@ -56,6 +61,35 @@ def _cluster_queue(queue: dict[str, Any], flavors: set[str]) -> Iterator[tuple[s
                     yield f"{where}.resources.{k}", "limits need a cohort"
 
 
+def _totals(queue: dict[str, Any], limits: QueueLimits) -> Iterator[tuple[str, str]]:
+    groups = queue["spec"].get("resourceGroups", [])
+    flavors = sum(len(g["flavors"]) for g in groups)
+    covered = sum(len(g["coveredResources"]) for g in groups)
+    if limits.total_flavors is not None and flavors > limits.total_flavors:
+        yield "spec.resourceGroups", f"{flavors} flavors in all, more than {limits.total_flavors}"
+    if limits.total_covered is not None and covered > limits.total_covered:
+        yield (
+            "spec.resourceGroups",
+            f"{covered} covered resources in all, more than {limits.total_covered}",
+        )
+    for i, group in enumerate(groups):
+        pairs = sum(len(f["resources"]) for f in group["flavors"])
+        if limits.group_combinations is not None and pairs > limits.group_combinations:
+            yield (
+                f"spec.resourceGroups.{i}",
+                f"{pairs} flavor-resource pairs, more than {limits.group_combinations}",
+            )
+
+
+def _repeated_taints(flavor: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    seen: set[tuple[str, str]] = set()
+    for i, taint in enumerate(flavor["spec"].get("nodeTaints") or []):
+        pair = (taint.get("key", ""), taint.get("effect", ""))
+        if pair in seen:
+            yield f"spec.nodeTaints.{i}", "taints must be unique by key and effect pair"
+        seen.add(pair)
+
+
 def _admits(queue: dict[str, Any], namespace: str) -> bool:
     selector = queue["spec"].get("namespaceSelector")
     if selector is None:
@@ -67,14 +101,21 @@ def _admits(queue: dict[str, Any], namespace: str) -> bool:
 
 
 def refusals(
-    objects: list[dict[str, Any]], capacity: Mapping[tuple[str, str], Capacity]
+    objects: list[dict[str, Any]],
+    capacity: Mapping[tuple[str, str], Capacity],
+    limits: QueueLimits,
 ) -> Iterator[Refusal]:
-    """`capacity`: (resource, flavor) -> what the flavor's pool holds of the resource."""
+    """`capacity`: (resource, flavor) -> what the flavor's pool holds of the resource; `limits`:
+    the release's."""
     flavors = {o["metadata"]["name"] for o in objects if o["kind"] == "ResourceFlavor"}
+    for obj in objects:
+        if obj["kind"] == "ResourceFlavor":
+            for path, message in _repeated_taints(obj):
+                yield Refusal(f"ResourceFlavor {obj['metadata']['name']}", path, message)
     queues = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ClusterQueue"}
     nominal: dict[tuple[str, str], int] = {}
     for name, queue in queues.items():
-        for path, message in _cluster_queue(queue, flavors):
+        for path, message in [*_cluster_queue(queue, flavors), *_totals(queue, limits)]:
             yield Refusal(f"ClusterQueue {name}", path, message)
         for group in queue["spec"].get("resourceGroups", []):
             for flavor in group["flavors"]:

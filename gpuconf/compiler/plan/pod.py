@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from gpuconf.api.cluster import Cluster, NodePool
-from gpuconf.api.cluster.pool import ARCH_LABEL
 from gpuconf.api.node_facts import POOL_LABEL as POOL_LABEL
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import metadata
+from gpuconf.compiler.resolve.pool_selector import node_selector as node_selector
 from gpuconf.diagnostics import KeyPath
 
 # A device plugin holds a few sockets and device lists; these bounds leave it room for bursts.
@@ -17,14 +17,6 @@ PLUGIN_RESOURCES = {
     "limits": {"cpu": "200m", "memory": "256Mi"},
 }
 GPU_TAINT = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
-
-
-def node_selector(pool: NodePool) -> dict[str, str]:
-    selector = dict(pool.node_selector) or {POOL_LABEL: pool.name}
-    architecture = pool.cpu_architecture()
-    if architecture is not None:
-        selector[ARCH_LABEL] = architecture
-    return selector
 
 
 def tolerations(pool: NodePool) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ from gpuconf.compiler.rules import (
     jetson_sharing,
     kubernetes_version,
     kueue,
+    kueue_limits,
     mig,
     mps,
     names,
@@ -56,5 +57,8 @@ INVENTORY_RULES: tuple[Rule, ...] = (
     jetson_sharing.check,
     node_labels.check_single,
 )
+# Rules over the Kueue queues gpuconf plans from the classes and quotas: they need both to
+# have passed.
+QUEUE_RULES: tuple[Rule, ...] = (kueue_limits.check,)
 
-__all__ = ["DOCUMENT_RULES", "INVENTORY_RULES", "Rule", "RuleContext"]
+__all__ = ["DOCUMENT_RULES", "INVENTORY_RULES", "QUEUE_RULES", "Rule", "RuleContext"]

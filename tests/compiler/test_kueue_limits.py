@@ -1,0 +1,262 @@
+"""Every Kueue limit a cluster file reaches is refused by validate at the file's own key, and is
+one render's check of the rendered objects (CRD schema, CEL rules, webhook refusals) refuses too:
+validate of a Kueue cluster renders nothing, so the rules must say all that check would. A cluster
+just inside each limit validates, and its Kueue objects render and pass that check."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import pytest
+from builders import check, cluster, pool
+
+import gpuconf.compiler.validate as validate_module
+from gpuconf.compiler.kueue_check import kueue_problems
+from gpuconf.compiler.plan.kueue import kueue_objects
+from gpuconf.compiler.render import render
+from gpuconf.compiler.rules import INVENTORY_RULES, kueue
+from gpuconf.compiler.templating.engine import Templates
+from gpuconf.compiler.validate import Validated
+from gpuconf.diagnostics import Diagnostic, format_path
+
+MODEL = "L4"
+
+
+def _one_queue(
+    pools: list[dict[str, Any]], classes: list[dict[str, Any]], version: str = "v0.19.2"
+) -> dict[str, Any]:
+    """One namespace with a quota of 1 of every class: one ClusterQueue counts them all."""
+    return cluster(
+        pools,
+        classes,
+        kueue={"version": version},
+        quotas=[{"namespace": "team", "classes": {c["name"]: 1 for c in classes}}],
+    )
+
+
+def _labels(count: int, **fields: Any) -> dict[str, Any]:
+    selector = {f"example.com/l{i}": "x" for i in range(count)}
+    return _one_queue(
+        [pool("p", MODEL, 1, nodeSelector=selector, **fields)],
+        [{"name": "c", "select": {"model": MODEL}}],
+    )
+
+
+def _tolerations(tolerations: list[dict[str, Any]]) -> dict[str, Any]:
+    return _one_queue(
+        [pool("p", MODEL, 1, tolerations=tolerations)], [{"name": "c", "select": {"model": MODEL}}]
+    )
+
+
+def _tolerating(count: int) -> dict[str, Any]:
+    return _tolerations(
+        [
+            {"key": f"example.com/t{i}", "operator": "Exists", "effect": "NoSchedule"}
+            for i in range(count)
+        ]
+    )
+
+
+def _same_taint(effect: str) -> dict[str, Any]:
+    """Two tolerations naming one taint key with different values: with one effect, the flavor
+    carries two taints of one key and effect."""
+    taint = {"key": "example.com/gpu", "operator": "Equal"}
+    return _tolerations(
+        [{**taint, "value": "a", "effect": "NoSchedule"}, {**taint, "value": "b", "effect": effect}]
+    )
+
+
+def _disjoint(groups: int, pools_each: int = 1, version: str = "v0.19.2") -> dict[str, Any]:
+    """`groups` classes, each over its own `pools_each` pools: a resourceGroup per class."""
+    pools = [pool(f"p{g}-{i}", MODEL, 1) for g in range(groups) for i in range(pools_each)]
+    classes = [
+        {"name": f"c{g}", "select": {"pools": [f"p{g}-{i}" for i in range(pools_each)]}}
+        for g in range(groups)
+    ]
+    return _one_queue(pools, classes, version)
+
+
+def _sharing_pools(
+    classes: int, pools: int = 1, version: str = "v0.19.2", groups: int = 1
+) -> dict[str, Any]:
+    """`groups` resourceGroups of `classes` classes each: every class of a group has one GPU
+    index of each of the group's `pools` pools, so they share every pool."""
+    return _one_queue(
+        [pool(f"p{g}-{i}", MODEL, classes) for g in range(groups) for i in range(pools)],
+        [
+            {
+                "name": f"c{g}-{k}",
+                "select": {"pools": [f"p{g}-{i}" for i in range(pools)], "indices": [k]},
+            }
+            for g in range(groups)
+            for k in range(classes)
+        ],
+        version,
+    )
+
+
+def _bridged(classes: int) -> dict[str, Any]:
+    """`classes` classes in one resourceGroup over two pools: c0 has GPU 0 of both, the others
+    one GPU of either."""
+    last = classes - 1
+    return _one_queue(
+        [pool("pa", MODEL, last), pool("pb", MODEL, 2)],
+        [
+            {"name": "c0", "select": {"pools": ["pa", "pb"], "indices": [0]}},
+            *(
+                {"name": f"c{k}", "select": {"pools": ["pa"], "indices": [k]}}
+                for k in range(1, last)
+            ),
+            {"name": f"c{last}", "select": {"pools": ["pb"], "indices": [1]}},
+        ],
+    )
+
+
+def _preemption(reclaim: str) -> dict[str, Any]:
+    document = _disjoint(1)
+    document["spec"]["kueue"]["clusterQueues"] = [
+        {
+            "name": "team",
+            "preemption": {
+                "reclaimWithinCohort": reclaim,
+                "borrowWithinCohort": {"policy": "LowerPriority"},
+            },
+        }
+    ]
+    return document
+
+
+class Limit(NamedTuple):
+    build: Callable[[bool], dict[str, Any]]
+    """The cluster just past the limit (True) or just inside it (False)."""
+    path: str
+    """Where validate refuses the one past it."""
+    refusal: str
+    """What render's check of the rendered objects says of it."""
+
+
+LIMITS = {
+    # apis/kueue/*/resourceflavor_types.go: nodeLabels MaxProperties=8.
+    "flavor-node-labels": Limit(
+        lambda past: _labels(9 if past else 8),
+        "spec.nodePools[0].nodeSelector",
+        "ResourceFlavor p: spec.nodeLabels: ",
+    ),
+    "flavor-node-labels-with-the-architecture": Limit(
+        lambda past: _labels(8 if past else 7, architecture="amd64"),
+        "spec.nodePools[0].nodeSelector",
+        "ResourceFlavor p: spec.nodeLabels: ",
+    ),
+    # tolerations MaxItems=8 (and nodeTaints MaxItems=8, one per toleration here).
+    "flavor-tolerations": Limit(
+        lambda past: _tolerating(9 if past else 8),
+        "spec.nodePools[0].tolerations[8]",
+        "ResourceFlavor p: spec.tolerations: ",
+    ),
+    # pkg/webhooks/resourceflavor_webhook.go, validateNodeTaints.
+    "flavor-taints-unique-by-key-and-effect": Limit(
+        lambda past: _same_taint("NoSchedule" if past else "NoExecute"),
+        "spec.nodePools[0].tolerations[1]",
+        "ResourceFlavor p: spec.nodeTaints.1: taints must be unique by key and effect pair",
+    ),
+    # apis/kueue/*/clusterqueue_types.go: resourceGroups MaxItems=16.
+    "queue-resource-groups": Limit(
+        lambda past: _disjoint(17 if past else 16),
+        "spec.quotas[0].classes.c16",
+        "ClusterQueue team: spec.resourceGroups: ",
+    ),
+    # coveredResources MaxItems=16 in v0.13 (and each flavor's resources with them).
+    "group-covered-resources-v0.13": Limit(
+        lambda past: _sharing_pools(17 if past else 16, version="v0.13.10"),
+        "spec.quotas[0].classes.c0-16",
+        "ClusterQueue team: spec.resourceGroups.0.coveredResources: ",
+    ),
+    # flavors MaxItems=16 in v0.13.
+    "group-flavors-v0.13": Limit(
+        lambda past: _disjoint(1, 17 if past else 16, version="v0.13.10"),
+        "spec.quotas[0].classes.c0",
+        "ClusterQueue team: spec.resourceGroups.0.flavors: ",
+    ),
+    # coveredResources MaxItems=64 from v0.14 (a pool holds at most 64 GPUs a node: two pools).
+    "group-covered-resources": Limit(
+        lambda past: _bridged(65 if past else 64),
+        "spec.quotas[0].classes.c64",
+        "ClusterQueue team: spec.resourceGroups.0.coveredResources: ",
+    ),
+    # flavors MaxItems=64 from v0.14.
+    "group-flavors": Limit(
+        lambda past: _disjoint(1, 65 if past else 64),
+        "spec.quotas[0].classes.c0",
+        "ClusterQueue team: spec.resourceGroups.0.flavors: ",
+    ),
+    # pkg/webhooks/clusterqueue_webhook.go, validateFlavorResourceCombinations: ≤ 512 a group.
+    "group-flavor-resource-pairs": Limit(
+        lambda past: _sharing_pools(23 if past else 22, pools=23),
+        "spec.quotas[0].classes.c0-0",
+        "ClusterQueue team: spec.resourceGroups.0: 529 flavor-resource pairs, more than 512",
+    ),
+    # validateTotalFlavors: ≤ 256 in all of a queue's groups.
+    "queue-total-flavors": Limit(
+        lambda past: _disjoint(5 if past else 4, 52 if past else 64),
+        "spec.quotas[0].classes.c4",
+        "ClusterQueue team: spec.resourceGroups: 260 flavors in all, more than 256",
+    ),
+    # validateTotalCoveredResources: ≤ 256 in all of a queue's groups.
+    "queue-total-covered-resources": Limit(
+        lambda past: _sharing_pools(52 if past else 64, groups=5 if past else 4),
+        "spec.quotas[0].classes.c4-0",
+        "ClusterQueue team: spec.resourceGroups: 260 covered resources in all, more than 256",
+    ),
+    # The CRD's CEL rule on spec.preemption (and the webhook's validatePreemption).
+    "preemption-while-borrowing-needs-reclaim": Limit(
+        lambda past: _preemption("Never" if past else "LowerPriority"),
+        "spec.kueue.clusterQueues[0].preemption.borrowWithinCohort.policy",
+        "ClusterQueue team: spec.preemption: reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never",
+    ),
+}
+
+
+def _render_check(validated: Validated) -> list[str]:
+    artifacts = kueue_objects(validated.cluster, validated.classes)[0]
+    return [d.message for d in kueue_problems(validated, artifacts, render(artifacts, Templates()))]
+
+
+@pytest.fixture
+def without_kueue_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Validate without the rules that hold Kueue's limits, to see what render would say."""
+    monkeypatch.setattr(validate_module, "QUEUE_RULES", ())
+    monkeypatch.setattr(
+        validate_module,
+        "INVENTORY_RULES",
+        tuple(r for r in INVENTORY_RULES if r is not kueue.check),
+    )
+
+
+def _errors(document: dict[str, Any]) -> list[Diagnostic]:
+    outcome = check(document)
+    return [] if isinstance(outcome, Validated) else [d for d in outcome if d.is_error]
+
+
+@pytest.mark.parametrize("name", LIMITS)
+def test_validate_refuses_what_render_would_refuse(
+    name: str, request: pytest.FixtureRequest
+) -> None:
+    limit = LIMITS[name]
+    document = limit.build(True)
+    (refused,) = _errors(document)
+    assert format_path(refused.path) == limit.path, refused.as_text()
+    request.getfixturevalue("without_kueue_rules")
+    validated = check(document)
+    assert isinstance(validated, Validated), validated
+    found = _render_check(validated)
+    assert any(limit.refusal in m for m in found), found
+
+
+@pytest.mark.parametrize("name", LIMITS)
+def test_a_cluster_just_inside_a_kueue_limit_validates_and_its_queues_render_cleanly(
+    name: str,
+) -> None:
+    validated = check(LIMITS[name].build(False))
+    assert isinstance(validated, Validated), [d.as_text() for d in validated]
+    assert _render_check(validated) == []
