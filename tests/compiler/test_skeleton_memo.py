@@ -16,8 +16,8 @@ from gpuconf.compiler.plan import plan
 from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.render import render
 from gpuconf.compiler.templating.engine import Templates
-from gpuconf.compiler.templating.printed_values import EACH, ValuePath, analyse_chain
-from gpuconf.compiler.templating.skeleton_memo import SkeletonMemo, StandIn, filled_tokens
+from gpuconf.compiler.templating.printed_values import ValuePath, analyse_chain
+from gpuconf.compiler.templating.skeleton_memo import SkeletonMemo, StandIn
 
 _PARSER = Environment()
 
@@ -29,7 +29,7 @@ def _printed(*sources: str) -> set[ValuePath] | None:
 
 
 class _NoMemo(Templates):
-    def _memo(self, name: str, after: SkeletonMemo | None = None) -> SkeletonMemo | None:
+    def _memo(self, name: str) -> SkeletonMemo | None:
         return None
 
 
@@ -92,7 +92,7 @@ def test_a_printed_value_is_left_out_of_the_key_only_where_nothing_else_reads_it
     assert _printed("{{ meta.name | yaml }}{{ hard | yaml }}") == {("meta", "name"), ("hard",)}
     # Read in a test, a loop or another filter: the value is part of the key.
     assert _printed('{% if meta["name"] == "a" %}x{% endif %}{{ meta["name"] | yaml }}') == set()
-    assert _printed("{% for x in items %}{{ x | yaml }}{% endfor %}{{ items | yaml }}") == set()
+    assert _printed("{% for x in items %}{{ x | yaml }}{% endfor %}{{ items | yaml }}") == {("x",)}
     assert _printed("{{ name | lower | yaml }}") == set()
     # Printed whole and looked into: neither part is left out.
     assert _printed('{{ meta | yaml }}{{ meta["name"] | yaml }}') == set()
@@ -108,63 +108,6 @@ def test_presence_tests_keep_a_value_out_of_the_key_but_not_what_contains_it() -
         _printed('{% if meta["name"]["x"] is defined %}{% endif %}{{ meta["name"] | yaml }}')
         == set()
     )
-
-
-def test_each_entry_a_loop_walks_and_prints_whole_is_left_out_but_not_their_number() -> None:
-    assert _printed('{% for c in cs %}{{ c["name"] | yaml }}{% endfor %}') == {("cs", EACH, "name")}
-    assert _printed("{% for k, v in m | dictsort %}{{ k | yaml }}: {{ v | yaml }}{% endfor %}") == {
-        ("m", EACH)
-    }
-    assert _printed("{% for a, b in pairs %}{{ b | yaml }}{% endfor %}") == {("pairs", EACH, 1)}
-    assert _printed(
-        "{% for g, cs in groups %}{% for c in cs %}{{ c.image | yaml }}{% endfor %}{% endfor %}"
-    ) == {("groups", EACH, 1, EACH, "image")}
-    # The loop's counters read how many entries there are, which stays in the key.
-    assert _printed(
-        "{% for c in cs %}{% if loop.last %}x{% endif %}{{ c | yaml }}{% endfor %}"
-    ) == {("cs", EACH)}
-
-
-@pytest.mark.parametrize(
-    "source",
-    [
-        '{% for c in cs %}{% if c["name"] == "a" %}x{% endif %}{{ c["name"] | yaml }}{% endfor %}',
-        '{% for c in cs if c.name != "a" %}{{ c.name | yaml }}{% endfor %}',
-        '{% for c in cs %}{% if loop.previtem == "a" %}x{% endif %}{{ c | yaml }}{% endfor %}',
-        "{% for c in cs %}{% if loop.changed(c) %}x{% endif %}{{ c | yaml }}{% endfor %}",
-        "{% for c in cs %}{{ c | yaml }}{% endfor %}{% if cs[0] %}x{% endif %}",
-        '{% for k, v in m | dictsort(by="value") %}{{ v | yaml }}{% endfor %}',
-        "{% for k, v in m | items %}{% if v %}x{% endif %}{{ v | yaml }}{% endfor %}",
-        "{% for c in cs | sort %}{{ c | yaml }}{% endfor %}",
-    ],
-)
-def test_an_entry_read_other_than_printed_whole_keeps_every_entry_in_the_key(source: str) -> None:
-    printed = _printed(source)
-    assert printed is not None
-    assert not {path for path in printed if path[0] in ("cs", "m")}
-
-
-def test_entries_a_filter_adds_to_are_left_out_but_not_the_mapping_they_merge_into() -> None:
-    assert _printed("{% block x %}{% endblock %}{{ labels | with_entries(self.x()) | yaml }}") == {
-        ("labels", EACH)
-    }
-    assert _printed("{{ env | default([]) | with_items('') | yaml }}") == {("env", EACH)}
-    assert _printed("{{ labels | default({}) | yaml }}") == {("labels",)}
-
-
-def test_a_site_block_that_branches_on_a_loop_variable_keeps_it_in_the_key() -> None:
-    # The parent calls the scoped block inside its loop; the site's block, written outside
-    # any loop, reads the loop's variable.
-    parent = (
-        '{% for c in cs %}{% block image scoped %}{{ c["image"] | yaml }}{% endblock %}{% endfor %}'
-    )
-    site = (
-        '{% extends "parent" %}{% block image %}'
-        '{% if c["image"] == "x" %}{{ "y" | yaml }}{% else %}{{ c["image"] | yaml }}{% endif %}'
-        "{% endblock %}"
-    )
-    assert _printed(parent) == {("cs", EACH, "image")}
-    assert _printed(site, parent) == set()
 
 
 def test_a_site_block_branching_on_a_container_renders_each_daemonset_by_its_own(
@@ -190,19 +133,6 @@ def test_a_site_block_branching_on_a_container_renders_each_daemonset_by_its_own
     assert b"mirror.example/special:1" not in tree[first.path]
     assert b"mirror.example/special:1" in tree["special.yaml"]
     assert tree == render(artifacts, _NoMemo(tmp_path))
-
-
-def test_tokens_are_filled_with_each_artifact_s_values_inside_what_was_printed_whole() -> None:
-    values = {"labels": {"a": "1", "b": "2"}, "cs": [("x", [{"image": "i"}])]}
-    memo = SkeletonMemo(frozenset({("labels", EACH), ("cs", EACH, 1, EACH, "image")}))
-    reduced = memo.stand_ins(values)
-    assert values == {"labels": {"a": "1", "b": "2"}, "cs": [("x", [{"image": "i"}])]}
-    assert repr(reduced) == (
-        "{'labels': {'a': <printed value>, 'b': <printed value>}, "
-        "'cs': [('x', [{'image': <printed value>}])]}"
-    )
-    tokens = [{**reduced["labels"], "site": "s"}, reduced["cs"][0][1][0]["image"]]
-    assert filled_tokens(tokens, values) == [{"a": "1", "b": "2", "site": "s"}, "i"]
 
 
 @pytest.mark.parametrize(
@@ -277,7 +207,7 @@ def test_a_template_reaching_outside_its_chain_gets_no_memo(source: str) -> None
 
 
 def test_stand_ins_leave_the_artifacts_values_untouched() -> None:
-    memo = SkeletonMemo(frozenset({("meta", "name"), ("hard",), ("missing", "x")}))
+    memo = SkeletonMemo([("meta", "name"), ("hard",), ("missing", "x")])
     values: dict[str, Any] = {"meta": {"name": "q", "labels": {"a": "b"}}, "hard": {"x": "1"}}
     reduced = memo.stand_ins(values)
     assert values == {"meta": {"name": "q", "labels": {"a": "b"}}, "hard": {"x": "1"}}

@@ -52,7 +52,7 @@ def compiled_files() -> dict[str, str]:
             # (printed_values.py): render reads them here instead of parsing the chain.
             "chain": [member.name for member in templates.chain(name)],
             "skeleton": analysis.skeleton,
-            "printedOnly": sorted((list(path) for path in analysis.printed_only), key=json.dumps),
+            "printedOnly": sorted(list(path) for path in analysis.printed_only),
         }
     files["index.json"] = (
         json.dumps(

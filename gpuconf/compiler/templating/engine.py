@@ -33,7 +33,7 @@ from jinja2 import __version__ as _jinja2_version
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from gpuconf.compiler.templating.filters import FILTERS, BlockRefused, Encoded, yaml_value
-from gpuconf.compiler.templating.printed_values import EACH, IN_PLACE, ChainAnalysis, analyse_chain
+from gpuconf.compiler.templating.printed_values import IN_PLACE, ChainAnalysis, analyse_chain
 from gpuconf.compiler.templating.shipped import SHIPPED_PREFIX, shipped_folder
 from gpuconf.compiler.templating.skeleton_memo import Skeleton, SkeletonMemo, filled_tokens
 
@@ -324,21 +324,14 @@ class Templates:
             found = self._render_skeleton(name, reduced)
             memo.remember(key, found)
             if not memo.worthwhile:
-                self.memos[name] = self._memo(name, after=memo)
+                self.memos[name] = None
         text, tokens = found
         return text, filled_tokens(tokens, values)
 
-    def _memo(self, name: str, after: SkeletonMemo | None = None) -> SkeletonMemo | None:
-        """The memo for `name`: first keyed on all but values printed whole (cheap to key:
-        500 namespaces share one skeleton that way); where that misses more than it hits,
-        keyed on all but each entry printed whole too (a DaemonSet per pool, whose pod spec
-        differs in the pool's name); where that misses too, none."""
+    def _memo(self, name: str) -> SkeletonMemo | None:
+        """The memo for `name`: none where its chain prints no value whole."""
         paths = self.analysis(name).printed_only
-        whole = frozenset(path for path in paths if EACH not in path)
-        for candidate in (whole, paths):
-            if candidate and (after is None or len(candidate) > len(after.printed_only)):
-                return SkeletonMemo(candidate)
-        return None
+        return SkeletonMemo(paths) if paths else None
 
     def _render_skeleton(self, name: str, values: dict[str, Any]) -> Skeleton:
         tokens: list[Any] = []

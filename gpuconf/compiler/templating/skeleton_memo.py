@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from gpuconf.compiler.templating.printed_values import EACH, ValuePath
+from gpuconf.compiler.templating.printed_values import ValuePath
 
 # A template whose artifacts do not share keys (a DaemonSet per pool, each pool's selectors in
 # it) stops paying for keys, as long as a render, once this many have missed with fewer hits.
@@ -40,29 +40,9 @@ Skeleton = tuple[str, list[Any]]
 """The skeleton text and its tokens' values, stand-ins where an artifact's values go."""
 
 
-class _Paths:
-    """Printed-only paths as a tree: each key (or EACH) leads to the paths under it; `leaf`
-    where a path ends, its value to be stood in for."""
-
-    __slots__ = ("leaf", "under")
-
-    def __init__(self) -> None:
-        self.leaf = False
-        self.under: dict[str | int | None, _Paths] = {}
-
-    def add(self, path: ValuePath) -> None:
-        node = self
-        for key in path:
-            node = node.under.setdefault(key, _Paths())
-        node.leaf = True
-
-
 class SkeletonMemo:
-    def __init__(self, printed_only: frozenset[ValuePath]) -> None:
-        self.printed_only = printed_only
-        self.paths = _Paths()
-        for path in printed_only:
-            self.paths.add(path)
+    def __init__(self, printed_only: Iterable[ValuePath]) -> None:
+        self.paths = sorted(printed_only, key=repr)
         self.skeletons: dict[str, Skeleton] = {}
         self.hits = 0
         self.misses = 0
@@ -74,7 +54,21 @@ class SkeletonMemo:
     def stand_ins(self, values: dict[str, Any]) -> dict[str, Any]:
         """`values` with a StandIn for each printed-only value present; containers on the way
         copied, never changed."""
-        reduced: dict[str, Any] = _stood_in(values, self.paths, ())
+        reduced = dict(values)
+        copied = {id(reduced)}
+        for path in self.paths:
+            container: Any = reduced
+            for key in path[:-1]:
+                child = container.get(key) if type(container) is dict else None
+                if type(child) is not dict:
+                    break
+                if id(child) not in copied:
+                    child = container[key] = dict(child)
+                    copied.add(id(child))
+                container = child
+            else:
+                if type(container) is dict and path[-1] in container:
+                    container[path[-1]] = StandIn(path)
         return reduced
 
     @staticmethod
@@ -92,51 +86,9 @@ class SkeletonMemo:
         return found
 
 
-def _stood_in(value: Any, paths: _Paths, at: ValuePath) -> Any:
-    """`value` (at path `at`) with a StandIn for each of `paths` under it."""
-    kind = type(value)
-    if kind is dict:
-        entries: Iterable[tuple[Any, Any]] = value.items()
-    elif kind is list or kind is tuple:
-        entries = enumerate(value)
-    else:
-        return value
-    each = paths.under.get(EACH)
-    changed: dict[Any, Any] = {}
-    for key, item in entries:
-        below = paths.under.get(key)
-        for step in (below, each):
-            if step is None:
-                continue
-            if step.leaf:
-                changed[key] = StandIn((*at, key))
-                break
-            item = changed[key] = _stood_in(item, step, (*at, key))
-    if not changed:
-        return value
-    if kind is dict:
-        return {**value, **changed}
-    items = list(value)
-    for index, item in changed.items():
-        items[index] = item
-    return items if kind is list else tuple(items)
-
-
 def filled_tokens(tokens: list[Any], values: dict[str, Any]) -> list[Any]:
-    """The tokens' values for an artifact: its own value wherever a stand-in stood (a token
-    may hold stand-ins inside: a mapping whose entries were stood in for, printed whole)."""
-    return [_filled(token, values) for token in tokens]
-
-
-def _filled(token: Any, values: dict[str, Any]) -> Any:
-    kind = type(token)
-    if kind is StandIn:
-        return _at(values, token.path)
-    if kind is dict:
-        return {key: _filled(item, values) for key, item in token.items()}
-    if kind is list or kind is tuple:
-        return kind(_filled(item, values) for item in token)
-    return token
+    """The tokens' values for an artifact: its own value where a stand-in stood."""
+    return [_at(values, token.path) if type(token) is StandIn else token for token in tokens]
 
 
 def _at(values: Any, path: ValuePath) -> Any:
