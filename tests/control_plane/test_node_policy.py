@@ -36,6 +36,7 @@ OWN, OTHER = "gpu-node-own", "gpu-node-other"
 WRONG_NODE = "gpuconf-node may change only the Node its pod runs on"
 WRONG_FIELD = "gpuconf-node may change only gpuconf.dev/ annotations"
 MERGE = "application/strategic-merge-patch+json"
+POOL_LABEL = "gpuconf.dev/pool"
 
 
 def _node(name: str) -> dict[str, Any]:
@@ -44,7 +45,8 @@ def _node(name: str) -> dict[str, Any]:
         "kind": "Node",
         "metadata": {
             "name": name,
-            "labels": {"pool": "h100"},
+            # In lab's pool t4: its DaemonSet selects gpuconf.dev/pool=t4.
+            "labels": {"pool": "h100", POOL_LABEL: "t4"},
             "annotations": {"example.com/owner": "ops"},
         },
     }
@@ -261,6 +263,111 @@ def test_a_label_outside_the_published_set_is_refused_on_its_own_node(as_node: S
     assert WRONG_FIELD in refused.value.message
 
 
+def _refused(server: Server, patch: dict[str, Any]) -> Refused | None:
+    """How the server answers a dry run of `patch` to OWN: None where it admits it."""
+    try:
+        _patch(server, OWN, patch, dry_run=True)
+    except Refused as refused:
+        return refused
+    return None
+
+
+def _labelled(server: Server, labels: dict[str, str]) -> Refused | None:
+    return _refused(server, {"metadata": {"labels": labels}})
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        pytest.param({POOL_LABEL: "a100"}, id="pool-label-changed"),
+        pytest.param({POOL_LABEL: None}, id="pool-label-removed"),
+        pytest.param({"class.gpuconf.dev/a100-train": "8"}, id="class-its-pool-does-not-serve"),
+    ],
+)
+def test_its_bound_token_may_not_move_its_node_out_of_its_pool(
+    api_server: Server, as_node: Server, labels: dict[str, str | None]
+) -> None:
+    """A node runtime that could rewrite gpuconf.dev/pool (what lab's pool selects its nodes
+    by) would take its Node into another pool's DaemonSets, workloads and quota."""
+    before = api_server.get("v1", "Node", "", OWN)
+    with pytest.raises(Refused) as refused:
+        _patch(as_node, OWN, {"metadata": {"labels": labels}})
+    assert refused.value.status == 422
+    assert WRONG_FIELD in refused.value.message
+    after = api_server.get("v1", "Node", "", OWN)
+    assert before is not None
+    assert after is not None
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+def test_its_bound_token_still_writes_every_label_its_pool_publishes(
+    api_server: Server, as_node: Server
+) -> None:
+    wanted = {
+        POOL_LABEL: "t4",
+        "class.gpuconf.dev/t4-shared": "8",
+        "nvidia.com/gpu.product": "Tesla-T4-SHARED",
+        "nvidia.com/gpu.replicas": "4",
+        "nvidia.com/gpu.count": "2",
+    }
+    owned = {"gpuconf.dev/owned-labels": ",".join(sorted(wanted))}
+    patch = {"metadata": {"labels": wanted, "annotations": owned}}
+    # Another test's policy of the same name (fleet's, mig's) may be enforced a moment longer.
+    deadline = time.monotonic() + 30
+    while _refused(as_node, patch) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    _patch(as_node, OWN, patch)
+    assert _labels(api_server, OWN) == {"pool": "h100", **wanted}
+    # and takes back a class label it no longer serves
+    _patch(as_node, OWN, {"metadata": {"labels": {"class.gpuconf.dev/t4-shared": None}}})
+    assert "class.gpuconf.dev/t4-shared" not in _labels(api_server, OWN)
+
+
+FLEET = RENDERED / "fleet"
+
+
+@pytest.fixture
+def fleet_policy(api_server: Server) -> Iterator[None]:
+    """clusters/fleet.yaml's policy, with OWN a Node of its t4 pool, which selects its nodes by
+    node.example.com/gpu=tesla-t4, not by gpuconf's pool label."""
+    applied = [(f, yaml.safe_load((FLEET / f).read_text(encoding="utf-8"))) for f in POLICY_FILES]
+    node = _node(OWN)
+    node["metadata"]["labels"] = {"node.example.com/gpu": "tesla-t4"}
+    made = [("test", node)]
+    for _, document in applied:
+        api_server.apply(document)
+    for _, document in made:
+        api_server.create(document)
+    try:
+        yield
+    finally:
+        delete_objects(api_server, applied + made)
+
+
+@pytest.mark.usefixtures("fleet_policy")
+def test_a_node_selected_by_another_label_may_name_its_own_pool_and_no_other(
+    kubeconfig: Path,
+) -> None:
+    """fleet's a100 pool selects gpuconf.dev/pool=a100: a t4 Node writing that would join it.
+    Until the server enforces fleet's policy it enforces lab's of the same name (which admits
+    neither, OWN being in no lab pool) or none (which admits both)."""
+    server = _impersonating(kubeconfig, OWN)
+    deadline = time.monotonic() + 30
+    while True:
+        own = _labelled(server, {POOL_LABEL: "t4", "class.gpuconf.dev/t4-whole": "1"})
+        other = _labelled(server, {POOL_LABEL: "a100"})
+        if own is None and other is not None:
+            break
+        if time.monotonic() > deadline:
+            pytest.fail(f"its own pool's labels refused: {own}; another pool's: {other}")
+        time.sleep(0.2)
+    assert other.status == 422
+    assert WRONG_FIELD in other.message
+    refused = _labelled(server, {"node.example.com/gpu": "h100-sxm5"})
+    assert refused is not None
+    assert WRONG_FIELD in refused.message
+
+
 MIG = RENDERED / "mig"
 A30_KEY, H100_KEY = "nvidia.com/mig-1g.6gb.count", "nvidia.com/mig-1g.10gb.count"
 
@@ -287,11 +394,7 @@ def _label(key: str) -> dict[str, Any]:
 
 
 def _refusal(server: Server, key: str) -> Refused | None:
-    try:
-        _patch(server, OWN, _label(key), dry_run=True)
-    except Refused as refused:
-        return refused
-    return None
+    return _refused(server, _label(key))
 
 
 @pytest.mark.usefixtures("mig_policy")

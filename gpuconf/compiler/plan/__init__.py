@@ -29,7 +29,7 @@ from gpuconf.compiler.plan.setup_daemonset import setup_daemonset
 from gpuconf.compiler.plan.status_role import status_role
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.compiler.validate import Validated
-from gpuconf.gpus.gfd_labels import mig_label_keys
+from gpuconf.gpus.gfd_labels import pool_keys
 from gpuconf.gpus.label_owner import runs_node_runtime
 
 __all__ = ["Artifact", "plan"]
@@ -63,14 +63,14 @@ def _pool_artifacts(
     return [*artifacts, node_daemonset(cluster, pool, uses_mps, uses_mig)]
 
 
-def _mig_label_keys(
+def _pool_label_keys(
     pools: Sequence[NodePool], configs: Mapping[str, NodeConfig]
 ) -> list[tuple[NodePool, Sequence[str]]]:
-    """The pools whose nodes publish MIG labels, with their keys: what each node config lets
-    its node write is what the admission policy admits."""
+    """The pools whose nodes publish labels of their own, with their keys: what each node
+    config lets its node write is what the admission policy admits on its pool's Nodes."""
     found: list[tuple[NodePool, Sequence[str]]] = []
     for pool in pools:
-        if keys := mig_label_keys(configs[pool.name]):
+        if keys := pool_keys(configs[pool.name]):
             found.append((pool, keys))
     return found
 
@@ -96,7 +96,7 @@ def plan(
         status_role(cluster),
     ]
     if runs_node_runtime(spec):
-        artifacts += cluster_objects.node_rbac(cluster, _mig_label_keys(spec.node_pools, configs))
+        artifacts += cluster_objects.node_rbac(cluster, _pool_label_keys(spec.node_pools, configs))
     artifacts += dcgm_exporter_counters(cluster)
     artifacts += dcgm_exporter_rbac(cluster)
     artifacts += monitoring(cluster)
