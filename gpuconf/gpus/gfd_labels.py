@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from gpuconf.api.node_facts import POOL_LABEL
-from gpuconf.gpus.resource_names import NVIDIA_GPU
+from gpuconf.gpus.resource_names import MIG_PREFIX, NVIDIA_GPU
 
 if TYPE_CHECKING:  # not at run time: `validate` loads neither the node config nor the models
     from gpuconf.api.gpu_model import GpuModel
@@ -75,7 +75,7 @@ GFD_KEYS = (
 """Every GFD key gpuconf writes for whole GPUs (not gpu.mode, vgpu.*, imex.*, gfd.timestamp);
 MIG profiles add `mig_keys`."""
 
-MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+MIG_RESOURCE_PREFIX = MIG_PREFIX
 MIG_BASE_SUFFIXES = ("count", "replicas", "sharing-strategy", "product")
 MIG_ATTRIBUTE_SUFFIXES = (
     "memory",

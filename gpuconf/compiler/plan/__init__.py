@@ -27,7 +27,8 @@ from gpuconf.compiler.plan.quotas import quotas
 from gpuconf.compiler.plan.readme import readme
 from gpuconf.compiler.plan.setup_daemonset import setup_daemonset
 from gpuconf.compiler.plan.status_role import status_role
-from gpuconf.compiler.resolve.class_selection import ResolvedClass
+from gpuconf.compiler.resolve.class_selection import ResolvedClass, class_pools
+from gpuconf.compiler.resolve.mig_strategies import mig_strategies
 from gpuconf.compiler.validate import Validated
 from gpuconf.gpus.gfd_labels import pool_keys
 from gpuconf.gpus.label_owner import runs_node_runtime
@@ -45,7 +46,11 @@ def _classes_by_pool(classes: tuple[ResolvedClass, ...]) -> dict[str, tuple[Reso
 
 
 def _pool_artifacts(
-    validated: Validated, pool: NodePool, config: NodeConfig, classes: tuple[ResolvedClass, ...]
+    validated: Validated,
+    pool: NodePool,
+    config: NodeConfig,
+    classes: tuple[ResolvedClass, ...],
+    mig_strategy: str,
 ) -> list[Artifact]:
     cluster = validated.cluster
     # Setup runs in every mode: it reads the runtime settings from the pool's node config.
@@ -57,7 +62,7 @@ def _pool_artifacts(
     if cluster.spec.allocation == "dra":
         return artifacts
     if cluster.spec.plugin == "nvidia":
-        return artifacts + nvidia_plugin(cluster, pool, list(classes), validated.inventory)
+        return artifacts + nvidia_plugin(cluster, pool, list(classes), mig_strategy)
     uses_mps = any(r.sharing.strategy == "mps" for r in config.resources)
     uses_mig = any(r.mig_profile is not None for r in config.resources)
     return [*artifacts, node_daemonset(cluster, pool, uses_mps, uses_mig)]
@@ -102,9 +107,14 @@ def plan(
     artifacts += monitoring(cluster)
     artifacts += prometheus_rule(cluster, validated.inventory)
     artifacts += dashboard(cluster, validated.classes)
+    strategies = mig_strategies(spec, validated.inventory, class_pools(validated.classes))
     for pool in spec.node_pools:
         artifacts += _pool_artifacts(
-            validated, pool, configs[pool.name], by_pool.get(pool.name, ())
+            validated,
+            pool,
+            configs[pool.name],
+            by_pool.get(pool.name, ()),
+            strategies.pools.get(pool.name, "none"),
         )
     admitted = None
     if spec.kueue is not None:
@@ -123,7 +133,11 @@ def plan(
     else:
         artifacts += quotas(cluster, validated.classes, admitted=admitted)
     artifacts += mig_manager_config_map(cluster, validated.inventory)
-    artifacts += gpu_operator(cluster, uses_mig=any(p.mig_layouts() for p in spec.node_pools))
+    artifacts += gpu_operator(
+        cluster,
+        uses_mig=any(p.mig_layouts() for p in spec.node_pools),
+        mig_strategy=strategies.operator,
+    )
     artifacts.append(readme(validated, source, mig_rows(cluster, validated.inventory)))
     artifacts.append(kustomization(artifacts))
     return sorted(artifacts, key=lambda a: a.path)

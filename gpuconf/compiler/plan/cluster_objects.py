@@ -10,18 +10,18 @@ from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.cluster.quota import NamespacePolicy
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, WAVE_NAMESPACES, labels, metadata
+from gpuconf.compiler.plan.own_node_policy import (
+    key_set,
+    metadata_variables,
+    only_these_change,
+    own_node_policy,
+)
 from gpuconf.compiler.plan.own_node_pool_labels import (
     CLASS_LABEL_REMOVED,
     own_pool_expression,
     pool_label_kept,
     pool_labels_expression,
     selected_keys,
-)
-from gpuconf.compiler.plan.own_node_policy import (
-    key_set,
-    metadata_variables,
-    only_these_change,
-    own_node_policy,
 )
 from gpuconf.compiler.plan.service_account import bound_cluster_role, service_account
 from gpuconf.gpus.gfd_labels import gfd_keys
@@ -170,10 +170,7 @@ def own_node_policy_objects(
                 "expression": key_set(set(gfd_keys(cluster.spec.node.labels.owner)) - selected),
             },
         ]
-        own = (
-            "k in variables.own_labels || k in variables.pool_labels || "
-            f"({CLASS_LABEL_REMOVED})"
-        )
+        own = f"k in variables.own_labels || k in variables.pool_labels || ({CLASS_LABEL_REMOVED})"
         labels_kept = f"{only_these_change('labels', own)} && {pool_label_kept()}"
         what = f"{ANNOTATION_PREFIX} annotations and its own pool's labels"
     else:
