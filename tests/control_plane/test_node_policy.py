@@ -6,6 +6,7 @@ its own Node's gpuconf.dev/ annotations, and nothing else on that or any other N
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
 import time
 from collections.abc import Iterator
@@ -272,10 +273,6 @@ def _refused(server: Server, patch: dict[str, Any]) -> Refused | None:
     return None
 
 
-def _labelled(server: Server, labels: dict[str, str]) -> Refused | None:
-    return _refused(server, {"metadata": {"labels": labels}})
-
-
 @pytest.mark.parametrize(
     "labels",
     [
@@ -323,94 +320,80 @@ def test_its_bound_token_still_writes_every_label_its_pool_publishes(
     assert "class.gpuconf.dev/t4-shared" not in _labels(api_server, OWN)
 
 
-FLEET = RENDERED / "fleet"
+@contextlib.contextmanager
+def _policy_of(api_server: Server, folder: Path, labels: dict[str, str]) -> Iterator[None]:
+    """Another rendered cluster's node policy (it replaces lab's, of the same name), with OWN a
+    Node carrying `labels`."""
+    applied = [(f, yaml.safe_load((folder / f).read_text(encoding="utf-8"))) for f in POLICY_FILES]
+    node = _node(OWN)
+    node["metadata"]["labels"] = labels
+    made = [("test", node)]
+    for _, document in applied:
+        api_server.apply(document)
+    for _, document in made:
+        api_server.create(document)
+    try:
+        yield
+    finally:
+        delete_objects(api_server, applied + made)
+
+
+def _once_enforced(server: Server, admitted: dict[str, Any], refused: dict[str, Any]) -> Refused:
+    """The server's refusal of `refused`, once it admits `admitted` and refuses `refused`, which
+    only the policy under test does: until the server enforces it, it enforces lab's of the same
+    name or none (which admits both)."""
+    deadline = time.monotonic() + 30
+    while True:
+        own, other = _refused(server, admitted), _refused(server, refused)
+        if own is None and other is not None:
+            return other
+        if time.monotonic() > deadline:
+            pytest.fail(f"{admitted} refused: {own}; {refused} refused: {other}")
+        time.sleep(0.2)
 
 
 @pytest.fixture
 def fleet_policy(api_server: Server) -> Iterator[None]:
     """clusters/fleet.yaml's policy, with OWN a Node of its t4 pool, which selects its nodes by
     node.example.com/gpu=tesla-t4, not by gpuconf's pool label."""
-    applied = [(f, yaml.safe_load((FLEET / f).read_text(encoding="utf-8"))) for f in POLICY_FILES]
-    node = _node(OWN)
-    node["metadata"]["labels"] = {"node.example.com/gpu": "tesla-t4"}
-    made = [("test", node)]
-    for _, document in applied:
-        api_server.apply(document)
-    for _, document in made:
-        api_server.create(document)
-    try:
+    with _policy_of(api_server, RENDERED / "fleet", {"node.example.com/gpu": "tesla-t4"}):
         yield
-    finally:
-        delete_objects(api_server, applied + made)
 
 
 @pytest.mark.usefixtures("fleet_policy")
 def test_a_node_selected_by_another_label_may_name_its_own_pool_and_no_other(
     kubeconfig: Path,
 ) -> None:
-    """fleet's a100 pool selects gpuconf.dev/pool=a100: a t4 Node writing that would join it.
-    Until the server enforces fleet's policy it enforces lab's of the same name (which admits
-    neither, OWN being in no lab pool) or none (which admits both)."""
+    """fleet's a100 pool selects gpuconf.dev/pool=a100: a t4 Node writing that would join it."""
     server = _impersonating(kubeconfig, OWN)
-    deadline = time.monotonic() + 30
-    while True:
-        own = _labelled(server, {POOL_LABEL: "t4", "class.gpuconf.dev/t4-whole": "1"})
-        other = _labelled(server, {POOL_LABEL: "a100"})
-        if own is None and other is not None:
-            break
-        if time.monotonic() > deadline:
-            pytest.fail(f"its own pool's labels refused: {own}; another pool's: {other}")
-        time.sleep(0.2)
+    own = {"metadata": {"labels": {POOL_LABEL: "t4", "class.gpuconf.dev/t4-whole": "1"}}}
+    other = _once_enforced(server, own, {"metadata": {"labels": {POOL_LABEL: "a100"}}})
     assert other.status == 422
     assert WRONG_FIELD in other.message
-    refused = _labelled(server, {"node.example.com/gpu": "h100-sxm5"})
-    assert refused is not None
-    assert WRONG_FIELD in refused.message
+    selector = _refused(server, {"metadata": {"labels": {"node.example.com/gpu": "h100-sxm5"}}})
+    assert selector is not None
+    assert WRONG_FIELD in selector.message
 
 
-MIG = RENDERED / "mig"
 A30_KEY, H100_KEY = "nvidia.com/mig-1g.6gb.count", "nvidia.com/mig-1g.10gb.count"
 
 
 @pytest.fixture
 def mig_policy(api_server: Server) -> Iterator[None]:
     """clusters/mig.yaml's policy, with OWN a Node of its a30 pool (by the pool's selector)."""
-    applied = [(f, yaml.safe_load((MIG / f).read_text(encoding="utf-8"))) for f in POLICY_FILES]
-    node = _node(OWN)
-    node["metadata"]["labels"]["gpuconf.dev/pool"] = "a30"
-    made = [("test", node)]
-    for _, document in applied:
-        api_server.apply(document)
-    for _, document in made:
-        api_server.create(document)
-    try:
+    with _policy_of(api_server, RENDERED / "mig", {"pool": "h100", POOL_LABEL: "a30"}):
         yield
-    finally:
-        delete_objects(api_server, applied + made)
 
 
 def _label(key: str) -> dict[str, Any]:
     return {"metadata": {"labels": {key: "1"}}}
 
 
-def _refusal(server: Server, key: str) -> Refused | None:
-    return _refused(server, _label(key))
-
-
 @pytest.mark.usefixtures("mig_policy")
 def test_a_node_may_write_the_mig_keys_of_its_own_pool_s_gpus_and_no_others(
     kubeconfig: Path,
 ) -> None:
-    """Until the server enforces this policy, it enforces lab's of the same name (which admits
-    no MIG key) or none (which admits every key): only this one admits the one and not the other."""
     server = _impersonating(kubeconfig, OWN)
-    deadline = time.monotonic() + 30
-    while True:
-        own, other = _refusal(server, A30_KEY), _refusal(server, H100_KEY)
-        if own is None and other is not None:
-            break
-        if time.monotonic() > deadline:
-            pytest.fail(f"a30's key refused: {own}; another model's key refused: {other}")
-        time.sleep(0.2)
+    other = _once_enforced(server, _label(A30_KEY), _label(H100_KEY))
     assert other.status == 422
     assert WRONG_FIELD in other.message
