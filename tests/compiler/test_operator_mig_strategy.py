@@ -26,6 +26,7 @@ from builders import (
 )
 
 from gpuconf.compiler.validate import Validated
+from gpuconf.gpus.mig import mig_strategy
 from gpuconf.gpus.resource_names import unshared
 
 VALUES = "gpu-operator-values.yaml"
@@ -231,12 +232,18 @@ def test_a_uniform_pool_beside_a_mixed_one_runs_mixed_with_mig_names() -> None:
 
 
 @pytest.mark.parametrize(
-    "name",
-    [n for n in EXAMPLES if "gpuOperator" not in cluster_file(n)["spec"]],
+    "name", [n for n in EXAMPLES if cluster_file(n)["spec"].get("plugin") == "nvidia"]
 )
-def test_without_the_operator_each_pool_keeps_its_own_strategy(name: str) -> None:
-    tree = rendered(cluster_file(name))
+def test_without_the_operator_each_pool_runs_the_strategy_its_own_gpus_call_for(name: str) -> None:
+    document = cluster_file(name)
+    document["spec"].pop("gpuOperator", None)
+    validated, tree = valid(document), rendered(document)
     assert VALUES not in tree
+    for pool_spec in validated.cluster.spec.node_pools:
+        layouts = [
+            g.mig for group in validated.inventory.by_pool(pool_spec.name) for g in group.gpus
+        ]
+        assert _nvidia_plugin_strategy(tree, pool_spec.name) == mig_strategy(layouts)
 
 
 def test_where_gpuconf_writes_gfd_s_labels_no_strategy_is_written() -> None:
