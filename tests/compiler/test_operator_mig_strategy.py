@@ -237,6 +237,10 @@ def test_a_uniform_pool_beside_a_mixed_one_runs_mixed_with_mig_names() -> None:
 def test_without_the_operator_each_pool_runs_the_strategy_its_own_gpus_call_for(name: str) -> None:
     document = cluster_file(name)
     document["spec"].pop("gpuOperator", None)
+    for resource_class in document["spec"]["resourceClasses"]:
+        # A MIG name said for the Operator's strategy (mig-nvidia's) is the pool's own no more.
+        if resource_class.get("resourceName", "").startswith("nvidia.com/mig-"):
+            del resource_class["resourceName"]
     validated, tree = valid(document), rendered(document)
     assert VALUES not in tree
     for pool_spec in validated.cluster.spec.node_pools:
@@ -301,6 +305,18 @@ def test_the_refusal_is_a_located_error_and_nothing_is_written(tmp_path: Path) -
 def test_the_operator_s_own_device_plugin_gets_a_warning_when_gpuconf_sets_its_strategy() -> None:
     document = _mixed_layouts("nvidia")
     document["spec"]["gpuOperator"]["devicePlugin"] = True
-    warnings = [d for d in valid(document).warnings if d.path[-1] == "devicePlugin"]
-    assert len(warnings) == 1
-    assert "mig.strategy to mixed" in warnings[0].message
+    (warning,) = [d for d in valid(document).warnings if d.path[-1] == "devicePlugin"]
+    assert "mig.strategy to mixed" in warning.message
+
+
+def test_a_class_the_operator_s_strategy_renames_gets_a_warning_until_the_file_names_it() -> None:
+    document = _mixed_layouts("nvidia")
+    (warning,) = valid(document).warnings
+    assert warning.path == ("spec", "resourceClasses", 0, "select")
+    assert warning.message == (
+        "class 'h100-1g' is advertised as nvidia.com/mig-1g.10gb under migStrategy mixed, where "
+        "its pool 'h100' alone would run single and name it nvidia.com/gpu: the GPU Operator's "
+        "GFD labels every pool under one strategy, and pool 'a100' needs mixed"
+    )
+    document["spec"]["resourceClasses"][0]["resourceName"] = "nvidia.com/mig-1g.10gb"
+    assert valid(document).warnings == ()

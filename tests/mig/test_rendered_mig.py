@@ -228,6 +228,7 @@ def test_a_pool_with_one_profile_on_every_gpu_runs_mig_strategy_single() -> None
     # (tests/compiler/test_operator_mig_strategy.py): each pool runs its own.
     document = cluster_file("mig-nvidia")
     del document["spec"]["gpuOperator"]
+    del document["spec"]["resourceClasses"][0]["resourceName"]  # the name mixed gives
     tree = rendered(document)
     assert _nvidia(tree, "h100")["flags"]["migStrategy"] == "single"
     assert _nvidia(tree, "a100")["flags"]["migStrategy"] == "mixed"

@@ -39,6 +39,8 @@ class PoolNeed(NamedTuple):
 class MigStrategies(NamedTuple):
     pools: Mapping[str, str]
     """Each pool's migStrategy (none, single, mixed): its plugin's, and its MIG names'."""
+    own: Mapping[str, str]
+    """The strategy each pool's GPUs call for, as it runs without the Operator."""
     operator: str | None
     """The ClusterPolicy's spec.mig.strategy gpuconf writes; None leaves it as it is."""
     needs: tuple[PoolNeed, ...] = ()
@@ -64,7 +66,7 @@ def mig_strategies(
         layouts.setdefault(group.pool, []).extend(g.mig for g in group.gpus)
     own = {pool: mig_strategy(found) for pool, found in layouts.items()}
     if not operator_gfd_labels_pools(spec):
-        return MigStrategies(own, None)
+        return MigStrategies(own, own, None)
     pinned = _pinned(spec, classes)
     needs = tuple(
         _need(pool, found, pinned.get(pool, ()))
@@ -72,14 +74,15 @@ def mig_strategies(
         if own[pool] != "none"
     )
     if not needs:
-        return MigStrategies(own, None)
+        return MigStrategies(own, own, None)
     common = frozenset.intersection(*(n.strategies for n in needs))
     if not common:
-        return MigStrategies(own, None, needs)
+        return MigStrategies(own, own, None, needs)
     # single where it serves: NVIDIA's chart default, and the names those pools have without
     # the Operator.
     chosen = "single" if "single" in common else "mixed"
-    return MigStrategies({p: chosen if s != "none" else s for p, s in own.items()}, chosen, needs)
+    pools = {p: chosen if s != "none" else s for p, s in own.items()}
+    return MigStrategies(pools, own, chosen, needs)
 
 
 def _need(
