@@ -106,7 +106,7 @@ def _need(
 def _pinned(spec: ClusterSpec, classes: ClassPools) -> dict[str, list[tuple[str, str]]]:
     """Per pool, the strategies its MIG classes hold it to, each with the reason: a declared
     resourceName that only one strategy advertises. (MPS, which NVIDIA's plugin refuses under
-    mixed, never shares MIG devices: rules/sharing refuses that whatever the strategy.)"""
+    mixed, never shares MIG devices: rules/classes.py refuses that whatever the strategy.)"""
     nvidia_plugin = spec.plugin == "nvidia" and spec.allocation == "device-plugin"
     gpuconf_plugin = spec.plugin == "gpuconf" and spec.allocation == "device-plugin"
     pinned: dict[str, list[tuple[str, str]]] = {}
