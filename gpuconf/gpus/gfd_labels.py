@@ -8,8 +8,9 @@ machine-type.go (gpu.machine), mig-strategy.go (mig.strategy; under migStrategy 
 `nvidia.com/mig-<profile>.*` set per MIG profile on the node, made by resource.go's
 NewMIGResourceLabeler from internal/resource/nvml-mig-device.go's GetName and GetAttributes).
 gpuconf's node runtime writes these keys (`gpuconf node labels` prints them), and its admission
-policy lets it change exactly these keys plus gpuconf's own (`published_keys`), and the MIG keys
-of its pool's models' profiles (`mig_profiles`).
+policy lets it change exactly these keys (`gfd_keys`) and, on its pool's Nodes only, gpuconf's
+pool label, its pool's class labels and the MIG keys of its pool's models' profiles
+(`pool_keys`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from gpuconf.api.node_facts import POOL_LABEL
-from gpuconf.gpus.resource_names import NVIDIA_GPU
+from gpuconf.gpus.resource_names import MIG_PREFIX, NVIDIA_GPU
 
 if TYPE_CHECKING:  # not at run time: `validate` loads neither the node config nor the models
     from gpuconf.api.gpu_model import GpuModel
@@ -74,7 +75,7 @@ GFD_KEYS = (
 """Every GFD key gpuconf writes for whole GPUs (not gpu.mode, vgpu.*, imex.*, gfd.timestamp);
 MIG profiles add `mig_keys`."""
 
-MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+MIG_RESOURCE_PREFIX = MIG_PREFIX
 MIG_BASE_SUFFIXES = ("count", "replicas", "sharing-strategy", "product")
 MIG_ATTRIBUTE_SUFFIXES = (
     "memory",
@@ -159,7 +160,7 @@ def labelled_mig_profiles(config: NodeConfig) -> frozenset[str]:
 
 
 def mig_label_keys(config: NodeConfig) -> tuple[str, ...]:
-    """The MIG label keys a node of this config may publish beyond `published_keys`, sorted."""
+    """The MIG label keys a node of this config may publish beyond `gfd_keys`, sorted."""
     if config.labels.owner != "gpuconf":
         return ()
     strategy = mig_strategy(config)
@@ -200,12 +201,16 @@ def class_label(class_name: str) -> str:
     return CLASS_LABEL_PREFIX + class_name
 
 
-def published_keys(owner: str, class_names: Iterable[str]) -> tuple[str, ...]:
-    """Every label key a node may publish for `spec.node.labels.owner`, sorted, but the MIG
-    profiles' (`mig_keys`, for the profiles its node config names)."""
-    if owner == "off":
+def gfd_keys(owner: str) -> tuple[str, ...]:
+    """The GFD keys a node of any pool publishes for `spec.node.labels.owner`, sorted (its
+    pool's own keys, MIG ones included, are `pool_keys`)."""
+    return tuple(sorted(GFD_KEYS)) if owner == "gpuconf" else ()
+
+
+def pool_keys(config: NodeConfig) -> tuple[str, ...]:
+    """The label keys a node of this config publishes beyond `gfd_keys`, sorted: gpuconf's pool
+    label, the labels of the classes its pool serves and its models' MIG keys."""
+    if config.labels.owner == "off":
         return ()
-    keys = {POOL_LABEL, *map(class_label, class_names)}
-    if owner == "gpuconf":
-        keys.update(GFD_KEYS)
-    return tuple(sorted(keys))
+    classes = (class_label(r.class_name) for r in config.resources)
+    return tuple(sorted({POOL_LABEL, *classes, *mig_label_keys(config)}))

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 NVIDIA_GPU = "nvidia.com/gpu"
+MIG_PREFIX = "nvidia.com/mig-"
+"""Under migStrategy mixed, NVIDIA's plugin names MIG devices nvidia.com/mig-<profile>."""
 SHARED_SUFFIX = ".shared"
 """renameByDefault appends this to every shared resource, MIG ones included."""
 
 
 def mig_resource(profile: str) -> str:
-    return f"nvidia.com/mig-{profile}"
+    return f"{MIG_PREFIX}{profile}"
 
 
 def nvidia_resource(profile: str | None, shared: bool, single_mig: bool = False) -> str:

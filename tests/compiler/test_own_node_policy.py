@@ -175,18 +175,26 @@ def _mig_policy() -> dict[str, Any]:
     return load_yaml(rendered(data)[POLICY])
 
 
-def _mig_label_keys(policy: dict[str, Any], node_labels: dict[str, str]) -> set[str]:
-    """The MIG keys the policy admits on a Node with these labels (its mig_labels variable)."""
+def _pool_label_keys(policy: dict[str, Any], node_labels: dict[str, str]) -> set[str]:
+    """The keys the policy admits on a Node with these labels for its pool (its pool_labels
+    variable, after the own_pool it reads)."""
     env = celpy.Environment()
     old = celpy.json_to_cel({"metadata": {"labels": node_labels}})
-    variables = {v["name"]: v["expression"] for v in policy["spec"]["variables"]}
     activation: dict[str, Any] = {"oldObject": old, "object": old}
-    old_labels = env.program(env.compile(variables["old_labels"])).evaluate(activation)
-    activation["variables"] = celpy.celtypes.MapType(
-        {celpy.celtypes.StringType("old_labels"): old_labels}
-    )
-    found = env.program(env.compile(variables["mig_labels"])).evaluate(activation)
-    return {str(key) for key in found}
+    variables = celpy.celtypes.MapType()
+    activation["variables"] = variables
+    for variable in policy["spec"]["variables"]:
+        found = env.program(env.compile(variable["expression"])).evaluate(activation)
+        variables[celpy.celtypes.StringType(variable["name"])] = found
+        if variable["name"] == "pool_labels":
+            return {str(key) for key in found}
+    raise AssertionError("the policy has no pool_labels variable")
+
+
+def _mig_label_keys(policy: dict[str, Any], node_labels: dict[str, str]) -> set[str]:
+    """The MIG keys the policy admits on a Node with these labels."""
+    keys = _pool_label_keys(policy, node_labels)
+    return {k for k in keys if k.startswith("nvidia.com/")}
 
 
 # GFD's per-profile suffixes, k8s-device-plugin v0.20.0 internal/lm/resource_test.go
@@ -266,3 +274,75 @@ def _own_label_keys(policy: dict[str, Any]) -> set[str]:
         v["expression"] for v in policy["spec"]["variables"] if v["name"] == "own_labels"
     )
     return {str(key) for key in env.program(env.compile(expression)).evaluate({})}
+
+
+def _fleet_policy() -> dict[str, Any]:
+    return load_yaml(rendered(cluster_file("fleet"))[POLICY])
+
+
+T4_NODE = {"a": "b", "node.example.com/gpu": "tesla-t4"}  # fleet's t4 pool, by its nodeSelector
+A100_NODE = {"a": "b", "gpuconf.dev/pool": "a100"}  # fleet's a100 pool, by gpuconf's pool label
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "allowed"),
+    [
+        (T4_NODE, {**T4_NODE, "gpuconf.dev/pool": "t4"}, True),
+        (T4_NODE, {**T4_NODE, "gpuconf.dev/pool": "a100"}, False),
+        ({**T4_NODE, "gpuconf.dev/pool": "t4"}, {**T4_NODE, "gpuconf.dev/pool": "l4"}, False),
+        ({**T4_NODE, "gpuconf.dev/pool": "t4"}, T4_NODE, False),
+        (A100_NODE, {**A100_NODE, "gpuconf.dev/pool": "l4"}, False),
+        (A100_NODE, {"a": "b"}, False),
+        (A100_NODE, {**A100_NODE, "node.example.com/gpu": "tesla-t4"}, False),
+        (T4_NODE, {**T4_NODE, "node.example.com/gpu": "h100-sxm5"}, False),
+        (T4_NODE, {**T4_NODE, "class.gpuconf.dev/t4-shared": "8"}, True),
+        (T4_NODE, {**T4_NODE, "class.gpuconf.dev/a100-train": "8"}, False),
+        (A100_NODE, {**A100_NODE, "class.gpuconf.dev/a100-train": "8"}, True),
+        ({**T4_NODE, "class.gpuconf.dev/a100-train": "8"}, T4_NODE, True),
+        ({**T4_NODE, "class.gpuconf.dev/gone": "8"}, T4_NODE, True),
+        ({"a": "b"}, {"a": "b", "gpuconf.dev/pool": "a100"}, False),
+        ({"a": "b"}, {"a": "b", "class.gpuconf.dev/t4-shared": "8"}, False),
+        ({"a": "b"}, {"a": "b", "nvidia.com/gpu.count": "2"}, True),
+    ],
+    ids=[
+        "its pool's name where the pool selects by another label",
+        "another pool's name, which that pool selects by",
+        "its pool label changed to another pool's",
+        "its pool label removed",
+        "gpuconf's pool label itself moved to another pool",
+        "gpuconf's pool label, its pool's selector, removed",
+        "another pool's selector label added",
+        "its pool's selector label changed",
+        "a class label of its pool",
+        "a class label of another pool",
+        "a class label of its own pool where the pool label selects",
+        "a class label its pool no longer serves taken back",
+        "a class label the cluster no longer has taken back",
+        "a Node of no pool: a pool label",
+        "a Node of no pool: a class label",
+        "a Node of no pool: GFD's labels, as before",
+    ],
+)
+def test_a_node_may_not_move_itself_into_another_pool(
+    old: dict[str, str], new: dict[str, str], allowed: bool
+) -> None:
+    """A compromised node runtime that could rewrite gpuconf.dev/pool or a pool's nodeSelector
+    label would move its Node into that pool (its workloads, quota and Kueue flavor)."""
+    verdicts = _verdicts(_fleet_policy(), _with_labels(old), _with_labels(new), "gpu-1")
+    assert all(verdicts) is allowed
+
+
+def test_a_gfd_label_a_pool_selects_by_is_not_the_node_s_to_change() -> None:
+    data = cluster_file("lab")
+    data["spec"]["node"] = {"labels": {"owner": "gpuconf"}}
+    data["spec"]["nodePools"][0]["nodeSelector"] = {"nvidia.com/gpu.product": "Tesla-T4"}
+    policy = load_yaml(rendered(data)[POLICY])
+    old = _with_labels({"nvidia.com/gpu.product": "Tesla-T4"})
+    renamed = _with_labels({"nvidia.com/gpu.product": "Tesla-T4-SHARED"})
+    counted = _with_labels({"nvidia.com/gpu.product": "Tesla-T4", "nvidia.com/gpu.count": "2"})
+    assert not all(_verdicts(policy, old, renamed, "gpu-1"))
+    assert all(_verdicts(policy, old, counted, "gpu-1"))
+    assert _pool_label_keys(policy, old["metadata"]["labels"]) == {
+        "gpuconf.dev/pool",
+        "class.gpuconf.dev/t4-shared",
+    }

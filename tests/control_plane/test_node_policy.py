@@ -5,6 +5,7 @@ its own Node's gpuconf.dev/ annotations, and nothing else on that or any other N
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Iterator
@@ -37,6 +38,7 @@ OWN, OTHER = "gpu-node-own", "gpu-node-other"
 WRONG_NODE = "gpuconf-node may change only the Node its pod runs on"
 WRONG_FIELD = "gpuconf-node may change only gpuconf.dev/ annotations"
 MERGE = "application/strategic-merge-patch+json"
+POOL_LABEL = "gpuconf.dev/pool"
 
 
 def _node(name: str) -> dict[str, Any]:
@@ -45,7 +47,8 @@ def _node(name: str) -> dict[str, Any]:
         "kind": "Node",
         "metadata": {
             "name": name,
-            "labels": {"pool": "h100"},
+            # In lab's pool t4: its DaemonSet selects gpuconf.dev/pool=t4.
+            "labels": {"pool": "h100", POOL_LABEL: "t4"},
             "annotations": {"example.com/owner": "ops"},
         },
     }
@@ -267,16 +270,69 @@ def test_a_label_outside_the_published_set_is_refused_on_its_own_node(as_node: S
     assert WRONG_FIELD in refused.value.message
 
 
-MIG = RENDERED / "mig"
-A30_KEY, H100_KEY = "nvidia.com/mig-1g.6gb.count", "nvidia.com/mig-1g.10gb.count"
+def _refused(server: Server, patch: dict[str, Any]) -> Refused | None:
+    """How the server answers a dry run of `patch` to OWN: None where it admits it."""
+    try:
+        _patch(server, OWN, patch, dry_run=True)
+    except Refused as refused:
+        return refused
+    return None
 
 
-@pytest.fixture
-def mig_policy(api_server: Server) -> Iterator[None]:
-    """clusters/mig.yaml's policy, with OWN a Node of its a30 pool (by the pool's selector)."""
-    applied = [(f, yaml.safe_load((MIG / f).read_text(encoding="utf-8"))) for f in POLICY_FILES]
+@pytest.mark.parametrize(
+    "labels",
+    [
+        pytest.param({POOL_LABEL: "a100"}, id="pool-label-changed"),
+        pytest.param({POOL_LABEL: None}, id="pool-label-removed"),
+        pytest.param({"class.gpuconf.dev/a100-train": "8"}, id="class-its-pool-does-not-serve"),
+    ],
+)
+def test_its_bound_token_may_not_move_its_node_out_of_its_pool(
+    api_server: Server, as_node: Server, labels: dict[str, str | None]
+) -> None:
+    """A node runtime that could rewrite gpuconf.dev/pool (what lab's pool selects its nodes
+    by) would take its Node into another pool's DaemonSets, workloads and quota."""
+    before = api_server.get("v1", "Node", "", OWN)
+    with pytest.raises(Refused) as refused:
+        _patch(as_node, OWN, {"metadata": {"labels": labels}})
+    assert refused.value.status == 422
+    assert WRONG_FIELD in refused.value.message
+    after = api_server.get("v1", "Node", "", OWN)
+    assert before is not None
+    assert after is not None
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
+def test_its_bound_token_still_writes_every_label_its_pool_publishes(
+    api_server: Server, as_node: Server
+) -> None:
+    wanted = {
+        POOL_LABEL: "t4",
+        "class.gpuconf.dev/t4-shared": "8",
+        "nvidia.com/gpu.product": "Tesla-T4-SHARED",
+        "nvidia.com/gpu.replicas": "4",
+        "nvidia.com/gpu.count": "2",
+    }
+    owned = {"gpuconf.dev/owned-labels": ",".join(sorted(wanted))}
+    patch = {"metadata": {"labels": wanted, "annotations": owned}}
+    # Another test's policy of the same name (fleet's, mig's) may be enforced a moment longer.
+    deadline = time.monotonic() + 30
+    while _refused(as_node, patch) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    _patch(as_node, OWN, patch)
+    assert _labels(api_server, OWN) == {"pool": "h100", **wanted}
+    # and takes back a class label it no longer serves
+    _patch(as_node, OWN, {"metadata": {"labels": {"class.gpuconf.dev/t4-shared": None}}})
+    assert "class.gpuconf.dev/t4-shared" not in _labels(api_server, OWN)
+
+
+@contextlib.contextmanager
+def _policy_of(api_server: Server, folder: Path, labels: dict[str, str]) -> Iterator[None]:
+    """Another rendered cluster's node policy (it replaces lab's, of the same name), with OWN a
+    Node carrying `labels`."""
+    applied = [(f, yaml.safe_load((folder / f).read_text(encoding="utf-8"))) for f in POLICY_FILES]
     node = _node(OWN)
-    node["metadata"]["labels"]["gpuconf.dev/pool"] = "a30"
+    node["metadata"]["labels"] = labels
     made = [("test", node)]
     for _, document in applied:
         api_server.apply(document)
@@ -288,32 +344,62 @@ def mig_policy(api_server: Server) -> Iterator[None]:
         delete_objects(api_server, applied + made)
 
 
+def _once_enforced(server: Server, admitted: dict[str, Any], refused: dict[str, Any]) -> Refused:
+    """The server's refusal of `refused`, once it admits `admitted` and refuses `refused`, which
+    only the policy under test does: until the server enforces it, it enforces lab's of the same
+    name or none (which admits both)."""
+    deadline = time.monotonic() + 30
+    while True:
+        own, other = _refused(server, admitted), _refused(server, refused)
+        if own is None and other is not None:
+            return other
+        if time.monotonic() > deadline:
+            pytest.fail(f"{admitted} refused: {own}; {refused} refused: {other}")
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def fleet_policy(api_server: Server) -> Iterator[None]:
+    """clusters/fleet.yaml's policy, with OWN a Node of its t4 pool, which selects its nodes by
+    node.example.com/gpu=tesla-t4, not by gpuconf's pool label."""
+    with _policy_of(api_server, RENDERED / "fleet", {"node.example.com/gpu": "tesla-t4"}):
+        yield
+
+
+@pytest.mark.usefixtures("fleet_policy")
+def test_a_node_selected_by_another_label_may_name_its_own_pool_and_no_other(
+    kubeconfig: Path,
+) -> None:
+    """fleet's a100 pool selects gpuconf.dev/pool=a100: a t4 Node writing that would join it."""
+    server = _impersonating(kubeconfig, OWN)
+    own = {"metadata": {"labels": {POOL_LABEL: "t4", "class.gpuconf.dev/t4-whole": "1"}}}
+    other = _once_enforced(server, own, {"metadata": {"labels": {POOL_LABEL: "a100"}}})
+    assert other.status == 422
+    assert WRONG_FIELD in other.message
+    selector = _refused(server, {"metadata": {"labels": {"node.example.com/gpu": "h100-sxm5"}}})
+    assert selector is not None
+    assert WRONG_FIELD in selector.message
+
+
+A30_KEY, H100_KEY = "nvidia.com/mig-1g.6gb.count", "nvidia.com/mig-1g.10gb.count"
+
+
+@pytest.fixture
+def mig_policy(api_server: Server) -> Iterator[None]:
+    """clusters/mig.yaml's policy, with OWN a Node of its a30 pool (by the pool's selector)."""
+    with _policy_of(api_server, RENDERED / "mig", {"pool": "h100", POOL_LABEL: "a30"}):
+        yield
+
+
 def _label(key: str) -> dict[str, Any]:
     return {"metadata": {"labels": {key: "1"}}}
-
-
-def _refusal(server: Server, key: str) -> Refused | None:
-    try:
-        _patch(server, OWN, _label(key), dry_run=True)
-    except Refused as refused:
-        return refused
-    return None
 
 
 @pytest.mark.usefixtures("mig_policy")
 def test_a_node_may_write_the_mig_keys_of_its_own_pool_s_gpus_and_no_others(
     kubeconfig: Path,
 ) -> None:
-    """Until the server enforces this policy, it enforces lab's of the same name (which admits
-    no MIG key) or none (which admits every key): only this one admits the one and not the other."""
     server = _impersonating(kubeconfig, OWN)
-    deadline = time.monotonic() + 30
-    while True:
-        own, other = _refusal(server, A30_KEY), _refusal(server, H100_KEY)
-        if own is None and other is not None:
-            break
-        if time.monotonic() > deadline:
-            pytest.fail(f"a30's key refused: {own}; another model's key refused: {other}")
-        time.sleep(0.2)
+    other = _once_enforced(server, _label(A30_KEY), _label(H100_KEY))
     assert other.status == 422
     assert WRONG_FIELD in other.message

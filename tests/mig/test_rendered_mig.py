@@ -10,6 +10,7 @@ import pytest
 from builders import (
     REPO,
     cluster,
+    cluster_file,
     compile_example,
     configmap_data,
     errors,
@@ -222,11 +223,15 @@ def _nvidia(tree: dict[str, bytes], pool_name: str) -> dict[str, Any]:
     return document
 
 
-def test_a_pool_with_one_profile_on_every_gpu_runs_mig_strategy_single(
-    trees: dict[str, dict[str, bytes]],
-) -> None:
-    tree = trees["mig-nvidia"]
+def test_a_pool_with_one_profile_on_every_gpu_runs_mig_strategy_single() -> None:
+    # Without the GPU Operator, whose GFD would hold every pool to one strategy
+    # (tests/compiler/test_operator_mig_strategy.py): each pool runs its own.
+    document = cluster_file("mig-nvidia")
+    del document["spec"]["gpuOperator"]
+    del document["spec"]["resourceClasses"][0]["resourceName"]  # the name mixed gives
+    tree = rendered(document)
     assert _nvidia(tree, "h100")["flags"]["migStrategy"] == "single"
+    assert _nvidia(tree, "a100")["flags"]["migStrategy"] == "mixed"
     quota = load_yaml(tree["quotas/inference.yaml"])["spec"]["hard"]
     assert quota["requests.nvidia.com/gpu"] == "112"
 

@@ -27,9 +27,10 @@ from gpuconf.compiler.plan.quotas import quotas
 from gpuconf.compiler.plan.readme import readme
 from gpuconf.compiler.plan.setup_daemonset import setup_daemonset
 from gpuconf.compiler.plan.status_role import status_role
-from gpuconf.compiler.resolve.class_selection import ResolvedClass
+from gpuconf.compiler.resolve.class_selection import ResolvedClass, class_pools
+from gpuconf.compiler.resolve.mig_strategies import mig_strategies
 from gpuconf.compiler.validate import Validated
-from gpuconf.gpus.gfd_labels import mig_label_keys
+from gpuconf.gpus.gfd_labels import pool_keys
 from gpuconf.gpus.label_owner import runs_node_runtime
 
 __all__ = ["Artifact", "plan"]
@@ -45,7 +46,11 @@ def _classes_by_pool(classes: tuple[ResolvedClass, ...]) -> dict[str, tuple[Reso
 
 
 def _pool_artifacts(
-    validated: Validated, pool: NodePool, config: NodeConfig, classes: tuple[ResolvedClass, ...]
+    validated: Validated,
+    pool: NodePool,
+    config: NodeConfig,
+    classes: tuple[ResolvedClass, ...],
+    mig_strategy: str,
 ) -> list[Artifact]:
     cluster = validated.cluster
     # Setup runs in every mode: it reads the runtime settings from the pool's node config.
@@ -57,20 +62,20 @@ def _pool_artifacts(
     if cluster.spec.allocation == "dra":
         return artifacts
     if cluster.spec.plugin == "nvidia":
-        return artifacts + nvidia_plugin(cluster, pool, list(classes), validated.inventory)
+        return artifacts + nvidia_plugin(cluster, pool, list(classes), mig_strategy)
     uses_mps = any(r.sharing.strategy == "mps" for r in config.resources)
     uses_mig = any(r.mig_profile is not None for r in config.resources)
     return [*artifacts, node_daemonset(cluster, pool, uses_mps, uses_mig)]
 
 
-def _mig_label_keys(
+def _pool_label_keys(
     pools: Sequence[NodePool], configs: Mapping[str, NodeConfig]
 ) -> list[tuple[NodePool, Sequence[str]]]:
-    """The pools whose nodes publish MIG labels, with their keys: what each node config lets
-    its node write is what the admission policy admits."""
+    """The pools whose nodes publish labels of their own, with their keys: what each node
+    config lets its node write is what the admission policy admits on its pool's Nodes."""
     found: list[tuple[NodePool, Sequence[str]]] = []
     for pool in pools:
-        if keys := mig_label_keys(configs[pool.name]):
+        if keys := pool_keys(configs[pool.name]):
             found.append((pool, keys))
     return found
 
@@ -96,15 +101,20 @@ def plan(
         status_role(cluster),
     ]
     if runs_node_runtime(spec):
-        artifacts += cluster_objects.node_rbac(cluster, _mig_label_keys(spec.node_pools, configs))
+        artifacts += cluster_objects.node_rbac(cluster, _pool_label_keys(spec.node_pools, configs))
     artifacts += dcgm_exporter_counters(cluster)
     artifacts += dcgm_exporter_rbac(cluster)
     artifacts += monitoring(cluster)
     artifacts += prometheus_rule(cluster, validated.inventory)
     artifacts += dashboard(cluster, validated.classes)
+    strategies = mig_strategies(spec, validated.inventory, class_pools(validated.classes))
     for pool in spec.node_pools:
         artifacts += _pool_artifacts(
-            validated, pool, configs[pool.name], by_pool.get(pool.name, ())
+            validated,
+            pool,
+            configs[pool.name],
+            by_pool.get(pool.name, ()),
+            strategies.pools.get(pool.name, "none"),
         )
     admitted = None
     if spec.kueue is not None:
@@ -123,7 +133,11 @@ def plan(
     else:
         artifacts += quotas(cluster, validated.classes, admitted=admitted)
     artifacts += mig_manager_config_map(cluster, validated.inventory)
-    artifacts += gpu_operator(cluster, uses_mig=any(p.mig_layouts() for p in spec.node_pools))
+    artifacts += gpu_operator(
+        cluster,
+        uses_mig=any(p.mig_layouts() for p in spec.node_pools),
+        mig_strategy=strategies.operator,
+    )
     artifacts.append(readme(validated, source, mig_rows(cluster, validated.inventory)))
     artifacts.append(kustomization(artifacts))
     return sorted(artifacts, key=lambda a: a.path)

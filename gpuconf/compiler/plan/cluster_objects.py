@@ -10,15 +10,21 @@ from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.cluster.quota import NamespacePolicy
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, WAVE_NAMESPACES, labels, metadata
-from gpuconf.compiler.plan.own_node_mig_labels import mig_labels_expression
 from gpuconf.compiler.plan.own_node_policy import (
     key_set,
     metadata_variables,
     only_these_change,
     own_node_policy,
 )
+from gpuconf.compiler.plan.own_node_pool_labels import (
+    CLASS_LABEL_REMOVED,
+    own_pool_expression,
+    pool_label_kept,
+    pool_labels_expression,
+    selected_keys,
+)
 from gpuconf.compiler.plan.service_account import bound_cluster_role, service_account
-from gpuconf.gpus.gfd_labels import published_keys
+from gpuconf.gpus.gfd_labels import gfd_keys
 
 NODE_SERVICE_ACCOUNT = "gpuconf-node"
 RUNTIME_CLASS = "nvidia"
@@ -124,16 +130,16 @@ def runtime_class(cluster: Cluster) -> Artifact:
 
 
 def node_rbac(
-    cluster: Cluster, mig_labels: Sequence[tuple[NodePool, Sequence[str]]] = ()
+    cluster: Cluster, pool_labels: Sequence[tuple[NodePool, Sequence[str]]] = ()
 ) -> list[Artifact]:
-    """`gpuconf node` annotates and labels its own Node, and nothing else. `mig_labels`: the
-    pools whose nodes publish MIG labels, with those keys."""
+    """`gpuconf node` annotates and labels its own Node, and nothing else. `pool_labels`: every
+    pool with the label keys its nodes publish beyond GFD's (gfd_labels.pool_keys)."""
     # RBAC cannot say "only your own Node": patch is granted only where an admission policy
     # (GA in 1.30) narrows it to the pod's own Node and gpuconf's annotations. Before 1.30 the
     # node runtime only reads Nodes and logs that it could not annotate.
     own_node_policy = kubernetes_minor(cluster.spec.kubernetes.version) >= 30
     verbs = ["get", "patch"] if own_node_policy else ["get"]
-    policy = own_node_policy_objects(cluster, mig_labels) if own_node_policy else []
+    policy = own_node_policy_objects(cluster, pool_labels) if own_node_policy else []
     rules = [{"apiGroups": [""], "resources": ["nodes"], "verbs": verbs}]
     return [
         *policy,
@@ -146,22 +152,27 @@ ANNOTATION_PREFIX = "gpuconf.dev/"
 
 
 def own_node_policy_objects(
-    cluster: Cluster, mig_labels: Sequence[tuple[NodePool, Sequence[str]]] = ()
+    cluster: Cluster, pool_labels: Sequence[tuple[NodePool, Sequence[str]]] = ()
 ) -> list[Artifact]:
     """A ValidatingAdmissionPolicy: gpuconf-node may change only its own Node's gpuconf
-    annotations and the label keys it publishes (gpus/gfd_labels.py, for spec.node.labels),
-    the MIG ones only on the Nodes of the pools that label them (own_node_mig_labels.py)."""
-    classes = cluster.spec.resource_classes
-    keys = published_keys(cluster.spec.node.labels.owner, (c.name for c in classes))
+    annotations and the label keys it publishes (gpus/gfd_labels.py, for spec.node.labels):
+    GFD's anywhere, its pool's (pool label, class and MIG labels) only on its pool's Nodes
+    (own_node_pool_labels.py), and never a label a pool selects its nodes by."""
     variables = metadata_variables("labels") + metadata_variables("annotations")
-    if keys:
-        variables.append({"name": "own_labels", "expression": key_set(keys)})
-        own = "k in variables.own_labels"
-        if (mig := mig_labels_expression(mig_labels)) is not None:
-            variables.append({"name": "mig_labels", "expression": mig})
-            own = "k in variables.own_labels || k in variables.mig_labels"
-        labels_kept = only_these_change("labels", own)
-        what = f"{ANNOTATION_PREFIX} annotations and its own labels"
+    if pool_labels:
+        selected = selected_keys(cluster.spec.node_pools)
+        pools = [(pool, [k for k in keys if k not in selected]) for pool, keys in pool_labels]
+        variables += [
+            {"name": "own_pool", "expression": own_pool_expression([p for p, _ in pools])},
+            {"name": "pool_labels", "expression": pool_labels_expression(pools)},
+            {
+                "name": "own_labels",
+                "expression": key_set(set(gfd_keys(cluster.spec.node.labels.owner)) - selected),
+            },
+        ]
+        own = f"k in variables.own_labels || k in variables.pool_labels || ({CLASS_LABEL_REMOVED})"
+        labels_kept = f"{only_these_change('labels', own)} && {pool_label_kept()}"
+        what = f"{ANNOTATION_PREFIX} annotations and its own pool's labels"
     else:
         labels_kept = "variables.new_labels == variables.old_labels"
         what = f"{ANNOTATION_PREFIX} annotations"

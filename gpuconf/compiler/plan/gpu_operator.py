@@ -9,7 +9,9 @@ values schema; render checks both files against the release's ClusterPolicy CRD 
 the Operator finds GPU nodes by NFD's `pci-10de` labels. An operand that some pool still needs
 from the Operator (its GFD on pools gpuconf's node runtime does not label) is said enabled: the
 ClusterPolicy turns an operand on or off for the whole cluster, and the per-node deploy labels
-(gpus/gpu_operator.py) keep it off the pools gpuconf serves instead."""
+(gpus/gpu_operator.py) keep it off the pools gpuconf serves instead. That GFD labels every node
+under the ClusterPolicy's one `mig.strategy`, which gpuconf sets to the strategy its MIG pools run
+(resolve/mig_strategies.py)."""
 
 from __future__ import annotations
 
@@ -28,8 +30,10 @@ CLUSTER_POLICY_PATCH = "gpu-operator-clusterpolicy-patch.yaml"
 SOURCE = ("spec", "gpuOperator")
 
 
-def operator_sections(cluster: Cluster, uses_mig: bool) -> dict[str, Any]:
-    """The chart values' (= ClusterPolicy spec's) sections gpuconf decides."""
+def operator_sections(cluster: Cluster, uses_mig: bool, mig_strategy: str | None) -> dict[str, Any]:
+    """The chart values' (= ClusterPolicy spec's) sections gpuconf decides. `mig_strategy`: the
+    one the Operator's GFD must label gpuconf's MIG pools under (resolve/mig_strategies.py),
+    None where no pool it labels has MIG, leaving the Operator's own."""
     operator = cluster.spec.gpu_operator
     assert operator is not None
     # Whether gpuconf writes GFD's labels is the cluster's to say, the same on every pool.
@@ -48,14 +52,17 @@ def operator_sections(cluster: Cluster, uses_mig: bool) -> dict[str, Any]:
             "name": cluster.spec.mig_manager.config_map_name,
             "default": DISABLED,
         }
+    if mig_strategy is not None:
+        # The chart copies values.mig.strategy into the ClusterPolicy (templates/clusterpolicy.yaml).
+        sections["mig"] = {"strategy": mig_strategy}
     return sections
 
 
-def gpu_operator(cluster: Cluster, uses_mig: bool) -> list[Artifact]:
+def gpu_operator(cluster: Cluster, uses_mig: bool, mig_strategy: str | None) -> list[Artifact]:
     operator = cluster.spec.gpu_operator
     if operator is None:
         return []
-    values = {"sections": operator_sections(cluster, uses_mig)}
+    values = {"sections": operator_sections(cluster, uses_mig, mig_strategy)}
     schema = f"gpu-operator/clusterpolicy-{operator.version}"
     return [
         Artifact(

@@ -32,10 +32,8 @@ from gpuconf.compiler.plan.pod import (
 from gpuconf.compiler.plan.pool_node_config import MPS_ROOT
 from gpuconf.compiler.plan.setup_daemonset import setup_marker_volume, wait_for_setup
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
-from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory
 from gpuconf.compiler.resolve.device_lists import device_list_strategy
 from gpuconf.formats.yaml_writer import dump
-from gpuconf.gpus.mig import mig_strategy
 from gpuconf.gpus.nvidia_plugin_releases import (
     ALLOCATION_POLICY_SINCE,
     allocation_policy,
@@ -71,7 +69,7 @@ def plugin_image(cluster: Cluster) -> str:
 def nvidia_config(
     cluster: Cluster, pool: NodePool, classes: list[ResolvedClass], strategy: str
 ) -> dict[str, Any]:
-    """`strategy`: the pool's migStrategy (gpuconf.gpus.mig.mig_strategy over all its GPUs)."""
+    """`strategy`: the pool's migStrategy (resolve/mig_strategies.py)."""
     shared = [c for c in classes if c.spec.sharing.strategy != "none"]
     uses_mps = any(c.spec.sharing.strategy == "mps" for c in shared)
     plugin: dict[str, Any] = {
@@ -165,10 +163,10 @@ def _volumes(config: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[st
 
 
 def nvidia_plugin(
-    cluster: Cluster, pool: NodePool, classes: list[ResolvedClass], inventory: DeclaredInventory
+    cluster: Cluster, pool: NodePool, classes: list[ResolvedClass], strategy: str
 ) -> list[Artifact]:
+    """`strategy`: the pool's migStrategy (resolve/mig_strategies.py)."""
     config_name = f"nvidia-device-plugin-{pool.name}"
-    strategy = mig_strategy(g.mig for group in inventory.by_pool(pool.name) for g in group.gpus)
     config = nvidia_config(cluster, pool, classes, strategy)
     files = {CONFIG_FILE: dump(config)}
     config_map = pool_config_map(

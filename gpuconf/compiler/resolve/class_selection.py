@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from functools import cache
 from typing import NamedTuple
 
 from gpuconf.api.base import version_parts
 from gpuconf.api.cluster import ClusterSpec, ResourceClass, Selector
 from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory, Gpu, NodeGroup
-from gpuconf.gpus.mig import mig_strategy
+from gpuconf.compiler.resolve.mig_strategies import ClassPools, mig_strategies
 from gpuconf.gpus.resource_names import nvidia_resource
 
 
@@ -167,14 +167,6 @@ def default_resource_name(
     return f"{spec.resource_domain}/{resource_class.name}"
 
 
-def pool_mig_strategies(inventory: DeclaredInventory) -> dict[str, str]:
-    """NVIDIA's migStrategy (none, single, mixed) for each pool, from its GPUs' layouts."""
-    layouts: dict[str, list[Mapping[str, int] | None]] = {}
-    for group in inventory.groups:
-        layouts.setdefault(group.pool, []).extend(g.mig for g in group.gpus)
-    return {pool: mig_strategy(found) for pool, found in layouts.items()}
-
-
 def _candidates(selector: Selector, inventory: DeclaredInventory) -> Iterator[NodeGroup]:
     """The groups a selector can take GPUs from: those of its nodes or pools when it names
     any, so that classes over a few nodes each cost their nodes, not the fleet."""
@@ -189,18 +181,29 @@ def _candidates(selector: Selector, inventory: DeclaredInventory) -> Iterator[No
 
 
 def resolve_classes(spec: ClusterSpec, inventory: DeclaredInventory) -> tuple[ResolvedClass, ...]:
-    resolved = []
-    strategies = pool_mig_strategies(inventory)
     order = {id(group): position for position, group in enumerate(inventory.groups)}
     drivers = spec.driver_versions()
-    for index, resource_class in enumerate(spec.resource_classes):
+    memberships = []
+    for resource_class in spec.resource_classes:
         groups = sorted(_candidates(resource_class.select, inventory), key=lambda g: order[id(g)])
-        members = tuple(
-            Member(group, gpu, units)
-            for group in groups
-            for gpu in group.gpus
-            if (units := units_selected(resource_class.select, group, gpu, drivers[group.pool]))
+        memberships.append(
+            tuple(
+                Member(group, gpu, units)
+                for group in groups
+                for gpu in group.gpus
+                if (units := units_selected(resource_class.select, group, gpu, drivers[group.pool]))
+            )
         )
+    # A class's name follows its pools' strategies, which the classes' members decide.
+    class_pools = (
+        (c, {m.group.pool for m in members})
+        for c, members in zip(spec.resource_classes, memberships, strict=True)
+    )
+    strategies = mig_strategies(spec, inventory, class_pools).pools
+    resolved = []
+    for index, (resource_class, members) in enumerate(
+        zip(spec.resource_classes, memberships, strict=True)
+    ):
         single = bool(members) and all(strategies[m.group.pool] == "single" for m in members)
         resolved.append(
             ResolvedClass(
@@ -212,3 +215,8 @@ def resolve_classes(spec: ClusterSpec, inventory: DeclaredInventory) -> tuple[Re
             )
         )
     return tuple(resolved)
+
+
+def class_pools(classes: Iterable[ResolvedClass]) -> ClassPools:
+    """Each resolved class with its pools, as mig_strategies reads them."""
+    return ((c.spec, c.pools) for c in classes)

@@ -1,12 +1,15 @@
-"""Beside the GPU Operator: one place for the MIG config, one plugin per GPU, and a MIG manager
-that waits for gpuconf's plugin before it repartitions (gpus/gpu_operator.py has the facts)."""
+"""Beside the GPU Operator: one place for the MIG config, one plugin per GPU, a MIG manager
+that waits for gpuconf's plugin before it repartitions (gpus/gpu_operator.py has the facts), and
+one migStrategy its GFD can label every pool under (resolve/mig_strategies.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from gpuconf.api.cluster.nvidia_components import GpuOperator
-from gpuconf.compiler.rules.context import SPEC, RuleContext, pool_path
+from gpuconf.compiler.resolve.class_selection import class_pools, default_resource_name
+from gpuconf.compiler.resolve.mig_strategies import MigStrategies, PoolNeed, mig_strategies
+from gpuconf.compiler.rules.context import SPEC, RuleContext, class_path, pool_path
 from gpuconf.diagnostics import Diagnostic
 from gpuconf.gpus.gpu_operator import FIRST_WAITING, RELEASES
 
@@ -27,6 +30,7 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
             "set devicePlugin: false",
         )
     yield from _mig_waits(ctx, operator)
+    yield from _one_mig_strategy(ctx, operator)
 
 
 def _namespace(ctx: RuleContext, operator: GpuOperator) -> Iterator[Diagnostic]:
@@ -70,3 +74,63 @@ def _mig_waits(ctx: RuleContext, operator: GpuOperator) -> Iterator[Diagnostic]:
                 "(nvidia.com/mig.config.state=failed) until the node is labelled again",
                 f"GPU Operator {FIRST_WAITING}'s MIG manager waits for them",
             )
+
+
+def _one_mig_strategy(ctx: RuleContext, operator: GpuOperator) -> Iterator[Diagnostic]:
+    spec = ctx.cluster.spec
+    strategies = mig_strategies(spec, ctx.inventory, class_pools(ctx.classes))
+    if strategies.conflict:
+        yield ctx.error(
+            OPERATOR,
+            "the GPU Operator's GPU Feature Discovery labels every pool under the one "
+            "migStrategy of its ClusterPolicy (spec.mig.strategy), and none serves all of "
+            "gpuconf's pools with MIG: " + "; ".join(_need(need) for need in strategies.needs),
+            "make those pools agree (mixed serves any MIG layout; single only one profile on "
+            "every GPU), or let gpuconf's node runtime write GFD's labels (plugin: gpuconf, "
+            "spec.node.labels.owner: gpuconf, Kubernetes 1.30 or later), which keeps the "
+            "Operator's GFD off gpuconf's pools",
+        )
+        return
+    yield from _renamed_classes(ctx, strategies)
+    if strategies.operator is not None and operator.device_plugin:
+        pools = ", ".join(repr(n.pool) for n in strategies.needs)
+        yield ctx.warning(
+            (*OPERATOR, "devicePlugin"),
+            f"gpuconf sets the ClusterPolicy's mig.strategy to {strategies.operator} for its "
+            f"GFD on pools {pools}; the Operator's own device plugin names the MIG devices of "
+            "the nodes it serves outside gpuconf's pools by that strategy too",
+            "check that those nodes' workloads request their MIG devices by the names "
+            f"migStrategy {strategies.operator} gives",
+        )
+
+
+def _need(need: PoolNeed) -> str:
+    wanted = " or ".join(sorted(need.strategies, reverse=True)) or "no strategy at all"
+    return f"pool {need.pool!r} needs {wanted} ({', '.join(need.reasons)})"
+
+
+def _renamed_classes(ctx: RuleContext, strategies: MigStrategies) -> Iterator[Diagnostic]:
+    """A MIG class whose name the Operator's one strategy changes from the one its pools
+    would give it alone, unless the file says that name."""
+    spec = ctx.cluster.spec
+    if spec.plugin != "nvidia" or spec.allocation != "device-plugin":
+        return
+    needing = [n.pool for n in strategies.needs if n.strategies == {strategies.operator}]
+    for resolved in ctx.classes:
+        if resolved.spec.select.mig_profile is None or resolved.spec.resource_name is not None:
+            continue
+        moved = [p for p in resolved.pools if strategies.own[p] != strategies.pools[p]]
+        if not moved:
+            continue
+        own = strategies.own[moved[0]]
+        alone = default_resource_name(resolved.spec, spec, single_mig=own == "single")
+        yield ctx.warning(
+            class_path(resolved.index, "select"),
+            f"class {resolved.name!r} is advertised as {resolved.resource_name} under migStrategy "
+            f"{strategies.operator}, where its pool {moved[0]!r} alone would run {own} and name "
+            f"it {alone}: the GPU Operator's GFD labels every pool under one strategy, and "
+            + ", ".join(f"pool {p!r}" for p in needing)
+            + f" needs {strategies.operator}",
+            f"say resourceName: {resolved.resource_name} in the class to keep that name and this "
+            f"warning off; pods asking for {alone} there no longer fit",
+        )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuconf.compiler.resolve.class_selection import pool_mig_strategies
+from gpuconf.compiler.resolve.class_selection import class_pools
+from gpuconf.compiler.resolve.mig_strategies import mig_strategies
 from gpuconf.compiler.rules.context import RuleContext, class_path
 from gpuconf.diagnostics import Diagnostic
 from gpuconf.gpus.resource_names import NVIDIA_GPU, mig_resource, nvidia_resource
@@ -14,7 +15,7 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
     spec = ctx.cluster.spec
     if spec.plugin != "nvidia" or spec.allocation != "device-plugin":
         return
-    strategies = pool_mig_strategies(ctx.inventory)
+    strategies = mig_strategies(spec, ctx.inventory, class_pools(ctx.classes)).pools
     for resolved in ctx.classes:
         profile = resolved.spec.select.mig_profile
         if profile is None or not resolved.members:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuconf.compiler.resolve.class_selection import pool_mig_strategies
+from gpuconf.compiler.resolve.class_selection import class_pools
+from gpuconf.compiler.resolve.mig_strategies import mig_strategies
 from gpuconf.compiler.rules.context import RuleContext, class_path
 from gpuconf.diagnostics import Diagnostic
 from gpuconf.gpus.mps import max_mps_clients
@@ -37,7 +38,7 @@ def _client_ceilings(ctx: RuleContext) -> Iterator[Diagnostic]:
 
 
 def _mixed_strategy(ctx: RuleContext) -> Iterator[Diagnostic]:
-    strategies = pool_mig_strategies(ctx.inventory)
+    strategies = mig_strategies(ctx.cluster.spec, ctx.inventory, class_pools(ctx.classes)).pools
     for resolved in ctx.classes:
         if resolved.spec.sharing.strategy != "mps":
             continue
