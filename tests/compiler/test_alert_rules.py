@@ -159,11 +159,16 @@ def _target_down_cases(expr: str) -> list[Case]:
     """Each scraped job's target down for ten minutes fires; one that answers stays quiet."""
     match = TARGET_JOBS.search(expr)
     assert match is not None, expr
-    jobs = match.group(1).split("|")
+    # A dot in a job is escaped in the alternation (\\\\. in the PromQL string): the label's
+    # own spelling has it bare, and any other character in its place must not match.
+    jobs = [job.replace("\\\\.", ".") for job in match.group(1).split("|")]
     cases = []
     for job in jobs:
         target = {**NODE, "job": job}
         cases.append(Case({_selector("up", target): "0x10"}, "8m", target))
+        if "." in job:
+            other = {**NODE, "job": job.replace(".", "x")}
+            cases.append(Case({_selector("up", other): "0x10"}, "8m", None))
     cases.append(Case({_selector("up", {**NODE, "job": jobs[0]}): "0x2 1x10"}, "8m", None))
     return cases
 
@@ -258,6 +263,25 @@ def test_the_gpu_lost_cases_lose_every_gpu_of_one_and_eight_gpu_nodes(
 @pytest.mark.parametrize("example", _with_rules(*EXAMPLES))
 def test_promtool_accepts_the_rules_and_their_unit_tests_pass(example: str, tmp_path: Path) -> None:
     rules = _rules(read_tree(RENDERED / example))
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
+    checked = _promtool("check", "rules", "rules.yaml", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump(_unit_tests(rules)))
+    tested = _promtool("test", "rules", "tests.yaml", cwd=tmp_path)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
+@needs_promtool
+def test_without_pod_monitors_the_alerts_fire_on_the_sites_own_scrape_jobs(tmp_path: Path) -> None:
+    document = cluster_file("lab")
+    document["spec"]["node"] = {
+        "monitoring": {
+            "podMonitor": False,
+            "scrapeJobs": {"node": "kubernetes-pods.gpuconf", "dcgmExporter": "gpu/dcgm"},
+        }
+    }
+    rules = _rules(rendered(document))
+    assert "kubernetes-pods" in _alerts(rules)["GpuconfMetricsTargetDown"]["expr"]
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
     checked = _promtool("check", "rules", "rules.yaml", cwd=tmp_path)
     assert checked.returncode == 0, checked.stdout + checked.stderr

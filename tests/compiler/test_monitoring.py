@@ -18,6 +18,7 @@ from builders import (
     RENDERED,
     cluster_file,
     configmap_data,
+    errors,
     load_yaml,
     manifest_paths,
     read_tree,
@@ -187,3 +188,48 @@ def test_a_changed_metrics_port_moves_the_network_policy_with_it() -> None:
     policy = load_yaml(tree["monitoring/networkpolicy-gpuconf-node-metrics.yaml"])
     assert policy["spec"]["ingress"][0]["ports"][0]["port"] == 9500
     assert _container(tree)["ports"][0]["containerPort"] == 9500
+
+
+MONITORING_PATH = ("spec", "node", "monitoring")
+
+
+def test_alerts_without_pod_monitors_need_the_scrape_jobs_they_select() -> None:
+    # lab runs the node runtime and dcgm-exporter: the alerts select both jobs.
+    [found] = errors(_lab(podMonitor=False))
+    assert found.path == (*MONITORING_PATH, "podMonitor")
+    assert "node and dcgmExporter" in found.message
+    assert "scrapeJobs.node and scrapeJobs.dcgmExporter" in found.hint
+    [found] = errors(_lab(podMonitor=False, scrapeJobs={"node": "gpuconf"}))
+    assert "scrapeJobs.dcgmExporter" in found.hint
+    assert "scrapeJobs.node" not in found.hint
+    # Without the rule there is nothing to select.
+    assert RULE_PATH not in rendered(_lab(**NO_PROMETHEUS_OPERATOR))
+
+
+def test_scrape_jobs_beside_pod_monitors_are_refused() -> None:
+    [found] = errors(_lab(scrapeJobs={"node": "gpuconf"}))
+    assert found.path == (*MONITORING_PATH, "scrapeJobs")
+
+
+def test_the_alerts_select_the_sites_scrape_jobs_where_there_are_no_pod_monitors() -> None:
+    jobs = {"node": "kubernetes-pods.gpuconf", "dcgmExporter": "gpu/dcgm-exporter"}
+    tree = rendered(_lab(podMonitor=False, scrapeJobs=jobs))
+    assert not [path for path in tree if "podmonitor" in path]
+    rules = {
+        r["alert"]: r["expr"]
+        for group in load_yaml(tree[RULE_PATH])["spec"]["groups"]
+        for r in group["rules"]
+    }
+    # A regex alternation: the dot escaped, so it matches only itself.
+    expected = 'up{job=~"kubernetes-pods\\\\.gpuconf|gpu/dcgm-exporter"} == 0'
+    assert rules["GpuconfMetricsTargetDown"] == expected
+    assert 'up{job="gpu/dcgm-exporter", gpuconf_pool="t4"}' in rules["GpuconfGPULost"]
+
+
+@pytest.mark.parametrize("job", ["a b", 'a"b', "a|b", "a\\b", ""])
+def test_a_scrape_job_that_would_need_escaping_is_refused(job: str) -> None:
+    [found] = errors(_lab(podMonitor=False, scrapeJobs={"node": job, "dcgmExporter": "d"}))
+    assert found.path == (*MONITORING_PATH, "scrapeJobs", "node")
+
+
+RULE_PATH = "monitoring/prometheusrule-gpuconf.yaml"

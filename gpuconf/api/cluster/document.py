@@ -74,6 +74,24 @@ def default_scrapers() -> list[str]:
     return ["monitoring"]
 
 
+ScrapeJob = Annotated[str, Limits(pattern=r"^[A-Za-z0-9_:/.-]+$", max_length=253)]
+"""A Prometheus `job` label as gpuconf's alerts select it (`job="…"`, `job=~"…|…"`): letters,
+digits and `_:/.-`, so nothing in it needs escaping in a PromQL string or an RE2 alternation but
+the dot."""
+
+
+class ScrapeJobs(Model):
+    """The `job` labels your own scrape configs give the node runtime's and dcgm-exporter's
+    targets, where gpuconf renders no PodMonitor. gpuconf's alerts join on the labels the
+    PodMonitors set, so those scrape configs must set them too: `node` (the pod's node) and
+    `gpuconf_pool` (the pod's gpuconf.dev/pool label) on every series, `up` included."""
+
+    node: ScrapeJob | None = None
+    """The node runtime's (`gpuconf node run`, port metricsPort)."""
+    dcgm_exporter: ScrapeJob | None = None
+    """dcgm-exporter's."""
+
+
 class Monitoring(Model):
     pod_monitor: bool = True
     """Render PodMonitors (Prometheus Operator, monitoring.coreos.com/v1) for the node runtime
@@ -93,6 +111,10 @@ class Monitoring(Model):
     the cluster has no Prometheus Operator CRDs."""
     dashboard: bool = True
     """Render a Grafana dashboard ConfigMap (label grafana_dashboard: "1", for Grafana's sidecar)."""
+    scrape_jobs: ScrapeJobs | None = None
+    """With podMonitor false and prometheusRule true: the job labels of the scrape configs that
+    scrape the node runtime and dcgm-exporter instead, which the alerts select (with a
+    PodMonitor the job is its own, "<namespace>/<name>")."""
 
 
 class NodeLabels(Model):

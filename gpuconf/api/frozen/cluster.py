@@ -5,7 +5,7 @@ The core schema pydantic builds for Cluster, for pydantic-core to validate with 
 
 # mypy: ignore-errors
 
-from gpuconf.api.cluster.document import Cluster, ClusterSpec, Health, Images, KubernetesTarget, Metadata, Monitoring, NodeLabels, NodeSettings, default_scrapers
+from gpuconf.api.cluster.document import Cluster, ClusterSpec, Health, Images, KubernetesTarget, Metadata, Monitoring, NodeLabels, NodeSettings, ScrapeJobs, default_scrapers
 from gpuconf.api.cluster.kueue import BorrowWithinCohort, ClusterQueueSettings, Kueue, Preemption
 from gpuconf.api.cluster.nvidia_components import DcgmExporter, Dra, GpuOperator, MigManager, NvidiaPlugin
 from gpuconf.api.cluster.pool import ContainerRuntime, DeclaredGpu, DeclaredNode, Driver, GpuShape, MigLayout, NodePool, Toleration
@@ -219,6 +219,47 @@ HEALTH = {
 PART_15 = {
     'type': 'default',
     'schema': {
+        'type': 'nullable',
+        'schema': {
+            'type': 'str',
+            'max_length': 253,
+            'pattern': '^[A-Za-z0-9_:/.-]+$',
+        },
+    },
+    'default': None,
+}
+
+SCRAPE_JOBS = {
+    'type': 'model',
+    'cls': ScrapeJobs,
+    'schema': {
+        'type': 'model-fields',
+        'fields': {
+            'node': {
+                'type': 'model-field',
+                'schema': PART_15,
+                'validation_alias': 'node',
+            },
+            'dcgm_exporter': {
+                'type': 'model-field',
+                'schema': PART_15,
+                'validation_alias': 'dcgmExporter',
+            },
+        },
+        'model_name': 'ScrapeJobs',
+        'extra_behavior': 'forbid',
+    },
+    'config': {
+        'title': 'ScrapeJobs',
+        'extra_fields_behavior': 'forbid',
+        'strict': True,
+    },
+    'ref': 'gpuconf.api.cluster.document.ScrapeJobs',
+}
+
+PART_16 = {
+    'type': 'default',
+    'schema': {
         'type': 'bool',
     },
     'default': True,
@@ -232,7 +273,7 @@ MONITORING = {
         'fields': {
             'pod_monitor': {
                 'type': 'model-field',
-                'schema': PART_15,
+                'schema': PART_16,
                 'validation_alias': 'podMonitor',
             },
             'network_policy': {
@@ -275,13 +316,25 @@ MONITORING = {
             },
             'prometheus_rule': {
                 'type': 'model-field',
-                'schema': PART_15,
+                'schema': PART_16,
                 'validation_alias': 'prometheusRule',
             },
             'dashboard': {
                 'type': 'model-field',
-                'schema': PART_15,
+                'schema': PART_16,
                 'validation_alias': 'dashboard',
+            },
+            'scrape_jobs': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'default',
+                    'schema': {
+                        'type': 'nullable',
+                        'schema': SCRAPE_JOBS,
+                    },
+                    'default': None,
+                },
+                'validation_alias': 'scrapeJobs',
             },
         },
         'model_name': 'Monitoring',
@@ -428,7 +481,7 @@ NVIDIA_PLUGIN = {
             },
             'rename_by_default': {
                 'type': 'model-field',
-                'schema': PART_15,
+                'schema': PART_16,
                 'validation_alias': 'renameByDefault',
             },
         },
@@ -490,7 +543,7 @@ DCGM_EXPORTER = {
         'fields': {
             'enabled': {
                 'type': 'model-field',
-                'schema': PART_15,
+                'schema': PART_16,
                 'validation_alias': 'enabled',
             },
             'image': {
@@ -518,7 +571,7 @@ DCGM_EXPORTER = {
     'ref': 'gpuconf.api.cluster.nvidia_components.DcgmExporter',
 }
 
-PART_16 = {
+PART_17 = {
     'type': 'model-field',
     'schema': {
         'type': 'default',
@@ -537,7 +590,7 @@ MIG_MANAGER = {
     'schema': {
         'type': 'model-fields',
         'fields': {
-            'namespace': PART_16,
+            'namespace': PART_17,
             'config_map_name': {
                 'type': 'model-field',
                 'schema': {
@@ -674,7 +727,7 @@ PREEMPTION = {
     'ref': 'gpuconf.api.cluster.kueue.Preemption',
 }
 
-PART_17 = {
+PART_18 = {
     'type': 'default',
     'schema': {
         'type': 'nullable',
@@ -703,12 +756,12 @@ CLUSTER_QUEUE_SETTINGS = {
             'name': PART_12,
             'borrowing_limit': {
                 'type': 'model-field',
-                'schema': PART_17,
+                'schema': PART_18,
                 'validation_alias': 'borrowingLimit',
             },
             'lending_limit': {
                 'type': 'model-field',
-                'schema': PART_17,
+                'schema': PART_18,
                 'validation_alias': 'lendingLimit',
             },
             'preemption': {
@@ -732,7 +785,7 @@ CLUSTER_QUEUE_SETTINGS = {
     'ref': 'gpuconf.api.cluster.kueue.ClusterQueueSettings',
 }
 
-PART_18 = {
+PART_19 = {
     'type': 'default',
     'schema': {
         'type': 'nullable',
@@ -764,7 +817,7 @@ KUEUE = {
             },
             'cohort': {
                 'type': 'model-field',
-                'schema': PART_18,
+                'schema': PART_19,
                 'validation_alias': 'cohort',
             },
             'local_queue': {
@@ -823,7 +876,7 @@ GPU_OPERATOR = {
                 },
                 'validation_alias': 'version',
             },
-            'namespace': PART_16,
+            'namespace': PART_17,
             'device_plugin': {
                 'type': 'model-field',
                 'schema': PART_1,
@@ -949,7 +1002,7 @@ CONTAINER_RUNTIME = {
             'engine': PART_6,
             'set_as_default': {
                 'type': 'model-field',
-                'schema': PART_15,
+                'schema': PART_16,
                 'validation_alias': 'setAsDefault',
             },
             'binary_path': {
@@ -1183,7 +1236,7 @@ DECLARED_NODE = {
     'ref': 'gpuconf.api.cluster.pool.DeclaredNode',
 }
 
-PART_19 = {
+PART_20 = {
     'type': 'model-field',
     'schema': {
         'type': 'default',
@@ -1243,7 +1296,7 @@ MIG_LAYOUT = {
                 },
                 'validation_alias': 'layout',
             },
-            'indices': PART_19,
+            'indices': PART_20,
         },
         'model_name': 'MigLayout',
         'extra_behavior': 'forbid',
@@ -1427,7 +1480,7 @@ NODE_POOL = {
     'ref': 'gpuconf.api.cluster.pool.NodePool',
 }
 
-PART_20 = {
+PART_21 = {
     'type': 'default',
     'schema': {
         'type': 'nullable',
@@ -1442,7 +1495,7 @@ PART_20 = {
     'default': None,
 }
 
-PART_21 = {
+PART_22 = {
     'type': 'literal',
     'expected': [
         'Kepler',
@@ -1507,7 +1560,7 @@ SELECTOR = {
             },
             'pools': {
                 'type': 'model-field',
-                'schema': PART_20,
+                'schema': PART_21,
                 'validation_alias': 'pools',
             },
             'nodes': {
@@ -1529,7 +1582,7 @@ SELECTOR = {
                 },
                 'validation_alias': 'nodes',
             },
-            'indices': PART_19,
+            'indices': PART_20,
             'mig_profile': {
                 'type': 'model-field',
                 'schema': {
@@ -1554,10 +1607,10 @@ SELECTOR = {
                         'schema': {
                             'type': 'union',
                             'choices': [
-                                PART_21,
+                                PART_22,
                                 {
                                     'type': 'list',
-                                    'items_schema': PART_21,
+                                    'items_schema': PART_22,
                                 },
                             ],
                         },
@@ -1793,7 +1846,7 @@ CLAIM = {
             },
             'first_available': {
                 'type': 'model-field',
-                'schema': PART_20,
+                'schema': PART_21,
                 'validation_alias': 'firstAvailable',
             },
             'match_attribute': {
@@ -1917,7 +1970,7 @@ RESOURCE_CLASS = {
     'ref': 'gpuconf.api.cluster.resource_class.ResourceClass',
 }
 
-PART_22 = {
+PART_23 = {
     'type': 'literal',
     'expected': [
         'create',
@@ -1963,7 +2016,7 @@ QUOTA = {
                     'type': 'default',
                     'schema': {
                         'type': 'nullable',
-                        'schema': PART_22,
+                        'schema': PART_23,
                     },
                     'default': None,
                 },
@@ -1971,7 +2024,7 @@ QUOTA = {
             },
             'cluster_queue': {
                 'type': 'model-field',
-                'schema': PART_18,
+                'schema': PART_19,
                 'validation_alias': 'clusterQueue',
             },
         },
@@ -2179,7 +2232,7 @@ CLUSTER_SPEC = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': PART_22,
+                    'schema': PART_23,
                     'default': 'create',
                 },
                 'validation_alias': 'namespacePolicy',

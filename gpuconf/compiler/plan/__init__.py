@@ -11,7 +11,7 @@ from gpuconf.compiler.plan.alerts import prometheus_rule
 from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.cluster_objects import KeptNamespace
 from gpuconf.compiler.plan.dashboard import dashboard
-from gpuconf.compiler.plan.dcgm_exporter import dcgm_exporter_daemonset, runs_on
+from gpuconf.compiler.plan.dcgm_exporter import dcgm_exporter_daemonset
 from gpuconf.compiler.plan.dcgm_exporter_counters import dcgm_exporter_counters
 from gpuconf.compiler.plan.dcgm_exporter_rbac import dcgm_exporter_rbac
 from gpuconf.compiler.plan.driver import driver_daemonset
@@ -28,6 +28,7 @@ from gpuconf.compiler.plan.readme import readme
 from gpuconf.compiler.plan.setup_daemonset import setup_daemonset
 from gpuconf.compiler.plan.status_role import status_role
 from gpuconf.compiler.resolve.class_selection import ResolvedClass, class_pools
+from gpuconf.compiler.resolve.components import dcgm_exporter_runs_on
 from gpuconf.compiler.resolve.mig_strategies import mig_strategies
 from gpuconf.compiler.validate import Validated
 from gpuconf.gpus.gfd_labels import pool_keys
@@ -57,7 +58,7 @@ def _pool_artifacts(
     artifacts = [node_config_map(cluster, pool, config), setup_daemonset(cluster, pool, config)]
     if (driver := driver_daemonset(cluster, pool)) is not None:
         artifacts.append(driver)
-    if runs_on(cluster, pool):
+    if dcgm_exporter_runs_on(cluster, pool):
         artifacts.append(dcgm_exporter_daemonset(cluster, pool, config))
     if cluster.spec.allocation == "dra":
         return artifacts

@@ -5,10 +5,10 @@ plan/dcgm_exporter_counters.py). Each alert links its section of docs/runbooks.m
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from gpuconf.api.cluster import Cluster
-from gpuconf.compiler.plan import dcgm_exporter
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import optional_kind_metadata
 from gpuconf.compiler.plan.monitoring import (
@@ -19,6 +19,7 @@ from gpuconf.compiler.plan.monitoring import (
     POOL_SERIES_LABEL,
     scrape_job,
 )
+from gpuconf.compiler.resolve.components import dcgm_exporter_runs_anywhere, dcgm_exporter_runs_on
 from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory
 from gpuconf.gpus.label_owner import runs_node_runtime
 from gpuconf.gpus.xid import RESET_XIDS
@@ -113,7 +114,7 @@ def _gpu_lost(cluster: Cluster, inventory: DeclaredInventory, dcgm: bool, node: 
     if dcgm:
         exporter = scrape_job(cluster, DCGM_MONITOR)
         for pool in cluster.spec.node_pools:
-            if dcgm_exporter.runs_on(cluster, pool):
+            if dcgm_exporter_runs_on(cluster, pool):
                 parts += _dcgm_gpu_counts(pool.name, inventory, exporter)
     return Alert(
         "GpuconfGPULost",
@@ -146,9 +147,12 @@ def _dcgm_gpu_counts(pool: str, inventory: DeclaredInventory, exporter: str) -> 
     for group in groups:
         if group.node is not None and len(group.gpus) != usual:
             unusual.setdefault(len(group.gpus), []).append(group.node)
-    selections = [(usual, f'{NODE_SERIES_LABEL}!~"{_alternatives(unusual)}"' if unusual else "")]
+    every_unusual = sorted(node for nodes in unusual.values() for node in nodes)
+    selections = [
+        (usual, f'{NODE_SERIES_LABEL}!~"{_alternatives(every_unusual)}"' if unusual else "")
+    ]
     selections += [
-        (count, f'{NODE_SERIES_LABEL}=~"{_alternatives({count: nodes})}"')
+        (count, f'{NODE_SERIES_LABEL}=~"{_alternatives(sorted(nodes))}"')
         for count, nodes in sorted(unusual.items())
     ]
     parts = []
@@ -160,10 +164,11 @@ def _dcgm_gpu_counts(pool: str, inventory: DeclaredInventory, exporter: str) -> 
     return parts
 
 
-def _alternatives(nodes: dict[int, list[str]]) -> str:
-    """Node names (DNS subdomains: a-z, 0-9, '-', '.') as an RE2 alternation inside a PromQL
-    string, where a literal dot is written \\\\. (the string unescapes it to \\.)."""
-    return "|".join(sorted(n.replace(".", "\\\\.") for names in nodes.values() for n in names))
+def _alternatives(names: Iterable[str]) -> str:
+    """Node names (DNS subdomains: a-z, 0-9, '-', '.') or scrape jobs (ScrapeJob: those and
+    `_:/`) as an RE2 alternation inside a PromQL string, where a literal dot is written \\\\.
+    (the string unescapes it to \\.); no other character of theirs is special in either."""
+    return "|".join(name.replace(".", "\\\\.") for name in names)
 
 
 def _target_down(jobs: list[str]) -> Alert:
@@ -171,7 +176,7 @@ def _target_down(jobs: list[str]) -> Alert:
     node's GPUs then, so this one pages instead."""
     return Alert(
         "GpuconfMetricsTargetDown",
-        f'up{{job=~"{"|".join(jobs)}"}} == 0',
+        f'up{{job=~"{_alternatives(jobs)}"}} == 0',
         "5m",
         "critical",
         "Prometheus cannot scrape a node's gpuconf or dcgm-exporter metrics.",
@@ -223,7 +228,7 @@ def _dcgm_alerts(cluster: Cluster) -> list[Alert]:
 
 def alerts(cluster: Cluster, inventory: DeclaredInventory) -> list[Alert]:
     node = runs_node_runtime(cluster.spec)
-    dcgm = dcgm_exporter.runs_anywhere(cluster)
+    dcgm = dcgm_exporter_runs_anywhere(cluster)
     found = []
     jobs = [scrape_job(cluster, NODE_MONITOR)] if node else []
     jobs += [scrape_job(cluster, DCGM_MONITOR)] if dcgm else []
@@ -238,8 +243,10 @@ def alerts(cluster: Cluster, inventory: DeclaredInventory) -> list[Alert]:
 
 def prometheus_rule(cluster: Cluster, inventory: DeclaredInventory) -> list[Artifact]:
     settings = cluster.spec.node.monitoring
+    if not settings.prometheus_rule:
+        return []
     found = alerts(cluster, inventory)
-    if not settings.prometheus_rule or not found:
+    if not found:
         return []
     meta = optional_kind_metadata(cluster, "gpuconf", "monitoring", cluster.spec.namespace)
     meta["labels"].update(settings.extra_labels)

@@ -17,12 +17,12 @@ import re
 from typing import Any
 
 from gpuconf.api.cluster import Cluster
-from gpuconf.compiler.plan import dcgm_exporter
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
 from gpuconf.compiler.plan.monitoring import MONITORING
 from gpuconf.compiler.plan.quotas import device_plugin_quota_key
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
+from gpuconf.compiler.resolve.components import dcgm_exporter_runs_anywhere
 
 SIDECAR_LABEL = "grafana_dashboard"
 _NOT_LABEL_CHARACTERS = re.compile(r"[^a-zA-Z0-9_]")
@@ -102,7 +102,7 @@ def dashboard(cluster: Cluster, classes: tuple[ResolvedClass, ...]) -> list[Arti
     settings = cluster.spec.node.monitoring
     if not settings.dashboard or cluster.spec.allocation == "dra" or not classes:
         return []
-    if not dcgm_exporter.runs_anywhere(cluster):
+    if not dcgm_exporter_runs_anywhere(cluster):
         return []
     meta = metadata(
         cluster, "gpuconf-dashboard", "monitoring", namespace=cluster.spec.namespace,

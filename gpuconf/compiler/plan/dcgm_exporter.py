@@ -38,14 +38,6 @@ SOURCE = ("spec", "dcgmExporter")
 """Where the cluster file turns it on and picks its image, for diagnostics."""
 
 
-def runs_on(cluster: Cluster, pool: NodePool) -> bool:
-    return cluster.spec.dcgm_exporter.enabled and pool.platform != "tegra"
-
-
-def runs_anywhere(cluster: Cluster) -> bool:
-    return any(runs_on(cluster, pool) for pool in cluster.spec.node_pools)
-
-
 def resource_names(cluster: Cluster, config: NodeConfig) -> list[str]:
     """The extended resources gpuconf (or NVIDIA's plugin) advertises on the pool's nodes."""
     if cluster.spec.allocation == "dra":

@@ -15,9 +15,9 @@ from gpuconf.compiler.plan.dcgm_exporter import (
     COUNTERS_CONFIG_MAP,
     COUNTERS_FILE,
     SOURCE,
-    runs_anywhere,
 )
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
+from gpuconf.compiler.resolve.components import dcgm_exporter_runs_anywhere
 
 # etc/default-counters.csv of the release, plus the fields gpuconf's alerts read that it
 # leaves commented out (double-bit ECC, clock event reasons; tests/compiler/test_alert_rules.py
@@ -55,7 +55,7 @@ DCGM_FI_DEV_CLOCKS_EVENT_REASONS, gauge, Current clock event reasons (bitmask).
 
 
 def dcgm_exporter_counters(cluster: Cluster) -> list[Artifact]:
-    if not runs_anywhere(cluster):
+    if not dcgm_exporter_runs_anywhere(cluster):
         return []
     return [
         manifest(

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.plan.artifact import Artifact
-from gpuconf.compiler.plan.dcgm_exporter import SERVICE_ACCOUNT, SOURCE, runs_anywhere
+from gpuconf.compiler.plan.dcgm_exporter import SERVICE_ACCOUNT, SOURCE
 from gpuconf.compiler.plan.service_account import bound_cluster_role, service_account
+from gpuconf.compiler.resolve.components import dcgm_exporter_runs_anywhere
 
 
 def dcgm_exporter_rbac(cluster: Cluster) -> list[Artifact]:
-    if not runs_anywhere(cluster):
+    if not dcgm_exporter_runs_anywhere(cluster):
         return []
     artifacts = [service_account(cluster, "telemetry", SERVICE_ACCOUNT, "telemetry", SOURCE)]
     if cluster.spec.allocation == "dra":

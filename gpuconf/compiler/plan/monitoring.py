@@ -11,6 +11,7 @@ from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.plan import dcgm_exporter
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata, optional_kind_metadata
+from gpuconf.compiler.resolve.components import dcgm_exporter_runs_anywhere
 from gpuconf.gpus.label_owner import runs_node_runtime
 
 NODE_PODS = {"app.kubernetes.io/name": "gpuconf-node"}
@@ -36,9 +37,18 @@ EXPORTER_OWN_LABELS = "pod|namespace|container"
 
 
 def scrape_job(cluster: Cluster, monitor: str) -> str:
-    """The `job` label of the targets a PodMonitor scrapes, `up` included: "<namespace>/<name>"
-    with no jobLabel (prometheus-operator pkg/prometheus/promcfg.go, generatePodMonitorConfig)."""
-    return f"{cluster.spec.namespace}/{monitor}"
+    """The `job` label of the targets `monitor` (NODE_MONITOR or DCGM_MONITOR) stands for, `up`
+    included: the PodMonitor's, "<namespace>/<name>" with no jobLabel (prometheus-operator
+    pkg/prometheus/promcfg.go, generatePodMonitorConfig); without PodMonitors, the site's own
+    scrape job (monitoring.scrapeJobs, which a rule requires where the alerts are rendered)."""
+    settings = cluster.spec.node.monitoring
+    if settings.pod_monitor:
+        return f"{cluster.spec.namespace}/{monitor}"
+    jobs = settings.scrape_jobs
+    job = None if jobs is None else jobs.node if monitor == NODE_MONITOR else jobs.dcgm_exporter
+    if job is None:
+        raise ValueError(f"no scrape job for {monitor}: the monitoring rule should have refused")
+    return job
 
 
 def _pod_monitor(
@@ -70,7 +80,7 @@ def monitoring(cluster: Cluster) -> list[Artifact]:
     artifacts = []
     if settings.pod_monitor and node_runtime:
         artifacts.append(_pod_monitor(cluster, NODE_MONITOR, NODE_PODS, None))
-    if settings.pod_monitor and dcgm_exporter.runs_anywhere(cluster):
+    if settings.pod_monitor and dcgm_exporter_runs_anywhere(cluster):
         artifacts.append(_pod_monitor(cluster, DCGM_MONITOR, DCGM_PODS, EXPORTER_OWN_LABELS))
     if settings.network_policy and node_runtime:
         artifacts.append(_network_policy(cluster, namespace))

@@ -1,12 +1,15 @@
-"""spec.node: device list strategy per engine, XID classes that do not overlap."""
+"""spec.node: device list strategy per engine, XID classes that do not overlap, the scrape jobs
+the alerts select."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpuconf.compiler.resolve.components import dcgm_exporter_runs_anywhere
 from gpuconf.compiler.resolve.device_lists import engine_runs_cdi
 from gpuconf.compiler.rules.context import SPEC, RuleContext
 from gpuconf.diagnostics import Diagnostic
+from gpuconf.gpus.label_owner import runs_node_runtime
 
 NODE = (*SPEC, "node")
 
@@ -14,6 +17,7 @@ NODE = (*SPEC, "node")
 def check(ctx: RuleContext) -> Iterator[Diagnostic]:
     yield from _device_lists(ctx)
     yield from _xid_classes(ctx)
+    yield from _scrape_jobs(ctx)
 
 
 def _device_lists(ctx: RuleContext) -> Iterator[Diagnostic]:
@@ -50,4 +54,37 @@ def _xid_classes(ctx: RuleContext) -> Iterator[Diagnostic]:
             (*NODE, "health", "resetXids"),
             f"XID {', '.join(map(str, both))} is both ignored and a reset fault",
             "list each XID in one of ignoredXids and resetXids",
+        )
+
+
+def _scrape_jobs(ctx: RuleContext) -> Iterator[Diagnostic]:
+    """The alerts select the node runtime's and dcgm-exporter's targets by their scrape job:
+    without PodMonitors, a rule naming a job nothing scrapes would never fire."""
+    monitoring = ctx.cluster.spec.node.monitoring
+    path = (*NODE, "monitoring")
+    jobs = monitoring.scrape_jobs
+    if monitoring.pod_monitor:
+        if jobs is not None:
+            yield ctx.error(
+                (*path, "scrapeJobs"),
+                "scrapeJobs names your own scrape configs' jobs, but with podMonitor true the "
+                "alerts select the PodMonitors' jobs",
+                "leave scrapeJobs out, or set podMonitor: false",
+            )
+        return
+    if not monitoring.prometheus_rule:
+        return
+    needed = []
+    if runs_node_runtime(ctx.cluster.spec) and (jobs is None or jobs.node is None):
+        needed.append("node")
+    if dcgm_exporter_runs_anywhere(ctx.cluster) and (jobs is None or jobs.dcgm_exporter is None):
+        needed.append("dcgmExporter")
+    if needed:
+        keys = " and ".join(f"scrapeJobs.{key}" for key in needed)
+        yield ctx.error(
+            (*path, "podMonitor"),
+            "without PodMonitors gpuconf's alerts cannot know the scrape job of "
+            f"{' and '.join(needed)}: they would select a job nothing scrapes and never fire",
+            f"set {keys} to your scrape configs' job labels (docs/operations.md), or "
+            "prometheusRule: false",
         )
