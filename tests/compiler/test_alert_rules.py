@@ -259,16 +259,21 @@ def test_the_gpu_lost_cases_lose_every_gpu_of_one_and_eight_gpu_nodes(
         assert not any(s.startswith("DCGM_FI_DEV_GPU_TEMP") for s in case.series)
 
 
+def _check_and_test(rules: dict[str, Any], folder: Path) -> None:
+    """promtool check rules on `rules`, then promtool test rules on their cases (_unit_tests)."""
+    (folder / "rules.yaml").write_text(yaml.safe_dump(rules))
+    checked = _promtool("check", "rules", "rules.yaml", cwd=folder)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    (folder / "tests.yaml").write_text(yaml.safe_dump(_unit_tests(rules)))
+    tested = _promtool("test", "rules", "tests.yaml", cwd=folder)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
 @needs_promtool
 @pytest.mark.parametrize("example", _with_rules(*EXAMPLES))
 def test_promtool_accepts_the_rules_and_their_unit_tests_pass(example: str, tmp_path: Path) -> None:
     rules = _rules(read_tree(RENDERED / example))
-    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
-    checked = _promtool("check", "rules", "rules.yaml", cwd=tmp_path)
-    assert checked.returncode == 0, checked.stdout + checked.stderr
-    (tmp_path / "tests.yaml").write_text(yaml.safe_dump(_unit_tests(rules)))
-    tested = _promtool("test", "rules", "tests.yaml", cwd=tmp_path)
-    assert tested.returncode == 0, tested.stdout + tested.stderr
+    _check_and_test(rules, tmp_path)
 
 
 @needs_promtool
@@ -282,12 +287,7 @@ def test_without_pod_monitors_the_alerts_fire_on_the_sites_own_scrape_jobs(tmp_p
     }
     rules = _rules(rendered(document))
     assert "kubernetes-pods" in _alerts(rules)["GpuconfMetricsTargetDown"]["expr"]
-    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rules))
-    checked = _promtool("check", "rules", "rules.yaml", cwd=tmp_path)
-    assert checked.returncode == 0, checked.stdout + checked.stderr
-    (tmp_path / "tests.yaml").write_text(yaml.safe_dump(_unit_tests(rules)))
-    tested = _promtool("test", "rules", "tests.yaml", cwd=tmp_path)
-    assert tested.returncode == 0, tested.stdout + tested.stderr
+    _check_and_test(rules, tmp_path)
 
 
 @needs_promtool
