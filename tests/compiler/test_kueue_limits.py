@@ -260,3 +260,19 @@ def test_a_cluster_just_inside_a_kueue_limit_validates_and_its_queues_render_cle
     validated = check(LIMITS[name].build(False))
     assert isinstance(validated, Validated), [d.as_text() for d in validated]
     assert _render_check(validated) == []
+
+
+def test_a_cluster_within_every_limit_looks_up_no_quota_s_place(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Finding where a refusal points walks every quota: done for each group of each queue, it
+    # made validate quadratic in the quotas (1.2 s for 4,000 namespaces).
+    from builders import cluster_file
+
+    from gpuconf.compiler.rules import kueue_limits
+
+    def refused(*_: object) -> None:
+        raise AssertionError("a quota's place looked up with nothing refused")
+
+    monkeypatch.setattr(kueue_limits, "_quota_of", refused)
+    assert isinstance(check(cluster_file("training-fleet")), Validated)

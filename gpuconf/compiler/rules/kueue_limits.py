@@ -134,7 +134,8 @@ def _groups(
             SPLIT_HINT,
         )
     for group in groups:
-        at = _quota_of(ctx, queue, group.resources[0])
+        # Where a refusal points, looked up only for one: each lookup walks every quota.
+        first = group.resources[0]
         of = f"{cq}: the resourceGroup of {_classes(group)}"
         if len(group.resources) > limits.per_group:
             yield ctx.error(
@@ -144,7 +145,7 @@ def _groups(
             )
         if len(group.flavors) > limits.per_group:
             yield ctx.error(
-                at,
+                _quota_of(ctx, queue, first),
                 f"{of} would span {len(group.flavors)} pools (ResourceFlavors); {accepts} "
                 f"{limits.per_group}",
                 _per_group_hint(
@@ -156,7 +157,7 @@ def _groups(
         pairs = len(group.resources) * len(group.flavors)
         if limits.group_combinations is not None and pairs > limits.group_combinations:
             yield ctx.error(
-                at,
+                _quota_of(ctx, queue, first),
                 f"{of} would hold {pairs} flavor-resource pairs ({len(group.resources)} resources "
                 f"× {len(group.flavors)} pools); {accepts} {limits.group_combinations}",
                 SPLIT_HINT,
