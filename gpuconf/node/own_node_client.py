@@ -63,7 +63,9 @@ class OwnNode:
         context = ssl.create_default_context(cafile=str(config.ca_file))
         proxy = https_proxy(config.server)
         self._opener = urllib.request.OpenerDirector()
-        # HTTPS only, no plain HTTP handler; proxies as https_proxy decided, not as urllib would.
+        # HTTPS only, no plain HTTP handler; the proxy https_proxy chose. ProxyHandler still
+        # applies urllib's NO_PROXY matching on top, which can only bypass more: an entry that
+        # is a bare suffix of the address (`0.1` for 10.96.0.1), which Go would not match.
         for handler in (
             urllib.request.ProxyHandler({"https": proxy} if proxy else {}),
             urllib.request.HTTPSHandler(context=context),
