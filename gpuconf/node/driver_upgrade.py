@@ -232,7 +232,9 @@ class NodeUpgrade:
 
 def client_configuration(pod: in_cluster.InClusterConfig) -> Configuration:
     """The Kubernetes client set up from the pod's view (in_cluster.load), its token re-read
-    as the node runtime's own client re-reads it."""
+    every minute (in_cluster.TokenFile), as a drain can outlast it. Not the client's own
+    InClusterConfigLoader: it sends the file untrimmed and unchecked (a line break would put
+    the token in an error message) and fails the request when a re-read fails."""
     configuration = Configuration()
     configuration.host = pod.server
     configuration.ssl_ca_cert = str(pod.ca_file)

@@ -44,9 +44,9 @@ def join_host_port(host: str, port: str) -> str:
 
 class TokenFile:
     """The bearer token in a file the kubelet rewrites: read at once (a missing or empty file is
-    an error then), then again once TOKEN_PERIOD_SECONDS have passed (less the leeway), or at
-    the next use after `expire` (an Unauthorized answer). A failed re-read keeps the token it
-    had and logs why, as client-go's cachingTokenSource does ("Unable to rotate token")."""
+    an error then), then again once TOKEN_PERIOD_SECONDS have passed (less the leeway). A failed
+    re-read keeps the token it had and logs why, as client-go's cachingTokenSource does
+    ("Unable to rotate token"). No message ever quotes the token."""
 
     def __init__(self, path: Path, clock: Callable[[], float] = time.monotonic) -> None:
         self.path = path
@@ -64,6 +64,12 @@ class TokenFile:
             ) from None
         if not token:
             raise InClusterConfigError(f"the service account token {self.path} is empty")
+        if not all("!" <= character <= "~" for character in token):
+            # http.client would refuse the header with the token in its message, which is logged.
+            raise InClusterConfigError(
+                f"the service account token {self.path} holds a space, a line break or another"
+                " character a bearer token cannot"
+            )
         return token
 
     def bearer(self) -> str:
@@ -76,11 +82,6 @@ class TokenFile:
                 except InClusterConfigError as error:
                     log.warning("unable to rotate the service account token: %s", error)
             return self._token
-
-    def expire(self) -> None:
-        """The server refused the token: read the file again at the next use."""
-        with self._lock:
-            self._read_at = float("-inf")
 
 
 class InClusterConfig(NamedTuple):

@@ -1,9 +1,11 @@
 """The node runtime's only API calls, GET and PATCH of its own Node, over HTTPS with the standard
 library: the Kubernetes client's models cost the runtime ~40 MiB of resident memory for two
-requests. TLS is verified against the service account's CA; the bearer token comes from
-in_cluster.TokenFile, and an Unauthorized answer makes it read the file again at the next call
-(client-go transport/token_source.go, tokenSourceTransport.RoundTrip). Proxies are taken from
-the environment (HTTPS_PROXY, NO_PROXY), as client-go and the Kubernetes client take them."""
+requests. TLS is verified against the service account's CA, the server's name included; the
+bearer token comes from in_cluster.TokenFile, read when the client is made: the runtime makes
+one per call (its calls are minutes apart), so each sends the token the kubelet last wrote and
+a rotated-out one is never sent twice. The environment's HTTPS proxy is used where
+https_proxy decides, as client-go decides (NO_PROXY's CIDR ranges, never for loopback). A
+redirect is refused, never followed: it would carry the token to another server."""
 
 from __future__ import annotations
 
@@ -15,12 +17,12 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
+from gpuconf.node.https_proxy import https_proxy
 from gpuconf.node.in_cluster import InClusterConfig
 
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 TIMEOUT_SECONDS = 30.0
 """A request that hangs longer is dropped: the caller logs it and tries again later."""
-UNAUTHORIZED = 401
 
 
 class ApiError(Exception):
@@ -44,6 +46,14 @@ def status_message(body: bytes | str | None, reason: str) -> str:
         return reason
 
 
+class RefuseRedirects(urllib.request.HTTPRedirectHandler):
+    """A 3xx answer surfaces as an HTTPError (so ApiError) instead of being followed with the
+    Authorization header; the API server never redirects a Node's URL."""
+
+    def redirect_request(self, *_: Any) -> None:
+        return None
+
+
 class OwnNode:
     def __init__(self, name: str, config: InClusterConfig) -> None:
         self.name = name
@@ -51,7 +61,19 @@ class OwnNode:
         self._server = config.server
         self._token = config.token
         context = ssl.create_default_context(cafile=str(config.ca_file))
-        self._opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=context))
+        proxy = https_proxy(config.server)
+        self._opener = urllib.request.OpenerDirector()
+        # HTTPS only, no plain HTTP handler; the proxy https_proxy chose. ProxyHandler still
+        # applies urllib's NO_PROXY matching on top, which can only bypass more: an entry that
+        # is a bare suffix of the address (`0.1` for 10.96.0.1), which Go would not match.
+        for handler in (
+            urllib.request.ProxyHandler({"https": proxy} if proxy else {}),
+            urllib.request.HTTPSHandler(context=context),
+            urllib.request.HTTPDefaultErrorHandler(),
+            RefuseRedirects(),
+            urllib.request.HTTPErrorProcessor(),
+        ):
+            self._opener.add_handler(handler)
 
     def get(self) -> dict[str, Any]:
         return self._request("GET")
@@ -73,8 +95,6 @@ class OwnNode:
                 answer: dict[str, Any] = json.loads(response.read())
                 return answer
         except urllib.error.HTTPError as error:
-            if error.code == UNAUTHORIZED:
-                self._token.expire()
             message = status_message(error.read(), str(error.reason))
             raise ApiError(error.code, message) from None
         except urllib.error.URLError as error:

@@ -19,10 +19,8 @@ from control_plane.manifests import delete_objects
 from control_plane.server import Refused, Server
 from in_pod import as_pod_of
 
-from gpuconf.node.in_cluster import load as load_in_cluster
 from gpuconf.node.node_annotation import PENDING_ANNOTATION, annotate_pending
 from gpuconf.node.node_labels import publish_labels
-from gpuconf.node.own_node_client import ApiError, OwnNode
 
 LAB = RENDERED / "lab"
 POLICY_FILES = [
@@ -157,19 +155,22 @@ def test_the_node_runtime_is_refused_another_node(
     assert WRONG_NODE in record.getMessage()
 
 
-def test_a_token_the_server_refuses_is_read_again_at_the_next_call(
-    as_node: Server, in_cluster: Path, node_token: str
+@pytest.mark.usefixtures("as_node")
+def test_after_a_token_the_server_refuses_the_next_call_sends_the_one_the_kubelet_wrote(
+    api_server: Server, in_cluster: Path, node_token: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The node runtime's client holds the token it read; once the server answers 401 (the
-    kubelet rotated the token, the old one expired), its next call reads the file again."""
+    """The kubelet rotated the token and the old one expired: the call that sent it fails and
+    is logged; the next one, with a client made for it, reads the file again."""
     (in_cluster / "token").write_text("a-token-this-server-never-issued", encoding="utf-8")
-    node = OwnNode(OWN, load_in_cluster())
-    with pytest.raises(ApiError) as refused:
-        node.get()
-    assert refused.value.status == 401
+    with caplog.at_level(logging.WARNING, logger="gpuconf.node.node_annotation"):
+        annotate_pending(OWN, [{"resource": "nvidia.com/gpu", "replicas": 4}])
+    assert "the API server answered 401" in caplog.text
     (in_cluster / "token").write_text(node_token, encoding="utf-8")
-    patched = node.patch(_annotate("gpuconf.dev/inventory-drift", "false"))
-    assert patched["metadata"]["annotations"]["gpuconf.dev/inventory-drift"] == "false"
+    annotate_pending(OWN, [{"resource": "nvidia.com/gpu", "replicas": 2}])
+    assert (
+        _annotations(api_server, OWN)[PENDING_ANNOTATION]
+        == '[{"replicas":2,"resource":"nvidia.com/gpu"}]'
+    )
 
 
 @pytest.mark.parametrize(

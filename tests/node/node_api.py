@@ -1,6 +1,6 @@
 """kube-apiserver's `/api/v1/nodes/<name>` for one Node, over HTTPS on 127.0.0.1, for the node
 runtime's own client (gpuconf/node/own_node_client.py): GET answers the Node, PATCH answers it
-too; every request is recorded with its headers and JSON body. Its certificate and CA are made
+too, or a redirect when told to; every request is recorded with its headers and JSON body. Its certificate and CA are made
 by the test control plane's `certs` program (tests/control_plane/certs: Go's standard library,
 no openssl), built with the control plane."""
 
@@ -55,8 +55,9 @@ class Seen:
 class NodeApi(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, node: dict[str, Any], pki: Path) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+    def __init__(self, node: dict[str, Any], pki: Path, host: str = "127.0.0.1") -> None:
+        """`host`: the loopback address to serve on; the certificate names 127.0.0.1 only."""
+        super().__init__((host, 0), _Handler)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(pki / "apiserver.crt", pki / "apiserver.key")
         self.socket = context.wrap_socket(self.socket, server_side=True)
@@ -64,8 +65,8 @@ class NodeApi(ThreadingHTTPServer):
         self.seen: list[Seen] = []
         self.statuses: list[int] = []
         """Statuses to answer the next requests with, in order (200: the Node), then 200."""
-        self.accepted_token: str | None = None
-        """When set, any other bearer token is answered 401, as a rotated-out token is."""
+        self.redirect_to: str | None = None
+        """When set, every request is answered 302 Found with this Location."""
         self._thread = threading.Thread(target=self.serve_forever, args=(0.05,), daemon=True)
 
     @property
@@ -102,9 +103,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.seen.append(
             Seen(self.command, self.path, self.headers, json.loads(data) if data else None)
         )
-        accepted = self.server.accepted_token
-        if accepted is not None and self.headers["Authorization"] != f"Bearer {accepted}":
-            self._reply(401, status(401, "Unauthorized"))
+        if self.server.redirect_to is not None:
+            self._reply(302, status(302, "Found"), {"Location": self.server.redirect_to})
         else:
             code = self.server.statuses.pop(0) if self.server.statuses else 200
             if code == 200:
@@ -112,9 +112,13 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._reply(code, status(code, f"the stand-in refuses with {code}"))
 
-    def _reply(self, code: int, body: dict[str, Any]) -> None:
+    def _reply(
+        self, code: int, body: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
         data = json.dumps(body).encode()
         self.send_response(code)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()

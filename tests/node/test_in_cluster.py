@@ -93,20 +93,28 @@ def test_the_token_is_re_read_once_a_minute_less_the_leeway(account: Path) -> No
     assert token.bearer() == "rotated"
 
 
-def test_an_expired_token_is_re_read_at_the_next_use(account: Path) -> None:
-    token = TokenFile(account / "token", Clock())
-    (account / "token").write_text("rotated", encoding="utf-8")
-    assert token.bearer() == "the-token"
-    token.expire()
-    assert token.bearer() == "rotated"
-
-
 def test_a_failed_re_read_keeps_the_last_token_and_says_why(
     account: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    token = TokenFile(account / "token", Clock())
+    clock = Clock()
+    token = TokenFile(account / "token", clock)
     (account / "token").unlink()
-    token.expire()
+    clock.now += in_cluster.TOKEN_PERIOD_SECONDS
     with caplog.at_level(logging.WARNING, logger="gpuconf.node.in_cluster"):
         assert token.bearer() == "the-token"
     assert "unable to rotate the service account token: cannot read" in caplog.text
+
+
+@pytest.mark.parametrize("inner", ["\n", " ", "\t", "\x00", "\x7f", "\u00e9"])
+def test_a_token_a_header_cannot_carry_is_refused_without_quoting_it(
+    account: Path, inner: str
+) -> None:
+    """http.client would refuse the header and quote it, token and all, in its error."""
+    (account / "token").write_text(f"secret-head{inner}secret-tail\n", encoding="utf-8")
+    with pytest.raises(InClusterConfigError) as refused:
+        load(ENV, account)
+    assert str(refused.value) == (
+        f"the service account token {account / 'token'} holds a space, a line break or another"
+        " character a bearer token cannot"
+    )
+    assert "secret" not in str(refused.value)

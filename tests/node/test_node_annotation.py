@@ -8,7 +8,7 @@ import logging
 from pathlib import Path
 
 import pytest
-from node_api import NodeApi
+from node_api import TOKEN, NodeApi
 
 from gpuconf.node.drift import DriftReport
 from gpuconf.node.node_annotation import annotate_node
@@ -69,3 +69,24 @@ def test_a_pod_without_its_token_logs_why_not_raises(
         annotate_node("node-a", DRIFTED)
     assert "could not annotate node node-a" in caplog.text
     assert f"cannot read the service account token {pod / 'token'}" in caplog.text
+
+
+@pytest.mark.usefixtures("pod")
+def test_each_patch_sends_the_token_the_kubelet_last_wrote(node_api: NodeApi, pod: Path) -> None:
+    """The runtime makes a client per call, so a rotated token is sent at once."""
+    annotate_node("node-a", DRIFTED)
+    (pod / "token").write_text("token-after-rotation", encoding="utf-8")
+    annotate_node("node-a", DRIFTED)
+    sent = [seen.headers["Authorization"] for seen in node_api.seen]
+    assert sent == [f"Bearer {TOKEN}", "Bearer token-after-rotation"]
+
+
+def test_a_token_broken_across_lines_is_never_logged(
+    node_api: NodeApi, pod: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (pod / "token").write_text("secret-head\nsecret-tail\n", encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="gpuconf.node.node_annotation"):
+        annotate_node("node-a", DRIFTED)
+    assert node_api.seen == []
+    assert f"the service account token {pod / 'token'} holds a space" in caplog.text
+    assert "secret" not in caplog.text

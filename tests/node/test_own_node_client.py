@@ -1,10 +1,13 @@
 """The node runtime's own client against an HTTPS stand-in of the API server: TLS checked
-against the service account's CA, the bearer token sent and re-read when it rotates, the
-patch type and body, and the server's refusals as the server words them."""
+against the service account's CA and the server's name, the bearer token sent and re-read when
+it rotates and never to another server, the patch type and body, the server's refusals as the
+server words them, and the environment's proxy used as client-go uses it."""
 
 from __future__ import annotations
 
 import socket
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -77,21 +80,6 @@ def test_a_rotated_token_is_sent_once_a_minute_has_passed(node_api: NodeApi, pod
 
 
 @pytest.mark.usefixtures("pod")
-def test_after_unauthorized_the_next_call_reads_the_token_again(
-    node_api: NodeApi, pod: Path
-) -> None:
-    """The kubelet rotated the token and the server no longer takes the old one: the call
-    fails, and the next one, within the minute, sends the new token."""
-    client = _client(Clock())
-    node_api.accepted_token = "token-after-rotation"
-    (pod / "token").write_text("token-after-rotation", encoding="utf-8")
-    with pytest.raises(ApiError) as refused:
-        client.get()
-    assert refused.value.status == 401
-    assert client.get() == NODE
-
-
-@pytest.mark.usefixtures("pod")
 def test_a_refusal_carries_the_server_s_status_and_message(node_api: NodeApi) -> None:
     node_api.statuses = [422]
     with pytest.raises(ApiError) as refused:
@@ -110,3 +98,84 @@ def test_no_server_listening_is_unreachable(
         as_pod(monkeypatch, tmp_path / "account", "127.0.0.1", port, TOKEN, ca)
         with pytest.raises(ApiUnreachable, match=f"https://127.0.0.1:{port}: .*refused"):
             _client().get()
+
+
+def test_a_server_whose_certificate_names_another_host_gets_nothing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, pki: Path
+) -> None:
+    """The stand-in's certificate, signed by the pod's CA, names 127.0.0.1; served on 127.0.0.2
+    the name does not match."""
+    with NodeApi(NODE, pki, host="127.0.0.2") as elsewhere:
+        ca = (pki / "ca.crt").read_bytes()
+        as_pod(monkeypatch, tmp_path / "account", "127.0.0.2", elsewhere.port, TOKEN, ca)
+        with pytest.raises(ApiUnreachable, match="IP address mismatch"):
+            _client().get()
+        assert elsewhere.seen == []
+
+
+@pytest.mark.usefixtures("pod")
+def test_a_redirect_is_refused_and_the_token_never_reaches_the_other_server(
+    node_api: NodeApi, pki: Path
+) -> None:
+    with NodeApi(NODE, pki) as other:
+        node_api.redirect_to = f"https://127.0.0.1:{other.port}/api/v1/nodes/node-a"
+        with pytest.raises(ApiError) as refused:
+            _client().get()
+        assert refused.value.status == 302
+        assert other.seen == []
+    assert len(node_api.seen) == 1
+
+
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A port on 127.0.0.1 nothing listens on (bound, never listening: connections are refused)."""
+    with socket.socket() as reserved:
+        reserved.bind(("127.0.0.1", 0))
+        yield reserved.getsockname()[1]
+
+
+@pytest.mark.usefixtures("pod")
+@pytest.mark.parametrize("no_proxy", ["127.0.0.0/8", ""])
+def test_a_loopback_server_or_one_no_proxy_lists_by_range_is_reached_directly(
+    monkeypatch: pytest.MonkeyPatch, node_api: NodeApi, closed_port: int, no_proxy: str
+) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{closed_port}")
+    monkeypatch.setenv("NO_PROXY", no_proxy)
+    assert _client().get() == NODE
+
+
+class ProxyStandIn:
+    """An HTTP proxy that records the first request line of each connection and refuses it."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.requests: list[str] = []
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        with self.listener:
+            connection, _ = self.listener.accept()
+            with connection:
+                head = b""
+                while b"\r\n\r\n" not in head and (chunk := connection.recv(4096)):
+                    head += chunk
+                self.requests.append(head.decode().split("\r\n")[0])
+                connection.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
+
+
+@pytest.mark.parametrize("no_proxy", ["fd00::/8,10.0.0.0/16,.cluster.local,10.96.0.1:8443", ""])
+def test_a_service_address_no_proxy_does_not_list_goes_through_the_proxy(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, pki: Path, no_proxy: str
+) -> None:
+    """The entries that do list it are https_proxy's unit tests (test_https_proxy.py): reached
+    directly, 10.96.0.1 is nowhere here."""
+    proxy = ProxyStandIn()
+    ca = (pki / "ca.crt").read_bytes()
+    as_pod(monkeypatch, tmp_path / "account", "10.96.0.1", 443, TOKEN, ca)
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy.port}")
+    monkeypatch.setenv("NO_PROXY", no_proxy)
+    with pytest.raises(ApiUnreachable, match="403 Forbidden"):
+        _client().get()
+    assert [line.split()[:2] for line in proxy.requests] == [["CONNECT", "10.96.0.1:443"]]

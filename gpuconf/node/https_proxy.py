@@ -1,0 +1,103 @@
+"""Whether a request to the API server goes through the environment's HTTPS proxy, decided as
+client-go decides it (golang.org/x/net/http/httpproxy/proxy.go v0.62.0, config.init and
+useProxy): localhost and loopback addresses never go through it; NO_PROXY's entries are `*`,
+IPv4 and IPv6 CIDR ranges, IP addresses (`[v6]:port` or `v4:port` match that port only) and
+domains (`example.com` matches it and its subdomains, `.example.com` and `*.example.com` only
+the subdomains). A cluster-wide proxy lists the service CIDR there; urllib's own matching
+reads no CIDR ranges, so the node runtime would send its Node calls to the proxy."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from collections.abc import Mapping
+from typing import NamedTuple
+from urllib.parse import urlsplit
+
+IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+class Target(NamedTuple):
+    host: str
+    """Lower case, an IPv6 address without its brackets."""
+    port: str
+    ip: IpAddress | None
+
+
+def https_proxy(url: str, environ: Mapping[str, str] = os.environ) -> str | None:
+    """The proxy an HTTPS request to `url` goes through; None to connect directly."""
+    proxy = _first_set(environ, "https_proxy", "HTTPS_PROXY")
+    if not proxy:
+        return None
+    parts = urlsplit(url)
+    target = Target(parts.hostname or "", str(parts.port or 443), _ip(parts.hostname or ""))
+    if _never_proxied(target) or bypasses(_first_set(environ, "no_proxy", "NO_PROXY"), target):
+        return None
+    return proxy
+
+
+def _first_set(environ: Mapping[str, str], *names: str) -> str:
+    """Go's getEnvAny: the lower-case name first, an empty value as unset."""
+    return next((environ[name] for name in names if environ.get(name)), "")
+
+
+def _ip(host: str) -> IpAddress | None:
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        return None
+
+
+def _never_proxied(target: Target) -> bool:
+    return target.host == "localhost" or (target.ip is not None and target.ip.is_loopback)
+
+
+def bypasses(no_proxy: str, target: Target) -> bool:
+    """Whether an entry of NO_PROXY (comma-separated) matches the target."""
+    return any(_matches(entry, target) for entry in _entries(no_proxy))
+
+
+def _entries(no_proxy: str) -> list[str]:
+    return [entry for entry in (part.strip().lower() for part in no_proxy.split(",")) if entry]
+
+
+def _matches(entry: str, target: Target) -> bool:
+    if entry == "*":
+        return True
+    if "/" in entry:
+        try:
+            network = ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            pass  # not a range: Go reads it as a host below
+        else:
+            return target.ip is not None and target.ip in network
+    host, port = _split_host_port(entry)
+    if not host:
+        return False  # Go ignores a malformed entry
+    port_matches = not port or port == target.port
+    entry_ip = _ip(host)
+    if entry_ip is not None:
+        return entry_ip == target.ip and port_matches
+    if target.ip is not None:
+        return False  # a domain never matches an address
+    domain = host[1:] if host.startswith("*.") else host
+    if domain.startswith("."):
+        return target.host.endswith(domain) and port_matches
+    return (target.host == domain or target.host.endswith("." + domain)) and port_matches
+
+
+def _split_host_port(entry: str) -> tuple[str, str]:
+    """Go's net.SplitHostPort where it succeeds, else the whole entry as the host; a bracketed
+    IPv6 address without a port is read as that address too (Go keeps the brackets, so it
+    never matches)."""
+    if entry.startswith("["):
+        host, closed, rest = entry[1:].partition("]")
+        if closed and not rest:
+            return host, ""
+        if closed and rest.startswith(":") and ":" not in rest[1:]:
+            return host, rest[1:]
+        return entry, ""
+    if entry.count(":") == 1:
+        host, port = entry.split(":")
+        return host, port
+    return entry, ""

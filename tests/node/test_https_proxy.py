@@ -1,0 +1,72 @@
+"""Which API server addresses go through the environment's HTTPS proxy: NO_PROXY read as
+client-go reads it (golang.org/x/net/http/httpproxy/proxy.go v0.62.0, and its proxy_test.go
+cases), where urllib's own matching reads no CIDR ranges."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuconf.node.https_proxy import https_proxy
+
+PROXY = "http://proxy.example:3128"
+
+
+def _proxied(server: str, no_proxy: str) -> bool:
+    return https_proxy(server, {"HTTPS_PROXY": PROXY, "NO_PROXY": no_proxy}) == PROXY
+
+
+@pytest.mark.parametrize(
+    ("server", "no_proxy"),
+    [
+        pytest.param("https://10.96.0.1:443", "10.96.0.0/12", id="service-cidr"),
+        pytest.param("https://10.96.0.1:443", "192.168.0.0/16, 10.0.0.0/8", id="second-range"),
+        pytest.param("https://[fd00:10:96::1]:443", "fd00:10:96::/108", id="ipv6-cidr"),
+        pytest.param("https://[fd00:10:96::1]:443", "[fd00:10:96::1]:443", id="ipv6-port"),
+        pytest.param("https://[fd00:10:96::1]:443", "fd00:10:96::1", id="ipv6-address"),
+        pytest.param("https://[fd00:10:96::1]:443", "[fd00:10:96::1]", id="ipv6-brackets"),
+        pytest.param("https://10.96.0.1:443", "10.96.0.1", id="ipv4-address"),
+        pytest.param("https://10.96.0.1", "10.96.0.1:443", id="default-port"),
+        pytest.param("https://api.cluster.local:6443", "cluster.local", id="domain-suffix"),
+        pytest.param("https://cluster.local:6443", "cluster.local", id="domain-itself"),
+        pytest.param("https://api.cluster.local:6443", ".cluster.local", id="leading-dot"),
+        pytest.param("https://api.cluster.local:6443", "*.cluster.local", id="leading-star"),
+        pytest.param("https://API.Cluster.Local:6443", "api.cluster.local:6443", id="case-port"),
+        pytest.param("https://10.96.0.1:443", "*", id="everything"),
+        pytest.param("https://localhost:6443", "", id="localhost"),
+        pytest.param("https://127.0.0.5:6443", "", id="loopback"),
+        pytest.param("https://[::1]:6443", "", id="ipv6-loopback"),
+    ],
+)
+def test_a_server_no_proxy_lists_or_on_loopback_is_reached_directly(
+    server: str, no_proxy: str
+) -> None:
+    assert not _proxied(server, no_proxy)
+
+
+@pytest.mark.parametrize(
+    ("server", "no_proxy"),
+    [
+        pytest.param("https://10.96.0.1:443", "", id="nothing-listed"),
+        pytest.param("https://10.96.0.1:443", "10.0.0.0/16", id="other-range"),
+        pytest.param("https://10.96.0.1:443", "fd00::/8", id="other-family"),
+        pytest.param("https://10.96.0.1:443", "10.96.0.1:6443", id="other-port"),
+        pytest.param("https://10.96.0.1:443", "0.1", id="address-no-suffix"),
+        pytest.param("https://10.96.0.1:443", "10.96.0.1.example", id="domain-not-address"),
+        pytest.param("https://cluster.local:6443", ".cluster.local", id="dot-only-subdomains"),
+        pytest.param("https://cluster.local:6443", "*.cluster.local", id="star-only-subdomains"),
+        pytest.param("https://mycluster.local:6443", "cluster.local", id="not-a-subdomain"),
+        pytest.param("https://[fd00:10:96::1]:443", "[fd00:10:96::1]:6443", id="ipv6-other-port"),
+    ],
+)
+def test_a_server_no_proxy_does_not_list_goes_through_the_proxy(server: str, no_proxy: str) -> None:
+    assert _proxied(server, no_proxy)
+
+
+def test_the_lower_case_names_come_first_and_an_empty_one_counts_as_unset() -> None:
+    environ = {"https_proxy": "", "HTTPS_PROXY": PROXY, "no_proxy": "10.0.0.0/8"}
+    assert https_proxy("https://10.96.0.1:443", environ) is None
+    assert https_proxy("https://10.96.0.1:443", {**environ, "no_proxy": ""}) == PROXY
+
+
+def test_without_a_proxy_every_server_is_reached_directly() -> None:
+    assert https_proxy("https://10.96.0.1:443", {"NO_PROXY": ""}) is None
