@@ -165,9 +165,11 @@ class GoKubelet:
                 )
         return found[-1]
 
-    def event(self, kind: str, resource: str | None = None) -> dict[str, Any] | None:
-        """The latest event of a kind (for a resource)."""
-        for event in reversed(self.events):
+    def event(
+        self, kind: str, resource: str | None = None, after: int = 0
+    ) -> dict[str, Any] | None:
+        """The latest event of a kind (for a resource), among events[after:]."""
+        for event in reversed(self.events[after:]):
             if event["event"] == kind and resource in (None, event.get("resource")):
                 return event
         return None
@@ -195,9 +197,12 @@ class GoKubelet:
         resource: str,
         check: Callable[[Devices], bool] = lambda _: True,
         timeout: float = 10.0,
+        after: int = 0,
     ) -> Devices:
+        """The latest device list of a resource among events[after:], once check passes."""
+
         def latest() -> Devices | None:
-            event = self.event("devices", resource)
+            event = self.event("devices", resource, after)
             devices = devices_of(event["response"]) if event else None
             return devices if devices is not None and check(devices) else None
 

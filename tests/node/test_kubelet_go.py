@@ -370,3 +370,33 @@ def test_after_a_kubelet_restart_the_plugin_serves_again_and_re_registers(
     finally:
         new.stop()
     assert process.alive()
+
+
+def test_a_resource_removed_from_the_config_is_disconnected_and_no_longer_allocatable(
+    small_node: tuple[NodeProcess, GoKubelet],
+) -> None:
+    process, kubelet = small_node
+    process.write_config(node_config([resource("h100-extra", [0, 1, 2, 3])], gpus=4))
+    kubelet.wait(lambda: kubelet.event("disconnected", WHOLE), timeout=5, what="h100 dropped")
+    kubelet.wait_devices("gpuconf.dev/h100-extra")
+    # ManagerImpl.PluginDisconnected marks the devices unhealthy; the capacity goes after
+    # the endpoint's grace period (endpointStopGracePeriod, five minutes).
+    assert kubelet.call("capacity")["allocatable"] == {WHOLE: 0, "gpuconf.dev/h100-extra": 4}
+    with pytest.raises(KubeletRefused, match="no healthy devices present"):
+        admit(kubelet, "pod-stale", WHOLE, 1)
+
+
+def test_a_plugin_serving_anew_on_a_deleted_socket_is_connected_again_and_stays(
+    small_node: tuple[NodeProcess, GoKubelet],
+) -> None:
+    process, kubelet = small_node
+    seen = len(kubelet.events)
+    process.socket(WHOLE).unlink()
+    kubelet.wait_connected(WHOLE, after=seen, timeout=5)
+    kinds = [e["event"] for e in kubelet.events[seen:] if e.get("resource") == WHOLE]
+    # The old stream's end is handled before the new registration (handler.go runClient
+    # disconnects whichever client holds the name when a stream ends).
+    assert kinds[:2] == ["disconnected", "connected"]
+    assert len(kubelet.wait_devices(WHOLE, after=seen)) == 4
+    assert kubelet.call("capacity")["allocatable"] == {WHOLE: 4}
+    assert len(admit(kubelet, "pod-again", WHOLE, 1)["devices"]) == 1
