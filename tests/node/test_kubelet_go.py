@@ -20,7 +20,7 @@ from builders import gpu_uuid, mig_uuid, node_config, nvlink_box, resource
 from control_plane.cluster import ControlPlaneError
 from go_kubelet import GoKubelet, KubeletRefused, build, devices_of
 from google.protobuf.json_format import MessageToDict
-from plugin_process import NodeProcess, allocate, plain_gpu
+from plugin_process import NodeProcess, allocate, plain_gpu, wait_until
 
 from gpuconf.node.kubelet.proto import api_pb2
 
@@ -400,3 +400,28 @@ def test_a_plugin_serving_anew_on_a_deleted_socket_is_connected_again_and_stays(
     assert len(kubelet.wait_devices(WHOLE, after=seen)) == 4
     assert kubelet.call("capacity")["allocatable"] == {WHOLE: 4}
     assert len(admit(kubelet, "pod-again", WHOLE, 1)["devices"]) == 1
+
+
+def test_a_gpu_a_pod_holds_moves_class_only_after_the_kubelet_lists_it_released(
+    small_node: tuple[NodeProcess, GoKubelet],
+) -> None:
+    """gpuconf reads the kubelet's pod-resources List, which names one device per entry
+    (pkg/kubelet/cm/container_manager.go containerDevicesFromResourceDeviceInstances)."""
+    process, kubelet = small_node
+    held = admit(kubelet, "pod-holding", WHOLE, 2)["devices"]
+    assert held == [gpu_uuid(0), gpu_uuid(1)]  # doubly NVLinked
+    lists = kubelet.call("lists")
+    wait_until(lambda: kubelet.call("lists") >= lists + 2, what="two pod-resources polls")
+    sharing = {"strategy": "time-slicing", "replicas": 2}
+    moved = [resource("h100", [0, 2, 3]), resource("h100-shared", [1], sharing=sharing)]
+    process.write_config(node_config(moved, gpus=4, deviceListStrategy="envvar"))
+    whole = kubelet.wait_devices(WHOLE, lambda d: d[gpu_uuid(1)][0] == "Unhealthy")
+    assert sorted(whole) == [gpu_uuid(i) for i in range(4)]  # still listed for its holder
+    assert process.status()["pendingChanges"][0]["held"] == [f"{WHOLE}/{gpu_uuid(1)}"]
+
+    kubelet.call("release", pod="pod-holding")
+    shared = kubelet.wait_devices("gpuconf.dev/h100-shared", lambda d: len(d) == 2)
+    assert sorted(shared) == [f"{gpu_uuid(1)}::{n}" for n in range(2)]
+    assert sorted(kubelet.wait_devices(WHOLE, lambda d: len(d) == 3)) == [
+        gpu_uuid(i) for i in (0, 2, 3)
+    ]

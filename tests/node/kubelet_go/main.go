@@ -13,6 +13,10 @@
 //	{"id": 3, "op": "admit", "pod": UID, "resource": R, "count": n}
 //	{"id": 4, "op": "release", "pod": UID}
 //	{"id": 5, "op": "capacity"}
+//	{"id": 6, "op": "lists"}
+//
+// It also serves the kubelet's pod-resources API (pkg/kubelet/apis/podresources) from the same
+// device manager, listing the pods admitted and not released; "lists" counts its List calls.
 //
 // preferred and allocate call the plugin through the kubelet's client as endpoint.go does;
 // admit is the kubelet admitting a pod: ManagerImpl.Allocate (GetPreferredAllocation when the
@@ -109,6 +113,7 @@ type kubelet struct {
 	mutex   sync.Mutex
 	plugins map[string]plugin.DevicePlugin
 	pods    map[string]*v1.Pod
+	lists   int
 }
 
 func (k *kubelet) CleanupPluginDirectory(dir string) error {
@@ -150,8 +155,17 @@ func (k *kubelet) PluginListAndWatchReceiver(resourceName string, response *api.
 // The pod-resources API's providers (pkg/kubelet/apis/podresources/types.go): pods are the ones
 // admitted and not released; devices come from the device manager as in the container manager
 // (container_manager_linux.go GetDevices, GetAllocatableDevices); no CPUs, memory or claims.
-func (k *kubelet) GetActivePods() []*v1.Pod { return k.activePods() }
-func (k *kubelet) GetPods() []*v1.Pod       { return k.activePods() }
+func (k *kubelet) GetActivePods() []*v1.Pod { return k.listed() }
+func (k *kubelet) GetPods() []*v1.Pod       { return k.listed() }
+
+// listed is the pods the pod-resources List answers with, counted, so that a test can wait
+// until a client has seen a change.
+func (k *kubelet) listed() []*v1.Pod {
+	k.mutex.Lock()
+	k.lists++
+	k.mutex.Unlock()
+	return k.activePods()
+}
 func (k *kubelet) GetPodByName(namespace, name string) (*v1.Pod, bool) {
 	k.mutex.Lock()
 	defer k.mutex.Unlock()
@@ -264,6 +278,10 @@ func (k *kubelet) run(c command) (any, error) {
 		k.mutex.Unlock()
 		k.manager.UpdateAllocatedDevices()
 		return map[string]any{}, nil
+	case "lists":
+		k.mutex.Lock()
+		defer k.mutex.Unlock()
+		return k.lists, nil
 	case "capacity":
 		capacity, allocatable, _ := k.manager.GetCapacity()
 		counts := func(list v1.ResourceList) map[string]int64 {
