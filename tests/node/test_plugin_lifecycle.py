@@ -12,10 +12,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 from builders import gpu_uuid, node_config, nvlink_box, resource
 from kubelet_stub import KubeletStub
 from plugin_process import NODE, NodeProcess, allocate, serving, wait_until
+
+from gpuconf.node.kubelet.proto import api_pb2
 
 WHOLE = "gpuconf.dev/h100"
 EXTRA = "gpuconf.dev/h100-extra"
@@ -82,6 +85,22 @@ def test_a_valid_config_change_is_applied_without_a_restart(
     ]
     assert process.process.pid == pid
     assert process.alive()
+
+
+def test_a_resource_removed_from_the_config_ends_its_list_and_watch_streams_with_unavailable(
+    running: tuple[NodeProcess, KubeletStub],
+) -> None:
+    """The kubelet drops a plugin only when its stream ends (test_kubelet_go.py shows it)."""
+    process, _ = running
+    with process.plugin(WHOLE) as plugin:
+        stream = plugin.ListAndWatch(api_pb2.Empty(), timeout=5)
+        assert len(next(stream).devices) == 4
+        process.write_config(node_config([resource("h100-extra", [0, 1])]))
+        with pytest.raises(grpc.RpcError) as ended:
+            for _ in stream:
+                pass
+    assert ended.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert ended.value.details() == "the gpuconf.dev/h100 plugin stopped serving"
 
 
 def test_an_invalid_config_is_refused_and_the_last_good_one_keeps_serving(

@@ -30,6 +30,8 @@ SERVICE = "/v1beta1.DevicePlugin"
 MAX_STREAMS = 32
 """Open ListAndWatch streams per socket."""
 START_TIMEOUT_SECONDS = 5.0
+STREAMS_END_SECONDS = 1.0
+"""How long stop() waits for the ListAndWatch streams to send their last status."""
 
 _log = log.get("plugin")
 
@@ -53,6 +55,24 @@ class DevicePluginService:
         self._views = views
         self._metrics = metrics
         self._streams = 0
+        self._ending = False
+        self._wakers: set[asyncio.Event] = set()
+
+    @property
+    def streams(self) -> int:
+        return self._streams
+
+    def end_streams(self) -> None:
+        """Make every ListAndWatch call end with UNAVAILABLE (call on the loop).
+
+        The kubelet learns that a plugin has gone only when its ListAndWatch stream ends
+        (k8s.io/kubernetes pkg/kubelet/cm/devicemanager/plugin/v1beta1/client.go Run, then
+        handler.go runClient → ManagerImpl.PluginDisconnected, which marks the devices
+        unhealthy). grpclib's Server.close() only cancels the handlers, and a cancelled handler
+        sends the client nothing: the kubelet would go on advertising a removed resource."""
+        self._ending = True
+        for waker in self._wakers:
+            waker.set()
 
     def __mapping__(self) -> Mapping[str, Handler]:
         unary = Cardinality.UNARY_UNARY
@@ -96,6 +116,8 @@ class DevicePluginService:
                 Status.RESOURCE_EXHAUSTED,
                 f"{MAX_STREAMS} ListAndWatch streams are open on this socket already",
             )
+        if self._ending:
+            raise GRPCError(Status.UNAVAILABLE, "this plugin is stopping")
         self._streams += 1
         loop = asyncio.get_running_loop()
         changed = asyncio.Event()
@@ -104,18 +126,27 @@ class DevicePluginService:
             loop.call_soon_threadsafe(changed.set)
 
         stop_watching = self._views.watch(wake)
+        self._wakers.add(changed)
         try:
             version, view = self._views.current()
             await stream.send_message(_device_message(view))
             while True:
                 await changed.wait()
                 changed.clear()
+                if self._ending:
+                    # Sent here rather than raised, so that `streams` counts it sent.
+                    await stream.send_trailing_metadata(
+                        status=Status.UNAVAILABLE,
+                        status_message=f"the {view.resource.name} plugin stopped serving",
+                    )
+                    return
                 newest, view = self._views.current()
                 if newest != version:
                     version = newest
                     await stream.send_message(_device_message(view))
         finally:
             stop_watching()
+            self._wakers.discard(changed)
             self._streams -= 1
 
     async def GetPreferredAllocation(self, stream: Stream[Any, Any]) -> None:
@@ -168,7 +199,7 @@ class PluginServer:
         self.socket_path = socket_path
         self._views = views
         self._metrics = metrics
-        self._server: Server | None = None
+        self._server: tuple[Server, DevicePluginService] | None = None
         self._lock = threading.Lock()
 
     def start(self) -> None:
@@ -177,15 +208,15 @@ class PluginServer:
         service = DevicePluginService(self._views, self._metrics)
         server = io_loop().run(_started(service, self.socket_path), START_TIMEOUT_SECONDS)
         with self._lock:
-            self._server = server
+            self._server = (server, service)
 
     def stop(self) -> None:
         with self._lock:
-            server, self._server = self._server, None
-        if server is None:
+            serving, self._server = self._server, None
+        if serving is None:
             return
         with contextlib.suppress(TimeoutError):
-            io_loop().run(_closed(server), START_TIMEOUT_SECONDS)
+            io_loop().run(_closed(*serving), START_TIMEOUT_SECONDS)
         self.socket_path.unlink(missing_ok=True)
 
     @property
@@ -207,7 +238,12 @@ async def _started(service: DevicePluginService, socket_path: Path) -> Server:
     return server
 
 
-async def _closed(server: Server) -> None:
-    """Stop listening and end every call, ListAndWatch streams included."""
+async def _closed(server: Server, service: DevicePluginService) -> None:
+    """End the ListAndWatch streams with a status the client sees, then stop listening and
+    cancel whatever call is left."""
+    service.end_streams()
+    deadline = asyncio.get_running_loop().time() + STREAMS_END_SECONDS
+    while service.streams and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.01)
     server.close()
     await server.wait_closed()
