@@ -7,7 +7,7 @@ from typing import Any
 import celpy
 import pytest
 import yaml
-from builders import CATALOG, REPO, cluster_file, load_yaml, rendered
+from builders import CATALOG, REPO, cluster_file, errors, load_yaml, rendered, valid
 from many_pools import many_pools
 
 POLICY = "cluster/validatingadmissionpolicy-gpuconf-node.yaml"
@@ -342,11 +342,15 @@ def test_a_node_may_not_move_itself_into_another_pool(
     assert all(verdicts) is allowed
 
 
-def test_a_gfd_label_a_pool_selects_by_is_not_the_node_s_to_change() -> None:
+def _lab_selected_by_product() -> dict[str, Any]:
     data = cluster_file("lab")
     data["spec"]["node"] = {"labels": {"owner": "gpuconf"}}
     data["spec"]["nodePools"][0]["nodeSelector"] = {"nvidia.com/gpu.product": "Tesla-T4"}
-    policy = load_yaml(rendered(data)[POLICY])
+    return data
+
+
+def test_a_gfd_label_a_pool_selects_by_is_not_the_node_s_to_change() -> None:
+    policy = load_yaml(rendered(_lab_selected_by_product())[POLICY])
     old = _with_labels({"nvidia.com/gpu.product": "Tesla-T4"})
     renamed = _with_labels({"nvidia.com/gpu.product": "Tesla-T4-SHARED"})
     counted = _with_labels({"nvidia.com/gpu.product": "Tesla-T4", "nvidia.com/gpu.count": "2"})
@@ -405,3 +409,29 @@ def test_with_hundreds_of_pools_a_node_writes_its_own_pool_s_labels_only(
         hundreds_of_pools, _with_labels(old), _with_labels({**old, **new}), "gpu-1"
     )
     assert all(verdicts) is allowed
+
+
+def test_a_pool_selecting_by_a_label_every_other_pool_s_runtime_writes_is_refused() -> None:
+    """fleet's h100 pool selecting by gpu.product (and a team label, so no warning says the
+    selector is NVIDIA's alone): every other pool's node runtime writes gpu.product where its
+    nodes carry none, and the policy refuses that whole label patch."""
+    data = cluster_file("fleet")
+    data["spec"]["nodePools"][2]["nodeSelector"] = {
+        "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+        "example.com/team": "x",
+    }
+    (error,) = errors(data)
+    assert error.path == ("spec", "nodePools", 2, "nodeSelector", "nvidia.com/gpu.product")
+    assert "refuses the runtime's whole label patch" in error.message
+    assert "('t4', 'a100', 'l4')" in error.message
+    data["spec"]["node"]["labels"]["owner"] = "gfd"
+    assert not any("label patch" in w.message for w in valid(data).warnings)
+
+
+def test_a_pool_selecting_by_a_label_only_its_own_runtime_writes_is_warned() -> None:
+    """Lab's one pool: its runtime's writes are admitted while it writes the value there."""
+    (warning,) = [
+        w for w in valid(_lab_selected_by_product()).warnings if "label patch" in w.message
+    ]
+    assert warning.path == ("spec", "nodePools", 0, "nodeSelector", "nvidia.com/gpu.product")
+    assert "wherever the value it writes is not the node's already" in warning.message
