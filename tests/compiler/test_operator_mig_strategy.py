@@ -307,6 +307,9 @@ def test_the_operator_s_own_device_plugin_gets_a_warning_when_gpuconf_sets_its_s
     document["spec"]["gpuOperator"]["devicePlugin"] = True
     (warning,) = [d for d in valid(document).warnings if d.path[-1] == "devicePlugin"]
     assert "mig.strategy to mixed" in warning.message
+    # k8s-device-plugin v0.20.0 cmd/nvidia-device-plugin/main.go validateFlags
+    assert "using --mig-strategy=mixed is not supported with MPS" in warning.message
+    assert "shares no GPU with MPS" in warning.hint
 
 
 def test_a_class_the_operator_s_strategy_renames_gets_a_warning_until_the_file_names_it() -> None:
