@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpuconf.api.cluster.nvidia_components import GpuOperator
-from gpuconf.compiler.resolve.class_selection import class_pools, default_resource_name
-from gpuconf.compiler.resolve.mig_strategies import MigStrategies, PoolNeed, mig_strategies
+from gpuconf.compiler.resolve.class_selection import default_resource_name
+from gpuconf.compiler.resolve.mig_strategies import MigStrategies, PoolNeed
 from gpuconf.compiler.rules.context import SPEC, RuleContext, class_path, pool_path
 from gpuconf.diagnostics import Diagnostic
 from gpuconf.gpus.gpu_operator import FIRST_WAITING, RELEASES
@@ -77,8 +77,7 @@ def _mig_waits(ctx: RuleContext, operator: GpuOperator) -> Iterator[Diagnostic]:
 
 
 def _one_mig_strategy(ctx: RuleContext, operator: GpuOperator) -> Iterator[Diagnostic]:
-    spec = ctx.cluster.spec
-    strategies = mig_strategies(spec, ctx.inventory, class_pools(ctx.classes))
+    strategies = ctx.mig_strategies
     if strategies.conflict:
         yield ctx.error(
             OPERATOR,
