@@ -14,6 +14,7 @@ from gpuconf.api.shape_errors import diagnostics_from
 from gpuconf.api.validators import validate_cluster
 from gpuconf.compiler.resolve.class_selection import ResolvedClass, resolve_classes
 from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory, build_inventory
+from gpuconf.compiler.resolve.mig_strategies import MigStrategies
 from gpuconf.compiler.rules import DOCUMENT_RULES, INVENTORY_RULES, QUEUE_RULES, RuleContext
 from gpuconf.compiler.set_aside import NOTHING, SetAside, set_aside
 from gpuconf.diagnostics import Diagnostic, has_errors
@@ -28,6 +29,8 @@ class Validated(NamedTuple):
     cluster: Cluster
     inventory: DeclaredInventory
     classes: tuple[ResolvedClass, ...]
+    mig_strategies: MigStrategies
+    """Each pool's migStrategy and the GPU Operator's (resolve/mig_strategies.py)."""
     warnings: tuple[Diagnostic, ...]
     catalog: Catalog
     """The catalog it was checked against, with the models the cluster declares (DRA selectors
@@ -51,7 +54,13 @@ def validate(located: Located, catalog: Catalog) -> Validated | list[Diagnostic]
     if has_errors(diagnostics):
         return diagnostics
     return Validated(
-        located, cluster, context.inventory, context.classes, tuple(diagnostics), context.catalog
+        located,
+        cluster,
+        context.inventory,
+        context.classes,
+        context.mig_strategies,
+        tuple(diagnostics),
+        context.catalog,
     )
 
 
@@ -73,8 +82,8 @@ def _rules_on_the_rest(
 def _context(cluster: Cluster, located: Located, catalog: Catalog, aside: SetAside) -> RuleContext:
     catalog = catalog.extended(cluster.spec.gpu_models)
     inventory = build_inventory(cluster, catalog)
-    classes = resolve_classes(cluster.spec, inventory)
-    return RuleContext(cluster, located, catalog, inventory, classes, aside)
+    classes, strategies = resolve_classes(cluster.spec, inventory)
+    return RuleContext(cluster, located, catalog, inventory, classes, strategies, aside)
 
 
 def _rule_diagnostics(context: RuleContext) -> list[Diagnostic]:

@@ -207,6 +207,14 @@ def gfd_keys(owner: str) -> tuple[str, ...]:
     return tuple(sorted(GFD_KEYS)) if owner == "gpuconf" else ()
 
 
+def writes_key(key: str, mig: bool) -> bool:
+    """Whether gpuconf's node runtime, as the labels' owner, may write `key` on a node of a pool
+    (`mig`: a pool with MIG layouts, whose nodes also write mig.strategy and MIG keys)."""
+    if key in GFD_KEYS:
+        return key != MIG_STRATEGY or mig
+    return mig and (key in SINGLE_MIG_KEYS or key.startswith(MIG_RESOURCE_PREFIX))
+
+
 def pool_keys(config: NodeConfig) -> tuple[str, ...]:
     """The label keys a node of this config publishes beyond `gfd_keys`, sorted: gpuconf's pool
     label, the labels of the classes its pool serves and its models' MIG keys."""

@@ -176,19 +176,13 @@ def mig_strategy(layouts: Iterable[Mapping[str, int] | None]) -> str:
     return "mixed"
 
 
-STRATEGIES = frozenset({"none", "single", "mixed"})
-
-
 def strategies_labelling(layouts: Iterable[Mapping[str, int] | None]) -> frozenset[str]:
     """The migStrategies under which NVIDIA's GFD describes these GPUs' MIG devices
     (k8s-device-plugin v0.20.0 internal/lm/mig-strategy.go). `mixed` always: one
     nvidia.com/mig-<profile>.* set per profile present (newMigStrategyMixedLabeler). `single`
     only where every GPU is MIG with the same one profile: MIG beside whole GPUs, or more than one
     profile, gets <model>-MIG-INVALID and count 0 (newMigStrategySingleLabeler). Not `none`,
-    which labels MIG GPUs as whole ones. GPUs without MIG are labelled alike under all three
-    (newGPULabelers; single without MIG-enabled GPUs is none), but for nvidia.com/mig.strategy."""
-    seen = list(layouts)
-    strategy = mig_strategy(seen)
-    if strategy == "none":
-        return STRATEGIES
+    which labels MIG GPUs as whole ones. Asked only of GPUs with MIG (resolve/mig_strategies.py
+    asks of no pool without)."""
+    strategy = mig_strategy(layouts)
     return frozenset({"single", "mixed"}) if strategy == "single" else frozenset({"mixed"})

@@ -25,6 +25,9 @@ from builders import (
     valid,
 )
 
+from gpuconf.compiler.plan import plan
+from gpuconf.compiler.render import render
+from gpuconf.compiler.templating.engine import Templates
 from gpuconf.compiler.validate import Validated
 from gpuconf.gpus.mig import mig_strategy
 from gpuconf.gpus.resource_names import unshared
@@ -307,6 +310,9 @@ def test_the_operator_s_own_device_plugin_gets_a_warning_when_gpuconf_sets_its_s
     document["spec"]["gpuOperator"]["devicePlugin"] = True
     (warning,) = [d for d in valid(document).warnings if d.path[-1] == "devicePlugin"]
     assert "mig.strategy to mixed" in warning.message
+    # k8s-device-plugin v0.20.0 cmd/nvidia-device-plugin/main.go validateFlags
+    assert "using --mig-strategy=mixed is not supported with MPS" in warning.message
+    assert "shares no GPU with MPS" in warning.hint
 
 
 def test_a_class_the_operator_s_strategy_renames_gets_a_warning_until_the_file_names_it() -> None:
@@ -320,3 +326,17 @@ def test_a_class_the_operator_s_strategy_renames_gets_a_warning_until_the_file_n
     )
     document["spec"]["resourceClasses"][0]["resourceName"] = "nvidia.com/mig-1g.10gb"
     assert valid(document).warnings == ()
+
+
+def test_the_plan_writes_the_strategies_validation_resolved() -> None:
+    """resolve/class_selection.py resolves the strategies once, with the classes they name; the
+    rules and the plan read that one answer (Validated.mig_strategies), never their own."""
+    validated = valid(_mixed_layouts("nvidia"))
+    assert validated.mig_strategies.operator == "mixed"
+    assert _strategy(_render(validated)) == "mixed"
+    forced = validated.mig_strategies._replace(operator="single")
+    assert _strategy(_render(validated._replace(mig_strategies=forced))) == "single"
+
+
+def _render(validated: Validated) -> dict[str, bytes]:
+    return dict(render(plan(validated, "cluster.yaml"), Templates()))

@@ -7,7 +7,8 @@ from typing import Any
 import celpy
 import pytest
 import yaml
-from builders import CATALOG, REPO, cluster_file, load_yaml, rendered
+from builders import CATALOG, REPO, cluster_file, errors, load_yaml, rendered, valid
+from many_pools import many_pools
 
 POLICY = "cluster/validatingadmissionpolicy-gpuconf-node.yaml"
 ROLE = "cluster/clusterrole-gpuconf-node.yaml"
@@ -175,9 +176,8 @@ def _mig_policy() -> dict[str, Any]:
     return load_yaml(rendered(data)[POLICY])
 
 
-def _pool_label_keys(policy: dict[str, Any], node_labels: dict[str, str]) -> set[str]:
-    """The keys the policy admits on a Node with these labels for its pool (its pool_labels
-    variable, after the own_pool it reads)."""
+def _variables(policy: dict[str, Any], node_labels: dict[str, str]) -> dict[str, Any]:
+    """The policy's variables on a Node with these labels."""
     env = celpy.Environment()
     old = celpy.json_to_cel({"metadata": {"labels": node_labels}})
     activation: dict[str, Any] = {"oldObject": old, "object": old}
@@ -186,9 +186,19 @@ def _pool_label_keys(policy: dict[str, Any], node_labels: dict[str, str]) -> set
     for variable in policy["spec"]["variables"]:
         found = env.program(env.compile(variable["expression"])).evaluate(activation)
         variables[celpy.celtypes.StringType(variable["name"])] = found
-        if variable["name"] == "pool_labels":
-            return {str(key) for key in found}
-    raise AssertionError("the policy has no pool_labels variable")
+    return {str(name): value for name, value in variables.items()}
+
+
+def _pool_label_keys(policy: dict[str, Any], node_labels: dict[str, str]) -> set[str]:
+    """The keys the policy admits on a Node with these labels for its pool: gpuconf's pool
+    label, the class labels whose pools hold the Node's own pool, its pool's MIG keys."""
+    variables = _variables(policy, node_labels)
+    own = str(variables["own_pool"])
+    if not own:
+        return set()
+    classes = {str(k) for k, pools in variables["class_pools"].items() if own in pools}
+    mig = {str(k) for k in variables.get("mig_labels", {})}
+    return {"gpuconf.dev/pool", *classes, *mig}
 
 
 def _mig_label_keys(policy: dict[str, Any], node_labels: dict[str, str]) -> set[str]:
@@ -332,11 +342,15 @@ def test_a_node_may_not_move_itself_into_another_pool(
     assert all(verdicts) is allowed
 
 
-def test_a_gfd_label_a_pool_selects_by_is_not_the_node_s_to_change() -> None:
+def _lab_selected_by_product() -> dict[str, Any]:
     data = cluster_file("lab")
     data["spec"]["node"] = {"labels": {"owner": "gpuconf"}}
     data["spec"]["nodePools"][0]["nodeSelector"] = {"nvidia.com/gpu.product": "Tesla-T4"}
-    policy = load_yaml(rendered(data)[POLICY])
+    return data
+
+
+def test_a_gfd_label_a_pool_selects_by_is_not_the_node_s_to_change() -> None:
+    policy = load_yaml(rendered(_lab_selected_by_product())[POLICY])
     old = _with_labels({"nvidia.com/gpu.product": "Tesla-T4"})
     renamed = _with_labels({"nvidia.com/gpu.product": "Tesla-T4-SHARED"})
     counted = _with_labels({"nvidia.com/gpu.product": "Tesla-T4", "nvidia.com/gpu.count": "2"})
@@ -346,3 +360,78 @@ def test_a_gfd_label_a_pool_selects_by_is_not_the_node_s_to_change() -> None:
         "gpuconf.dev/pool",
         "class.gpuconf.dev/t4-shared",
     }
+
+
+def _many_pools_policy(mig_pools: int, plain_pools: int) -> dict[str, Any]:
+    return load_yaml(rendered(many_pools(mig_pools, plain_pools))[POLICY])
+
+
+@pytest.fixture(scope="module")
+def hundreds_of_pools() -> dict[str, Any]:
+    """The policy of 40 MIG pools and 300 plain ones (tests/many_pools.py)."""
+    return _many_pools_policy(40, 300)
+
+
+def _expressions(policy: dict[str, Any]) -> list[str]:
+    spec = policy["spec"]
+    return [e["expression"] for e in (*spec["variables"], *spec["validations"])]
+
+
+def test_with_hundreds_of_pools_no_expression_outgrows_kube_apiserver_s_limits(
+    hundreds_of_pools: dict[str, Any],
+) -> None:
+    """kube-apiserver refuses an expression over 100,000 code points ("expression code point
+    size exceeds limit") or nested over 250 deep ("expression recursion limit exceeded"): a
+    pool adds map entries, never a ternary, and pools with the same MIG keys share them
+    (tests/control_plane/test_node_policy.py applies this policy to the real server)."""
+    few, many = _many_pools_policy(2, 3), hundreds_of_pools
+    assert max(len(e) for e in _expressions(many)) < 50_000
+    assert [e.count("?") for e in _expressions(many)] == [e.count("?") for e in _expressions(few)]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "allowed"),
+    [
+        ({"gpuconf.dev/pool": "l4-299"}, {"class.gpuconf.dev/l4-299": "1"}, True),
+        ({"gpuconf.dev/pool": "l4-299"}, {"gpuconf.dev/pool": "h100-0"}, False),
+        ({"gpuconf.dev/pool": "h100-39"}, {"nvidia.com/mig-3g.40gb.count": "2"}, True),
+    ],
+    ids=[
+        "its own class label",
+        "another pool's name",
+        "a MIG pool's own MIG key",
+    ],
+)
+def test_with_hundreds_of_pools_a_node_writes_its_own_pool_s_labels_only(
+    hundreds_of_pools: dict[str, Any], old: dict[str, str], new: dict[str, str], allowed: bool
+) -> None:
+    verdicts = _verdicts(
+        hundreds_of_pools, _with_labels(old), _with_labels({**old, **new}), "gpu-1"
+    )
+    assert all(verdicts) is allowed
+
+
+def test_a_pool_selecting_by_a_label_every_other_pool_s_runtime_writes_is_refused() -> None:
+    """fleet's h100 pool selecting by gpu.product (and a team label, so no warning says the
+    selector is NVIDIA's alone): every other pool's node runtime writes gpu.product where its
+    nodes carry none, and the policy refuses that whole label patch."""
+    data = cluster_file("fleet")
+    data["spec"]["nodePools"][2]["nodeSelector"] = {
+        "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+        "example.com/team": "x",
+    }
+    (error,) = errors(data)
+    assert error.path == ("spec", "nodePools", 2, "nodeSelector", "nvidia.com/gpu.product")
+    assert "refuses the runtime's whole label patch" in error.message
+    assert "('t4', 'a100', 'l4')" in error.message
+    data["spec"]["node"]["labels"]["owner"] = "gfd"
+    assert not any("label patch" in w.message for w in valid(data).warnings)
+
+
+def test_a_pool_selecting_by_a_label_only_its_own_runtime_writes_is_warned() -> None:
+    """Lab's one pool: its runtime's writes are admitted while it writes the value there."""
+    (warning,) = [
+        w for w in valid(_lab_selected_by_product()).warnings if "label patch" in w.message
+    ]
+    assert warning.path == ("spec", "nodePools", 0, "nodeSelector", "nvidia.com/gpu.product")
+    assert "wherever the value it writes is not the node's already" in warning.message

@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 import yaml
-from builders import RENDERED
+from builders import RENDERED, load_yaml, rendered
 from control_plane.manifests import delete_objects
 from control_plane.server import Refused, Server
 from in_pod import as_pod_of
+from many_pools import many_pools
 
 from gpuconf.node.node_annotation import PENDING_ANNOTATION, annotate_pending
 from gpuconf.node.node_labels import publish_labels
@@ -331,15 +332,24 @@ def test_its_bound_token_still_writes_every_label_its_pool_publishes(
 def _policy_of(api_server: Server, folder: Path, labels: dict[str, str]) -> Iterator[None]:
     """Another rendered cluster's node policy (it replaces lab's, of the same name), with OWN a
     Node carrying `labels`."""
-    applied = [(f, yaml.safe_load((folder / f).read_text(encoding="utf-8"))) for f in POLICY_FILES]
+    documents = [yaml.safe_load((folder / f).read_text(encoding="utf-8")) for f in POLICY_FILES]
+    with _policy_documents(api_server, documents, labels):
+        yield
+
+
+@contextlib.contextmanager
+def _policy_documents(
+    api_server: Server, documents: list[dict[str, Any]], labels: dict[str, str]
+) -> Iterator[None]:
+    applied = [("policy", document) for document in documents]
     node = _node(OWN)
     node["metadata"]["labels"] = labels
     made = [("test", node)]
-    for _, document in applied:
-        api_server.apply(document)
-    for _, document in made:
-        api_server.create(document)
     try:
+        for _, document in applied:
+            api_server.apply(document)
+        for _, document in made:
+            api_server.create(document)
         yield
     finally:
         delete_objects(api_server, applied + made)
@@ -404,3 +414,55 @@ def test_a_node_may_write_the_mig_keys_of_its_own_pool_s_gpus_and_no_others(
     other = _once_enforced(server, _label(A30_KEY), _label(H100_KEY))
     assert other.status == 422
     assert WRONG_FIELD in other.message
+
+
+@pytest.fixture
+def many_pools_policy(api_server: Server) -> Iterator[None]:
+    """The policy of a cluster of 40 MIG pools and 300 plain ones (tests/many_pools.py): the
+    server compiles it (under 100,000 code points and 250 nested calls an expression, within
+    its cost budget) or refuses to apply it. OWN is a Node of the last plain pool."""
+    tree = rendered(many_pools(40, 300))
+    documents = [load_yaml(tree[f]) for f in POLICY_FILES]
+    with _policy_documents(api_server, documents, {POOL_LABEL: "l4-299"}):
+        yield
+
+
+@pytest.mark.usefixtures("many_pools_policy")
+def test_with_hundreds_of_pools_the_policy_is_accepted_and_still_enforced(
+    kubeconfig: Path,
+) -> None:
+    server = _impersonating(kubeconfig, OWN)
+    own = {
+        "metadata": {
+            "labels": {
+                POOL_LABEL: "l4-299",
+                "class.gpuconf.dev/l4-299": "1",
+                "nvidia.com/gpu.product": "NVIDIA-L4",
+            }
+        }
+    }
+    moved = _once_enforced(server, own, {"metadata": {"labels": {POOL_LABEL: "l4-0"}}})
+    assert WRONG_FIELD in moved.message
+    for refused in ("class.gpuconf.dev/l4-0", "class.gpuconf.dev/h100-0-1g", H100_KEY):
+        found = _refused(server, _label(refused))
+        assert found is not None, refused
+        assert WRONG_FIELD in found.message
+
+
+@pytest.mark.usefixtures("many_pools_policy")
+def test_with_hundreds_of_pools_a_mig_pool_s_node_writes_its_mig_keys(
+    api_server: Server, kubeconfig: Path
+) -> None:
+    server = _impersonating(kubeconfig, OWN)
+    _once_enforced(server, _label("class.gpuconf.dev/l4-299"), _label(H100_KEY))
+    api_server.request(
+        "PATCH", api_server.path("v1", "Node", "", OWN), _label_pool("h100-39"), None, MERGE
+    )
+    mig = {"metadata": {"labels": {H100_KEY: "7", "class.gpuconf.dev/h100-39-3g": "2"}}}
+    assert _refused(server, mig) is None
+    assert _refused(server, _label(A30_KEY)) is not None
+    assert _refused(server, _label_pool("h100-0")) is not None
+
+
+def _label_pool(name: str) -> dict[str, Any]:
+    return {"metadata": {"labels": {POOL_LABEL: name}}}

@@ -27,9 +27,8 @@ from gpuconf.compiler.plan.quotas import quotas
 from gpuconf.compiler.plan.readme import readme
 from gpuconf.compiler.plan.setup_daemonset import setup_daemonset
 from gpuconf.compiler.plan.status_role import status_role
-from gpuconf.compiler.resolve.class_selection import ResolvedClass, class_pools
+from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.compiler.resolve.components import dcgm_exporter_runs_on
-from gpuconf.compiler.resolve.mig_strategies import mig_strategies
 from gpuconf.compiler.validate import Validated
 from gpuconf.gpus.gfd_labels import pool_keys
 from gpuconf.gpus.label_owner import runs_node_runtime
@@ -108,7 +107,7 @@ def plan(
     artifacts += monitoring(cluster)
     artifacts += prometheus_rule(cluster, validated.inventory)
     artifacts += dashboard(cluster, validated.classes)
-    strategies = mig_strategies(spec, validated.inventory, class_pools(validated.classes))
+    strategies = validated.mig_strategies
     for pool in spec.node_pools:
         artifacts += _pool_artifacts(
             validated,

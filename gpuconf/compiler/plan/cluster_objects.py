@@ -18,9 +18,9 @@ from gpuconf.compiler.plan.own_node_policy import (
 )
 from gpuconf.compiler.plan.own_node_pool_labels import (
     CLASS_LABEL_REMOVED,
-    own_pool_expression,
+    pool_label_admitted,
     pool_label_kept,
-    pool_labels_expression,
+    pool_label_variables,
     selected_keys,
 )
 from gpuconf.compiler.plan.service_account import bound_cluster_role, service_account
@@ -161,16 +161,16 @@ def own_node_policy_objects(
     variables = metadata_variables("labels") + metadata_variables("annotations")
     if pool_labels:
         selected = selected_keys(cluster.spec.node_pools)
-        pools = [(pool, [k for k in keys if k not in selected]) for pool, keys in pool_labels]
+        pool_variables = pool_label_variables(pool_labels, selected)
         variables += [
-            {"name": "own_pool", "expression": own_pool_expression([p for p, _ in pools])},
-            {"name": "pool_labels", "expression": pool_labels_expression(pools)},
+            *pool_variables,
             {
                 "name": "own_labels",
                 "expression": key_set(set(gfd_keys(cluster.spec.node.labels.owner)) - selected),
             },
         ]
-        own = f"k in variables.own_labels || k in variables.pool_labels || ({CLASS_LABEL_REMOVED})"
+        pool_own = pool_label_admitted(mig=any(v["name"] == "mig_labels" for v in pool_variables))
+        own = f"k in variables.own_labels || {pool_own} || ({CLASS_LABEL_REMOVED})"
         labels_kept = f"{only_these_change('labels', own)} && {pool_label_kept()}"
         what = f"{ANNOTATION_PREFIX} annotations and its own pool's labels"
     else:

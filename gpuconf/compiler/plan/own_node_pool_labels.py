@@ -8,11 +8,16 @@ request) can come from. The labels that decide that are what a compromised node 
 rewrite to move its Node into another pool (and so to that pool's workloads, quota and Kueue
 flavor): no node may change a label any pool selects on, and `gpuconf.dev/pool` may be set only to
 the name of the pool the Node is in already.
+
+kube-apiserver refuses an expression over 100,000 code points or nested over 250 deep, so the
+variables grow with the number of pools by one map entry each, never by a nested ternary or a
+repeated key list: pools are looked up in map literals, and pools with the same MIG keys share
+one key map.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from gpuconf.api.cluster import NodePool
 from gpuconf.api.node_facts import POOL_LABEL
@@ -24,40 +29,84 @@ LABELS = "variables.old_labels"
 OWN_POOL = "variables.own_pool"
 
 
-def _on_pool_node(pool: NodePool) -> str:
-    selector = sorted(node_selector(pool).items())
-    return " && ".join(
-        f"{cel_string(k)} in {LABELS} && {LABELS}[{cel_string(k)}] == {cel_string(v)}"
-        for k, v in selector
-    )
-
-
 def selected_keys(pools: Sequence[NodePool]) -> frozenset[str]:
     """Every label key a pool's nodeSelector names but gpuconf's pool label, which
     `pool_label_kept` holds to the Node's own pool instead."""
     return frozenset(k for pool in pools for k in node_selector(pool)) - {POOL_LABEL}
 
 
-def own_pool_expression(pools: Sequence[NodePool]) -> str:
-    """A CEL expression for the name of the pool whose nodeSelector the Node's labels matched
+def _map(entries: Iterable[tuple[str, str]]) -> str:
+    """A CEL map literal of string keys to CEL expressions."""
+    return "{" + ", ".join(f"{cel_string(k)}: {v}" for k, v in entries) + "}"
+
+
+def _selectors(pools: Sequence[NodePool]) -> str:
+    return _map(
+        (pool.name, _map((k, cel_string(v)) for k, v in sorted(node_selector(pool).items())))
+        for pool in pools
+    )
+
+
+def _own_pool(pools: Sequence[NodePool]) -> str:
+    """The name of the first pool (in file order) whose nodeSelector the Node's labels matched
     before the change, '' for none. A Node matching several pools (two node runtimes on one
     Node, which their DaemonSets' selectors should never allow) is the first one's."""
-    expression = "''"
-    for pool in reversed(pools):
-        expression = f"({_on_pool_node(pool)}) ? {cel_string(pool.name)} : {expression}"
-    return expression
+    names = "[" + ", ".join(cel_string(pool.name) for pool in pools) + "]"
+    selector = "variables.pool_selectors[p]"
+    matched = f"{selector}.all(k, k in {LABELS} && {LABELS}[k] == {selector}[k])"
+    return f"({names}.filter(p, {matched}) + [''])[0]"
 
 
-def pool_labels_expression(pools: Sequence[tuple[NodePool, Sequence[str]]]) -> str:
-    """A CEL expression for the map of label keys the Node's own pool (`own_pool`) admits,
-    empty off every pool. Pools with the same keys share one map."""
-    by_keys: dict[str, list[str]] = {}
+def _mig_labels(mig_keys: dict[str, list[str]]) -> str:
+    """The MIG keys of the Node's own pool: each distinct key set once, pools pointing at it."""
+    sets: dict[str, int] = {}
+    pool_set = {pool: sets.setdefault(key_set(keys), len(sets)) for pool, keys in mig_keys.items()}
+    by_pool = _map((pool, str(index)) for pool, index in pool_set.items())
+    return f"{OWN_POOL} in {by_pool} ? [{', '.join(sets)}][{by_pool}[{OWN_POOL}]] : {{}}"
+
+
+def _class_pools(class_keys: dict[str, list[str]]) -> str:
+    """Each class label with the pools whose Nodes may write it."""
+    return _map((label, key_set(pools)) for label, pools in sorted(class_keys.items()))
+
+
+def pool_label_variables(
+    pools: Sequence[tuple[NodePool, Sequence[str]]], selected: frozenset[str]
+) -> list[dict[str, str]]:
+    """The policy's variables for its pools: `pool_selectors`, `own_pool` (the Node's pool, ''
+    for none), `class_pools` and, where a pool has MIG keys, `mig_labels` (its own pool's),
+    from each pool's keys beyond GFD's (gfd_labels.pool_keys) less the `selected` ones."""
+    class_keys: dict[str, list[str]] = {}
+    mig_keys: dict[str, list[str]] = {}
     for pool, keys in pools:
-        by_keys.setdefault(key_set(keys), []).append(pool.name)
-    expression = "{}"
-    for keys, names in reversed(list(by_keys.items())):
-        expression = f"{OWN_POOL} in {key_set(names)} ? {keys} : {expression}"
-    return expression
+        for key in keys:
+            if key in selected or key == POOL_LABEL:
+                continue
+            if key.startswith(CLASS_LABEL_PREFIX):
+                class_keys.setdefault(key, []).append(pool.name)
+            else:
+                mig_keys.setdefault(pool.name, []).append(key)
+    names = [pool for pool, _ in pools]
+    variables = [
+        {"name": "pool_selectors", "expression": _selectors(names)},
+        {"name": "own_pool", "expression": _own_pool(names)},
+        {"name": "class_pools", "expression": _class_pools(class_keys)},
+    ]
+    if mig_keys:
+        variables.append({"name": "mig_labels", "expression": _mig_labels(mig_keys)})
+    return variables
+
+
+def pool_label_admitted(mig: bool) -> str:
+    """CEL: k is a key the Node's own pool publishes (pool_label_variables); `mig`: the policy
+    has `mig_labels`."""
+    own = [
+        f"k == {cel_string(POOL_LABEL)}",
+        f"(k in variables.class_pools && {OWN_POOL} in variables.class_pools[k])",
+    ]
+    if mig:
+        own.append("k in variables.mig_labels")
+    return f"({OWN_POOL} != '' && ({' || '.join(own)}))"
 
 
 def pool_label_kept() -> str:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from functools import cache
 from typing import NamedTuple
 
 from gpuconf.api.base import version_parts
 from gpuconf.api.cluster import ClusterSpec, ResourceClass, Selector
 from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory, Gpu, NodeGroup
-from gpuconf.compiler.resolve.mig_strategies import ClassPools, mig_strategies
+from gpuconf.compiler.resolve.mig_strategies import MigStrategies, mig_strategies
 from gpuconf.gpus.resource_names import nvidia_resource
 
 
@@ -180,7 +180,14 @@ def _candidates(selector: Selector, inventory: DeclaredInventory) -> Iterator[No
         yield from inventory.groups
 
 
-def resolve_classes(spec: ClusterSpec, inventory: DeclaredInventory) -> tuple[ResolvedClass, ...]:
+class Resolved(NamedTuple):
+    """The cluster's classes and its pools' MIG strategies, which name the classes."""
+
+    classes: tuple[ResolvedClass, ...]
+    mig_strategies: MigStrategies
+
+
+def resolve_classes(spec: ClusterSpec, inventory: DeclaredInventory) -> Resolved:
     order = {id(group): position for position, group in enumerate(inventory.groups)}
     drivers = spec.driver_versions()
     memberships = []
@@ -199,12 +206,12 @@ def resolve_classes(spec: ClusterSpec, inventory: DeclaredInventory) -> tuple[Re
         (c, {m.group.pool for m in members})
         for c, members in zip(spec.resource_classes, memberships, strict=True)
     )
-    strategies = mig_strategies(spec, inventory, class_pools).pools
+    strategies = mig_strategies(spec, inventory, class_pools)
     resolved = []
     for index, (resource_class, members) in enumerate(
         zip(spec.resource_classes, memberships, strict=True)
     ):
-        single = bool(members) and all(strategies[m.group.pool] == "single" for m in members)
+        single = bool(members) and all(strategies.pools[m.group.pool] == "single" for m in members)
         resolved.append(
             ResolvedClass(
                 index,
@@ -214,9 +221,4 @@ def resolve_classes(spec: ClusterSpec, inventory: DeclaredInventory) -> tuple[Re
                 claims_take_whole_devices=spec.allocation == "dra",
             )
         )
-    return tuple(resolved)
-
-
-def class_pools(classes: Iterable[ResolvedClass]) -> ClassPools:
-    """Each resolved class with its pools, as mig_strategies reads them."""
-    return ((c.spec, c.pools) for c in classes)
+    return Resolved(tuple(resolved), strategies)

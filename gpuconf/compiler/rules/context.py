@@ -7,6 +7,7 @@ from typing import NamedTuple
 from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory
+from gpuconf.compiler.resolve.mig_strategies import MigStrategies
 from gpuconf.compiler.set_aside import NOTHING, SetAside
 from gpuconf.diagnostics import Diagnostic, KeyPath, Severity
 from gpuconf.formats.located_yaml import Located
@@ -33,6 +34,8 @@ class RuleContext(NamedTuple):
     catalog: Catalog
     inventory: DeclaredInventory
     classes: tuple[ResolvedClass, ...]
+    mig_strategies: MigStrategies
+    """Each pool's migStrategy and the GPU Operator's (resolve/mig_strategies.py)."""
     set_aside: SetAside = NOTHING
     """Items a failed shape check set aside: a rule says nothing that only their absence causes."""
 

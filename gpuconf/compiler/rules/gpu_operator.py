@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpuconf.api.cluster.nvidia_components import GpuOperator
-from gpuconf.compiler.resolve.class_selection import class_pools, default_resource_name
-from gpuconf.compiler.resolve.mig_strategies import MigStrategies, PoolNeed, mig_strategies
+from gpuconf.compiler.resolve.class_selection import default_resource_name
+from gpuconf.compiler.resolve.mig_strategies import MigStrategies, PoolNeed
 from gpuconf.compiler.rules.context import SPEC, RuleContext, class_path, pool_path
 from gpuconf.diagnostics import Diagnostic
 from gpuconf.gpus.gpu_operator import FIRST_WAITING, RELEASES
@@ -77,8 +77,7 @@ def _mig_waits(ctx: RuleContext, operator: GpuOperator) -> Iterator[Diagnostic]:
 
 
 def _one_mig_strategy(ctx: RuleContext, operator: GpuOperator) -> Iterator[Diagnostic]:
-    spec = ctx.cluster.spec
-    strategies = mig_strategies(spec, ctx.inventory, class_pools(ctx.classes))
+    strategies = ctx.mig_strategies
     if strategies.conflict:
         yield ctx.error(
             OPERATOR,
@@ -93,15 +92,33 @@ def _one_mig_strategy(ctx: RuleContext, operator: GpuOperator) -> Iterator[Diagn
         return
     yield from _renamed_classes(ctx, strategies)
     if strategies.operator is not None and operator.device_plugin:
-        pools = ", ".join(repr(n.pool) for n in strategies.needs)
-        yield ctx.warning(
-            (*OPERATOR, "devicePlugin"),
-            f"gpuconf sets the ClusterPolicy's mig.strategy to {strategies.operator} for its "
-            f"GFD on pools {pools}; the Operator's own device plugin names the MIG devices of "
-            "the nodes it serves outside gpuconf's pools by that strategy too",
-            "check that those nodes' workloads request their MIG devices by the names "
-            f"migStrategy {strategies.operator} gives",
-        )
+        yield _operator_plugin_strategy(ctx, strategies.operator, strategies.needs)
+
+
+# k8s-device-plugin v0.20.0 cmd/nvidia-device-plugin/main.go validateFlags: "using
+# --mig-strategy=mixed is not supported with MPS". The Operator's plugin config (its
+# devicePlugin.config) is not gpuconf's, so whether it shares by MPS is unknown here.
+MIXED_WITHOUT_MPS = (
+    "; and under mixed NVIDIA's device plugin refuses to start where its config shares GPUs "
+    'with MPS ("using --mig-strategy=mixed is not supported with MPS")'
+)
+
+
+def _operator_plugin_strategy(
+    ctx: RuleContext, strategy: str, needs: tuple[PoolNeed, ...]
+) -> Diagnostic:
+    pools = ", ".join(repr(n.pool) for n in needs)
+    mixed = strategy == "mixed"
+    return ctx.warning(
+        (*OPERATOR, "devicePlugin"),
+        f"gpuconf sets the ClusterPolicy's mig.strategy to {strategy} for its GFD on pools "
+        f"{pools}; the Operator's own device plugin runs by that strategy too on the nodes it "
+        "serves outside gpuconf's pools, and names their MIG devices by it"
+        + (MIXED_WITHOUT_MPS if mixed else ""),
+        "check that those nodes' workloads request their MIG devices by the names migStrategy "
+        f"{strategy} gives"
+        + (", and that the Operator's devicePlugin.config shares no GPU with MPS" if mixed else ""),
+    )
 
 
 def _need(need: PoolNeed) -> str:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuconf.compiler.resolve.class_selection import class_pools
-from gpuconf.compiler.resolve.mig_strategies import mig_strategies
 from gpuconf.compiler.rules.context import RuleContext, class_path
 from gpuconf.diagnostics import Diagnostic
 from gpuconf.gpus.resource_names import NVIDIA_GPU, mig_resource, nvidia_resource
@@ -15,7 +13,7 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
     spec = ctx.cluster.spec
     if spec.plugin != "nvidia" or spec.allocation != "device-plugin":
         return
-    strategies = mig_strategies(spec, ctx.inventory, class_pools(ctx.classes)).pools
+    strategies = ctx.mig_strategies.pools
     for resolved in ctx.classes:
         profile = resolved.spec.select.mig_profile
         if profile is None or not resolved.members:

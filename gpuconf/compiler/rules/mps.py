@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuconf.compiler.resolve.class_selection import class_pools
-from gpuconf.compiler.resolve.mig_strategies import mig_strategies
 from gpuconf.compiler.rules.context import RuleContext, class_path
 from gpuconf.diagnostics import Diagnostic
 from gpuconf.gpus.mps import max_mps_clients
@@ -38,7 +36,7 @@ def _client_ceilings(ctx: RuleContext) -> Iterator[Diagnostic]:
 
 
 def _mixed_strategy(ctx: RuleContext) -> Iterator[Diagnostic]:
-    strategies = mig_strategies(ctx.cluster.spec, ctx.inventory, class_pools(ctx.classes)).pools
+    strategies = ctx.mig_strategies.pools
     for resolved in ctx.classes:
         if resolved.spec.sharing.strategy != "mps":
             continue

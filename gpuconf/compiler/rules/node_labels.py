@@ -1,5 +1,7 @@
 """spec.node.labels: gpuconf writes GPU Feature Discovery's labels only where its node runtime
-runs and may patch its Node, and says where GFD's migStrategy single cannot describe a node.
+runs and may patch its Node, says where GFD's migStrategy single cannot describe a node, and
+where a pool selects its nodes by a label gpuconf's node runtime writes, which its node policy
+then refuses it.
 
 GFD's single strategy (k8s-device-plugin v0.20.0 internal/lm/mig-strategy.go) labels MIG devices
 as nvidia.com/gpu.*, which is what they are where NVIDIA's plugin runs migStrategy single. With
@@ -12,8 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuconf.compiler.rules.context import SPEC, RuleContext, class_path
+from gpuconf.compiler.rules.context import SPEC, RuleContext, class_path, pool_path
+from gpuconf.compiler.rules.node_selection import relabel_command
 from gpuconf.diagnostics import Diagnostic
+from gpuconf.gpus.gfd_labels import writes_key
 from gpuconf.gpus.label_owner import gpuconf_writes_gfd_labels, node_runtime_labels_nodes
 from gpuconf.gpus.resource_names import NVIDIA_GPU
 
@@ -22,6 +26,48 @@ OWNER = (*SPEC, "node", "labels", "owner")
 
 def check(ctx: RuleContext) -> Iterator[Diagnostic]:
     yield from _no_label_writer(ctx)
+    yield from _selected_by_written_label(ctx)
+
+
+def _selected_by_written_label(ctx: RuleContext) -> Iterator[Diagnostic]:
+    """A pool selecting its nodes by a label gpuconf's node runtime writes. The node policy lets
+    no node change a label any pool selects on (plan/own_node_pool_labels.py), so it refuses the
+    runtime's whole label patch, pool and class labels too, wherever it would change that one:
+    on every node that does not carry it already (nothing else writes it where gpuconf owns the
+    labels) and wherever its value moves (a -SHARED product, a new driver)."""
+    spec = ctx.cluster.spec
+    if not gpuconf_writes_gfd_labels(spec):
+        return
+    pools = spec.node_pools
+    for i, pool in enumerate(pools):
+        for key in sorted(pool.node_selector):
+            writers = [p for p in pools if writes_key(key, bool(p.mig_layouts()))]
+            unselected = [p.name for p in writers if key not in p.node_selector]
+            written = (
+                f"pool {pool.name!r} selects its nodes by {key}, a label gpuconf's node runtime "
+                "writes (spec.node.labels.owner: gpuconf), and the node policy lets no node "
+                "change a label a pool selects on: it refuses the runtime's whole label patch "
+                "(pool and class labels too)"
+            )
+            hint = (
+                f"label the pool's nodes by a label only you write ({relabel_command(pool)}) "
+                f"and drop {key} from its nodeSelector, or set spec.node.labels.owner: gfd"
+            )
+            if unselected:
+                named = ", ".join(repr(name) for name in unselected)
+                yield ctx.error(
+                    pool_path(i, "nodeSelector", key),
+                    f"{written} on every node of the pools that do not select by {key} and so "
+                    f"carry none ({named})",
+                    hint,
+                )
+            elif writers:
+                yield ctx.warning(
+                    pool_path(i, "nodeSelector", key),
+                    f"{written} wherever the value it writes is not the node's already (a "
+                    "product renamed -SHARED, a new driver or CUDA version)",
+                    hint,
+                )
 
 
 def check_single(ctx: RuleContext) -> Iterator[Diagnostic]:
