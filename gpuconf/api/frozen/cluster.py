@@ -217,6 +217,26 @@ HEALTH = {
 }
 
 PART_15 = {
+    'type': 'str',
+    'max_length': 317,
+    'pattern': '^((?=[^/]{1,253}/)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$',
+    'regex_engine': 'python-re',
+}
+
+PART_16 = {
+    'type': 'default',
+    'schema': {
+        'type': 'dict',
+        'keys_schema': PART_15,
+        'values_schema': {
+            'type': 'str',
+            'pattern': '^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$',
+        },
+    },
+    'default_factory': dict,
+}
+
+PART_17 = {
     'type': 'default',
     'schema': {
         'type': 'bool',
@@ -232,7 +252,7 @@ MONITORING = {
         'fields': {
             'pod_monitor': {
                 'type': 'model-field',
-                'schema': PART_15,
+                'schema': PART_17,
                 'validation_alias': 'podMonitor',
             },
             'network_policy': {
@@ -258,29 +278,17 @@ MONITORING = {
             },
             'extra_labels': {
                 'type': 'model-field',
-                'schema': {
-                    'type': 'default',
-                    'schema': {
-                        'type': 'dict',
-                        'keys_schema': {
-                            'type': 'str',
-                        },
-                        'values_schema': {
-                            'type': 'str',
-                        },
-                    },
-                    'default_factory': dict,
-                },
+                'schema': PART_16,
                 'validation_alias': 'extraLabels',
             },
             'prometheus_rule': {
                 'type': 'model-field',
-                'schema': PART_15,
+                'schema': PART_17,
                 'validation_alias': 'prometheusRule',
             },
             'dashboard': {
                 'type': 'model-field',
-                'schema': PART_15,
+                'schema': PART_17,
                 'validation_alias': 'dashboard',
             },
         },
@@ -428,7 +436,7 @@ NVIDIA_PLUGIN = {
             },
             'rename_by_default': {
                 'type': 'model-field',
-                'schema': PART_15,
+                'schema': PART_17,
                 'validation_alias': 'renameByDefault',
             },
         },
@@ -490,7 +498,7 @@ DCGM_EXPORTER = {
         'fields': {
             'enabled': {
                 'type': 'model-field',
-                'schema': PART_15,
+                'schema': PART_17,
                 'validation_alias': 'enabled',
             },
             'image': {
@@ -518,7 +526,7 @@ DCGM_EXPORTER = {
     'ref': 'gpuconf.api.cluster.nvidia_components.DcgmExporter',
 }
 
-PART_16 = {
+PART_18 = {
     'type': 'model-field',
     'schema': {
         'type': 'default',
@@ -537,7 +545,7 @@ MIG_MANAGER = {
     'schema': {
         'type': 'model-fields',
         'fields': {
-            'namespace': PART_16,
+            'namespace': PART_18,
             'config_map_name': {
                 'type': 'model-field',
                 'schema': {
@@ -674,7 +682,7 @@ PREEMPTION = {
     'ref': 'gpuconf.api.cluster.kueue.Preemption',
 }
 
-PART_17 = {
+PART_19 = {
     'type': 'default',
     'schema': {
         'type': 'nullable',
@@ -703,12 +711,12 @@ CLUSTER_QUEUE_SETTINGS = {
             'name': PART_12,
             'borrowing_limit': {
                 'type': 'model-field',
-                'schema': PART_17,
+                'schema': PART_19,
                 'validation_alias': 'borrowingLimit',
             },
             'lending_limit': {
                 'type': 'model-field',
-                'schema': PART_17,
+                'schema': PART_19,
                 'validation_alias': 'lendingLimit',
             },
             'preemption': {
@@ -732,7 +740,7 @@ CLUSTER_QUEUE_SETTINGS = {
     'ref': 'gpuconf.api.cluster.kueue.ClusterQueueSettings',
 }
 
-PART_18 = {
+PART_20 = {
     'type': 'default',
     'schema': {
         'type': 'nullable',
@@ -764,7 +772,7 @@ KUEUE = {
             },
             'cohort': {
                 'type': 'model-field',
-                'schema': PART_18,
+                'schema': PART_20,
                 'validation_alias': 'cohort',
             },
             'local_queue': {
@@ -823,7 +831,7 @@ GPU_OPERATOR = {
                 },
                 'validation_alias': 'version',
             },
-            'namespace': PART_16,
+            'namespace': PART_18,
             'device_plugin': {
                 'type': 'model-field',
                 'schema': PART_1,
@@ -853,11 +861,7 @@ TOLERATION = {
                     'type': 'default',
                     'schema': {
                         'type': 'nullable',
-                        'schema': {
-                            'type': 'str',
-                            'max_length': 317,
-                            'pattern': '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$',
-                        },
+                        'schema': PART_15,
                     },
                     'default': None,
                 },
@@ -949,7 +953,7 @@ CONTAINER_RUNTIME = {
             'engine': PART_6,
             'set_as_default': {
                 'type': 'model-field',
-                'schema': PART_15,
+                'schema': PART_17,
                 'validation_alias': 'setAsDefault',
             },
             'binary_path': {
@@ -1183,7 +1187,7 @@ DECLARED_NODE = {
     'ref': 'gpuconf.api.cluster.pool.DeclaredNode',
 }
 
-PART_19 = {
+PART_21 = {
     'type': 'model-field',
     'schema': {
         'type': 'default',
@@ -1243,7 +1247,7 @@ MIG_LAYOUT = {
                 },
                 'validation_alias': 'layout',
             },
-            'indices': PART_19,
+            'indices': PART_21,
         },
         'model_name': 'MigLayout',
         'extra_behavior': 'forbid',
@@ -1262,7 +1266,14 @@ NODE_POOL = {
     'schema': {
         'type': 'model-fields',
         'fields': {
-            'name': PART_12,
+            'name': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'str',
+                    'pattern': '^[a-z0-9]([-a-z0-9]{0,53}[a-z0-9])?$',
+                },
+                'validation_alias': 'name',
+            },
             'platform': {
                 'type': 'model-field',
                 'schema': {
@@ -1313,22 +1324,7 @@ NODE_POOL = {
             },
             'node_selector': {
                 'type': 'model-field',
-                'schema': {
-                    'type': 'default',
-                    'schema': {
-                        'type': 'dict',
-                        'keys_schema': {
-                            'type': 'str',
-                            'max_length': 317,
-                            'pattern': '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$',
-                        },
-                        'values_schema': {
-                            'type': 'str',
-                            'pattern': '^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$',
-                        },
-                    },
-                    'default_factory': dict,
-                },
+                'schema': PART_16,
                 'validation_alias': 'nodeSelector',
             },
             'tolerations': {
@@ -1427,7 +1423,7 @@ NODE_POOL = {
     'ref': 'gpuconf.api.cluster.pool.NodePool',
 }
 
-PART_20 = {
+PART_22 = {
     'type': 'default',
     'schema': {
         'type': 'nullable',
@@ -1442,7 +1438,7 @@ PART_20 = {
     'default': None,
 }
 
-PART_21 = {
+PART_23 = {
     'type': 'literal',
     'expected': [
         'Kepler',
@@ -1507,7 +1503,7 @@ SELECTOR = {
             },
             'pools': {
                 'type': 'model-field',
-                'schema': PART_20,
+                'schema': PART_22,
                 'validation_alias': 'pools',
             },
             'nodes': {
@@ -1529,7 +1525,7 @@ SELECTOR = {
                 },
                 'validation_alias': 'nodes',
             },
-            'indices': PART_19,
+            'indices': PART_21,
             'mig_profile': {
                 'type': 'model-field',
                 'schema': {
@@ -1554,10 +1550,10 @@ SELECTOR = {
                         'schema': {
                             'type': 'union',
                             'choices': [
-                                PART_21,
+                                PART_23,
                                 {
                                     'type': 'list',
-                                    'items_schema': PART_21,
+                                    'items_schema': PART_23,
                                 },
                             ],
                         },
@@ -1793,7 +1789,7 @@ CLAIM = {
             },
             'first_available': {
                 'type': 'model-field',
-                'schema': PART_20,
+                'schema': PART_22,
                 'validation_alias': 'firstAvailable',
             },
             'match_attribute': {
@@ -1843,8 +1839,9 @@ RESOURCE_CLASS = {
                         'type': 'nullable',
                         'schema': {
                             'type': 'str',
-                            'max_length': 317,
-                            'pattern': '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[a-z0-9]([-a-z0-9_.]{0,61}[a-z0-9])?$',
+                            'max_length': 308,
+                            'pattern': '^(?!requests\\.)(?![^/]*kubernetes\\.io/)(?=[^/]{1,244}/)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[a-z0-9]([-a-z0-9_.]{0,61}[a-z0-9])?$',
+                            'regex_engine': 'python-re',
                         },
                     },
                     'default': None,
@@ -1917,7 +1914,7 @@ RESOURCE_CLASS = {
     'ref': 'gpuconf.api.cluster.resource_class.ResourceClass',
 }
 
-PART_22 = {
+PART_24 = {
     'type': 'literal',
     'expected': [
         'create',
@@ -1963,7 +1960,7 @@ QUOTA = {
                     'type': 'default',
                     'schema': {
                         'type': 'nullable',
-                        'schema': PART_22,
+                        'schema': PART_24,
                     },
                     'default': None,
                 },
@@ -1971,7 +1968,7 @@ QUOTA = {
             },
             'cluster_queue': {
                 'type': 'model-field',
-                'schema': PART_18,
+                'schema': PART_20,
                 'validation_alias': 'clusterQueue',
             },
         },
@@ -2033,8 +2030,8 @@ CLUSTER_SPEC = {
                     'type': 'default',
                     'schema': {
                         'type': 'str',
-                        'max_length': 253,
-                        'pattern': '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$',
+                        'pattern': '^(?!requests\\.)(?!.*kubernetes\\.io$)(?=.{1,244}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$',
+                        'regex_engine': 'python-re',
                     },
                     'default': 'gpuconf.dev',
                 },
@@ -2179,7 +2176,7 @@ CLUSTER_SPEC = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': PART_22,
+                    'schema': PART_24,
                     'default': 'create',
                 },
                 'validation_alias': 'namespacePolicy',

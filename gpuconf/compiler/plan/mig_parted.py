@@ -13,6 +13,7 @@ from typing import Any
 
 from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.gpu_model import GpuModel
+from gpuconf.api.node_facts import MIG_CONFIG_PREFIX
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
 from gpuconf.compiler.plan.pod import node_selector
@@ -27,7 +28,7 @@ NVIDIA_VENDOR_ID = "10DE"
 
 
 def mig_config_name(pool: NodePool) -> str:
-    return f"gpuconf-{pool.name}"
+    return MIG_CONFIG_PREFIX + pool.name
 
 
 def _entry(
