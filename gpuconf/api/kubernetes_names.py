@@ -55,7 +55,9 @@ def _qualified(
     if not part:
         return f"{what}'s name part must not be empty"
     if len(part) > QUALIFIED_NAME_MAX:
-        return f"{what}'s name part must be at most {QUALIFIED_NAME_MAX} characters, not {len(part)}"
+        return (
+            f"{what}'s name part must be at most {QUALIFIED_NAME_MAX} characters, not {len(part)}"
+        )
     if not re.fullmatch(name, part):
         return f"{what}'s name part must be {characters}"
     return f"it is not {what}"
@@ -112,7 +114,6 @@ def resource_domain(value: str) -> str:
     if problem and len(value) > EXTENDED_RESOURCE_PREFIX_MAX:
         return f"{problem}: the quota name {QUOTA_PREFIX}<domain>/<class> is a qualified name"
     return problem or "it breaks Kubernetes' extended-resource rule"
-
 
 
 def too_long(longest: int) -> Callable[[str], str | None]:

@@ -211,13 +211,14 @@ def _tag(model: type[Record]) -> str | None:
 
 def _pattern_at(root: type[Record], loc: tuple[int | str, ...]) -> str | None:
     """The pattern of the string field at ``loc`` (list indices after its key skipped)."""
-    keys = [i for i, part in enumerate(loc) if isinstance(part, str) and part != "[key]"]
+    keys = [(i, part) for i, part in enumerate(loc) if isinstance(part, str) and part != "[key]"]
     if not keys:
         return None
-    model = _model_at(root, loc[: keys[-1] + 1])
+    at, key = keys[-1]
+    model = _model_at(root, loc[: at + 1])
     if not isinstance(model, type):
         return None
-    return _pattern_in(_keys(model).get(loc[keys[-1]]))
+    return _pattern_in(_keys(model).get(key))
 
 
 def _pattern_in(annotation: Any) -> str | None:

@@ -47,8 +47,11 @@ def test_a_label_key_is_told_which_part_of_the_qualified_name_rule_it_breaks(
 @pytest.mark.parametrize(
     ("value", "says"),
     [
-        ("a" * 245 + "/t4", "domain must be a DNS subdomain of at most 244 characters, not 245: "
-         "its quota name requests.<name> is a qualified name too"),
+        (
+            "a" * 245 + "/t4",
+            "domain must be a DNS subdomain of at most 244 characters, not 245: "
+            "its quota name requests.<name> is a qualified name too",
+        ),
         ("example.kubernetes.io/t4", "the kubernetes.io domain is Kubernetes' own"),
         ("requests.example.com/t4", "must not start with 'requests.'"),
         ("t4", "an extended resource name is <domain>/<name>"),
