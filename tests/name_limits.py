@@ -312,12 +312,12 @@ LIMITS = (
         dns_label(63),
     ),
     Limit(
-        "MIG manager ConfigMap: a DNS subdomain",
+        "MIG manager ConfigMap: a DNS subdomain its file name (configmap-<name>.yaml) holds",
         "mig",
         ("spec", "migManager", "configMapName"),
         _set("spec", "migManager", "configMapName"),
-        subdomain(254),
-        subdomain(253),
+        subdomain(241),
+        subdomain(240),
     ),
     Limit(
         "GPU Operator namespace: a DNS label",

@@ -34,6 +34,12 @@ RESOURCE_DOMAIN = (
     rf"^{_NOT_QUOTA}(?!.*{re.escape(NATIVE_DOMAIN)}$)(?=.{{1,{EXTENDED_RESOURCE_PREFIX_MAX}}}$)"
     rf"{_SUBDOMAIN}$"
 )
+CONFIG_MAP_FILE = "configmap-{}.yaml"
+"""The file a ConfigMap named by the cluster file is rendered to."""
+CONFIG_MAP_NAME = rf"^(?:{_SUBDOMAIN})$"
+"""A DNS subdomain (NameIsDNSSubdomain) short enough for its file's name, CONFIG_MAP_FILE, to
+fit NAME_MAX (255 on Linux file systems)."""
+CONFIG_MAP_NAME_MAX = 255 - len(CONFIG_MAP_FILE.format(""))
 POOL_NAME_MAX = 63 - len(MIG_CONFIG_PREFIX)
 """gpuconf-<pool> is the pool's nvidia.com/mig.config node label value, at most 63 characters."""
 POOL_NAME = rf"^[a-z0-9]([-a-z0-9]{{0,{POOL_NAME_MAX - 2}}}[a-z0-9])?$"
@@ -54,6 +60,7 @@ INT64_MAX = 2**63 - 1
 DnsLabel = Annotated[str, Limits(pattern=DNS_LABEL)]
 PoolName = Annotated[str, Limits(pattern=POOL_NAME)]
 DnsSubdomain = Annotated[str, Limits(pattern=DNS_SUBDOMAIN, max_length=253)]
+ConfigMapName = Annotated[str, Limits(pattern=CONFIG_MAP_NAME, max_length=CONFIG_MAP_NAME_MAX)]
 LabelKey = Annotated[
     str,
     Limits(

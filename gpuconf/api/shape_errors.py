@@ -34,6 +34,12 @@ _PATTERNS: dict[str, tuple[str, str]] = {
         f"most {base.POOL_NAME_MAX} characters ({MIG_CONFIG_PREFIX}<pool> is the nodes' "
         "nvidia.com/mig.config label value, at most 63)",
     ),
+    base.CONFIG_MAP_NAME: (
+        "is not a ConfigMap name gpuconf can write",
+        f"a DNS subdomain of at most {base.CONFIG_MAP_NAME_MAX} characters: lowercase letters, "
+        f"digits, '-' and '.' (the file {base.CONFIG_MAP_FILE.format('<name>')} must fit a "
+        "file name's 255)",
+    ),
     base.LABEL_KEY: (
         "is not a valid label key",
         "an optional DNS-subdomain prefix of at most 253 characters and '/', then a name of at "

@@ -4,11 +4,14 @@ a value just past the edge is refused where it stands, saying the rule; one just
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from builders import errors, valid
+from builders import errors, run_cli, valid
 from name_limits import LIMITS, Limit
 
 from gpuconf.api import kubernetes_names
+from gpuconf.formats.yaml_writer import dump
 
 
 @pytest.mark.parametrize("limit", LIMITS, ids=[limit.id for limit in LIMITS])
@@ -22,6 +25,17 @@ def test_a_value_past_kubernetes_edge_is_refused_where_it_stands(limit: Limit) -
 @pytest.mark.parametrize("limit", LIMITS, ids=[limit.id for limit in LIMITS])
 def test_a_value_just_within_kubernetes_edge_is_accepted(limit: Limit) -> None:
     valid(limit.document(limit.within))
+
+
+@pytest.mark.parametrize("limit", LIMITS, ids=[limit.id for limit in LIMITS])
+def test_the_longest_accepted_value_renders_to_files_the_file_system_holds(
+    limit: Limit, tmp_path: Path
+) -> None:
+    """Output files are named after objects: each name must fit a file name (NAME_MAX 255)."""
+    (tmp_path / "cluster.yaml").write_text(dump(limit.document(limit.within)), encoding="utf-8")
+    result = run_cli("render", "cluster.yaml", "-o", "out", cwd=tmp_path)
+    assert result.code == 0, result.err
+    assert any((tmp_path / "out").iterdir())
 
 
 @pytest.mark.parametrize(

@@ -552,8 +552,8 @@ MIG_MANAGER = {
                     'type': 'default',
                     'schema': {
                         'type': 'str',
-                        'max_length': 253,
-                        'pattern': '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$',
+                        'max_length': 240,
+                        'pattern': '^(?:[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)$',
                     },
                     'default': 'gpuconf-mig-parted-config',
                 },
