@@ -2,16 +2,47 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
+from gpuconf.api.kubernetes_names import (
+    EXTENDED_RESOURCE_PREFIX_MAX,
+    NATIVE_DOMAIN,
+    QUALIFIED_NAME_MAX,
+    QUALIFIED_PREFIX_MAX,
+    QUOTA_PREFIX,
+)
+from gpuconf.api.node_facts import MIG_CONFIG_PREFIX
 from gpuconf.api.record import Limits, Record
 
-# Each pattern is named in validate.py's messages; keep the two in step.
+# Each pattern is named in shape_errors.py's messages, and api/kubernetes_names.py says which of
+# Kubernetes' rules a value breaks (and cites them); keep the three in step. A lookahead caps a
+# prefix's length: such patterns need Python's regular expressions (`regex_engine="python-re"`;
+# pydantic-core's default, Rust's regex, has no lookaround); JSON Schema's ECMA-262 has them.
+_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+_NAME_PART = rf"[A-Za-z0-9]([-A-Za-z0-9_.]{{0,{QUALIFIED_NAME_MAX - 2}}}[A-Za-z0-9])?"
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
-DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-LABEL_KEY = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+DNS_SUBDOMAIN = rf"^{_SUBDOMAIN}$"
+LABEL_KEY = rf"^((?=[^/]{{1,{QUALIFIED_PREFIX_MAX}}}/){_SUBDOMAIN}/)?{_NAME_PART}$"
 LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
-EXTENDED_RESOURCE = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[a-z0-9]([-a-z0-9_.]{0,61}[a-z0-9])?$"
+_NOT_QUOTA = rf"(?!{re.escape(QUOTA_PREFIX)})"
+EXTENDED_RESOURCE = (
+    rf"^{_NOT_QUOTA}(?![^/]*{re.escape(NATIVE_DOMAIN)}/)(?=[^/]{{1,{EXTENDED_RESOURCE_PREFIX_MAX}}}/){_SUBDOMAIN}"
+    rf"/[a-z0-9]([-a-z0-9_.]{{0,{QUALIFIED_NAME_MAX - 2}}}[a-z0-9])?$"
+)
+RESOURCE_DOMAIN = (
+    rf"^{_NOT_QUOTA}(?!.*{re.escape(NATIVE_DOMAIN)}$)(?=.{{1,{EXTENDED_RESOURCE_PREFIX_MAX}}}$)"
+    rf"{_SUBDOMAIN}$"
+)
+CONFIG_MAP_FILE = "configmap-{}.yaml"
+"""The file a ConfigMap named by the cluster file is rendered to."""
+CONFIG_MAP_NAME = rf"^(?:{_SUBDOMAIN})$"
+"""A DNS subdomain (NameIsDNSSubdomain) short enough for its file's name, CONFIG_MAP_FILE, to
+fit NAME_MAX (255 on Linux file systems)."""
+CONFIG_MAP_NAME_MAX = 255 - len(CONFIG_MAP_FILE.format(""))
+POOL_NAME_MAX = 63 - len(MIG_CONFIG_PREFIX)
+"""gpuconf-<pool> is the pool's nvidia.com/mig.config node label value, at most 63 characters."""
+POOL_NAME = rf"^[a-z0-9]([-a-z0-9]{{0,{POOL_NAME_MAX - 2}}}[a-z0-9])?$"
 IMAGE = r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$"
 KUBE_VERSION = r"^1\.[0-9]{2}$"
 DRIVER_VERSION = r"^[0-9]{3}\.[0-9]{1,3}(\.[0-9]{1,3})?$"
@@ -27,10 +58,29 @@ INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 
 DnsLabel = Annotated[str, Limits(pattern=DNS_LABEL)]
+PoolName = Annotated[str, Limits(pattern=POOL_NAME)]
 DnsSubdomain = Annotated[str, Limits(pattern=DNS_SUBDOMAIN, max_length=253)]
-LabelKey = Annotated[str, Limits(pattern=LABEL_KEY, max_length=317)]
+ConfigMapName = Annotated[str, Limits(pattern=CONFIG_MAP_NAME, max_length=CONFIG_MAP_NAME_MAX)]
+LabelKey = Annotated[
+    str,
+    Limits(
+        pattern=LABEL_KEY,
+        max_length=QUALIFIED_PREFIX_MAX + 1 + QUALIFIED_NAME_MAX,
+        regex_engine="python-re",
+    ),
+]
+"""A label, taint or toleration key: a qualified name."""
 LabelValue = Annotated[str, Limits(pattern=LABEL_VALUE)]
-ExtendedResourceName = Annotated[str, Limits(pattern=EXTENDED_RESOURCE, max_length=317)]
+ExtendedResourceName = Annotated[
+    str,
+    Limits(
+        pattern=EXTENDED_RESOURCE,
+        max_length=EXTENDED_RESOURCE_PREFIX_MAX + 1 + QUALIFIED_NAME_MAX,
+        regex_engine="python-re",
+    ),
+]
+ResourceDomain = Annotated[str, Limits(pattern=RESOURCE_DOMAIN, regex_engine="python-re")]
+"""The prefix of extended resource names <domain>/<name>."""
 ImageReference = Annotated[str, Limits(pattern=IMAGE, max_length=512)]
 KubernetesVersion = Annotated[str, Limits(pattern=KUBE_VERSION)]
 

@@ -18,3 +18,7 @@ LabelOwner = Literal["gpuconf", "gfd", "off"]
 
 POOL_LABEL = "gpuconf.dev/pool"
 """A pool's default node selector, its pods' label, and the label the node runtime publishes."""
+
+MIG_CONFIG_PREFIX = "gpuconf-"
+"""A pool's mig-parted configuration is gpuconf-<pool>, which its nodes' nvidia.com/mig.config
+label names (the GPU Operator's MIG manager applies the configuration the label names)."""

@@ -55,7 +55,9 @@ class RecordField:
 
 class Limits:
     """Constraints on a value in `Annotated` (`ge`, `le`, `pattern`, `min_length`,
-    `max_length`, `discriminator`, `json_schema`), applied through pydantic's `Field`."""
+    `max_length`, `discriminator`, `json_schema`), applied through pydantic's `Field`;
+    `regex_engine="python-re"` for a pattern with a lookahead, which pydantic-core's default
+    engine (Rust's regex) refuses."""
 
     __slots__ = ("limits",)
 
@@ -69,7 +71,11 @@ class Limits:
         extra: tuple[Any, ...] = ()
         if "json_schema" in limits:
             extra = (WithJsonSchema(limits.pop("json_schema")),)
-        return handler(typing.Annotated[(source, Field(**limits), *extra)])
+        engine = limits.pop("regex_engine", None)
+        schema = handler(typing.Annotated[(source, Field(**limits), *extra)])
+        if engine is not None:
+            schema["regex_engine"] = engine
+        return schema
 
 
 @dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(field,))

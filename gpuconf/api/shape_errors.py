@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin
 
-from gpuconf.api import base, gpu_model
+from gpuconf.api import base, gpu_model, kubernetes_names
 from gpuconf.api.core_validator import ValidationError
-from gpuconf.api.record import Record
+from gpuconf.api.node_facts import MIG_CONFIG_PREFIX
+from gpuconf.api.record import Limits, Record
 from gpuconf.diagnostics import Diagnostic, KeyPath
 from gpuconf.formats.located_yaml import MISSING, Located, child
 from gpuconf.hints import did_you_mean
@@ -27,9 +28,22 @@ _PATTERNS: dict[str, tuple[str, str]] = {
         "is not a valid DNS subdomain",
         "use lowercase letters, digits, '-' and '.', at most 253 characters",
     ),
+    base.POOL_NAME: (
+        "is not a valid pool name",
+        "use lowercase letters, digits and '-', starting and ending with a letter or digit, at "
+        f"most {base.POOL_NAME_MAX} characters ({MIG_CONFIG_PREFIX}<pool> is the nodes' "
+        "nvidia.com/mig.config label value, at most 63)",
+    ),
+    base.CONFIG_MAP_NAME: (
+        "is not a ConfigMap name gpuconf can write",
+        f"a DNS subdomain of at most {base.CONFIG_MAP_NAME_MAX} characters: lowercase letters, "
+        f"digits, '-' and '.' (the file {base.CONFIG_MAP_FILE.format('<name>')} must fit a "
+        "file name's 255)",
+    ),
     base.LABEL_KEY: (
         "is not a valid label key",
-        "an optional DNS-subdomain prefix and '/', then a name of at most 63 characters",
+        "an optional DNS-subdomain prefix of at most 253 characters and '/', then a name of at "
+        "most 63 characters",
     ),
     base.LABEL_VALUE: (
         "is not a valid label value",
@@ -38,6 +52,10 @@ _PATTERNS: dict[str, tuple[str, str]] = {
     base.EXTENDED_RESOURCE: (
         "is not a valid extended resource name",
         "write <domain>/<name>, e.g. gpuconf.dev/a100",
+    ),
+    base.RESOURCE_DOMAIN: (
+        "is not a valid resource domain",
+        "a DNS subdomain of at most 244 characters outside kubernetes.io, e.g. gpuconf.dev",
     ),
     base.IMAGE: (
         "is not a valid image reference",
@@ -78,6 +96,16 @@ _PATTERNS: dict[str, tuple[str, str]] = {
         "start with '/' and use letters, digits, '.', '_', '-' and '/'",
     ),
 }
+
+_WHY: dict[str, Callable[[str], str | None]] = {
+    base.DNS_LABEL: kubernetes_names.too_long(63),
+    base.POOL_NAME: kubernetes_names.too_long(base.POOL_NAME_MAX),
+    base.LABEL_VALUE: kubernetes_names.too_long(63),
+    base.LABEL_KEY: kubernetes_names.qualified_name,
+    base.EXTENDED_RESOURCE: kubernetes_names.extended_resource_name,
+    base.RESOURCE_DOMAIN: kubernetes_names.resource_domain,
+}
+"""Patterns that stand for several of Kubernetes' rules: which one a value breaks."""
 
 _TYPE_NOUNS = {
     "string_type": "a string",
@@ -187,6 +215,28 @@ def _tag(model: type[Record]) -> str | None:
     return str(get_args(annotation)[0])
 
 
+def _pattern_at(root: type[Record], loc: tuple[int | str, ...]) -> str | None:
+    """The pattern of the string field at ``loc`` (list indices after its key skipped)."""
+    keys = [(i, part) for i, part in enumerate(loc) if isinstance(part, str) and part != "[key]"]
+    if not keys:
+        return None
+    at, key = keys[-1]
+    model = _model_at(root, loc[: at + 1])
+    if not isinstance(model, type):
+        return None
+    return _pattern_in(_keys(model).get(key))
+
+
+def _pattern_in(annotation: Any) -> str | None:
+    if get_origin(annotation) is typing.Annotated:
+        inner, *extras = get_args(annotation)
+        for extra in extras:
+            if isinstance(extra, Limits) and "pattern" in extra.limits:
+                return str(extra.limits["pattern"])
+        return _pattern_in(inner)
+    return next(filter(None, (_pattern_in(arg) for arg in get_args(annotation))), None)
+
+
 def _allowed_keys(root: type[Record], loc: tuple[int | str, ...]) -> list[str]:
     model = _model_at(root, loc)
     if not isinstance(model, type):
@@ -214,7 +264,12 @@ def _message(error: ErrorDetails, value: Any, root: type[Record]) -> tuple[str, 
         hint = did_you_mean(str(loc[-1]), allowed, otherwise=listed)
         return f"unknown key {loc[-1]!r}", hint
     if kind == "string_pattern_mismatch":
-        what, hint = _PATTERNS.get(ctx.get("pattern", ""), ("has the wrong format", ""))
+        pattern = ctx.get("pattern", "")
+        what, hint = _PATTERNS.get(pattern, ("has the wrong format", ""))
+        why = _WHY.get(pattern)
+        reason = why(value) if why is not None and isinstance(value, str) else None
+        if reason:
+            return f"{_show(value)} {what}: {reason}", hint
         return f"{_show(value)} {what}", hint
     if kind == "literal_error":
         expected = ctx.get("expected", "")
@@ -258,7 +313,12 @@ def _message(error: ErrorDetails, value: Any, root: type[Record]) -> tuple[str, 
     if kind == "too_long":
         return f"has more than {ctx.get('max_length')} items", ""
     if kind == "string_too_long":
-        return f"is longer than {ctx.get('max_length')} characters", ""
+        longest = ctx.get("max_length")
+        known = _PATTERNS.get(_pattern_at(root, loc) or "")
+        if known is not None and isinstance(value, str):
+            what, hint = known
+            return f"{_show(value)} {what}: {len(value)} characters, at most {longest}", hint
+        return f"is longer than {longest} characters", ""
     return error["msg"], ""
 
 

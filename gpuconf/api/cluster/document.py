@@ -7,10 +7,12 @@ from typing import Annotated, Literal
 from gpuconf.api.base import (
     INT32_MAX,
     DnsLabel,
-    DnsSubdomain,
     ImageReference,
     KubernetesVersion,
+    LabelKey,
+    LabelValue,
     Model,
+    ResourceDomain,
 )
 from gpuconf.api.cluster.kueue import Kueue
 from gpuconf.api.cluster.nvidia_components import (
@@ -103,7 +105,7 @@ class Monitoring(Model):
         default_factory=default_scrapers
     )
     """Namespaces whose pods may scrape the metrics port when networkPolicy is true."""
-    extra_labels: dict[str, str] = field(default_factory=dict)
+    extra_labels: dict[LabelKey, LabelValue] = field(default_factory=dict)
     """Labels added to every PodMonitor, PrometheusRule and the dashboard, for the Prometheus
     that selects them (kube-prometheus-stack selects `release: <its release name>`)."""
     prometheus_rule: bool = True
@@ -152,8 +154,9 @@ class ClusterSpec(Model):
     """How pods get GPUs: extended resources from a device plugin, or Dynamic Resource Allocation."""
     plugin: Literal["gpuconf", "nvidia"] = "gpuconf"
     """Device-plugin mode: gpuconf's node runtime, or NVIDIA's device plugin with its config."""
-    resource_domain: DnsSubdomain = "gpuconf.dev"
-    """Domain of the default resource names (<domain>/<class>)."""
+    resource_domain: ResourceDomain = "gpuconf.dev"
+    """Domain of the default resource names (<domain>/<class>): a DNS subdomain of at most 244
+    characters outside kubernetes.io (Kubernetes' extended-resource rule)."""
     namespace: DnsLabel = "gpuconf-system"
     """Namespace for gpuconf's own DaemonSets and ConfigMaps."""
     images: Images = field(default_factory=Images)

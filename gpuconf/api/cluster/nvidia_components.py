@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from gpuconf.api.base import DnsLabel, DnsSubdomain, ImageReference, Model
+from gpuconf.api.base import ConfigMapName, DnsLabel, ImageReference, Model
 from gpuconf.api.record import field
 
 # Every release of k8s-device-plugin from v0.17.0 to the current one.
@@ -55,9 +55,10 @@ class Dra(Model):
 class MigManager(Model):
     namespace: DnsLabel = "gpu-operator"
     """The GPU Operator's namespace: its MIG manager reads its config ConfigMap only there."""
-    config_map_name: DnsSubdomain = "gpuconf-mig-parted-config"
+    config_map_name: ConfigMapName = "gpuconf-mig-parted-config"
     """The ConfigMap holding every pool's MIG layout (key config.yaml); set the ClusterPolicy's
-    migManager.config.name to this name."""
+    migManager.config.name to this name. A DNS subdomain of at most 240 characters, so that
+    mig-manager/configmap-<name>.yaml is a file name Linux holds."""
 
 
 class GpuOperator(Model):

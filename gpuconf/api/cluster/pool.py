@@ -7,7 +7,6 @@ from typing import Annotated, Literal
 from gpuconf.api.base import (
     INT64_MAX,
     AbsolutePath,
-    DnsLabel,
     DnsSubdomain,
     DriverVersion,
     GpuUuid,
@@ -16,6 +15,7 @@ from gpuconf.api.base import (
     LabelValue,
     MigProfileName,
     Model,
+    PoolName,
 )
 from gpuconf.api.gpu_model import GpuModelReference
 from gpuconf.api.node_facts import CONTAINERISED_DRIVER_ROOT
@@ -101,8 +101,9 @@ class DeclaredNode(Model):
 
 
 class NodePool(Model):
-    name: DnsLabel
-    """Pool name: a DNS label, unique in the cluster."""
+    name: PoolName
+    """Pool name: a DNS label of at most 55 characters (gpuconf-<name> is the nodes'
+    nvidia.com/mig.config label value), unique in the cluster."""
     platform: Literal["discrete", "tegra"] = "discrete"
     """discrete: PCIe/SXM GPUs seen through NVML; tegra: Jetson modules, whose integrated GPU is
     discovered from the SoC (no NVML, no MIG, no MPS)."""

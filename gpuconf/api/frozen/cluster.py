@@ -258,6 +258,26 @@ SCRAPE_JOBS = {
 }
 
 PART_16 = {
+    'type': 'str',
+    'max_length': 317,
+    'pattern': '^((?=[^/]{1,253}/)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$',
+    'regex_engine': 'python-re',
+}
+
+PART_17 = {
+    'type': 'default',
+    'schema': {
+        'type': 'dict',
+        'keys_schema': PART_16,
+        'values_schema': {
+            'type': 'str',
+            'pattern': '^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$',
+        },
+    },
+    'default_factory': dict,
+}
+
+PART_18 = {
     'type': 'default',
     'schema': {
         'type': 'bool',
@@ -273,7 +293,7 @@ MONITORING = {
         'fields': {
             'pod_monitor': {
                 'type': 'model-field',
-                'schema': PART_16,
+                'schema': PART_18,
                 'validation_alias': 'podMonitor',
             },
             'network_policy': {
@@ -299,29 +319,17 @@ MONITORING = {
             },
             'extra_labels': {
                 'type': 'model-field',
-                'schema': {
-                    'type': 'default',
-                    'schema': {
-                        'type': 'dict',
-                        'keys_schema': {
-                            'type': 'str',
-                        },
-                        'values_schema': {
-                            'type': 'str',
-                        },
-                    },
-                    'default_factory': dict,
-                },
+                'schema': PART_17,
                 'validation_alias': 'extraLabels',
             },
             'prometheus_rule': {
                 'type': 'model-field',
-                'schema': PART_16,
+                'schema': PART_18,
                 'validation_alias': 'prometheusRule',
             },
             'dashboard': {
                 'type': 'model-field',
-                'schema': PART_16,
+                'schema': PART_18,
                 'validation_alias': 'dashboard',
             },
             'scrape_jobs': {
@@ -481,7 +489,7 @@ NVIDIA_PLUGIN = {
             },
             'rename_by_default': {
                 'type': 'model-field',
-                'schema': PART_16,
+                'schema': PART_18,
                 'validation_alias': 'renameByDefault',
             },
         },
@@ -543,7 +551,7 @@ DCGM_EXPORTER = {
         'fields': {
             'enabled': {
                 'type': 'model-field',
-                'schema': PART_16,
+                'schema': PART_18,
                 'validation_alias': 'enabled',
             },
             'image': {
@@ -571,7 +579,7 @@ DCGM_EXPORTER = {
     'ref': 'gpuconf.api.cluster.nvidia_components.DcgmExporter',
 }
 
-PART_17 = {
+PART_19 = {
     'type': 'model-field',
     'schema': {
         'type': 'default',
@@ -590,15 +598,15 @@ MIG_MANAGER = {
     'schema': {
         'type': 'model-fields',
         'fields': {
-            'namespace': PART_17,
+            'namespace': PART_19,
             'config_map_name': {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
                     'schema': {
                         'type': 'str',
-                        'max_length': 253,
-                        'pattern': '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$',
+                        'max_length': 240,
+                        'pattern': '^(?:[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)$',
                     },
                     'default': 'gpuconf-mig-parted-config',
                 },
@@ -727,7 +735,7 @@ PREEMPTION = {
     'ref': 'gpuconf.api.cluster.kueue.Preemption',
 }
 
-PART_18 = {
+PART_20 = {
     'type': 'default',
     'schema': {
         'type': 'nullable',
@@ -756,12 +764,12 @@ CLUSTER_QUEUE_SETTINGS = {
             'name': PART_12,
             'borrowing_limit': {
                 'type': 'model-field',
-                'schema': PART_18,
+                'schema': PART_20,
                 'validation_alias': 'borrowingLimit',
             },
             'lending_limit': {
                 'type': 'model-field',
-                'schema': PART_18,
+                'schema': PART_20,
                 'validation_alias': 'lendingLimit',
             },
             'preemption': {
@@ -785,7 +793,7 @@ CLUSTER_QUEUE_SETTINGS = {
     'ref': 'gpuconf.api.cluster.kueue.ClusterQueueSettings',
 }
 
-PART_19 = {
+PART_21 = {
     'type': 'default',
     'schema': {
         'type': 'nullable',
@@ -817,7 +825,7 @@ KUEUE = {
             },
             'cohort': {
                 'type': 'model-field',
-                'schema': PART_19,
+                'schema': PART_21,
                 'validation_alias': 'cohort',
             },
             'local_queue': {
@@ -876,7 +884,7 @@ GPU_OPERATOR = {
                 },
                 'validation_alias': 'version',
             },
-            'namespace': PART_17,
+            'namespace': PART_19,
             'device_plugin': {
                 'type': 'model-field',
                 'schema': PART_1,
@@ -906,11 +914,7 @@ TOLERATION = {
                     'type': 'default',
                     'schema': {
                         'type': 'nullable',
-                        'schema': {
-                            'type': 'str',
-                            'max_length': 317,
-                            'pattern': '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$',
-                        },
+                        'schema': PART_16,
                     },
                     'default': None,
                 },
@@ -1002,7 +1006,7 @@ CONTAINER_RUNTIME = {
             'engine': PART_6,
             'set_as_default': {
                 'type': 'model-field',
-                'schema': PART_16,
+                'schema': PART_18,
                 'validation_alias': 'setAsDefault',
             },
             'binary_path': {
@@ -1236,7 +1240,7 @@ DECLARED_NODE = {
     'ref': 'gpuconf.api.cluster.pool.DeclaredNode',
 }
 
-PART_20 = {
+PART_22 = {
     'type': 'model-field',
     'schema': {
         'type': 'default',
@@ -1296,7 +1300,7 @@ MIG_LAYOUT = {
                 },
                 'validation_alias': 'layout',
             },
-            'indices': PART_20,
+            'indices': PART_22,
         },
         'model_name': 'MigLayout',
         'extra_behavior': 'forbid',
@@ -1315,7 +1319,14 @@ NODE_POOL = {
     'schema': {
         'type': 'model-fields',
         'fields': {
-            'name': PART_12,
+            'name': {
+                'type': 'model-field',
+                'schema': {
+                    'type': 'str',
+                    'pattern': '^[a-z0-9]([-a-z0-9]{0,53}[a-z0-9])?$',
+                },
+                'validation_alias': 'name',
+            },
             'platform': {
                 'type': 'model-field',
                 'schema': {
@@ -1366,22 +1377,7 @@ NODE_POOL = {
             },
             'node_selector': {
                 'type': 'model-field',
-                'schema': {
-                    'type': 'default',
-                    'schema': {
-                        'type': 'dict',
-                        'keys_schema': {
-                            'type': 'str',
-                            'max_length': 317,
-                            'pattern': '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$',
-                        },
-                        'values_schema': {
-                            'type': 'str',
-                            'pattern': '^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$',
-                        },
-                    },
-                    'default_factory': dict,
-                },
+                'schema': PART_17,
                 'validation_alias': 'nodeSelector',
             },
             'tolerations': {
@@ -1480,7 +1476,7 @@ NODE_POOL = {
     'ref': 'gpuconf.api.cluster.pool.NodePool',
 }
 
-PART_21 = {
+PART_23 = {
     'type': 'default',
     'schema': {
         'type': 'nullable',
@@ -1495,7 +1491,7 @@ PART_21 = {
     'default': None,
 }
 
-PART_22 = {
+PART_24 = {
     'type': 'literal',
     'expected': [
         'Kepler',
@@ -1560,7 +1556,7 @@ SELECTOR = {
             },
             'pools': {
                 'type': 'model-field',
-                'schema': PART_21,
+                'schema': PART_23,
                 'validation_alias': 'pools',
             },
             'nodes': {
@@ -1582,7 +1578,7 @@ SELECTOR = {
                 },
                 'validation_alias': 'nodes',
             },
-            'indices': PART_20,
+            'indices': PART_22,
             'mig_profile': {
                 'type': 'model-field',
                 'schema': {
@@ -1607,10 +1603,10 @@ SELECTOR = {
                         'schema': {
                             'type': 'union',
                             'choices': [
-                                PART_22,
+                                PART_24,
                                 {
                                     'type': 'list',
-                                    'items_schema': PART_22,
+                                    'items_schema': PART_24,
                                 },
                             ],
                         },
@@ -1846,7 +1842,7 @@ CLAIM = {
             },
             'first_available': {
                 'type': 'model-field',
-                'schema': PART_21,
+                'schema': PART_23,
                 'validation_alias': 'firstAvailable',
             },
             'match_attribute': {
@@ -1896,8 +1892,9 @@ RESOURCE_CLASS = {
                         'type': 'nullable',
                         'schema': {
                             'type': 'str',
-                            'max_length': 317,
-                            'pattern': '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[a-z0-9]([-a-z0-9_.]{0,61}[a-z0-9])?$',
+                            'max_length': 308,
+                            'pattern': '^(?!requests\\.)(?![^/]*kubernetes\\.io/)(?=[^/]{1,244}/)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[a-z0-9]([-a-z0-9_.]{0,61}[a-z0-9])?$',
+                            'regex_engine': 'python-re',
                         },
                     },
                     'default': None,
@@ -1970,7 +1967,7 @@ RESOURCE_CLASS = {
     'ref': 'gpuconf.api.cluster.resource_class.ResourceClass',
 }
 
-PART_23 = {
+PART_25 = {
     'type': 'literal',
     'expected': [
         'create',
@@ -2016,7 +2013,7 @@ QUOTA = {
                     'type': 'default',
                     'schema': {
                         'type': 'nullable',
-                        'schema': PART_23,
+                        'schema': PART_25,
                     },
                     'default': None,
                 },
@@ -2024,7 +2021,7 @@ QUOTA = {
             },
             'cluster_queue': {
                 'type': 'model-field',
-                'schema': PART_19,
+                'schema': PART_21,
                 'validation_alias': 'clusterQueue',
             },
         },
@@ -2086,8 +2083,8 @@ CLUSTER_SPEC = {
                     'type': 'default',
                     'schema': {
                         'type': 'str',
-                        'max_length': 253,
-                        'pattern': '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$',
+                        'pattern': '^(?!requests\\.)(?!.*kubernetes\\.io$)(?=.{1,244}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$',
+                        'regex_engine': 'python-re',
                     },
                     'default': 'gpuconf.dev',
                 },
@@ -2232,7 +2229,7 @@ CLUSTER_SPEC = {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': PART_23,
+                    'schema': PART_25,
                     'default': 'create',
                 },
                 'validation_alias': 'namespacePolicy',

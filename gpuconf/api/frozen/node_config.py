@@ -60,16 +60,16 @@ RUNTIME_SETTINGS = {
     'ref': 'gpuconf.api.node_config.RuntimeSettings',
 }
 
-PART_24 = {
+PART_26 = {
     'type': 'list',
     'items_schema': {
         'type': 'int',
     },
 }
 
-PART_25 = {
+PART_27 = {
     'type': 'default',
-    'schema': PART_24,
+    'schema': PART_26,
     'default_factory': list,
 }
 
@@ -81,12 +81,12 @@ HEALTH_SETTINGS = {
         'fields': {
             'ignored_xids': {
                 'type': 'model-field',
-                'schema': PART_24,
+                'schema': PART_26,
                 'validation_alias': 'ignoredXids',
             },
             'reset_xids': {
                 'type': 'model-field',
-                'schema': PART_25,
+                'schema': PART_27,
                 'validation_alias': 'resetXids',
             },
             'recover_after_seconds': {
@@ -110,7 +110,7 @@ HEALTH_SETTINGS = {
     'ref': 'gpuconf.api.node_config.HealthSettings',
 }
 
-PART_26 = {
+PART_28 = {
     'type': 'list',
     'items_schema': {
         'type': 'definition-ref',
@@ -118,7 +118,7 @@ PART_26 = {
     },
 }
 
-PART_27 = {
+PART_29 = {
     'type': 'nullable',
     'schema': {
         'type': 'str',
@@ -133,14 +133,14 @@ EXPECTED_INVENTORY = {
         'fields': {
             'default': {
                 'type': 'model-field',
-                'schema': PART_26,
+                'schema': PART_28,
                 'validation_alias': 'default',
             },
             'common': {
                 'type': 'model-field',
                 'schema': {
                     'type': 'default',
-                    'schema': PART_26,
+                    'schema': PART_28,
                     'default_factory': list,
                 },
                 'validation_alias': 'common',
@@ -156,7 +156,7 @@ EXPECTED_INVENTORY = {
                         },
                         'values_schema': {
                             'type': 'list',
-                            'items_schema': PART_27,
+                            'items_schema': PART_29,
                         },
                     },
                     'default_factory': dict,
@@ -172,7 +172,7 @@ EXPECTED_INVENTORY = {
                         'keys_schema': {
                             'type': 'str',
                         },
-                        'values_schema': PART_26,
+                        'values_schema': PART_28,
                     },
                     'default_factory': dict,
                 },
@@ -198,12 +198,12 @@ GPU_INDICES = {
         'fields': {
             'default': {
                 'type': 'model-field',
-                'schema': PART_24,
+                'schema': PART_26,
                 'validation_alias': 'default',
             },
             'common': {
                 'type': 'model-field',
-                'schema': PART_25,
+                'schema': PART_27,
                 'validation_alias': 'common',
             },
             'nodes': {
@@ -215,7 +215,7 @@ GPU_INDICES = {
                         'keys_schema': {
                             'type': 'str',
                         },
-                        'values_schema': PART_24,
+                        'values_schema': PART_26,
                     },
                     'default_factory': dict,
                 },
@@ -233,13 +233,13 @@ GPU_INDICES = {
     'ref': 'gpuconf.api.node_config.GpuIndices',
 }
 
-PART_28 = {
+PART_30 = {
     'type': 'default',
-    'schema': PART_27,
+    'schema': PART_29,
     'default': None,
 }
 
-PART_29 = {
+PART_31 = {
     'type': 'default',
     'schema': {
         'type': 'nullable',
@@ -284,22 +284,22 @@ SHARING_SETTINGS = {
             'fail_requests_greater_than_one': PART_9,
             'mps_pipe_directory': {
                 'type': 'model-field',
-                'schema': PART_28,
+                'schema': PART_30,
                 'validation_alias': 'mpsPipeDirectory',
             },
             'mps_shm_directory': {
                 'type': 'model-field',
-                'schema': PART_28,
+                'schema': PART_30,
                 'validation_alias': 'mpsShmDirectory',
             },
             'mps_memory_limit_mi_b': {
                 'type': 'model-field',
-                'schema': PART_29,
+                'schema': PART_31,
                 'validation_alias': 'mpsMemoryLimitMiB',
             },
             'mps_active_thread_percentage': {
                 'type': 'model-field',
-                'schema': PART_29,
+                'schema': PART_31,
                 'validation_alias': 'mpsActiveThreadPercentage',
             },
         },
@@ -341,7 +341,7 @@ RESOURCE_SETTINGS = {
             },
             'mig_profile': {
                 'type': 'model-field',
-                'schema': PART_28,
+                'schema': PART_30,
                 'validation_alias': 'migProfile',
             },
             'sharing': {
@@ -575,7 +575,7 @@ EXPECTED_GPU = {
             },
             'uuid': {
                 'type': 'model-field',
-                'schema': PART_28,
+                'schema': PART_30,
                 'validation_alias': 'uuid',
             },
             'mig': {

@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gpuconf.api.base import CONFIG_MAP_FILE
 from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.gpu_model import GpuModel
+from gpuconf.api.node_facts import MIG_CONFIG_PREFIX
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
 from gpuconf.compiler.plan.pod import node_selector
@@ -27,7 +29,7 @@ NVIDIA_VENDOR_ID = "10DE"
 
 
 def mig_config_name(pool: NodePool) -> str:
-    return f"gpuconf-{pool.name}"
+    return MIG_CONFIG_PREFIX + pool.name
 
 
 def _entry(
@@ -84,7 +86,7 @@ def mig_manager_config_map(cluster: Cluster, inventory: DeclaredInventory) -> li
     where = cluster.spec.mig_manager
     return [
         manifest(
-            f"mig-manager/configmap-{where.config_map_name}.yaml",
+            "mig-manager/" + CONFIG_MAP_FILE.format(where.config_map_name),
             "configmap.yaml.j2",
             "ConfigMap",
             {
