@@ -7,6 +7,7 @@ is expected), so the node runtime decides nothing from cluster-wide knowledge.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Annotated, Literal
 
 from gpuconf.api.base import INT32_MAX, Model
@@ -123,6 +124,10 @@ class SharingSettings(Model):
     mps_active_thread_percentage: int | None = None
 
 
+SOCKET_STEM_BYTES = 64
+"""A socket file name's length before `.sock`: with the kubelet's directory, 101 bytes of 107."""
+
+
 class ResourceSettings(Model):
     name: str
     """The extended resource name, e.g. gpuconf.dev/t4-shared."""
@@ -134,8 +139,15 @@ class ResourceSettings(Model):
     allocation_policy: Literal["spread", "pack"] = "spread"
 
     def socket_name(self) -> str:
-        """The unix socket file name in the kubelet's plugin directory."""
-        return "gpuconf-" + self.name.replace("/", "_") + ".sock"
+        """The unix socket file name in the kubelet's plugin directory: the resource's name,
+        cut short with a digest where it is long. A unix socket path holds at most 107 bytes
+        and the kubelet's directory, /var/lib/kubelet/device-plugins/, takes 32 of them; the
+        kubelet knows a plugin by the endpoint it registers, so any unique name serves."""
+        plain = "gpuconf-" + self.name.replace("/", "_")
+        if len(plain) > SOCKET_STEM_BYTES:
+            digest = hashlib.sha256(self.name.encode("utf-8")).hexdigest()[:12]
+            plain = f"{plain[: SOCKET_STEM_BYTES - len(digest) - 1]}-{digest}"
+        return plain + ".sock"
 
 
 class LabelSettings(Model):

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from builders import gpu_uuid, node_config, nvlink_box, resource
+from builders import gpu_uuid, node_config, nvlink_box, read_node_config, resource
 from kubelet_stub import KubeletStub
 from plugin_process import NodeProcess, serving, wait_until
 
@@ -99,3 +101,36 @@ def test_healthz_answers_ok_while_the_loop_runs(node: tuple[NodeProcess, Kubelet
             return None
 
     assert wait_until(answer, timeout=10, what="/healthz") == (200, b"ok\n")
+
+
+LONGEST_CLASS = "c" * 63
+"""A class name as long as a DNS label may be: gpuconf.dev/<it> is a 75-character resource."""
+KUBELET_PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
+
+
+def test_a_resource_named_as_long_as_validate_allows_is_served_from_the_kubelets_directory(
+    tmp_path: Path,
+) -> None:
+    # A unix socket path holds at most 107 bytes: gpuconf-gpuconf.dev_<63 characters>.sock in
+    # the kubelet's directory would be 113, and `gpuconf node run` would refuse to start.
+    process = NodeProcess(tmp_path, node_config([resource(LONGEST_CLASS, [0])]), nvlink_box(1))
+    plugin_dir = Path(tempfile.mkdtemp(prefix="gc-", dir="/tmp"))
+    process.plugin_dir = plugin_dir / ("d" * (len(KUBELET_PLUGIN_DIR) - len(str(plugin_dir)) - 1))
+    process.plugin_dir.mkdir()
+    process.pod_resources_socket = plugin_dir / "pod-resources.sock"
+    assert len(str(process.plugin_dir)) == len(KUBELET_PLUGIN_DIR)
+    with serving(process) as kubelet:
+        request = kubelet.wait_registered(f"gpuconf.dev/{LONGEST_CLASS}", timeout=10)
+        assert (process.plugin_dir / request.endpoint).is_socket()
+        assert len(f"{KUBELET_PLUGIN_DIR}/{request.endpoint}") <= 107
+        assert kubelet.wait_devices(f"gpuconf.dev/{LONGEST_CLASS}", timeout=10)
+
+
+def test_long_resource_names_that_share_a_beginning_get_sockets_of_their_own() -> None:
+    first, second = (
+        read_node_config(node_config([resource("c" * 62 + end, [0])])).resources[0] for end in "ab"
+    )
+    assert first.socket_name() != second.socket_name()
+    assert len(first.socket_name()) == len(second.socket_name()) <= 107 - 32
+    short = read_node_config(node_config([resource("h100", [0])])).resources[0]
+    assert short.socket_name() == "gpuconf-gpuconf.dev_h100.sock"
