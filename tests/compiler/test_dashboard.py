@@ -116,3 +116,19 @@ def test_the_queries_compute_the_figures_from_synthetic_series(tmp_path: Path) -
         capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+GRAFANA_UID = re.compile(r"^[a-zA-Z0-9\-_]{1,40}$")
+"""What Grafana takes as a dashboard uid (grafana/grafana pkg/util/shortid_generator.go:
+ValidateUID, MaxUIDLength 40)."""
+
+
+def test_every_clusters_dashboard_uid_is_one_grafana_takes_however_long_its_name() -> None:
+    uids = []
+    for name in ("fleet", "a" * 62 + "x", "a" * 62 + "y"):
+        document = cluster_file("fleet")
+        document["metadata"]["name"] = name
+        uids.append(_board(rendered(document))["uid"])
+    assert uids[0] == "gpuconf-fleet"
+    assert all(GRAFANA_UID.match(uid) for uid in uids), uids
+    assert len(set(uids)) == 3
