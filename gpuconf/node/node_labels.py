@@ -10,9 +10,11 @@ it rather than fight NFD's master over it.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
+from gpuconf.api.base import LABEL_VALUE
 from gpuconf.gpus.gfd_labels import OWNED_ANNOTATION
 from gpuconf.node import in_cluster
 
@@ -29,6 +31,13 @@ class LabelChange(NamedTuple):
     """The keys gpuconf owns after the change, sorted."""
     foreign: tuple[str, ...]
     """Keys gpuconf wants but leaves alone: someone else set them."""
+    invalid: tuple[str, ...] = ()
+    """Keys gpuconf wants with a value Kubernetes refuses (a product name past 63 characters):
+    not written, as NFD's worker ignores such a label (nfd-worker.go, IsValidLabelValue), so
+    the rest of the patch is not refused with it."""
+
+
+_VALID_VALUE = re.compile(LABEL_VALUE)
 
 
 NFD_FEATURE_LABELS = "nfd.node.kubernetes.io/feature-labels"
@@ -63,6 +72,8 @@ def reconcile(
     owned: set[str] = set()
     foreign: list[str] = []
     owned_before = owned_before - managed_elsewhere
+    invalid = tuple(sorted(key for key, value in wanted.items() if not _VALID_VALUE.match(value)))
+    wanted = {key: value for key, value in wanted.items() if key not in invalid}
     for key, value in sorted(wanted.items()):
         if key in managed_elsewhere:
             foreign.append(key)
@@ -75,7 +86,7 @@ def reconcile(
     for key in sorted(owned_before - wanted.keys()):
         if key in current:
             patch[key] = None
-    return LabelChange(patch, tuple(sorted(owned)), tuple(foreign))
+    return LabelChange(patch, tuple(sorted(owned)), tuple(foreign), invalid)
 
 
 def publish_labels(node_name: str, wanted: Mapping[str, str]) -> bool:
@@ -102,6 +113,14 @@ def _reconcile_node(node: OwnNode, wanted: Mapping[str, str]) -> None:
     change = reconcile(meta.get("labels") or {}, owned_before, wanted, nfd_keys(annotations))
     for key in change.foreign:
         log.warning("label %s on node %s is not gpuconf's; left alone", key, node.name)
+    for key in change.invalid:
+        log.warning(
+            "label %s=%r on node %s is not a valid label value (at most 63 characters: "
+            "letters, digits, '-', '_', '.'); not written",
+            key,
+            wanted[key],
+            node.name,
+        )
     if change.labels or owned_before != frozenset(change.owned):
         body = {
             "metadata": {

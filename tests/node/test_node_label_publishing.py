@@ -60,3 +60,17 @@ def test_keys_nfd_manages_are_left_to_nfd_even_where_gpuconf_set_them_first() ->
     assert change.labels == {}
     assert change.owned == (POOL,)
     assert change.foreign == ("nvidia.com/gpu.count", PRODUCT)
+
+
+def test_a_value_kubernetes_would_refuse_is_left_out_and_the_rest_is_still_written() -> None:
+    # A declared model's NVML name may be 96 characters; its gpu.product would be refused by the
+    # API server, and the whole patch with it. NFD's worker ignores such a label the same way.
+    long_product = "NVIDIA-" + "X" * 57  # 64 characters
+    change = reconcile({}, frozenset(), {PRODUCT: long_product, POOL: "t4"})
+    assert change.labels == {POOL: "t4"}
+    assert change.owned == (POOL,)
+    assert change.invalid == (PRODUCT,)
+    # One gpuconf wrote before, now refused: taken away rather than left stale.
+    change = reconcile({PRODUCT: "L4"}, frozenset({PRODUCT}), {PRODUCT: "L4 bad value"})
+    assert change.labels == {PRODUCT: None}
+    assert change.invalid == (PRODUCT,)
