@@ -20,6 +20,7 @@ from gpuconf.compiler.pipeline import Compiled, compile_paths
 from gpuconf.compiler.plan import plan
 from gpuconf.compiler.render import RenderedTree, render
 from gpuconf.compiler.templating.engine import Templates
+from gpuconf.compiler.templating.skeleton_memo import SkeletonMemo
 from gpuconf.compiler.validate import Validated, validate
 from gpuconf.diagnostics import Diagnostic
 from gpuconf.formats.located_yaml import parse_text
@@ -185,6 +186,13 @@ def errors(document: dict[str, Any]) -> list[Diagnostic]:
     outcome = check(document)
     assert isinstance(outcome, list), "expected diagnostics, the cluster validated"
     return [d for d in outcome if d.is_error]
+
+
+class NoMemo(Templates):
+    """Templates that render every artifact in place, for comparing with the skeleton memo."""
+
+    def _memo(self, name: str) -> SkeletonMemo | None:
+        return None
 
 
 def rendered(document: dict[str, Any]) -> RenderedTree:

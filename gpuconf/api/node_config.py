@@ -7,12 +7,18 @@ is expected), so the node runtime decides nothing from cluster-wide knowledge.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Annotated, Literal
 
 from gpuconf.api.base import INT32_MAX, Model
-from gpuconf.api.node_facts import DEFAULT_METRICS_PORT, DeviceListStrategy, LabelOwner
+from gpuconf.api.node_facts import (
+    DEFAULT_METRICS_PORT,
+    KUBELET_PLUGIN_DIR,
+    MAX_UNIX_SOCKET_PATH,
+    DeviceListStrategy,
+    LabelOwner,
+)
 from gpuconf.api.record import Limits, field
+from gpuconf.api.short_names import shortened
 from gpuconf.api.version import NodeConfigApiVersion
 from gpuconf.diagnostics import KeyPath
 
@@ -124,8 +130,8 @@ class SharingSettings(Model):
     mps_active_thread_percentage: int | None = None
 
 
-SOCKET_STEM_BYTES = 64
-"""A socket file name's length before `.sock`: with the kubelet's directory, 101 bytes of 107."""
+SOCKET_STEM_CHARACTERS = MAX_UNIX_SOCKET_PATH - len(KUBELET_PLUGIN_DIR) - len("/.sock")
+"""A socket file name's length before `.sock`, so its path in the kubelet's directory fits."""
 
 
 class ResourceSettings(Model):
@@ -140,14 +146,9 @@ class ResourceSettings(Model):
 
     def socket_name(self) -> str:
         """The unix socket file name in the kubelet's plugin directory: the resource's name,
-        cut short with a digest where it is long. A unix socket path holds at most 107 bytes
-        and the kubelet's directory, /var/lib/kubelet/device-plugins/, takes 32 of them; the
-        kubelet knows a plugin by the endpoint it registers, so any unique name serves."""
-        plain = "gpuconf-" + self.name.replace("/", "_")
-        if len(plain) > SOCKET_STEM_BYTES:
-            digest = hashlib.sha256(self.name.encode("utf-8")).hexdigest()[:12]
-            plain = f"{plain[: SOCKET_STEM_BYTES - len(digest) - 1]}-{digest}"
-        return plain + ".sock"
+        cut short with a digest where the path would not fit a unix socket's; the kubelet
+        knows a plugin by the endpoint it registers, so any unique name serves."""
+        return shortened("gpuconf-" + self.name.replace("/", "_"), SOCKET_STEM_CHARACTERS) + ".sock"
 
 
 class LabelSettings(Model):

@@ -22,3 +22,10 @@ POOL_LABEL = "gpuconf.dev/pool"
 MIG_CONFIG_PREFIX = "gpuconf-"
 """A pool's mig-parted configuration is gpuconf-<pool>, which its nodes' nvidia.com/mig.config
 label names (the GPU Operator's MIG manager applies the configuration the label names)."""
+
+
+KUBELET_PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
+"""Where the kubelet serves kubelet.sock and looks for device plugins' sockets (k8s.io/kubelet
+pkg/apis/deviceplugin/v1beta1/constants.go, DevicePluginPath)."""
+MAX_UNIX_SOCKET_PATH = 107
+"""Bytes a unix socket's path may hold: sun_path's 108 less its terminating NUL (unix(7))."""

@@ -113,7 +113,7 @@ def _promtool(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 POOL_GPU_COUNT = re.compile(r'up\{job="([^"]+)", gpuconf_pool="([^"]+)"\} == 1\)\) < (\d+)')
 """A pool's usual GPU count in GpuconfGPULost's dcgm-exporter comparison (no node filter), with
 the exporter's scrape job whose `up` stands in for a node that reports no GPU at all."""
-TARGET_JOBS = re.compile(r'up\{job=~"([^"]+)"\} == 0')
+TARGET_JOBS = re.compile(r'up\{job=~"([^"]+)", gpuconf_pool!=""\} == 0')
 
 
 def _gpu_lost_cases(expr: str) -> list[Case]:
@@ -169,6 +169,9 @@ def _target_down_cases(expr: str) -> list[Case]:
         if "." in job:
             other = {**NODE, "job": job.replace(".", "x")}
             cases.append(Case({_selector("up", other): "0x10"}, "8m", None))
+        # Another pod the job scrapes (a site's own job may): no pool, not gpuconf's business.
+        not_ours = {"node": NODE["node"], "job": job}
+        cases.append(Case({_selector("up", not_ours): "0x10"}, "8m", None))
     cases.append(Case({_selector("up", {**NODE, "job": jobs[0]}): "0x2 1x10"}, "8m", None))
     return cases
 

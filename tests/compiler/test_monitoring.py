@@ -206,8 +206,10 @@ def test_alerts_without_pod_monitors_need_the_scrape_jobs_they_select() -> None:
     assert RULE_PATH not in rendered(_lab(**NO_PROMETHEUS_OPERATOR))
 
 
-def test_scrape_jobs_beside_pod_monitors_are_refused() -> None:
-    [found] = errors(_lab(scrapeJobs={"node": "gpuconf"}))
+@pytest.mark.parametrize("unused", [{}, {"podMonitor": False, "prometheusRule": False}])
+def test_scrape_jobs_nothing_reads_are_refused(unused: dict[str, bool]) -> None:
+    # Beside PodMonitors the alerts select theirs; without the rule there are no alerts.
+    [found] = errors(_lab(scrapeJobs={"node": "gpuconf"}, **unused))
     assert found.path == (*MONITORING_PATH, "scrapeJobs")
 
 
@@ -221,7 +223,7 @@ def test_the_alerts_select_the_sites_scrape_jobs_where_there_are_no_pod_monitors
         for r in group["rules"]
     }
     # A regex alternation: the dot escaped, so it matches only itself.
-    expected = 'up{job=~"kubernetes-pods\\\\.gpuconf|gpu/dcgm-exporter"} == 0'
+    expected = 'up{job=~"kubernetes-pods\\\\.gpuconf|gpu/dcgm-exporter", gpuconf_pool!=""} == 0'
     assert rules["GpuconfMetricsTargetDown"] == expected
     assert 'up{job="gpu/dcgm-exporter", gpuconf_pool="t4"}' in rules["GpuconfGPULost"]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import CLUSTERS, EXAMPLES, REPO
+from builders import CLUSTERS, EXAMPLES, REPO, NoMemo
 from jinja2 import Environment
 
 from gpuconf.compiler.pipeline import compile_paths
@@ -28,16 +28,11 @@ def _printed(*sources: str) -> set[ValuePath] | None:
     return set(found.printed_only) if found.skeleton else None
 
 
-class _NoMemo(Templates):
-    def _memo(self, name: str) -> SkeletonMemo | None:
-        return None
-
-
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_every_cluster_renders_the_same_bytes_with_and_without_the_memo(example: str) -> None:
     compiled = compile_paths([CLUSTERS / f"{example}.yaml"], relative_to=REPO, render_output=False)
     artifacts = plan(compiled.validated[example], f"clusters/{example}.yaml")
-    assert render(artifacts, Templates()) == render(artifacts, _NoMemo())
+    assert render(artifacts, Templates()) == render(artifacts, NoMemo())
 
 
 def _namespace(name: str, team: str = "a") -> Artifact:
@@ -132,7 +127,7 @@ def test_a_site_block_branching_on_a_container_renders_each_daemonset_by_its_own
     tree = render(artifacts, Templates(tmp_path))
     assert b"mirror.example/special:1" not in tree[first.path]
     assert b"mirror.example/special:1" in tree["special.yaml"]
-    assert tree == render(artifacts, _NoMemo(tmp_path))
+    assert tree == render(artifacts, NoMemo(tmp_path))
 
 
 @pytest.mark.parametrize(

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import NoMemo
 
 from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.render import render
 from gpuconf.compiler.templating.engine import Templates
-from gpuconf.compiler.templating.skeleton_memo import SkeletonMemo
 
 # Each reads `meta`, `cs` (a list of mappings), `m` and `labels` (mappings) or `pairs`; {K} is
 # the output key it writes under.
@@ -93,11 +93,6 @@ _SNIPPETS = [
 _NAMES = ["a", "b", "special", ""]
 
 
-class _NoMemo(Templates):
-    def _memo(self, name: str) -> SkeletonMemo | None:
-        return None
-
-
 def _values(rng: random.Random) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": rng.choice(_NAMES)}
     if rng.random() < 0.9:
@@ -142,5 +137,5 @@ def test_random_site_templates_render_the_same_with_and_without_the_memo(
         ]
         artifacts = [Artifact(f"o{n}.yaml", "fuzz.yaml.j2", v) for n, v in enumerate(values)]
         with_memo = _rendered(artifacts, Templates(tmp_path))
-        without = _rendered(artifacts, _NoMemo(tmp_path))
+        without = _rendered(artifacts, NoMemo(tmp_path))
         assert with_memo == without, f"template:\n{text}\nvalues: {values}"

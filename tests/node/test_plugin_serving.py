@@ -13,6 +13,7 @@ from builders import gpu_uuid, node_config, nvlink_box, read_node_config, resour
 from kubelet_stub import KubeletStub
 from plugin_process import NodeProcess, serving, wait_until
 
+from gpuconf.api.node_facts import KUBELET_PLUGIN_DIR, MAX_UNIX_SOCKET_PATH
 from gpuconf.node.kubelet.proto import api_pb2
 
 WHOLE = "gpuconf.dev/h100"
@@ -105,7 +106,6 @@ def test_healthz_answers_ok_while_the_loop_runs(node: tuple[NodeProcess, Kubelet
 
 LONGEST_CLASS = "c" * 63
 """A class name as long as a DNS label may be: gpuconf.dev/<it> is a 75-character resource."""
-KUBELET_PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
 
 
 def test_a_resource_named_as_long_as_validate_allows_is_served_from_the_kubelets_directory(
@@ -122,7 +122,7 @@ def test_a_resource_named_as_long_as_validate_allows_is_served_from_the_kubelets
     with serving(process) as kubelet:
         request = kubelet.wait_registered(f"gpuconf.dev/{LONGEST_CLASS}", timeout=10)
         assert (process.plugin_dir / request.endpoint).is_socket()
-        assert len(f"{KUBELET_PLUGIN_DIR}/{request.endpoint}") <= 107
+        assert len(f"{KUBELET_PLUGIN_DIR}/{request.endpoint}") <= MAX_UNIX_SOCKET_PATH
         assert kubelet.wait_devices(f"gpuconf.dev/{LONGEST_CLASS}", timeout=10)
 
 
@@ -131,6 +131,7 @@ def test_long_resource_names_that_share_a_beginning_get_sockets_of_their_own() -
         read_node_config(node_config([resource("c" * 62 + end, [0])])).resources[0] for end in "ab"
     )
     assert first.socket_name() != second.socket_name()
-    assert len(first.socket_name()) == len(second.socket_name()) <= 107 - 32
+    longest = MAX_UNIX_SOCKET_PATH - len(KUBELET_PLUGIN_DIR) - 1
+    assert len(first.socket_name()) == len(second.socket_name()) == longest
     short = read_node_config(node_config([resource("h100", [0])])).resources[0]
     assert short.socket_name() == "gpuconf-gpuconf.dev_h100.sock"

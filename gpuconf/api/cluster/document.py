@@ -84,9 +84,10 @@ the dot."""
 
 class ScrapeJobs(Model):
     """The `job` labels your own scrape configs give the node runtime's and dcgm-exporter's
-    targets, where gpuconf renders no PodMonitor. gpuconf's alerts join on the labels the
-    PodMonitors set, so those scrape configs must set them too: `node` (the pod's node) and
-    `gpuconf_pool` (the pod's gpuconf.dev/pool label) on every series, `up` included."""
+    targets, where gpuconf renders no PodMonitor. gpuconf's alerts read the labels as the
+    PodMonitors leave them, so those scrape configs must too: `node` (the pod's node) and
+    `gpuconf_pool` (the pod's gpuconf.dev/pool label) on every series, `up` included, and for
+    dcgm-exporter no `pod`, `namespace` or `container` target label (docs/operations.md)."""
 
     node: ScrapeJob | None = None
     """The node runtime's (`gpuconf node run`, port metricsPort)."""

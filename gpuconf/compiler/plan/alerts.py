@@ -173,10 +173,11 @@ def _alternatives(names: Iterable[str]) -> str:
 
 def _target_down(jobs: list[str]) -> Alert:
     """A node runtime or dcgm-exporter Prometheus cannot scrape: GpuconfGPULost cannot see that
-    node's GPUs then, so this one pages instead."""
+    node's GPUs then, so this one pages instead. Only targets with a pool: a site's own scrape
+    job (monitoring.scrapeJobs) may hold other pods too."""
     return Alert(
         "GpuconfMetricsTargetDown",
-        f'up{{job=~"{_alternatives(jobs)}"}} == 0',
+        f'up{{job=~"{_alternatives(jobs)}", {POOL_SERIES_LABEL}!=""}} == 0',
         "5m",
         "critical",
         "Prometheus cannot scrape a node's gpuconf or dcgm-exporter metrics.",

@@ -12,12 +12,12 @@ dcgm-exporter's DCGM_FI_DEV_GPU_UTIL, whose pod and namespace name the GPU's hol
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from typing import Any
 
 from gpuconf.api.cluster import Cluster
+from gpuconf.api.short_names import shortened
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
 from gpuconf.compiler.plan.monitoring import MONITORING
@@ -31,17 +31,8 @@ _NOT_LABEL_CHARACTERS = re.compile(r"[^a-zA-Z0-9_]")
 
 GRAFANA_UID_LENGTH = 40
 """Grafana refuses a longer dashboard uid (grafana/grafana pkg/util/shortid_generator.go,
-MaxUIDLength, ValidateUID), and its sidecar-provisioned dashboard with it."""
-
-
-def dashboard_uid(cluster: str) -> str:
-    """gpuconf-<cluster>, cut short with a digest where a cluster's name (up to 63
-    characters) would make it longer than Grafana takes."""
-    uid = f"gpuconf-{cluster}"
-    if len(uid) <= GRAFANA_UID_LENGTH:
-        return uid
-    digest = hashlib.sha256(cluster.encode("utf-8")).hexdigest()[:10]
-    return f"{uid[: GRAFANA_UID_LENGTH - len(digest) - 1]}-{digest}"
+MaxUIDLength, ValidateUID), and its sidecar-provisioned dashboard with it; a cluster's name
+may be 63 characters."""
 
 
 def ksm_resource(resource: str) -> str:
@@ -94,7 +85,7 @@ def dashboard_json(cluster: Cluster, classes: tuple[ResolvedClass, ...]) -> str:
     ]
     board = {
         "title": f"gpuconf: {cluster.metadata.name}",
-        "uid": dashboard_uid(cluster.metadata.name),
+        "uid": shortened(f"gpuconf-{cluster.metadata.name}", GRAFANA_UID_LENGTH),
         "tags": ["gpuconf", "gpu"],
         "schemaVersion": 39,
         "time": {"from": "now-6h", "to": "now"},

@@ -6,6 +6,7 @@ from typing import Any
 
 from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.node_config import NODE_CONFIG_FILE
+from gpuconf.api.node_facts import KUBELET_PLUGIN_DIR
 from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.plan.cluster_objects import NODE_SERVICE_ACCOUNT, RUNTIME_CLASS
 from gpuconf.compiler.plan.meta import WAVE_PLUGIN
@@ -21,7 +22,7 @@ from gpuconf.compiler.plan.pod import (
 from gpuconf.compiler.plan.pool_node_config import MPS_ROOT, MPS_SHM, config_map_name
 from gpuconf.compiler.plan.setup_daemonset import CONFIG_DIR, setup_marker_volume, wait_for_setup
 
-PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
+PLUGIN_DIR = KUBELET_PLUGIN_DIR
 STATE_DIR = "/run/gpuconf"
 """GPUs awaiting a reset, remembered across restarts of the pod (tmpfs: a reboot clears it)."""
 POD_RESOURCES_DIR = "/var/lib/kubelet/pod-resources"

@@ -63,16 +63,19 @@ def _scrape_jobs(ctx: RuleContext) -> Iterator[Diagnostic]:
     monitoring = ctx.cluster.spec.node.monitoring
     path = (*NODE, "monitoring")
     jobs = monitoring.scrape_jobs
-    if monitoring.pod_monitor:
+    if monitoring.pod_monitor or not monitoring.prometheus_rule:
         if jobs is not None:
             yield ctx.error(
                 (*path, "scrapeJobs"),
-                "scrapeJobs names your own scrape configs' jobs, but with podMonitor true the "
-                "alerts select the PodMonitors' jobs",
-                "leave scrapeJobs out, or set podMonitor: false",
+                "scrapeJobs names the scrape jobs gpuconf's alerts select where there are no "
+                "PodMonitors; "
+                + (
+                    "with podMonitor true they select the PodMonitors' jobs"
+                    if monitoring.pod_monitor
+                    else "with prometheusRule false there are no alerts"
+                ),
+                "leave scrapeJobs out",
             )
-        return
-    if not monitoring.prometheus_rule:
         return
     needed = []
     if runs_node_runtime(ctx.cluster.spec) and (jobs is None or jobs.node is None):

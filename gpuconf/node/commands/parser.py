@@ -6,11 +6,12 @@ import argparse
 from collections.abc import Sequence
 
 from gpuconf.api.driver_upgrade import CONFIG_STATE_FILE
+from gpuconf.api.node_facts import KUBELET_PLUGIN_DIR
 from gpuconf.api.runtime_files import DRIVER_READY_MARKER, SETUP_READY_MARKER
 from gpuconf.errors import ArgumentParser
 from gpuconf.gpus.gfd_labels import MACHINE_TYPE_FILE
 
-DEFAULT_PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
+DEFAULT_PLUGIN_DIR = KUBELET_PLUGIN_DIR
 DEFAULT_POD_RESOURCES_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"
 DEFAULT_STATE_DIR = "/run/gpuconf"
 

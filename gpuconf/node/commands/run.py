@@ -7,6 +7,7 @@ import signal
 from pathlib import Path
 from types import FrameType
 
+from gpuconf.api.node_facts import MAX_UNIX_SOCKET_PATH
 from gpuconf.errors import ExitCode
 from gpuconf.node import log
 from gpuconf.node.config_watch import ConfigInvalid, read_config
@@ -15,7 +16,6 @@ from gpuconf.node.metrics_http import MetricsServer
 from gpuconf.node.nvml.api import Nvml
 from gpuconf.node.supervisor import RunSettings, Supervisor
 
-MAX_UNIX_SOCKET_PATH = 107
 """sun_path holds 108 bytes including the terminating NUL."""
 
 _log = log.get("run")
