@@ -11,6 +11,7 @@ from gpuconf.api.kubernetes_names import (
     QUALIFIED_NAME_MAX,
     QUALIFIED_PREFIX_MAX,
     QUOTA_PREFIX,
+    SUBDOMAIN,
 )
 from gpuconf.api.node_facts import MIG_CONFIG_PREFIX
 from gpuconf.api.record import Limits, Record
@@ -19,26 +20,29 @@ from gpuconf.api.record import Limits, Record
 # Kubernetes' rules a value breaks (and cites them); keep the three in step. A lookahead caps a
 # prefix's length: such patterns need Python's regular expressions (`regex_engine="python-re"`;
 # pydantic-core's default, Rust's regex, has no lookaround); JSON Schema's ECMA-262 has them.
-_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+# In Python's, `$` also matches before a final line break: those patterns end in _END.
+_END = r"(?!\n)$"
+_SUBDOMAIN = SUBDOMAIN
 _NAME_PART = rf"[A-Za-z0-9]([-A-Za-z0-9_.]{{0,{QUALIFIED_NAME_MAX - 2}}}[A-Za-z0-9])?"
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 DNS_SUBDOMAIN = rf"^{_SUBDOMAIN}$"
-LABEL_KEY = rf"^((?=[^/]{{1,{QUALIFIED_PREFIX_MAX}}}/){_SUBDOMAIN}/)?{_NAME_PART}$"
+LABEL_KEY = rf"^((?=[^/]{{1,{QUALIFIED_PREFIX_MAX}}}/){_SUBDOMAIN}/)?{_NAME_PART}{_END}"
 LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
 _NOT_QUOTA = rf"(?!{re.escape(QUOTA_PREFIX)})"
 EXTENDED_RESOURCE = (
     rf"^{_NOT_QUOTA}(?![^/]*{re.escape(NATIVE_DOMAIN)}/)(?=[^/]{{1,{EXTENDED_RESOURCE_PREFIX_MAX}}}/){_SUBDOMAIN}"
-    rf"/[a-z0-9]([-a-z0-9_.]{{0,{QUALIFIED_NAME_MAX - 2}}}[a-z0-9])?$"
+    rf"/[a-z0-9]([-a-z0-9_.]{{0,{QUALIFIED_NAME_MAX - 2}}}[a-z0-9])?{_END}"
 )
 RESOURCE_DOMAIN = (
     rf"^{_NOT_QUOTA}(?!.*{re.escape(NATIVE_DOMAIN)}$)(?=.{{1,{EXTENDED_RESOURCE_PREFIX_MAX}}}$)"
-    rf"{_SUBDOMAIN}$"
+    rf"{_SUBDOMAIN}{_END}"
 )
 CONFIG_MAP_FILE = "configmap-{}.yaml"
 """The file a ConfigMap named by the cluster file is rendered to."""
 CONFIG_MAP_NAME = rf"^(?:{_SUBDOMAIN})$"
 """A DNS subdomain (NameIsDNSSubdomain) short enough for its file's name, CONFIG_MAP_FILE, to
-fit NAME_MAX (255 on Linux file systems)."""
+fit NAME_MAX (255 on Linux file systems). The same language as DNS_SUBDOMAIN, spelt apart on
+purpose: shape_errors.py words its message by the pattern's text."""
 CONFIG_MAP_NAME_MAX = 255 - len(CONFIG_MAP_FILE.format(""))
 POOL_NAME_MAX = 63 - len(MIG_CONFIG_PREFIX)
 """gpuconf-<pool> is the pool's nvidia.com/mig.config node label value, at most 63 characters."""

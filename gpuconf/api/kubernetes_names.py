@@ -22,7 +22,8 @@ NATIVE_DOMAIN = "kubernetes.io"
 
 # Patterns, compiled (by `re`'s cache) only when a value is explained: validating a file that is
 # right never pays for them.
-_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+"""IsDNS1123Subdomain's dns1123SubdomainFmt, its length aside."""
 _NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
 _LOWERCASE_NAME = r"[a-z0-9]([-a-z0-9_.]*[a-z0-9])?"
 _SUBDOMAIN_CHARACTERS = (
@@ -34,7 +35,7 @@ _SUBDOMAIN_CHARACTERS = (
 def _subdomain(value: str, what: str, longest: int) -> str | None:
     if len(value) > longest:
         return f"{what} must be a DNS subdomain of at most {longest} characters, not {len(value)}"
-    if not re.fullmatch(_SUBDOMAIN, value):
+    if not re.fullmatch(SUBDOMAIN, value):
         return f"{what} must be a DNS subdomain: {_SUBDOMAIN_CHARACTERS}"
     return None
 

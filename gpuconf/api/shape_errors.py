@@ -315,9 +315,9 @@ def _message(error: ErrorDetails, value: Any, root: type[Record]) -> tuple[str, 
     if kind == "string_too_long":
         longest = ctx.get("max_length")
         known = _PATTERNS.get(_pattern_at(root, loc) or "")
-        if known is not None and isinstance(value, str):
+        if known is not None and isinstance(value, str) and isinstance(longest, int):
             what, hint = known
-            return f"{_show(value)} {what}: {len(value)} characters, at most {longest}", hint
+            return f"{_show(value)} {what}: {kubernetes_names.too_long(longest)(value)}", hint
         return f"is longer than {longest} characters", ""
     return error["msg"], ""
 

@@ -72,7 +72,9 @@ def reconcile(
     owned: set[str] = set()
     foreign: list[str] = []
     owned_before = owned_before - managed_elsewhere
-    invalid = tuple(sorted(key for key, value in wanted.items() if not _VALID_VALUE.match(value)))
+    invalid = tuple(
+        sorted(key for key, value in wanted.items() if not _VALID_VALUE.fullmatch(value))
+    )
     wanted = {key: value for key, value in wanted.items() if key not in invalid}
     for key, value in sorted(wanted.items()):
         if key in managed_elsewhere:

@@ -75,3 +75,23 @@ def test_import_cluster_groups_gpu_nodes_into_pools_and_lists_the_rest(
     assert "tesla-t4        nvidia.com/gpu  8        4         32" in explain.out
     header = (tmp_path / "clusters" / "live.yaml").read_text().splitlines()[:6]
     assert any("have no gpuconf.dev/pool label" in line for line in header)
+
+
+def test_a_pool_label_longer_than_a_pool_name_is_cut_short_and_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # gpuconf-<pool> is the nodes' nvidia.com/mig.config label value: a pool name is at most 55.
+    long = "team-" + "x" * 55
+    node = _gpu_node("big-1", "Tesla-T4", 4)
+    node["metadata"]["labels"]["gpuconf.dev/pool"] = long
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with FakeApiServer([node], []).running() as server:
+        config = server.kubeconfig(tmp_path)
+        result = run_cli(
+            "import", "cluster", "--kubeconfig", str(config), "--name", "n", cwd=tmp_path
+        )
+    assert result.code == 0, result.err
+    [pool] = load_file(tmp_path / "clusters" / "n.yaml").data["spec"]["nodePools"]
+    assert pool["name"] == long[:55]
+    header = (tmp_path / "clusters" / "n.yaml").read_text().splitlines()[:8]
+    assert any(f"labelled gpuconf.dev/pool={long}" in line for line in header), header

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -416,3 +417,13 @@ def test_cdi_annotations_are_listed_not_turned_into_gpuconfs_cdi(tmp_path: Path)
     assert "'cdi-annotations' has no single gpuconf equivalent" in result.err
     spec = load_yaml((tmp_path / "clusters" / "x.yaml").read_text())["spec"]
     assert "deviceListStrategy" not in (spec.get("node") or {})
+
+
+def test_a_config_name_longer_than_a_pool_name_makes_a_pool_name_validate_takes() -> None:
+    # gpuconf-<pool> is the nodes' nvidia.com/mig.config label value: a pool name is at most 55.
+    from gpuconf.adopt.importers.nvidia_chart import pool_name
+    from gpuconf.api.base import POOL_NAME, POOL_NAME_MAX
+
+    name = pool_name("Big-Config_" + "x" * 60)
+    assert len(name) == POOL_NAME_MAX
+    assert re.fullmatch(POOL_NAME, name)

@@ -102,3 +102,14 @@ def test_the_explanations_follow_kubernetes_order_for_a_value_that_breaks_two_ru
     said = kubernetes_names.qualified_name("a" * 254 + "/" + "k" * 64)
     assert "prefix" in said
     assert "name part" not in said
+
+
+@pytest.mark.parametrize(
+    "kind", ["toleration key prefix", "resource name domain", "resource domain: 253"]
+)
+def test_a_trailing_line_break_is_refused_as_kubernetes_refuses_it(kind: str) -> None:
+    # Python's `$` matches before a final line break (Go's and Rust's do not): the patterns
+    # checked with Python's regular expressions must not let one through.
+    limit = next(limit for limit in LIMITS if limit.id.startswith(kind))
+    found = errors(limit.document(limit.within + "\n"))
+    assert limit.path in [d.path for d in found], [d.as_text() for d in found]

@@ -1,6 +1,7 @@
-"""gpuconf's name limits are not stricter than Kubernetes' where it matters: a cluster holding a
+"""gpuconf's name limits are not looser than Kubernetes' where it matters: a cluster holding a
 value at the very edge gpuconf accepts (tests/name_limits.py) renders objects kube-apiserver
-admits, by the same dry-run apply as test_rendered_trees_admitted.py."""
+admits, by the same dry-run apply as test_rendered_trees_admitted.py. (That the value one past
+each edge is refused rests on the Kubernetes sources tests/name_limits.py cites.)"""
 
 from __future__ import annotations
 

@@ -3,9 +3,10 @@
 kubelet_go/ runs k8s.io/kubernetes v1.34.4's pkg/kubelet/cm/devicemanager: the Registration
 server (plugin/v1beta1/server.go, handler.go), its grpc-go client of each plugin (client.go)
 and ManagerImpl (manager.go), which picks devices, calls GetPreferredAllocation, Allocate and
-PreStartContainer, and turns the answers into what the container runtime gets. Where these
-tests ask the same as the grpcio stand-in (kubelet_stub.py and plugin_process.py's direct
-calls), they compare the two answers, so the stand-in cannot drift from the real consumer.
+PreStartContainer, and turns the answers into what the container runtime gets (the `admit`
+tests). The `preferred` and `allocate` cases call the plugin straight through the kubelet's
+grpc-go client, not through ManagerImpl: they check that grpc-go and grpcio read the same
+answers off the wire, not what the kubelet would ask.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -10,15 +11,20 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import grpc
 import pytest
 from builders import gpu_uuid, node_config, nvlink_box, resource
+from grpclib.const import Status
 from kubelet_stub import KubeletStub
 from plugin_process import NODE, NodeProcess, allocate, serving, wait_until
 
+from gpuconf.node.kubelet.plugin_server import DevicePluginService
 from gpuconf.node.kubelet.proto import api_pb2
+from gpuconf.node.latest import Latest
+from gpuconf.node.metrics import Metrics
 
 WHOLE = "gpuconf.dev/h100"
 EXTRA = "gpuconf.dev/h100-extra"
@@ -170,3 +176,42 @@ def test_a_bad_config_at_start_is_a_message_and_exit_1(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "node-config.yaml" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+class _StreamReadingItsRequest:
+    """A ListAndWatch call whose request has not arrived yet: the kubelet opens one right after
+    Register returns (devicemanager/plugin/v1beta1 handler.go), so a stop can land there."""
+
+    def __init__(self) -> None:
+        self.arrived = asyncio.Event()
+        self.sent: list[Any] = []
+        self.trailers: tuple[Any, str] | None = None
+
+    async def recv_message(self) -> Any:
+        await self.arrived.wait()
+        return api_pb2.Empty()
+
+    async def send_message(self, message: Any) -> None:
+        self.sent.append(message)
+
+    async def send_trailing_metadata(self, *, status: Any, status_message: str) -> None:
+        self.trailers = (status, status_message)
+
+
+def test_a_list_and_watch_still_reading_its_request_when_the_plugin_stops_is_ended_too() -> None:
+    view = SimpleNamespace(resource=SimpleNamespace(name="gpuconf.dev/h100"))
+    service = DevicePluginService(Latest(view), Metrics())  # type: ignore[arg-type]
+    stream = _StreamReadingItsRequest()
+
+    async def stop_while_reading() -> None:
+        call = asyncio.ensure_future(service.ListAndWatch(stream))  # type: ignore[arg-type]
+        await asyncio.sleep(0)
+        assert service.streams == 1  # waited for by the stop, not cancelled unanswered
+        service.end_streams()
+        stream.arrived.set()
+        await call
+
+    asyncio.run(stop_while_reading())
+    assert stream.sent == []
+    assert stream.trailers == (Status.UNAVAILABLE, "the gpuconf.dev/h100 plugin stopped serving")
+    assert service.streams == 0

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from gpuconf.api.base import POOL_NAME_MAX
 from gpuconf.errors import UserError
 from gpuconf.gpus.catalog import Catalog
 
@@ -109,6 +110,13 @@ def import_live(
             f"nodes {', '.join(unlabelled)} have no {POOL_LABEL} label, which gpuconf's pools "
             f"select by: label each with its pool's name"
         )
+    for shape, members in groups.items():
+        if shape.pool is not None and names[shape] != shape.pool:
+            left_out.append(
+                f"nodes {', '.join(sorted(members))} are labelled {POOL_LABEL}={shape.pool}, "
+                f"longer than a pool name may be ({POOL_NAME_MAX} characters: gpuconf-<pool> is "
+                f"a label value): pool {names[shape]}; label them with that name"
+            )
     return LiveImport(spec, left_out)
 
 
@@ -127,10 +135,12 @@ def _pool_names(shapes: list[NodeShape]) -> dict[NodeShape, str]:
     names: dict[NodeShape, str] = {}
     taken: set[str] = set()
     for shape in shapes:
-        base = shape.pool or re.sub(r"[^a-z0-9-]", "-", shape.model.lower()).strip("-")
+        given = shape.pool or re.sub(r"[^a-z0-9-]", "-", shape.model.lower()).strip("-")
+        base = given[:POOL_NAME_MAX].rstrip("-")
         name, suffix = base, 2
         while name in taken:
-            name, suffix = f"{base}-{suffix}", suffix + 1
+            tail = f"-{suffix}"
+            name, suffix = f"{base[: POOL_NAME_MAX - len(tail)].rstrip('-')}{tail}", suffix + 1
         taken.add(name)
         names[shape] = name
     return names

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, get_args
 
 from gpuconf.adopt.importers.sources import Source, embedded
+from gpuconf.api.base import POOL_NAME_MAX
 from gpuconf.api.cluster.nvidia_components import NvidiaPluginRelease
 from gpuconf.compiler.plan.nvidia_plugin import (
     DEVICE_ID_STRATEGY,
@@ -82,8 +83,8 @@ class Imported(NamedTuple):
 
 
 def pool_name(config: str) -> str:
-    """A DNS label for the pool (and class) of a config; the node label keeps the config's name."""
-    label = re.sub(r"[^a-z0-9-]+", "-", config.lower()).strip("-")[:63].rstrip("-")
+    """A pool name (and class) for a config; the node label keeps the config's name."""
+    label = re.sub(r"[^a-z0-9-]+", "-", config.lower()).strip("-")[:POOL_NAME_MAX].rstrip("-")
     return label or "default"
 
 

@@ -260,7 +260,7 @@ SCRAPE_JOBS = {
 PART_16 = {
     'type': 'str',
     'max_length': 317,
-    'pattern': '^((?=[^/]{1,253}/)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$',
+    'pattern': '^((?=[^/]{1,253}/)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?(?!\\n)$',
     'regex_engine': 'python-re',
 }
 
@@ -1893,7 +1893,7 @@ RESOURCE_CLASS = {
                         'schema': {
                             'type': 'str',
                             'max_length': 308,
-                            'pattern': '^(?!requests\\.)(?![^/]*kubernetes\\.io/)(?=[^/]{1,244}/)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[a-z0-9]([-a-z0-9_.]{0,61}[a-z0-9])?$',
+                            'pattern': '^(?!requests\\.)(?![^/]*kubernetes\\.io/)(?=[^/]{1,244}/)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[a-z0-9]([-a-z0-9_.]{0,61}[a-z0-9])?(?!\\n)$',
                             'regex_engine': 'python-re',
                         },
                     },
@@ -2083,7 +2083,7 @@ CLUSTER_SPEC = {
                     'type': 'default',
                     'schema': {
                         'type': 'str',
-                        'pattern': '^(?!requests\\.)(?!.*kubernetes\\.io$)(?=.{1,244}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$',
+                        'pattern': '^(?!requests\\.)(?!.*kubernetes\\.io$)(?=.{1,244}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(?!\\n)$',
                         'regex_engine': 'python-re',
                     },
                     'default': 'gpuconf.dev',

@@ -79,7 +79,9 @@ def _flavor(ctx: RuleContext, index: int, pool: NodePool) -> Iterator[Diagnostic
 
 
 def _quota_of(ctx: RuleContext, queue: ClusterQueuePlan, resource: QueueResource) -> KeyPath:
-    """The first quota of the queue naming a class counted as `resource`."""
+    """The first quota of the queue naming a class counted as `resource`: where a refusal
+    points. It walks every quota, so it is called for a refusal only (for every group of every
+    queue, validate would be quadratic in the quotas)."""
     for i, quota in enumerate(ctx.cluster.spec.quotas):
         if queue_name(quota) != queue.name:
             continue
@@ -134,7 +136,6 @@ def _groups(
             SPLIT_HINT,
         )
     for group in groups:
-        # Where a refusal points, looked up only for one: each lookup walks every quota.
         first = group.resources[0]
         of = f"{cq}: the resourceGroup of {_classes(group)}"
         if len(group.resources) > limits.per_group:

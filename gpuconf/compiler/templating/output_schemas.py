@@ -68,7 +68,7 @@ class OutputSchemas:
             source = f"the {kind} CRD's schema"
             validator = crd_validator(api_version, kind)
             if validator is None:
-                return  # a kind gpuconf has no schema of (Kueue's: checked at validate)
+                return  # no schema here (Kueue's kinds: kueue_check, with the declared release's)
         if validator is not None and validator.is_valid(data):
             return
         # Refused: render the values in place once more, so each key path has its line.

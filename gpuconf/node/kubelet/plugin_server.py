@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -54,13 +54,14 @@ class DevicePluginService:
     def __init__(self, views: Latest[ResourceView], metrics: Metrics) -> None:
         self._views = views
         self._metrics = metrics
-        self._streams = 0
         self._ending = False
         self._wakers: set[asyncio.Event] = set()
+        """One per ListAndWatch call, from the moment it is entered until it has ended."""
 
     @property
     def streams(self) -> int:
-        return self._streams
+        """ListAndWatch calls not yet ended, those still reading their request included."""
+        return len(self._wakers)
 
     def end_streams(self) -> None:
         """Make every ListAndWatch call end with UNAVAILABLE (call on the loop).
@@ -110,44 +111,44 @@ class DevicePluginService:
         )
 
     async def ListAndWatch(self, stream: Stream[Any, Any]) -> None:
-        await stream.recv_message()
-        if self._streams >= MAX_STREAMS:
+        if len(self._wakers) >= MAX_STREAMS:
             raise GRPCError(
                 Status.RESOURCE_EXHAUSTED,
                 f"{MAX_STREAMS} ListAndWatch streams are open on this socket already",
             )
-        if self._ending:
-            raise GRPCError(Status.UNAVAILABLE, "this plugin is stopping")
-        self._streams += 1
+        # Counted before any await: a call the kubelet opened just before a stop (it opens one
+        # right after Register returns) is waited for and ended, not cancelled unanswered.
         loop = asyncio.get_running_loop()
         changed = asyncio.Event()
-
-        def wake() -> None:
-            loop.call_soon_threadsafe(changed.set)
-
-        stop_watching = self._views.watch(wake)
         self._wakers.add(changed)
+        stop_watching: Callable[[], None] | None = None
         try:
-            version, view = self._views.current()
-            await stream.send_message(_device_message(view))
-            while True:
+            await stream.recv_message()
+            _, view = self._views.current()
+            if not self._ending:
+
+                def wake() -> None:
+                    loop.call_soon_threadsafe(changed.set)
+
+                stop_watching = self._views.watch(wake)
+                version, view = self._views.current()
+                await stream.send_message(_device_message(view))
+            while not self._ending:
                 await changed.wait()
                 changed.clear()
-                if self._ending:
-                    # Sent here rather than raised, so that `streams` counts it sent.
-                    await stream.send_trailing_metadata(
-                        status=Status.UNAVAILABLE,
-                        status_message=f"the {view.resource.name} plugin stopped serving",
-                    )
-                    return
                 newest, view = self._views.current()
-                if newest != version:
+                if not self._ending and newest != version:
                     version = newest
                     await stream.send_message(_device_message(view))
+            # Sent here rather than raised, so that `streams` counts it sent.
+            await stream.send_trailing_metadata(
+                status=Status.UNAVAILABLE,
+                status_message=f"the {view.resource.name} plugin stopped serving",
+            )
         finally:
-            stop_watching()
+            if stop_watching is not None:
+                stop_watching()
             self._wakers.discard(changed)
-            self._streams -= 1
 
     async def GetPreferredAllocation(self, stream: Stream[Any, Any]) -> None:
         request = await _request(stream)

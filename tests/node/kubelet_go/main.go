@@ -18,7 +18,8 @@
 // It also serves the kubelet's pod-resources API (pkg/kubelet/apis/podresources) from the same
 // device manager, listing the pods admitted and not released; "lists" counts its List calls.
 //
-// preferred and allocate call the plugin through the kubelet's client as endpoint.go does;
+// preferred and allocate call the plugin straight through the kubelet's grpc-go client (not
+// through endpoint.go, which sends one container per Allocate): a check of the wire format;
 // admit is the kubelet admitting a pod: ManagerImpl.Allocate (GetPreferredAllocation when the
 // plugin offers it, then Allocate) and GetDeviceRunContainerOptions (PreStartContainer when the
 // plugin asks for it), which is what the kubelet hands the container runtime.
