@@ -14,12 +14,18 @@ from builders import (
     GFD_MIG_SHARED,
     REPO,
     cluster_file,
+    configmap_data,
     errors,
     load_yaml,
     rendered,
     valid,
 )
 from many_pools import many_pools
+
+from gpuconf.api.node_config import ExpectedGpu
+from gpuconf.api.validators import validate_node_config
+from gpuconf.node.labels import NodeFacts, node_labels
+from gpuconf.node.nvml.api import GpuInfo, MigAttributes, MigDevice
 
 POLICY = "cluster/validatingadmissionpolicy-gpuconf-node.yaml"
 ROLE = "cluster/clusterrole-gpuconf-node.yaml"
@@ -226,6 +232,45 @@ def test_a_pool_s_nodes_may_write_gfd_s_keys_for_every_mig_profile_of_its_model(
     policy = _mig_policy()
     assert _admitted(policy, {"gpuconf.dev/pool": pool}, MIG_POOL_KEYS) == expected
     assert _admitted(policy, {"gpuconf.dev/pool": "elsewhere"}, MIG_POOL_KEYS) == set()
+
+
+def _nvml_gpu(gpu: ExpectedGpu) -> GpuInfo:
+    """The GPU the node config expects, as NVML would report it, MIG devices and all."""
+    attributes = MigAttributes(1, 1, 1, 1, 1, 1, 1, 1, 10_240)
+    devices = [
+        MigDevice(f"MIG-{gpu.index}-{profile}-{i}", profile, i + 1, 0, attributes)
+        for profile, count in sorted((gpu.mig or {}).items())
+        for i in range(count)
+    ]
+    return GpuInfo(
+        index=gpu.index,
+        uuid=f"GPU-{gpu.index}",
+        name=gpu.nvml_name,
+        memory_mib=gpu.memory_mi_b,
+        pci_bus_id=f"0000:{gpu.index + 16:02x}:00.0",
+        mig_enabled=gpu.mig is not None,
+        mig_devices=devices,
+        compute_capability=(9, 0),
+    )
+
+
+@pytest.mark.parametrize("pool", sorted(MIG_POOL_MODELS))
+def test_every_label_a_mig_pool_s_node_runtime_writes_is_admitted_on_its_node(pool: str) -> None:
+    """The node runtime's labels for the node config mig.yaml renders, on a Node its pool's
+    DaemonSet selects (its nodeSelector, as rendered)."""
+    data = cluster_file("mig")
+    data["spec"]["node"] = {"labels": {"owner": "gpuconf"}}
+    tree = rendered(data)
+    config = validate_node_config(
+        configmap_data(tree, f"pools/{pool}/configmap-node-config.yaml", "node-config.yaml")
+    )
+    gpus = tuple(_nvml_gpu(gpu) for gpu in config.inventory.for_node("gpu-1"))
+    written = node_labels(config, "gpu-1", NodeFacts(gpus, "550.54.15", (12, 4), "R750xa"))
+    assert any(key.startswith("nvidia.com/mig-") for key in written)
+    daemonset = load_yaml(tree[f"pools/{pool}/daemonset-gpuconf-node.yaml"])
+    old = daemonset["spec"]["template"]["spec"]["nodeSelector"]
+    new = _with_labels({**old, **written})
+    assert all(_verdicts(load_yaml(tree[POLICY]), _with_labels(old), new, "gpu-1"))
 
 
 @pytest.mark.parametrize(

@@ -132,4 +132,5 @@ CLASS_LABEL_REMOVED = (
 )
 """CEL: k is a class label the change removes. A node takes back the label of a class its pool
 no longer serves (or the cluster no longer has), which neither its pool's keys nor any other
-admit; removing it gains the Node nothing."""
+admit; removing it gains the Node nothing, since no pool selects by a class label
+(rules/node_labels.py refuses that)."""
