@@ -412,6 +412,20 @@ def test_a_pool_may_not_select_by_a_class_label(owner: str) -> None:
     assert "a node may remove it and leave the pool" in error.message
 
 
+def test_a_pool_whose_nodes_another_pool_s_selector_also_matches_is_warned() -> None:
+    """Decidable from the file only where one selector holds another: selectors on different
+    keys (fleet's t4 by a site label, a100 by gpuconf's pool label) stay silent."""
+    data = cluster_file("fleet")
+    assert not [w for w in valid(data).warnings if "also in pool" in w.message]
+    data["spec"]["nodePools"][2]["nodeSelector"] = {
+        "node.example.com/gpu": "tesla-t4",
+        "node.example.com/tier": "premium",
+    }
+    (warning,) = [w for w in valid(data).warnings if "also in pool" in w.message]
+    assert warning.path == ("spec", "nodePools", 2, "nodeSelector")
+    assert "pool 'h100' selects is also in pool(s) 't4'" in warning.message
+
+
 def _lab_selected_by_product() -> dict[str, Any]:
     data = cluster_file("lab")
     data["spec"]["node"] = {"labels": {"owner": "gpuconf"}}
