@@ -454,3 +454,25 @@ def dcgm_series() -> set[str]:
     from gpuconf.compiler.plan.dcgm_exporter_counters import COUNTERS
 
     return {line.split(",")[0] for line in COUNTERS.splitlines() if not line.startswith("#")}
+
+
+# GFD's per-profile MIG labels, k8s-device-plugin v0.20.0 internal/lm/resource_test.go
+# "mig mixed appends shared" / "rename does not append": NewMigDevice(1, 2, 300)
+# (named "1g.300gb") shared by time-slicing with 2 replicas. GFD's test passes the resource
+# name nvidia.com/mig-1g.1gb by hand; newMigStrategyMixedLabeler derives it from the device's
+# name, so here it is nvidia.com/mig-1g.300gb.
+GFD_MIG_SHARED = {
+    "nvidia.com/mig-1g.300gb.count": "1",
+    "nvidia.com/mig-1g.300gb.replicas": "2",
+    "nvidia.com/mig-1g.300gb.sharing-strategy": "time-slicing",
+    "nvidia.com/mig-1g.300gb.memory": "300",
+    "nvidia.com/mig-1g.300gb.product": "MOCKMODEL-MIG-1g.300gb-SHARED",
+    "nvidia.com/mig-1g.300gb.multiprocessors": "0",
+    "nvidia.com/mig-1g.300gb.slices.gi": "1",
+    "nvidia.com/mig-1g.300gb.slices.ci": "2",
+    "nvidia.com/mig-1g.300gb.engines.copy": "0",
+    "nvidia.com/mig-1g.300gb.engines.decoder": "0",
+    "nvidia.com/mig-1g.300gb.engines.encoder": "0",
+    "nvidia.com/mig-1g.300gb.engines.jpeg": "0",
+    "nvidia.com/mig-1g.300gb.engines.ofa": "0",
+}

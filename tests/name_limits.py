@@ -210,8 +210,8 @@ LIMITS = (
     Limit(
         "node selector value: a label value",
         "fleet",
-        (*POOL, "nodeSelector", "gpuconf.dev/pool"),
-        lambda d, v: _key(*POOL, "nodeSelector", value=v)(d, "gpuconf.dev/pool"),
+        (*POOL, "nodeSelector", "node.example.com/gpu"),
+        lambda d, v: _key(*POOL, "nodeSelector", value=v)(d, "node.example.com/gpu"),
         label_value(64),
         label_value(63),
     ),

@@ -141,10 +141,12 @@ def mig_profiles(models: Iterable[GpuModel]) -> list[str]:
     return sorted(found)
 
 
-def mig_strategy(config: NodeConfig) -> str:
+def config_mig_strategy(config: NodeConfig) -> str:
     """GFD's migStrategy for a node of this config: none without MIG resources; single where
     its MIG devices are advertised as nvidia.com/gpu, as NVIDIA's plugin does under single (a
-    class's resourceName); mixed otherwise (each profile its own resource, as gpuconf's are)."""
+    class's resourceName); mixed otherwise (each profile its own resource, as gpuconf's are).
+    Not gpus/mig.mig_strategy, NVIDIA's plugin's from the GPUs' layouts: a MIG class named
+    nvidia.com/gpu beside whole GPUs is single here and mixed there."""
     mig = [r for r in config.resources if r.mig_profile is not None]
     if not mig:
         return "none"
@@ -163,7 +165,7 @@ def mig_label_keys(config: NodeConfig) -> tuple[str, ...]:
     """The MIG label keys a node of this config may publish beyond `gfd_keys`, sorted."""
     if config.labels.owner != "gpuconf":
         return ()
-    strategy = mig_strategy(config)
+    strategy = config_mig_strategy(config)
     if strategy == "single":
         return tuple(sorted(SINGLE_MIG_KEYS))
     if strategy == "mixed":

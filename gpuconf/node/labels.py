@@ -65,7 +65,7 @@ def _gfd_labels(config: NodeConfig, node_name: str, facts: NodeFacts) -> dict[st
     labels.update(_version_labels(facts.driver_version, facts.cuda_version))
     labels[gfd.MIG_CAPABLE] = str(any(g.mig_capable for g in facts.gpus)).lower()
     labels[gfd.MPS_CAPABLE] = str(_mps_capable(config, facts.gpus)).lower()
-    strategy = gfd.mig_strategy(config)
+    strategy = gfd.config_mig_strategy(config)
     if strategy != "none":
         labels[gfd.MIG_STRATEGY] = strategy
     # GFD's Merge(full GPU labelers, MIG labeler): the MIG labels win a key both write.

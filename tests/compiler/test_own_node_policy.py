@@ -2,13 +2,30 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterable
 from typing import Any
 
 import celpy
 import pytest
 import yaml
-from builders import CATALOG, REPO, cluster_file, errors, load_yaml, rendered, valid
+from builders import (
+    CATALOG,
+    GFD_MIG_SHARED,
+    REPO,
+    cluster_file,
+    configmap_data,
+    errors,
+    load_yaml,
+    rendered,
+    valid,
+)
 from many_pools import many_pools
+
+from gpuconf.api.node_config import ExpectedGpu
+from gpuconf.api.validators import validate_node_config
+from gpuconf.node.labels import NodeFacts, node_labels
+from gpuconf.node.nvml.api import GpuInfo, MigAttributes, MigDevice
 
 POLICY = "cluster/validatingadmissionpolicy-gpuconf-node.yaml"
 ROLE = "cluster/clusterrole-gpuconf-node.yaml"
@@ -21,10 +38,15 @@ def _lab(version: str) -> dict[str, bytes]:
     return rendered(data)
 
 
+@functools.cache
+def _program(expression: str) -> Any:
+    env = celpy.Environment()
+    return env.program(env.compile(expression))
+
+
 def _verdicts(
     policy: dict[str, Any], old: dict[str, Any], new: dict[str, Any], node: str
 ) -> list[bool]:
-    env = celpy.Environment()
     activation = {
         "object": celpy.json_to_cel(new),
         "oldObject": celpy.json_to_cel(old),
@@ -40,10 +62,10 @@ def _verdicts(
     variables = celpy.celtypes.MapType()
     activation["variables"] = variables  # a variable may read the ones before it
     for variable in policy["spec"].get("variables", []):
-        program = env.program(env.compile(variable["expression"]))
+        program = _program(variable["expression"])
         variables[celpy.celtypes.StringType(variable["name"])] = program.evaluate(activation)
     return [
-        bool(env.program(env.compile(rule["expression"])).evaluate(activation))
+        bool(_program(rule["expression"]).evaluate(activation))
         for rule in policy["spec"]["validations"]
     ]
 
@@ -176,55 +198,27 @@ def _mig_policy() -> dict[str, Any]:
     return load_yaml(rendered(data)[POLICY])
 
 
-def _variables(policy: dict[str, Any], node_labels: dict[str, str]) -> dict[str, Any]:
-    """The policy's variables on a Node with these labels."""
-    env = celpy.Environment()
-    old = celpy.json_to_cel({"metadata": {"labels": node_labels}})
-    activation: dict[str, Any] = {"oldObject": old, "object": old}
-    variables = celpy.celtypes.MapType()
-    activation["variables"] = variables
-    for variable in policy["spec"]["variables"]:
-        found = env.program(env.compile(variable["expression"])).evaluate(activation)
-        variables[celpy.celtypes.StringType(variable["name"])] = found
-    return {str(name): value for name, value in variables.items()}
+def _admitted(policy: dict[str, Any], old_labels: dict[str, str], keys: Iterable[str]) -> set[str]:
+    """The keys the policy lets gpu-1's node runtime add, one at a time, to a Node with these
+    labels (gpuconf's pool label set to the pool the Node is in by its other labels)."""
+    old = _with_labels(old_labels)
+    return {
+        key
+        for key in keys
+        if all(_verdicts(policy, old, _with_labels({**old_labels, key: "1"}), "gpu-1"))
+    }
 
 
-def _pool_label_keys(policy: dict[str, Any], node_labels: dict[str, str]) -> set[str]:
-    """The keys the policy admits on a Node with these labels for its pool: gpuconf's pool
-    label, the class labels whose pools hold the Node's own pool, its pool's MIG keys."""
-    variables = _variables(policy, node_labels)
-    own = str(variables["own_pool"])
-    if not own:
-        return set()
-    classes = {str(k) for k, pools in variables["class_pools"].items() if own in pools}
-    mig = {str(k) for k in variables.get("mig_labels", {})}
-    return {"gpuconf.dev/pool", *classes, *mig}
-
-
-def _mig_label_keys(policy: dict[str, Any], node_labels: dict[str, str]) -> set[str]:
-    """The MIG keys the policy admits on a Node with these labels."""
-    keys = _pool_label_keys(policy, node_labels)
-    return {k for k in keys if k.startswith("nvidia.com/")}
-
-
-# GFD's per-profile suffixes, k8s-device-plugin v0.20.0 internal/lm/resource_test.go
-# ("mig mixed appends shared").
-GFD_MIG_SUFFIXES = [
-    "count",
-    "replicas",
-    "sharing-strategy",
-    "product",
-    "memory",
-    "multiprocessors",
-    "slices.gi",
-    "slices.ci",
-    "engines.copy",
-    "engines.decoder",
-    "engines.encoder",
-    "engines.jpeg",
-    "engines.ofa",
-]
+GFD_MIG_SUFFIXES = [key.removeprefix("nvidia.com/mig-1g.300gb.") for key in GFD_MIG_SHARED]
 MIG_POOL_MODELS = {"h100": "H100-SXM5-80GB", "a100": "A100-SXM4-40GB", "a30": "A30"}
+"""clusters/mig.yaml's pools and their models."""
+MIG_POOL_KEYS = {
+    f"nvidia.com/mig-{p}.{s}"
+    for name in MIG_POOL_MODELS.values()
+    for p in CATALOG.models[name].mig.profiles  # type: ignore[union-attr]
+    for s in GFD_MIG_SUFFIXES
+}
+SINGLE_MIG_CANDIDATES = {f"nvidia.com/gpu.{s}" for s in GFD_MIG_SUFFIXES}
 
 
 @pytest.mark.parametrize("pool", sorted(MIG_POOL_MODELS))
@@ -235,8 +229,48 @@ def test_a_pool_s_nodes_may_write_gfd_s_keys_for_every_mig_profile_of_its_model(
     mig = CATALOG.get(MIG_POOL_MODELS[pool]).mig  # type: ignore[union-attr]
     assert mig is not None
     expected = {f"nvidia.com/mig-{p}.{s}" for p in mig.profiles for s in GFD_MIG_SUFFIXES}
-    assert _mig_label_keys(_mig_policy(), {"gpuconf.dev/pool": pool}) == expected
-    assert _mig_label_keys(_mig_policy(), {"gpuconf.dev/pool": "elsewhere"}) == set()
+    policy = _mig_policy()
+    assert _admitted(policy, {"gpuconf.dev/pool": pool}, MIG_POOL_KEYS) == expected
+    assert _admitted(policy, {"gpuconf.dev/pool": "elsewhere"}, MIG_POOL_KEYS) == set()
+
+
+def _nvml_gpu(gpu: ExpectedGpu) -> GpuInfo:
+    """The GPU the node config expects, as NVML would report it, MIG devices and all."""
+    attributes = MigAttributes(1, 1, 1, 1, 1, 1, 1, 1, 10_240)
+    devices = [
+        MigDevice(f"MIG-{gpu.index}-{profile}-{i}", profile, i + 1, 0, attributes)
+        for profile, count in sorted((gpu.mig or {}).items())
+        for i in range(count)
+    ]
+    return GpuInfo(
+        index=gpu.index,
+        uuid=f"GPU-{gpu.index}",
+        name=gpu.nvml_name,
+        memory_mib=gpu.memory_mi_b,
+        pci_bus_id=f"0000:{gpu.index + 16:02x}:00.0",
+        mig_enabled=gpu.mig is not None,
+        mig_devices=devices,
+        compute_capability=(9, 0),
+    )
+
+
+@pytest.mark.parametrize("pool", sorted(MIG_POOL_MODELS))
+def test_every_label_a_mig_pool_s_node_runtime_writes_is_admitted_on_its_node(pool: str) -> None:
+    """The node runtime's labels for the node config mig.yaml renders, on a Node its pool's
+    DaemonSet selects (its nodeSelector, as rendered)."""
+    data = cluster_file("mig")
+    data["spec"]["node"] = {"labels": {"owner": "gpuconf"}}
+    tree = rendered(data)
+    config = validate_node_config(
+        configmap_data(tree, f"pools/{pool}/configmap-node-config.yaml", "node-config.yaml")
+    )
+    gpus = tuple(_nvml_gpu(gpu) for gpu in config.inventory.for_node("gpu-1"))
+    written = node_labels(config, "gpu-1", NodeFacts(gpus, "550.54.15", (12, 4), "R750xa"))
+    assert any(key.startswith("nvidia.com/mig-") for key in written)
+    daemonset = load_yaml(tree[f"pools/{pool}/daemonset-gpuconf-node.yaml"])
+    old = daemonset["spec"]["template"]["spec"]["nodeSelector"]
+    new = _with_labels({**old, **written})
+    assert all(_verdicts(load_yaml(tree[POLICY]), _with_labels(old), new, "gpu-1"))
 
 
 @pytest.mark.parametrize(
@@ -273,17 +307,12 @@ def test_a_pool_whose_mig_devices_are_nvidia_gpu_may_write_gfd_s_single_strategy
         ).read_text()
     )
     policy = load_yaml(rendered(data)[POLICY])
-    single = {f"nvidia.com/gpu.{s}" for s in GFD_MIG_SUFFIXES[5:]}
-    assert _mig_label_keys(policy, {"gpuconf.dev/pool": "a30"}) == single
-    assert "nvidia.com/gpu.memory" in _own_label_keys(policy)
-
-
-def _own_label_keys(policy: dict[str, Any]) -> set[str]:
-    env = celpy.Environment()
-    (expression,) = (
-        v["expression"] for v in policy["spec"]["variables"] if v["name"] == "own_labels"
-    )
-    return {str(key) for key in env.program(env.compile(expression)).evaluate({})}
+    whole_gpu = {f"nvidia.com/gpu.{s}" for s in ("count", "replicas", "memory", "product")}
+    whole_gpu.add("nvidia.com/gpu.sharing-strategy")
+    assert "nvidia.com/gpu.multiprocessors" in SINGLE_MIG_CANDIDATES - whole_gpu
+    candidates = SINGLE_MIG_CANDIDATES | MIG_POOL_KEYS
+    assert _admitted(policy, {"gpuconf.dev/pool": "a30"}, candidates) == SINGLE_MIG_CANDIDATES
+    assert _admitted(policy, {"gpuconf.dev/pool": "elsewhere"}, candidates) == whole_gpu
 
 
 def _fleet_policy() -> dict[str, Any]:
@@ -342,6 +371,61 @@ def test_a_node_may_not_move_itself_into_another_pool(
     assert all(verdicts) is allowed
 
 
+def test_a_node_matching_two_pools_writes_neither_pool_s_labels() -> None:
+    """By fleet's t4 selector and by a100's pool label: both runtimes run there, and either
+    could set the pool label that leaves the other (a100 selects by it)."""
+    both = {**T4_NODE, "gpuconf.dev/pool": "a100"}
+    policy = _fleet_policy()
+    assert _admitted(
+        policy,
+        both,
+        ["class.gpuconf.dev/t4-shared", "class.gpuconf.dev/a100-train", "nvidia.com/gpu.count"],
+    ) == {"nvidia.com/gpu.count"}
+    moved = _with_labels({**both, "gpuconf.dev/pool": "t4"})
+    assert not all(_verdicts(policy, _with_labels(both), moved, "gpu-1"))
+
+
+def test_a_pool_may_select_by_gpuconf_s_pool_label_only_as_itself() -> None:
+    data = cluster_file("fleet")
+    data["spec"]["nodePools"][0]["nodeSelector"] = {"gpuconf.dev/pool": "gpu"}
+    (error,) = errors(data)
+    assert error.path == ("spec", "nodePools", 0, "nodeSelector", "gpuconf.dev/pool")
+    assert "takes them out of the pool" in error.message
+    assert "--overwrite -l gpuconf.dev/pool=gpu gpuconf.dev/pool=t4" in error.hint
+    data["spec"]["nodePools"][0]["nodeSelector"] = {"gpuconf.dev/pool": "t4"}
+    policy = load_yaml(rendered(data)[POLICY])
+    own = _with_labels({"a": "b", "gpuconf.dev/pool": "t4"})
+    moved = _with_labels({"a": "b", "gpuconf.dev/pool": "a100"})
+    assert not all(_verdicts(policy, own, moved, "gpu-1"))
+    assert _admitted(policy, own["metadata"]["labels"], ["class.gpuconf.dev/t4-shared"])
+
+
+@pytest.mark.parametrize("owner", ["gpuconf", "gfd", "off"])
+def test_a_pool_may_not_select_by_a_class_label(owner: str) -> None:
+    """Only the runtime that selector would place writes the label, and a Node may take any
+    class label back, leaving the pool."""
+    data = cluster_file("fleet")
+    data["spec"]["node"]["labels"]["owner"] = owner
+    data["spec"]["nodePools"][2]["nodeSelector"] = {"class.gpuconf.dev/h100-x": "1"}
+    (error,) = errors(data)
+    assert error.path == ("spec", "nodePools", 2, "nodeSelector", "class.gpuconf.dev/h100-x")
+    assert "a node may remove it and leave the pool" in error.message
+
+
+def test_a_pool_whose_nodes_another_pool_s_selector_also_matches_is_warned() -> None:
+    """Decidable from the file only where one selector holds another: selectors on different
+    keys (fleet's t4 by a site label, a100 by gpuconf's pool label) stay silent."""
+    data = cluster_file("fleet")
+    assert not [w for w in valid(data).warnings if "also in pool" in w.message]
+    data["spec"]["nodePools"][2]["nodeSelector"] = {
+        "node.example.com/gpu": "tesla-t4",
+        "node.example.com/tier": "premium",
+    }
+    (warning,) = [w for w in valid(data).warnings if "also in pool" in w.message]
+    assert warning.path == ("spec", "nodePools", 2, "nodeSelector")
+    assert "pool 'h100' selects is also in pool(s) 't4'" in warning.message
+
+
 def _lab_selected_by_product() -> dict[str, Any]:
     data = cluster_file("lab")
     data["spec"]["node"] = {"labels": {"owner": "gpuconf"}}
@@ -356,10 +440,9 @@ def test_a_gfd_label_a_pool_selects_by_is_not_the_node_s_to_change() -> None:
     counted = _with_labels({"nvidia.com/gpu.product": "Tesla-T4", "nvidia.com/gpu.count": "2"})
     assert not all(_verdicts(policy, old, renamed, "gpu-1"))
     assert all(_verdicts(policy, old, counted, "gpu-1"))
-    assert _pool_label_keys(policy, old["metadata"]["labels"]) == {
-        "gpuconf.dev/pool",
-        "class.gpuconf.dev/t4-shared",
-    }
+    assert _admitted(policy, old["metadata"]["labels"], ["class.gpuconf.dev/t4-shared"])
+    named = _with_labels({**old["metadata"]["labels"], "gpuconf.dev/pool": "t4"})
+    assert all(_verdicts(policy, old, named, "gpu-1"))
 
 
 def _many_pools_policy(mig_pools: int, plain_pools: int) -> dict[str, Any]:

@@ -392,6 +392,18 @@ def test_a_node_selected_by_another_label_may_name_its_own_pool_and_no_other(
     assert WRONG_FIELD in selector.message
 
 
+def test_a_node_of_two_pools_may_not_name_either(api_server: Server, kubeconfig: Path) -> None:
+    """In fleet's t4 by its selector and in a100 by gpuconf's pool label: naming t4 would leave
+    a100, so neither runtime's pool labels are admitted there; GFD's still are."""
+    both = {"node.example.com/gpu": "tesla-t4", POOL_LABEL: "a100"}
+    with _policy_of(api_server, RENDERED / "fleet", both):
+        server = _impersonating(kubeconfig, OWN)
+        gfd = _label("nvidia.com/gpu.count")
+        renamed = _once_enforced(server, gfd, {"metadata": {"labels": {POOL_LABEL: "t4"}}})
+        assert WRONG_FIELD in renamed.message
+        assert _refused(server, _label("class.gpuconf.dev/a100-train")) is not None
+
+
 A30_KEY, H100_KEY = "nvidia.com/mig-1g.6gb.count", "nvidia.com/mig-1g.10gb.count"
 
 

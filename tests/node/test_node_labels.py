@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-from builders import gpu_uuid, node_config, resource
+from builders import GFD_MIG_SHARED, gpu_uuid, node_config, resource
 
 from gpuconf.gpus.gfd_labels import mig_key, mig_product_name, sanitise
 from gpuconf.node.commands.parser import main
@@ -262,27 +262,6 @@ def _nvml_attributes(
 
 def _mig_part(printed: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in printed.items() if k.startswith("nvidia.com/mig-")}
-
-
-# resource_test.go "mig mixed appends shared" / "rename does not append": NewMigDevice(1, 2, 300)
-# (named "1g.300gb") shared by time-slicing with 2 replicas. GFD's test passes the resource
-# name nvidia.com/mig-1g.1gb by hand; newMigStrategyMixedLabeler derives it from the device's
-# name, so here it is nvidia.com/mig-1g.300gb.
-GFD_MIG_SHARED = {
-    "nvidia.com/mig-1g.300gb.count": "1",
-    "nvidia.com/mig-1g.300gb.replicas": "2",
-    "nvidia.com/mig-1g.300gb.sharing-strategy": "time-slicing",
-    "nvidia.com/mig-1g.300gb.memory": "300",
-    "nvidia.com/mig-1g.300gb.product": "MOCKMODEL-MIG-1g.300gb-SHARED",
-    "nvidia.com/mig-1g.300gb.multiprocessors": "0",
-    "nvidia.com/mig-1g.300gb.slices.gi": "1",
-    "nvidia.com/mig-1g.300gb.slices.ci": "2",
-    "nvidia.com/mig-1g.300gb.engines.copy": "0",
-    "nvidia.com/mig-1g.300gb.engines.decoder": "0",
-    "nvidia.com/mig-1g.300gb.engines.encoder": "0",
-    "nvidia.com/mig-1g.300gb.engines.jpeg": "0",
-    "nvidia.com/mig-1g.300gb.engines.ofa": "0",
-}
 
 
 @pytest.mark.parametrize("renamed", [False, True], ids=["appends shared", "rename does not"])

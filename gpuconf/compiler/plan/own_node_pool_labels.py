@@ -7,7 +7,7 @@ match the pool's DaemonSet nodeSelector, which is where the pool's node runtime 
 request) can come from. The labels that decide that are what a compromised node runtime would
 rewrite to move its Node into another pool (and so to that pool's workloads, quota and Kueue
 flavor): no node may change a label any pool selects on, and `gpuconf.dev/pool` may be set only to
-the name of the pool the Node is in already.
+the name of the pool the Node is in already (a Node matching several pools is in none).
 
 kube-apiserver refuses an expression over 100,000 code points or nested over 250 deep, so the
 variables grow with the number of pools by one map entry each, never by a nested ternary or a
@@ -27,11 +27,13 @@ from gpuconf.gpus.gfd_labels import CLASS_LABEL_PREFIX
 
 LABELS = "variables.old_labels"
 OWN_POOL = "variables.own_pool"
+MATCHED = "variables.matched_pools"
 
 
 def selected_keys(pools: Sequence[NodePool]) -> frozenset[str]:
     """Every label key a pool's nodeSelector names but gpuconf's pool label, which
-    `pool_label_kept` holds to the Node's own pool instead."""
+    `pool_label_kept` holds to the Node's own pool instead: a pool selecting by it selects by
+    its own name (rules/node_labels.py), so the one pool a Node may set it to is its own."""
     return frozenset(k for pool in pools for k in node_selector(pool)) - {POOL_LABEL}
 
 
@@ -47,14 +49,19 @@ def _selectors(pools: Sequence[NodePool]) -> str:
     )
 
 
-def _own_pool(pools: Sequence[NodePool]) -> str:
-    """The name of the first pool (in file order) whose nodeSelector the Node's labels matched
-    before the change, '' for none. A Node matching several pools (two node runtimes on one
-    Node, which their DaemonSets' selectors should never allow) is the first one's."""
+def _matched_pools(pools: Sequence[NodePool]) -> str:
+    """The names of the pools whose nodeSelector the Node's labels matched before the change."""
     names = "[" + ", ".join(cel_string(pool.name) for pool in pools) + "]"
     selector = "variables.pool_selectors[p]"
     matched = f"{selector}.all(k, k in {LABELS} && {LABELS}[k] == {selector}[k])"
-    return f"({names}.filter(p, {matched}) + [''])[0]"
+    return f"{names}.filter(p, {matched})"
+
+
+OWN_POOL_EXPRESSION = f"{MATCHED}.size() == 1 ? {MATCHED}[0] : ''"
+"""The Node's pool: the one pool it matched, '' for none or several. A Node matching two pools
+runs both pools' node runtimes, and either could write the labels that leave the other (a
+pool label the other selects by, set to its own name): such a Node is no pool's, and neither
+runtime may write pool labels there."""
 
 
 def _mig_labels(mig_keys: dict[str, list[str]]) -> str:
@@ -73,8 +80,8 @@ def _class_pools(class_keys: dict[str, list[str]]) -> str:
 def pool_label_variables(
     pools: Sequence[tuple[NodePool, Sequence[str]]], selected: frozenset[str]
 ) -> list[dict[str, str]]:
-    """The policy's variables for its pools: `pool_selectors`, `own_pool` (the Node's pool, ''
-    for none), `class_pools` and, where a pool has MIG keys, `mig_labels` (its own pool's),
+    """The policy's variables for its pools: `pool_selectors`, `matched_pools`, `own_pool` (the
+    Node's pool, '' for none or several), `class_pools` and, where a pool has MIG keys, `mig_labels` (its own pool's),
     from each pool's keys beyond GFD's (gfd_labels.pool_keys) less the `selected` ones."""
     class_keys: dict[str, list[str]] = {}
     mig_keys: dict[str, list[str]] = {}
@@ -89,7 +96,8 @@ def pool_label_variables(
     names = [pool for pool, _ in pools]
     variables = [
         {"name": "pool_selectors", "expression": _selectors(names)},
-        {"name": "own_pool", "expression": _own_pool(names)},
+        {"name": "matched_pools", "expression": _matched_pools(names)},
+        {"name": "own_pool", "expression": OWN_POOL_EXPRESSION},
         {"name": "class_pools", "expression": _class_pools(class_keys)},
     ]
     if mig_keys:
@@ -124,4 +132,5 @@ CLASS_LABEL_REMOVED = (
 )
 """CEL: k is a class label the change removes. A node takes back the label of a class its pool
 no longer serves (or the cluster no longer has), which neither its pool's keys nor any other
-admit; removing it gains the Node nothing."""
+admit; removing it gains the Node nothing, since no pool selects by a class label
+(rules/node_labels.py refuses that)."""

@@ -26,7 +26,7 @@ from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory, Gpu, 
 from gpuconf.compiler.resolve.device_lists import device_list_strategy
 from gpuconf.compiler.resolve.runtime_settings import runtime_settings
 from gpuconf.formats.yaml_writer import dump
-from gpuconf.gpus.gfd_labels import mig_profiles, mig_strategy
+from gpuconf.gpus.gfd_labels import config_mig_strategy, mig_profiles
 from gpuconf.gpus.label_owner import node_runtime_labels_nodes
 from gpuconf.gpus.xid import APPLICATION_XIDS, RESET_XIDS
 
@@ -185,7 +185,7 @@ def build_node_config(
         resources=resources,
         labels=_labels(cluster),
     )
-    if config.labels.owner == "gpuconf" and mig_strategy(config) == "mixed":
+    if config.labels.owner == "gpuconf" and config_mig_strategy(config) == "mixed":
         # GFD labels every MIG profile present: every one the pool's GPU models have.
         models = {gpu.model.name: gpu.model for group in groups for gpu in group.gpus}
         labels = config.labels.replace(mig_profiles=mig_profiles(models.values()))

@@ -1,7 +1,7 @@
 """spec.node.labels: gpuconf writes GPU Feature Discovery's labels only where its node runtime
 runs and may patch its Node, says where GFD's migStrategy single cannot describe a node, and
 where a pool selects its nodes by a label gpuconf's node runtime writes, which its node policy
-then refuses it.
+then refuses it, or by gpuconf's pool or class labels, which would let its nodes leave it.
 
 GFD's single strategy (k8s-device-plugin v0.20.0 internal/lm/mig-strategy.go) labels MIG devices
 as nvidia.com/gpu.*, which is what they are where NVIDIA's plugin runs migStrategy single. With
@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpuconf.api.node_facts import POOL_LABEL
 from gpuconf.compiler.rules.context import SPEC, RuleContext, class_path, pool_path
 from gpuconf.compiler.rules.node_selection import relabel_command
 from gpuconf.diagnostics import Diagnostic
-from gpuconf.gpus.gfd_labels import writes_key
+from gpuconf.gpus.gfd_labels import CLASS_LABEL_PREFIX, writes_key
 from gpuconf.gpus.label_owner import gpuconf_writes_gfd_labels, node_runtime_labels_nodes
 from gpuconf.gpus.resource_names import NVIDIA_GPU
 
@@ -26,7 +27,39 @@ OWNER = (*SPEC, "node", "labels", "owner")
 
 def check(ctx: RuleContext) -> Iterator[Diagnostic]:
     yield from _no_label_writer(ctx)
+    yield from _selected_by_gpuconf_label(ctx)
     yield from _selected_by_written_label(ctx)
+
+
+def _selected_by_gpuconf_label(ctx: RuleContext) -> Iterator[Diagnostic]:
+    """A pool selecting by gpuconf's own labels other than as itself. The node policy lets a
+    Node set gpuconf.dev/pool only to its own pool's name (plan/own_node_pool_labels.py): a pool
+    selecting by another value would let a Node of it rename itself out of the pool, which then
+    no longer selects it. A class label is written by the node runtime of the pool it counts
+    devices for, the runtime that selector would place: circular, and the policy lets a Node
+    take back any class label, so it could leave the pool."""
+    for i, pool in enumerate(ctx.cluster.spec.node_pools):
+        for key, value in sorted(pool.node_selector.items()):
+            path = pool_path(i, "nodeSelector", key)
+            if key == POOL_LABEL and value != pool.name:
+                yield ctx.error(
+                    path,
+                    f"pool {pool.name!r} selects its nodes by {POOL_LABEL}={value}, gpuconf's "
+                    f"pool label, whose value is a pool's name: gpuconf's node runtime sets it "
+                    f"to {pool.name!r} on the pool's nodes and so takes them out of the pool",
+                    f"select by {POOL_LABEL}: {pool.name} (kubectl label nodes --overwrite "
+                    f"-l {POOL_LABEL}={value} {POOL_LABEL}={pool.name}), or drop nodeSelector",
+                )
+            elif key.startswith(CLASS_LABEL_PREFIX):
+                yield ctx.error(
+                    path,
+                    f"pool {pool.name!r} selects its nodes by {key}, a class label: only "
+                    "gpuconf's node runtime writes it, on the nodes of the pools serving that "
+                    "class, so it cannot place that runtime, and a node may remove it and "
+                    "leave the pool",
+                    f"label the pool's nodes by a label only you write ({relabel_command(pool)}) "
+                    f"and drop {key} from its nodeSelector",
+                )
 
 
 def _selected_by_written_label(ctx: RuleContext) -> Iterator[Diagnostic]:

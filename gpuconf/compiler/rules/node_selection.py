@@ -1,4 +1,5 @@
-"""Pools pick their nodes by labels the user owns, not by labels NVIDIA's components rewrite."""
+"""Pools pick their nodes by labels the user owns, not by labels NVIDIA's components rewrite,
+and no pool's selector picks every node of another pool too."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Iterator
 
 from gpuconf.api.cluster import NodePool
 from gpuconf.api.node_facts import POOL_LABEL
+from gpuconf.compiler.resolve.pool_selector import node_selector
 from gpuconf.compiler.rules.context import RuleContext, pool_path
 from gpuconf.diagnostics import Diagnostic
 from gpuconf.gpus.node_labels import PRODUCT_LABEL, managed_by_nvidia
@@ -23,6 +25,33 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
                 "matching its nodes",
                 f"label the nodes once while the old labels still match ({relabel_command(pool)}) "
                 "and drop nodeSelector",
+            )
+    yield from _contained_selectors(ctx)
+
+
+def _contained_selectors(ctx: RuleContext) -> Iterator[Diagnostic]:
+    """A pool whose nodes all match another pool's selector as well: both pools' DaemonSets run
+    on them, and the node policy gives a Node of two pools to neither, so neither runtime may
+    write its pool's labels there (plan/own_node_pool_labels.py). A warning only where the file
+    decides it: selectors on different keys may overlap on some Node, which only its labels
+    tell, and that is the usual case (one pool by gpuconf's pool label, one by a site label)."""
+    pools = ctx.cluster.spec.node_pools
+    selectors = [node_selector(pool).items() for pool in pools]
+    for i, pool in enumerate(pools):
+        wider = [
+            p.name  # a pool of the same name is another rule's (its name is refused)
+            for j, p in enumerate(pools)
+            if p.name != pool.name and selectors[j] <= selectors[i]
+        ]
+        if wider:
+            yield ctx.warning(
+                pool_path(i, "nodeSelector"),
+                f"every node pool {pool.name!r} selects is also in pool(s) "
+                f"{', '.join(repr(name) for name in wider)} by its nodeSelector: both pools' "
+                "DaemonSets run there, and where gpuconf's node runtime labels nodes its "
+                "admission policy lets neither pool's runtime write its pool's labels on them",
+                "give the pools selectors no node can match both of (a label with a different "
+                "value in each)",
             )
 
 
