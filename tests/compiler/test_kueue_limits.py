@@ -276,3 +276,52 @@ def test_a_cluster_within_every_limit_looks_up_no_quota_s_place(
 
     monkeypatch.setattr(kueue_limits, "_quota_of", refused)
     assert isinstance(check(cluster_file("training-fleet")), Validated)
+
+
+def _lending(team_a: int) -> dict[str, Any]:
+    """One class over two pools (4 GPUs each): team-a's quota of 6 fills pool pa and takes 2 of
+    pb, team-b's 2 take the rest of pb."""
+    return cluster(
+        [pool("pa", MODEL, 4), pool("pb", MODEL, 4)],
+        [{"name": "c", "select": {"model": MODEL}}],
+        kueue={
+            "version": "v0.19.2",
+            "clusterQueues": [{"name": "team-a", "lendingLimit": {"c": team_a}}],
+        },
+        quotas=[
+            {"namespace": "team-a", "classes": {"c": 6}},
+            {"namespace": "team-b", "classes": {"c": 2}},
+        ],
+    )
+
+
+def _lending_limits(validated: Validated) -> dict[str, Any]:
+    """Flavor -> team-a's lendingLimit there, as rendered (None: none written)."""
+    artifacts = kueue_objects(validated.cluster, validated.classes)[0]
+    (queue,) = [
+        a.values
+        for a in artifacts
+        if a.kind == "ClusterQueue" and a.values["meta"]["name"] == "team-a"
+    ]
+    return {
+        flavor["name"]: flavor["resources"][0].get("lendingLimit")
+        for group in queue["resource_groups"]
+        for flavor in group["flavors"]
+    }
+
+
+def test_a_lending_limit_above_the_queues_quota_in_every_pool_is_refused_at_its_key() -> None:
+    (refused,) = _errors(_lending(5))
+    assert refused.as_text() == (
+        "cluster.yaml:11:9: spec.kueue.clusterQueues[0].lendingLimit.c: lendingLimit 5 is above "
+        "the quota of class 'c' ClusterQueue 'team-a' holds in each of its pools (pa: 4, pb: 2), "
+        "so it limits nothing; Kueue refuses a lendingLimit above a flavor's nominalQuota (hint: "
+        "at most 4: lendingLimit counts in each pool, not in all together)"
+    )
+
+
+def test_a_lending_limit_is_capped_at_the_queues_quota_in_each_pool_and_kueue_accepts_it() -> None:
+    validated = check(_lending(3))
+    assert isinstance(validated, Validated), [d.as_text() for d in validated]
+    assert _lending_limits(validated) == {"pa": 3, "pb": 2}
+    assert _render_check(validated) == []

@@ -141,6 +141,9 @@ def kueue_plan(cluster: Cluster, classes: tuple[ResolvedClass, ...]) -> KueuePla
             for pool in sorted(flavors, key=pool_order.index):
                 borrow, lend = limits[resource, pool]
                 nominal = flavors[pool]
+                # A class's lendingLimit counts in each pool, capped at the queue's quota there:
+                # Kueue refuses one above the nominalQuota (rules/kueue_limits.py refuses one
+                # above the quota in every pool, which would limit nothing).
                 lend = None if lend is None else min(lend, nominal)
                 quotas_by_flavor.append(FlavorQuota(pool, nominal, borrow, lend))
             resources.append(

@@ -1,5 +1,6 @@
-"""Kueue: queues that name what exists, limits Kueue accepts, and DRA only on a release that
-counts devices (deviceClassMappings, from Kueue v0.14.0)."""
+"""Kueue: queues that name what exists, a preemption Kueue accepts, and DRA only on a release
+that counts devices (deviceClassMappings, from Kueue v0.14.0). Limits against the quota the
+plan places in each pool are rules/kueue_limits.py's."""
 
 from __future__ import annotations
 
@@ -52,29 +53,18 @@ def _settings(ctx: RuleContext, index: int, queue: ClusterQueueSettings) -> Iter
             "name it in a quota's clusterQueue, or give it the name of a quota's namespace",
         )
         return
-    totals: dict[str, int] = {}
-    for quota in quotas:
-        for name, count in quota.classes.items():
-            totals[name] = totals.get(name, 0) + count
+    held = sorted({name for quota in quotas for name in quota.classes})
     for key, limits in (
         ("borrowingLimit", queue.borrowing_limit),
         ("lendingLimit", queue.lending_limit),
     ):
-        for name, limit in (limits or {}).items():
-            path = _queue_path(index, key, name)
-            if name not in totals:
-                hint = did_you_mean(
-                    name, totals, otherwise="its classes: " + ", ".join(sorted(totals))
-                )
+        for name in limits or {}:
+            if name not in held:
+                hint = did_you_mean(name, held, otherwise="its classes: " + ", ".join(held))
                 yield ctx.error(
-                    path, f"ClusterQueue {queue.name!r} has no quota of class {name!r}", hint
-                )
-            elif key == "lendingLimit" and limit > totals[name]:
-                yield ctx.error(
-                    path,
-                    f"lendingLimit {limit} is more than the {totals[name]} of class {name!r} the "
-                    f"queue holds; Kueue refuses a lendingLimit above the nominal quota",
-                    f"at most {totals[name]}",
+                    _queue_path(index, key, name),
+                    f"ClusterQueue {queue.name!r} has no quota of class {name!r}",
+                    hint,
                 )
     preemption = queue.preemption
     borrow = preemption.borrow_within_cohort

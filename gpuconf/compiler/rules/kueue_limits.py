@@ -9,21 +9,26 @@ Reached, with the limits of compiler/kueue/limits.py (each names its Kueue sourc
   toleration naming a key and an effect, to their 8); no two nodeTaints with one key and effect;
 - a ClusterQueue: at most 16 resourceGroups (classes that share no pool go in groups of their
   own), per group at most 16 (v0.13) or 64 covered resources and flavors (pools), and from v0.14
-  the webhook's totals per queue.
+  the webhook's totals per queue;
+- a lendingLimit: Kueue's webhook refuses one above its flavor's nominalQuota
+  (pkg/webhooks/clusterqueue_webhook.go, validateLendingLimit). A class's lendingLimit counts in
+  each pool, capped at the queue's quota there (compiler/kueue/queues.py derives each flavor's
+  value, never above it); refused here is one above the queue's quota in every pool of the
+  class, which limits nothing (read as a total, it would keep GPUs it never keeps).
 
 What else Kueue refuses a cluster file cannot reach, or other rules refuse first: names are DNS
 labels in the model (Kueue wants subdomains: cohort, flavors, ClusterQueue of a LocalQueue), and
 quotas and limits whole numbers up to 1,000,000 (quantities); the toleration rules the flavor's
-CEL rules repeat are pools.py's, the preemption rule and lendingLimit above the quota kueue.py's
-(the plan also caps lendingLimit at the quota in each pool); every queue joins a cohort (limits
-need one); quotas within capacity (quotas.py) keep each flavor's nominal quotas within its pool."""
+CEL rules repeat are pools.py's, the preemption rule kueue.py's; every queue joins a cohort
+(limits need one); quotas within capacity (quotas.py) keep each flavor's nominal quotas within
+its pool."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
 from gpuconf.api.cluster import NodePool
-from gpuconf.api.cluster.kueue import KueueRelease
+from gpuconf.api.cluster.kueue import Kueue, KueueRelease
 from gpuconf.compiler.kueue.flavors import node_taints
 from gpuconf.compiler.kueue.limits import (
     FLAVOR_NODE_LABELS,
@@ -33,6 +38,7 @@ from gpuconf.compiler.kueue.limits import (
 )
 from gpuconf.compiler.kueue.queues import (
     ClusterQueuePlan,
+    KueuePlan,
     QueueResource,
     ResourceGroup,
     kueue_plan,
@@ -43,6 +49,7 @@ from gpuconf.compiler.resolve.pool_selector import node_selector
 from gpuconf.compiler.rules.context import RuleContext, pool_path, quota_path
 from gpuconf.diagnostics import Diagnostic, KeyPath
 
+KUEUE_QUEUES = ("spec", "kueue", "clusterQueues")
 SPLIT_HINT = "spread the quotas over more ClusterQueues (a quota's clusterQueue)"
 
 
@@ -185,11 +192,30 @@ def _resource_count(group: ResourceGroup) -> int:
     return len(group.resources)
 
 
+def _lending(ctx: RuleContext, planned: KueuePlan, kueue: Kueue) -> Iterator[Diagnostic]:
+    queues = {q.name: q for q in planned.queues}
+    for index, settings in enumerate(kueue.cluster_queues):
+        queue = queues[settings.name]
+        for name, limit in (settings.lending_limit or {}).items():
+            resource = next(r for r in queue.resources if name in r.classes)
+            most = max(f.nominal for f in resource.flavors)
+            if limit > most:
+                pools = ", ".join(f"{f.flavor}: {f.nominal}" for f in resource.flavors)
+                yield ctx.error(
+                    (*KUEUE_QUEUES, index, "lendingLimit", name),
+                    f"lendingLimit {limit} is above the quota of class {name!r} ClusterQueue "
+                    f"{queue.name!r} holds in each of its pools ({pools}), so it limits nothing; "
+                    "Kueue refuses a lendingLimit above a flavor's nominalQuota",
+                    f"at most {most}: lendingLimit counts in each pool, not in all together",
+                )
+
+
 def check(ctx: RuleContext) -> Iterator[Diagnostic]:
     kueue = ctx.cluster.spec.kueue
     if kueue is None:
         return
     planned = kueue_plan(ctx.cluster, ctx.classes)
+    yield from _lending(ctx, planned, kueue)
     pools = {p.name: i for i, p in enumerate(ctx.cluster.spec.node_pools)}
     for name in planned.flavors:
         yield from _flavor(ctx, pools[name], ctx.cluster.spec.node_pools[pools[name]])
