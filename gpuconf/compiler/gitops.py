@@ -16,6 +16,13 @@ from typing import Any, Literal
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.kustomization import kustomization
 from gpuconf.compiler.render import RenderedTree, render
+from gpuconf.compiler.resolve.object_labels import (
+    CLUSTER_LABEL,
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
+    PART_OF,
+    PART_OF_LABEL,
+)
 from gpuconf.compiler.templating.engine import Templates
 
 Agent = Literal["argocd", "flux"]
@@ -46,9 +53,9 @@ class GitSource:
 
 
 def _labels(cluster: str | None = None) -> dict[str, str]:
-    labels = {"app.kubernetes.io/managed-by": "gpuconf", "app.kubernetes.io/part-of": "gpuconf"}
+    labels = {MANAGED_BY_LABEL: MANAGED_BY, PART_OF_LABEL: PART_OF}
     if cluster is not None:
-        labels["gpuconf.dev/cluster"] = cluster
+        labels[CLUSTER_LABEL] = cluster
     return labels
 
 
@@ -102,7 +109,7 @@ def _application_set(source: GitSource) -> Artifact:
             "meta": {"name": "gpuconf", "namespace": ARGOCD_NAMESPACE, "labels": _labels()},
             "directories": source.cluster_path("*"),
             "basename": basename,
-            "template_labels": {**_labels(), "gpuconf.dev/cluster": basename},
+            "template_labels": _labels(basename),
             **_application_spec(source, "{{.path.path}}", basename),
         },
     )

@@ -25,7 +25,7 @@ from gpuconf.compiler.plan.cluster_objects import (
     KeptNamespace,
     namespace_policies,
 )
-from gpuconf.compiler.plan.meta import MANAGED_BY
+from gpuconf.compiler.resolve.object_labels import CLUSTER_LABEL, MANAGED_BY, MANAGED_BY_LABEL
 from gpuconf.formats.located_yaml import LoadFailed, parse_text
 
 _LARGEST_NAMESPACE_FILE = 64 * 1024
@@ -41,8 +41,8 @@ def _created_by_gpuconf(obj: Any, name: str, cluster: str) -> bool:
     return (
         isinstance(labels, dict)
         and isinstance(annotations, dict)
-        and labels.get("app.kubernetes.io/managed-by") == MANAGED_BY
-        and labels.get("gpuconf.dev/cluster") == cluster
+        and labels.get(MANAGED_BY_LABEL) == MANAGED_BY
+        and labels.get(CLUSTER_LABEL) == cluster
         and all(annotations.get(key) == value for key, value in NEVER_DELETED.items())
     )
 

@@ -325,3 +325,68 @@ def test_a_value_printed_in_a_site_block_is_written_as_the_value(tmp_path: Path)
     namespace = load_yaml(tree["namespaces/research.yaml"])
     assert namespace["metadata"]["labels"]["owner"] == "research"
     assert b"@gpuconf-value-" not in b"".join(tree.values())
+
+
+def _site_block(folder: Path, template: str, block: str, text: str) -> None:
+    (folder / template).write_text(
+        f'{{% extends "gpuconf/{template}" %}}\n{{% block {block} %}}\n{text}\n{{% endblock %}}\n'
+    )
+
+
+@pytest.mark.parametrize(
+    ("template", "block", "label", "gpuconf_s", "read_by"),
+    [
+        (
+            "namespace.yaml.j2",
+            "extra_labels",
+            "app.kubernetes.io/managed-by",
+            "gpuconf",
+            "a re-render keeps the Namespaces it created by it",
+        ),
+        (
+            "node-daemonset.yaml.j2",
+            "pod_labels",
+            "gpuconf.dev/pool",
+            "t4",
+            "the DaemonSet's selector matches a pool's pods by it",
+        ),
+        (
+            "node-daemonset.yaml.j2",
+            "pod_labels",
+            "app.kubernetes.io/name",
+            "gpuconf-node",
+            "the PodMonitors select gpuconf's pods by it",
+        ),
+    ],
+)
+def test_a_site_label_block_changing_a_label_gpuconf_writes_is_refused_at_its_line(
+    tmp_path: Path, template: str, block: str, label: str, gpuconf_s: str, read_by: str
+) -> None:
+    _site_block(tmp_path, template, block, f"team: gpu\n{label}: site")
+    result = run_cli(
+        "render", "clusters/lab.yaml", "--templates", str(tmp_path), "--check", cwd=REPO
+    )
+    assert result.code == 1
+    assert f"{tmp_path.as_posix()}/{template}:4:1: " in result.err
+    assert (
+        f"the block changes the label {label}: '{gpuconf_s}' gpuconf writes to 'site'" in result.err
+    )
+    assert read_by in result.err
+    assert "add labels of your own instead" in result.err
+
+
+def test_a_site_label_block_adds_labels_and_may_repeat_gpuconf_s_own(tmp_path: Path) -> None:
+    _site_block(
+        tmp_path,
+        "node-daemonset.yaml.j2",
+        "pod_labels",
+        "team: gpu\napp.kubernetes.io/name: gpuconf-node",
+    )
+    tree = render(plan(valid_lab(), "lab.yaml"), Templates(tmp_path))
+    plain = render(plan(valid_lab(), "lab.yaml"), Templates())
+    path = "pools/t4/daemonset-gpuconf-node.yaml"
+    pod_labels = load_yaml(plain[path])["spec"]["template"]["metadata"]["labels"]
+    assert load_yaml(tree[path])["spec"]["template"]["metadata"]["labels"] == {
+        **pod_labels,
+        "team": "gpu",
+    }

@@ -17,10 +17,12 @@ from gpuconf.compiler.plan.monitoring import (
     NODE_MONITOR,
     NODE_SERIES_LABEL,
     POOL_SERIES_LABEL,
+    labelled,
     scrape_job,
 )
 from gpuconf.compiler.resolve.components import dcgm_exporter_runs_anywhere, dcgm_exporter_runs_on
 from gpuconf.compiler.resolve.declared_inventory import DeclaredInventory
+from gpuconf.compiler.resolve.object_labels import MONITORING_COMPONENT
 from gpuconf.gpus.label_owner import runs_node_runtime
 from gpuconf.gpus.xid import RESET_XIDS
 
@@ -249,14 +251,17 @@ def prometheus_rule(cluster: Cluster, inventory: DeclaredInventory) -> list[Arti
     found = alerts(cluster, inventory)
     if not found:
         return []
-    meta = optional_kind_metadata(cluster, "gpuconf", "monitoring", cluster.spec.namespace)
-    meta["labels"].update(settings.extra_labels)
+    meta = optional_kind_metadata(cluster, "gpuconf", MONITORING_COMPONENT, cluster.spec.namespace)
     return [
         manifest(
             "monitoring/prometheusrule-gpuconf.yaml",
             "prometheusrule.yaml.j2",
             "PrometheusRule",
-            {"meta": meta, "group": "gpuconf", "rules": [a.rule() for a in found]},
+            {
+                "meta": labelled(cluster, meta),
+                "group": "gpuconf",
+                "rules": [a.rule() for a in found],
+            },
             source=MONITORING,
         )
     ]

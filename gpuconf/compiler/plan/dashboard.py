@@ -20,12 +20,12 @@ from gpuconf.api.cluster import Cluster
 from gpuconf.api.short_names import shortened
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
-from gpuconf.compiler.plan.monitoring import MONITORING
+from gpuconf.compiler.plan.monitoring import MONITORING, labelled
 from gpuconf.compiler.plan.quotas import device_plugin_quota_key
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.compiler.resolve.components import dcgm_exporter_runs_anywhere
+from gpuconf.compiler.resolve.object_labels import GRAFANA_DASHBOARD, MONITORING_COMPONENT
 
-SIDECAR_LABEL = "grafana_dashboard"
 _NOT_LABEL_CHARACTERS = re.compile(r"[^a-zA-Z0-9_]")
 
 
@@ -112,17 +112,16 @@ def dashboard(cluster: Cluster, classes: tuple[ResolvedClass, ...]) -> list[Arti
     if not dcgm_exporter_runs_anywhere(cluster):
         return []
     meta = metadata(
-        cluster, "gpuconf-dashboard", "monitoring", namespace=cluster.spec.namespace,
-        wave=WAVE_CONFIG, **{SIDECAR_LABEL: "1"},
+        cluster, "gpuconf-dashboard", MONITORING_COMPONENT, namespace=cluster.spec.namespace,
+        wave=WAVE_CONFIG, **GRAFANA_DASHBOARD,
     )  # fmt: skip
-    meta["labels"].update(settings.extra_labels)
     return [
         manifest(
             "monitoring/configmap-gpuconf-dashboard.yaml",
             "grafana-dashboard-configmap.yaml.j2",
             "ConfigMap",
             {
-                "meta": meta,
+                "meta": labelled(cluster, meta),
                 "data": {f"gpuconf-{cluster.metadata.name}.json": dashboard_json(cluster, classes)},
             },
             source=MONITORING,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpuconf.api.cluster import Cluster
+from gpuconf.compiler.resolve.object_labels import own_labels
 
-MANAGED_BY = "gpuconf"
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 SKIP_DRY_RUN_ON_MISSING_KIND = "SkipDryRunOnMissingResource=true"
@@ -24,13 +24,7 @@ WAVE_OPTIONAL = "2"
 
 
 def labels(cluster: Cluster, component: str, **extra: str) -> dict[str, str]:
-    return {
-        "app.kubernetes.io/managed-by": MANAGED_BY,
-        "app.kubernetes.io/part-of": "gpuconf",
-        "app.kubernetes.io/component": component,
-        "gpuconf.dev/cluster": cluster.metadata.name,
-        **extra,
-    }
+    return own_labels(cluster.metadata.name, component, **extra)
 
 
 def metadata(

@@ -7,11 +7,14 @@ with no namespaceSelector the Prometheus Operator discovers pods in the monitor'
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.plan import dcgm_exporter
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata, optional_kind_metadata
 from gpuconf.compiler.resolve.components import dcgm_exporter_runs_anywhere
+from gpuconf.compiler.resolve.object_labels import MONITORING_COMPONENT
 from gpuconf.gpus.label_owner import runs_node_runtime
 
 NODE_PODS = {"app.kubernetes.io/name": "gpuconf-node"}
@@ -51,20 +54,25 @@ def scrape_job(cluster: Cluster, monitor: str) -> str:
     return job
 
 
+def labelled(cluster: Cluster, meta: dict[str, Any]) -> dict[str, Any]:
+    """`meta` (a monitoring object's) with monitoring.extraLabels added: they only add labels,
+    since validate refuses one that changes gpuconf's own (rules/extra_labels.py)."""
+    meta["labels"].update(cluster.spec.node.monitoring.extra_labels)
+    return meta
+
+
 def _pod_monitor(
     cluster: Cluster, name: str, pods: dict[str, str], dropped_labels: str | None
 ) -> Artifact:
     """`dropped_labels`: a regex of labels dropped, if any (podmonitor.yaml.j2 writes the
     labeldrop rule: its action is the CRD's enum, not a value)."""
-    settings = cluster.spec.node.monitoring
-    meta = optional_kind_metadata(cluster, name, "monitoring", cluster.spec.namespace)
-    meta["labels"].update(settings.extra_labels)
+    meta = optional_kind_metadata(cluster, name, MONITORING_COMPONENT, cluster.spec.namespace)
     return manifest(
         f"monitoring/podmonitor-{name}.yaml",
         "podmonitor.yaml.j2",
         "PodMonitor",
         {
-            "meta": meta,
+            "meta": labelled(cluster, meta),
             "pods": pods,
             "series_labels": SERIES_LABELS,
             "dropped_labels": dropped_labels,
@@ -95,7 +103,11 @@ def _network_policy(cluster: Cluster, namespace: str) -> Artifact:
         "NetworkPolicy",
         {
             "meta": metadata(
-                cluster, "gpuconf-node-metrics", "monitoring", namespace=namespace, wave=WAVE_CONFIG
+                cluster,
+                "gpuconf-node-metrics",
+                MONITORING_COMPONENT,
+                namespace=namespace,
+                wave=WAVE_CONFIG,
             ),
             "pods": NODE_PODS,
             "scraper_namespaces": sorted(set(settings.scraper_namespaces)),

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from gpuconf.compiler.rules import (
     classes,
     dra,
+    extra_labels,
     gpu_models,
     gpu_operator,
     jetson_sharing,
@@ -42,6 +43,7 @@ DOCUMENT_RULES: tuple[Rule, ...] = (
     platforms.check,
     kubernetes_version.check,
     node_settings.check,
+    extra_labels.check,
     node_labels.check,
     sharing_replicas.check,
 )

@@ -391,7 +391,7 @@ class Templates:
         hint = ENCODING_HINT if isinstance(error, Unencoded) else ""
         if isinstance(error, BlockRefused):
             file, line = template_line(self.chain(name), error.line)
-            return TemplateFailed(file, line, _message(error))
+            return TemplateFailed(file, line, _message(error), error.hint)
         import traceback  # only for a failure: with linecache and tokenize, ~2 ms to import
 
         for frame in reversed(traceback.extract_tb(error.__traceback__)):

@@ -14,6 +14,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gpuconf.compiler.resolve.object_labels import USES
 from gpuconf.formats.located_yaml import LoadFailed, parse_text
 
 
@@ -64,10 +65,11 @@ def text_line(value: Any) -> Encoded:
 class BlockRefused(ValueError):
     """A site's block held text that is not the YAML its place takes."""
 
-    def __init__(self, message: str, line: str) -> None:
+    def __init__(self, message: str, line: str, hint: str = "") -> None:
         super().__init__(message)
         self.line = line
         """The block's line that was refused, to find it in the template."""
+        self.hint = hint
 
 
 def _block_data(text: str, key: str) -> Any:
@@ -94,6 +96,21 @@ def with_entries(mapping: Mapping[str, Any], block: str) -> Mapping[str, Any]:
     return {**mapping, **extra}
 
 
+def with_labels(labels: Mapping[str, Any], block: str) -> Mapping[str, Any]:
+    """`labels` with the labels a site's block adds. A block may not change a label gpuconf
+    writes: gpuconf and the programs reading its objects select on them (object_labels.py)."""
+    added = with_entries({}, block)
+    for key, value in added.items():
+        if key in labels and labels[key] != value:
+            hint = USES.get(key, "gpuconf writes it on purpose")
+            raise BlockRefused(
+                f"the block changes the label {key}: {labels[key]!r} gpuconf writes to {value!r}",
+                next((line for line in block.splitlines() if key in line), block.strip()),
+                f"{hint}; add labels of your own instead",
+            )
+    return {**labels, **added}
+
+
 def with_items(sequence: Sequence[Any], block: str) -> Sequence[Any]:
     """`sequence` with the items a site's block (a YAML list) appends."""
     if not block.strip():
@@ -111,5 +128,6 @@ FILTERS = {
     "code": markdown_code,
     "line": text_line,
     "with_entries": with_entries,
+    "with_labels": with_labels,
     "with_items": with_items,
 }

@@ -72,40 +72,46 @@ def block_body(context, missing=missing, environment=environment):
         def t_5(*unused):
             raise TemplateRuntimeError("No filter named 'with_items' found.")
     try:
-        t_6 = environment.filters['yaml']
+        t_6 = environment.filters['with_labels']
     except KeyError:
         @internalcode
         def t_6(*unused):
-            raise TemplateRuntimeError("No filter named 'yaml' found.")
+            raise TemplateRuntimeError("No filter named 'with_labels' found.")
     try:
-        t_7 = environment.tests['defined']
+        t_7 = environment.filters['yaml']
     except KeyError:
         @internalcode
         def t_7(*unused):
+            raise TemplateRuntimeError("No filter named 'yaml' found.")
+    try:
+        t_8 = environment.tests['defined']
+    except KeyError:
+        @internalcode
+        def t_8(*unused):
             raise TemplateRuntimeError("No test named 'defined' found.")
     pass
     yield 'spec:\n  selector:\n    matchLabels: '
-    yield str(environment.finalize(t_6(context, (undefined(name='selector') if l_0_selector is missing else l_0_selector))))
+    yield str(environment.finalize(t_7(context, (undefined(name='selector') if l_0_selector is missing else l_0_selector))))
     yield '\n  updateStrategy: '
-    yield str(environment.finalize(t_6(context, (undefined(name='update_strategy') if l_0_update_strategy is missing else l_0_update_strategy))))
+    yield str(environment.finalize(t_7(context, (undefined(name='update_strategy') if l_0_update_strategy is missing else l_0_update_strategy))))
     yield '\n  template:\n    metadata:\n      labels: '
-    yield str(environment.finalize(t_6(context, t_4(environment.getitem((undefined(name='pod_meta') if l_0_pod_meta is missing else l_0_pod_meta), 'labels'), environment.call(context, environment.getattr(l_0_self, 'pod_labels'), _block_vars=_block_vars)))))
+    yield str(environment.finalize(t_7(context, t_6(environment.getitem((undefined(name='pod_meta') if l_0_pod_meta is missing else l_0_pod_meta), 'labels'), environment.call(context, environment.getattr(l_0_self, 'pod_labels'), _block_vars=_block_vars)))))
     yield '\n'
-    if t_7(environment.getitem((undefined(name='pod_meta') if l_0_pod_meta is missing else l_0_pod_meta), 'annotations')):
+    if t_8(environment.getitem((undefined(name='pod_meta') if l_0_pod_meta is missing else l_0_pod_meta), 'annotations')):
         pass
         yield '      annotations: '
-        yield str(environment.finalize(t_6(context, environment.getitem((undefined(name='pod_meta') if l_0_pod_meta is missing else l_0_pod_meta), 'annotations'))))
+        yield str(environment.finalize(t_7(context, environment.getitem((undefined(name='pod_meta') if l_0_pod_meta is missing else l_0_pod_meta), 'annotations'))))
         yield '\n'
     yield '    spec:\n      tolerations: '
-    yield str(environment.finalize(t_6(context, t_5((undefined(name='tolerations') if l_0_tolerations is missing else l_0_tolerations), environment.call(context, environment.getattr(l_0_self, 'extra_tolerations'), _block_vars=_block_vars)))))
+    yield str(environment.finalize(t_7(context, t_5((undefined(name='tolerations') if l_0_tolerations is missing else l_0_tolerations), environment.call(context, environment.getattr(l_0_self, 'extra_tolerations'), _block_vars=_block_vars)))))
     yield '\n'
     for (l_1_key, l_1_value) in t_2(t_4((undefined(name='pod') if l_0_pod is missing else l_0_pod), environment.call(context, environment.getattr(l_0_self, 'pod_spec'), _block_vars=_block_vars))):
         _loop_vars = {}
         pass
         yield '      '
-        yield str(environment.finalize(t_6(context, l_1_key)))
+        yield str(environment.finalize(t_7(context, l_1_key)))
         yield ': '
-        yield str(environment.finalize(t_6(context, l_1_value)))
+        yield str(environment.finalize(t_7(context, l_1_value)))
         yield '\n'
     l_1_key = l_1_value = missing
     l_1_loop = missing
@@ -113,53 +119,53 @@ def block_body(context, missing=missing, environment=environment):
         _loop_vars = {}
         pass
         yield '      '
-        yield str(environment.finalize(t_6(context, l_1_field)))
+        yield str(environment.finalize(t_7(context, l_1_field)))
         yield ':\n'
         l_2_loop = missing
         for l_2_container, l_2_loop in LoopContext(l_1_containers, undefined):
             l_2_env = l_2_resources = missing
             _loop_vars = {}
             pass
-            t_8 = []
+            t_9 = []
             pass
             gen = context.blocks['container_env'][0](context.derived({'container': l_2_container, 'env': l_2_env, 'loop': l_2_loop, 'resources': l_2_resources, 'containers': l_1_containers, 'field': l_1_field, 'self': l_0_self}))
             try:
                 for event in gen:
-                    t_8.append(event)
+                    t_9.append(event)
             finally: gen.close()
-            l_2_env = (Markup if context.eval_ctx.autoescape else identity)(concat(t_8))
+            l_2_env = (Markup if context.eval_ctx.autoescape else identity)(concat(t_9))
             _loop_vars['env'] = l_2_env
-            t_9 = []
+            t_10 = []
             pass
             gen = context.blocks['container_resources'][0](context.derived({'container': l_2_container, 'env': l_2_env, 'loop': l_2_loop, 'resources': l_2_resources, 'containers': l_1_containers, 'field': l_1_field, 'self': l_0_self}))
             try:
                 for event in gen:
-                    t_9.append(event)
+                    t_10.append(event)
             finally: gen.close()
-            l_2_resources = (Markup if context.eval_ctx.autoescape else identity)(concat(t_9))
+            l_2_resources = (Markup if context.eval_ctx.autoescape else identity)(concat(t_10))
             _loop_vars['resources'] = l_2_resources
             yield '        - name: '
-            yield str(environment.finalize(t_6(context, environment.getitem(l_2_container, 'name'))))
+            yield str(environment.finalize(t_7(context, environment.getitem(l_2_container, 'name'))))
             yield '\n          image: '
             yield from context.blocks['container_image'][0](context.derived({'container': l_2_container, 'env': l_2_env, 'loop': l_2_loop, 'resources': l_2_resources, 'containers': l_1_containers, 'field': l_1_field, 'self': l_0_self}))
             yield '\n'
-            if (t_7(environment.getitem(l_2_container, 'env')) or t_3((undefined(name='env') if l_2_env is missing else l_2_env))):
+            if (t_8(environment.getitem(l_2_container, 'env')) or t_3((undefined(name='env') if l_2_env is missing else l_2_env))):
                 pass
                 yield '          env: '
-                yield str(environment.finalize(t_6(context, t_5(t_1(environment.getitem(l_2_container, 'env'), []), (undefined(name='env') if l_2_env is missing else l_2_env)))))
+                yield str(environment.finalize(t_7(context, t_5(t_1(environment.getitem(l_2_container, 'env'), []), (undefined(name='env') if l_2_env is missing else l_2_env)))))
                 yield '\n'
-            if (t_7(environment.getitem(l_2_container, 'resources')) or t_3((undefined(name='resources') if l_2_resources is missing else l_2_resources))):
+            if (t_8(environment.getitem(l_2_container, 'resources')) or t_3((undefined(name='resources') if l_2_resources is missing else l_2_resources))):
                 pass
                 yield '          resources: '
-                yield str(environment.finalize(t_6(context, t_4(t_1(environment.getitem(l_2_container, 'resources'), {}), (undefined(name='resources') if l_2_resources is missing else l_2_resources)))))
+                yield str(environment.finalize(t_7(context, t_4(t_1(environment.getitem(l_2_container, 'resources'), {}), (undefined(name='resources') if l_2_resources is missing else l_2_resources)))))
                 yield '\n'
             for (l_3_key, l_3_value) in t_2(environment.getitem(l_2_container, 'fields')):
                 _loop_vars = {}
                 pass
                 yield '          '
-                yield str(environment.finalize(t_6(context, l_3_key)))
+                yield str(environment.finalize(t_7(context, l_3_key)))
                 yield ': '
-                yield str(environment.finalize(t_6(context, l_3_value)))
+                yield str(environment.finalize(t_7(context, l_3_value)))
                 yield '\n'
             l_3_key = l_3_value = missing
         l_2_loop = l_2_container = l_2_env = l_2_resources = missing
@@ -192,13 +198,13 @@ def block_container_image(context, missing=missing, environment=environment):
     _block_vars = {}
     l_0_container = resolve('container')
     try:
-        t_6 = environment.filters['yaml']
+        t_7 = environment.filters['yaml']
     except KeyError:
         @internalcode
-        def t_6(*unused):
+        def t_7(*unused):
             raise TemplateRuntimeError("No filter named 'yaml' found.")
     pass
-    yield str(environment.finalize(t_6(context, environment.getitem((undefined(name='container') if l_0_container is missing else l_0_container), 'image'))))
+    yield str(environment.finalize(t_7(context, environment.getitem((undefined(name='container') if l_0_container is missing else l_0_container), 'image'))))
 
 def block_pod_labels(context, missing=missing, environment=environment):
     resolve = context.resolve_or_missing
@@ -228,4 +234,4 @@ def block_extra_tolerations(context, missing=missing, environment=environment):
     pass
 
 blocks = {'kind': block_kind, 'body': block_body, 'container_env': block_container_env, 'container_resources': block_container_resources, 'container_image': block_container_image, 'pod_labels': block_pod_labels, 'pod_spec': block_pod_spec, 'extra_tolerations': block_extra_tolerations}
-debug_info = '12=12&52=15&13=19&17=29&20=87&21=89&24=91&25=93&26=96&29=99&30=101&31=105&33=111&34=115&35=118&36=126&37=135&38=141&39=143&40=145&41=148&43=150&44=153&46=155&47=159&36=167&37=176&39=185&52=202'
+debug_info = '12=12&52=15&13=19&17=29&20=93&21=95&24=97&25=99&26=102&29=105&30=107&31=111&33=117&34=121&35=124&36=132&37=141&38=147&39=149&40=151&41=154&43=156&44=159&46=161&47=165&36=173&37=182&39=191&52=208'

@@ -17,34 +17,40 @@ def root(context, missing=missing, environment=environment):
         def t_1(*unused):
             raise TemplateRuntimeError("No filter named 'with_entries' found.")
     try:
-        t_2 = environment.filters['yaml']
+        t_2 = environment.filters['with_labels']
     except KeyError:
         @internalcode
         def t_2(*unused):
-            raise TemplateRuntimeError("No filter named 'yaml' found.")
+            raise TemplateRuntimeError("No filter named 'with_labels' found.")
     try:
-        t_3 = environment.tests['defined']
+        t_3 = environment.filters['yaml']
     except KeyError:
         @internalcode
         def t_3(*unused):
+            raise TemplateRuntimeError("No filter named 'yaml' found.")
+    try:
+        t_4 = environment.tests['defined']
+    except KeyError:
+        @internalcode
+        def t_4(*unused):
             raise TemplateRuntimeError("No test named 'defined' found.")
     pass
     yield from context.blocks['kind'][0](context)
     yield 'metadata:\n  name: '
-    yield str(environment.finalize(t_2(context, environment.getitem((undefined(name='meta') if l_0_meta is missing else l_0_meta), 'name'))))
+    yield str(environment.finalize(t_3(context, environment.getitem((undefined(name='meta') if l_0_meta is missing else l_0_meta), 'name'))))
     yield '\n'
-    if t_3(environment.getitem((undefined(name='meta') if l_0_meta is missing else l_0_meta), 'namespace')):
+    if t_4(environment.getitem((undefined(name='meta') if l_0_meta is missing else l_0_meta), 'namespace')):
         pass
         yield '  namespace: '
-        yield str(environment.finalize(t_2(context, environment.getitem((undefined(name='meta') if l_0_meta is missing else l_0_meta), 'namespace'))))
+        yield str(environment.finalize(t_3(context, environment.getitem((undefined(name='meta') if l_0_meta is missing else l_0_meta), 'namespace'))))
         yield '\n'
     yield '  labels: '
-    yield str(environment.finalize(t_2(context, t_1(environment.getitem((undefined(name='meta') if l_0_meta is missing else l_0_meta), 'labels'), environment.call(context, environment.getattr(l_0_self, 'extra_labels'))))))
+    yield str(environment.finalize(t_3(context, t_2(environment.getitem((undefined(name='meta') if l_0_meta is missing else l_0_meta), 'labels'), environment.call(context, environment.getattr(l_0_self, 'extra_labels'))))))
     yield '\n'
-    if t_3(environment.getitem((undefined(name='meta') if l_0_meta is missing else l_0_meta), 'annotations')):
+    if t_4(environment.getitem((undefined(name='meta') if l_0_meta is missing else l_0_meta), 'annotations')):
         pass
         yield '  annotations: '
-        yield str(environment.finalize(t_2(context, t_1(environment.getitem((undefined(name='meta') if l_0_meta is missing else l_0_meta), 'annotations'), environment.call(context, environment.getattr(l_0_self, 'extra_annotations'))))))
+        yield str(environment.finalize(t_3(context, t_1(environment.getitem((undefined(name='meta') if l_0_meta is missing else l_0_meta), 'annotations'), environment.call(context, environment.getattr(l_0_self, 'extra_annotations'))))))
         yield '\n'
     yield from context.blocks['body'][0](context)
     if False:
@@ -89,4 +95,4 @@ def block_extra_annotations(context, missing=missing, environment=environment):
     pass
 
 blocks = {'kind': block_kind, 'body': block_body, 'extra_labels': block_extra_labels, 'extra_annotations': block_extra_annotations}
-debug_info = '5=31&7=33&8=35&9=38&11=41&12=43&13=46&15=48&16=49&5=54&15=63&16=72'
+debug_info = '5=37&7=39&8=41&9=44&11=47&12=49&13=52&15=54&16=55&5=60&15=69&16=78'

@@ -1,0 +1,112 @@
+"""monitoring.extraLabels add labels to the PodMonitors, the PrometheusRule and the dashboard, and
+never change one gpuconf writes there: validate refuses that at the extraLabels key, naming what
+selects on the label, and only warns where the value is gpuconf's own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from builders import check, cluster_file, errors, load_yaml, rendered, run_cli, valid
+
+from gpuconf.compiler.resolve.object_labels import USES
+from gpuconf.diagnostics import Severity, format_path
+from gpuconf.formats.yaml_writer import dump
+
+MONITORING_OBJECTS = ("PodMonitor", "PrometheusRule", "ConfigMap")
+
+
+def _labelled(extra: dict[str, str], **monitoring: Any) -> dict[str, Any]:
+    document = cluster_file("lab")
+    document["spec"]["node"] = {"monitoring": {"extraLabels": extra, **monitoring}}
+    return document
+
+
+def _monitoring_objects(tree: dict[str, bytes]) -> list[dict[str, Any]]:
+    objects = [load_yaml(data) for path, data in tree.items() if path.startswith("monitoring/")]
+    return [o for o in objects if o["kind"] in MONITORING_OBJECTS]
+
+
+def _own_labels() -> dict[str, str]:
+    """Every label gpuconf writes on an object extraLabels labels, as rendered."""
+    found: dict[str, str] = {}
+    objects = _monitoring_objects(rendered(cluster_file("lab")))
+    assert sorted(o["kind"] for o in objects) == [
+        "ConfigMap",
+        "PodMonitor",
+        "PodMonitor",
+        "PrometheusRule",
+    ]
+    for obj in objects:
+        found.update(obj["metadata"]["labels"])
+    return found
+
+
+OWN = _own_labels()
+
+
+@pytest.mark.parametrize("key", sorted(OWN))
+def test_an_extra_label_changing_one_gpuconf_writes_is_refused_at_its_key_naming_its_readers(
+    key: str,
+) -> None:
+    (refused,) = errors(_labelled({"release": "kube-prometheus-stack", key: "mine"}))
+    assert format_path(refused.path) == f"spec.node.monitoring.extraLabels.{key}"
+    assert refused.message == (
+        f"gpuconf writes {key}: {OWN[key]!r} on the objects extraLabels labels; 'mine' would "
+        "replace it"
+    )
+    assert refused.hint == f"{USES[key]}; leave {key} out of extraLabels"
+
+
+def test_the_refusal_is_located_at_the_key_and_validate_exits_1(tmp_path: Path) -> None:
+    file = tmp_path / "lab.yaml"
+    file.write_text(dump(_labelled({"app.kubernetes.io/managed-by": "helm"})), encoding="utf-8")
+    line = next(
+        n
+        for n, text in enumerate(file.read_text(encoding="utf-8").splitlines(), 1)
+        if "managed-by: helm" in text
+    )
+    result = run_cli("validate", str(file))
+    assert result.code == 1
+    column = file.read_text(encoding="utf-8").splitlines()[line - 1].index("app.") + 1
+    assert (
+        f"lab.yaml:{line}:{column}: spec.node.monitoring.extraLabels.app.kubernetes.io/managed-by: "
+        "gpuconf writes app.kubernetes.io/managed-by: 'gpuconf'" in result.out + result.err
+    )
+
+
+def test_an_extra_label_repeating_gpuconf_s_own_value_warns_and_changes_no_byte() -> None:
+    document = _labelled(
+        {"gpuconf.dev/cluster": "lab", "app.kubernetes.io/component": "monitoring"}
+    )
+    outcome = check(document)
+    assert not isinstance(outcome, list), [d.as_text() for d in outcome]
+    warned = [d for d in outcome.warnings if "extraLabels" in format_path(d.path)]
+    assert [(d.severity, format_path(d.path)) for d in warned] == [
+        (Severity.WARNING, "spec.node.monitoring.extraLabels.app.kubernetes.io/component"),
+        (Severity.WARNING, "spec.node.monitoring.extraLabels.gpuconf.dev/cluster"),
+    ]
+    assert rendered(document) == rendered(_labelled({}))
+
+
+def test_grafana_dashboard_is_the_users_where_gpuconf_renders_no_dashboard() -> None:
+    document = _labelled({"grafana_dashboard": "true"}, dashboard=False)
+    valid(document)
+    objects = _monitoring_objects(rendered(document))
+    assert sorted(o["kind"] for o in objects) == ["PodMonitor", "PodMonitor", "PrometheusRule"]
+    assert all(o["metadata"]["labels"]["grafana_dashboard"] == "true" for o in objects)
+
+
+def test_labels_of_the_users_own_are_added_to_every_monitoring_object_beside_gpuconf_s() -> None:
+    extra = {"release": "kube-prometheus-stack", "team": "gpu"}
+    plain, labelled = rendered(_labelled({})), rendered(_labelled(extra))
+    paths = [
+        p
+        for p in plain
+        if p.startswith("monitoring/") and load_yaml(plain[p])["kind"] in MONITORING_OBJECTS
+    ]
+    assert len(paths) == 4
+    for path in paths:
+        own = load_yaml(plain[path])["metadata"]["labels"]
+        assert load_yaml(labelled[path])["metadata"]["labels"] == {**own, **extra}
