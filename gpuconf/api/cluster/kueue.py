@@ -40,7 +40,8 @@ class ClusterQueueSettings(Model):
     of the class; a class not listed borrows without limit, 0 never."""
     lending_limit: DeviceLimits | None = None
     """Class -> at most this many of the queue's own devices lent to the cohort in each pool,
-    capped at its quota there; a class not listed lends all it leaves idle."""
+    capped at its quota there (not a total: a limit above its quota in every pool limits
+    nothing and is refused); a class not listed lends all it leaves idle."""
     preemption: Preemption = field(default_factory=Preemption)
     """How the queue takes back what it lent and shares within itself."""
 
