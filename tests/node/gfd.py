@@ -53,6 +53,7 @@ def gfd_labels(
             "--oneshot",
             "--no-timestamp",
             "--use-node-feature-api=false",
+            "--device-discovery-strategy=nvml",  # as `gpuconf node labels --nvml real`
             f"--output-file={output}",
             f"--config-file={config_file}",
             f"--machine-type-file={machine_type_file}",
