@@ -43,7 +43,8 @@ def _own_labels() -> dict[str, str]:
     return found
 
 
-OWN = _own_labels()
+# grafana_dashboard aside: its value is the site's sidecar's (the test of it is below).
+OWN = {key: value for key, value in _own_labels().items() if key != "grafana_dashboard"}
 
 
 @pytest.mark.parametrize("key", sorted(OWN))
@@ -90,11 +91,15 @@ def test_an_extra_label_repeating_gpuconf_s_own_value_warns_and_changes_no_byte(
     assert rendered(document) == rendered(_labelled({}))
 
 
-def test_grafana_dashboard_is_the_users_where_gpuconf_renders_no_dashboard() -> None:
-    document = _labelled({"grafana_dashboard": "true"}, dashboard=False)
-    valid(document)
+@pytest.mark.parametrize("dashboard", [True, False])
+def test_grafana_dashboard_takes_the_value_the_site_s_sidecar_loads(dashboard: bool) -> None:
+    document = _labelled({"grafana_dashboard": "true"}, dashboard=dashboard)
+    outcome = check(document)
+    assert not isinstance(outcome, list), [d.as_text() for d in outcome]
+    assert not [d for d in outcome.warnings if "extraLabels" in format_path(d.path)]
     objects = _monitoring_objects(rendered(document))
-    assert sorted(o["kind"] for o in objects) == ["PodMonitor", "PodMonitor", "PrometheusRule"]
+    kinds = ["PodMonitor", "PodMonitor", "PrometheusRule"] + (["ConfigMap"] if dashboard else [])
+    assert sorted(o["kind"] for o in objects) == sorted(kinds)
     assert all(o["metadata"]["labels"]["grafana_dashboard"] == "true" for o in objects)
 
 

@@ -108,10 +108,10 @@ class Monitoring(Model):
     """Namespaces whose pods may scrape the metrics port when networkPolicy is true."""
     extra_labels: dict[LabelKey, LabelValue] = field(default_factory=dict)
     """Labels added to every PodMonitor, PrometheusRule and the dashboard, for the Prometheus
-    that selects them (kube-prometheus-stack selects `release: <its release name>`). Never one
-    gpuconf writes there itself with another value (app.kubernetes.io/managed-by, part-of,
-    component, gpuconf.dev/cluster; grafana_dashboard with the dashboard on): gpuconf and
-    Grafana's sidecar select on those."""
+    that selects them (kube-prometheus-stack selects `release: <its release name>`), or
+    grafana_dashboard with the value the site's Grafana sidecar loads. Never one gpuconf writes
+    there itself with another value (app.kubernetes.io/managed-by, part-of, component,
+    gpuconf.dev/cluster): gpuconf selects on those."""
     prometheus_rule: bool = True
     """Render a PrometheusRule with gpuconf's alerts (runbooks in docs/runbooks.md); false where
     the cluster has no Prometheus Operator CRDs."""

@@ -38,7 +38,8 @@ USES = {
     **dict.fromkeys(
         GRAFANA_DASHBOARD,
         "Grafana's dashboard sidecar loads the dashboard ConfigMap by it (the grafana chart's "
-        "sidecar.dashboards.label and labelValue, as kube-prometheus-stack sets them)",
+        "sidecar.dashboards.label and labelValue, as kube-prometheus-stack sets them); a sidecar "
+        "loading another value gets it from spec.node.monitoring.extraLabels",
     ),
 }
 """What selects on each label gpuconf writes: the hint when a user's label would change it."""

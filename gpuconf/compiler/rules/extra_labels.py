@@ -6,12 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuconf.compiler.resolve.object_labels import (
-    GRAFANA_DASHBOARD,
-    MONITORING_COMPONENT,
-    USES,
-    own_labels,
-)
+from gpuconf.compiler.resolve.object_labels import MONITORING_COMPONENT, USES, own_labels
 from gpuconf.compiler.rules.context import SPEC, RuleContext
 from gpuconf.diagnostics import Diagnostic
 
@@ -20,9 +15,9 @@ EXTRA_LABELS = (*SPEC, "node", "monitoring", "extraLabels")
 
 def check(ctx: RuleContext) -> Iterator[Diagnostic]:
     monitoring = ctx.cluster.spec.node.monitoring
+    # grafana_dashboard is not among them: its value is the one the site's Grafana sidecar
+    # loads (the grafana chart's sidecar.dashboards.labelValue), which only the site knows.
     written = own_labels(ctx.cluster.metadata.name, MONITORING_COMPONENT)
-    if monitoring.dashboard:
-        written |= GRAFANA_DASHBOARD
     for key, value in monitoring.extra_labels.items():
         own = written.get(key)
         if own is None:
