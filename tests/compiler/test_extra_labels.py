@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import check, cluster_file, errors, load_yaml, rendered, run_cli, valid
+from builders import check, cluster_file, errors, load_yaml, rendered, run_cli
 
 from gpuconf.compiler.resolve.object_labels import USES
 from gpuconf.diagnostics import Severity, format_path
