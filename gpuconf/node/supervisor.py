@@ -287,11 +287,7 @@ class Supervisor:
         (UpdateAllocatedDevices), so a pod it has not re-learned yet keeps its devices."""
         if not self._pending or now < self._next_nudge:
             return
-        held = {
-            (name, device_id)
-            for change in self._pending
-            for name, _, device_id in (entry.rpartition("/") for entry in change.held)
-        }
+        held = set().union(*(change.held_devices() for change in self._pending))
         if not self._pod_resources.awaits_checkpoint(held):
             return
         registered = [p for _, p in sorted(self._plugins.items()) if p.registered]
