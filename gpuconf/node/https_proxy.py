@@ -8,11 +8,12 @@ reads no CIDR ranges, so the node runtime would send its Node calls to the proxy
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import os
 from collections.abc import Mapping
 from typing import NamedTuple
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -34,6 +35,26 @@ def https_proxy(url: str, environ: Mapping[str, str] = os.environ) -> str | None
     if _never_proxied(target) or bypasses(_first_set(environ, "no_proxy", "NO_PROXY"), target):
         return None
     return proxy
+
+
+class Tunnel(NamedTuple):
+    """Where an HTTPS request's CONNECT goes, and the Proxy-Authorization it sends."""
+
+    proxy: str
+    """host:port of the proxy."""
+    authorization: str | None
+
+
+def tunnel(proxy: str) -> Tunnel:
+    """The proxy https_proxy chose, as Go's transport reaches it: a value without a scheme is
+    an http:// URL (httpproxy's parseProxy), credentials in it become Basic Proxy-Authorization
+    on the CONNECT (net/http transport.go, connectMethodForRequest and dialConn)."""
+    parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    authorization = None
+    if parts.username is not None:
+        credentials = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+        authorization = "Basic " + base64.b64encode(credentials.encode()).decode("ascii")
+    return Tunnel(parts.netloc.rpartition("@")[2], authorization)
 
 
 def _first_set(environ: Mapping[str, str], *names: str) -> str:

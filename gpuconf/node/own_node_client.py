@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from gpuconf.node.https_proxy import https_proxy
+from gpuconf.node.https_proxy import https_proxy, tunnel
 from gpuconf.node.in_cluster import InClusterConfig
 
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
@@ -62,12 +62,12 @@ class OwnNode:
         self._token = config.token
         context = ssl.create_default_context(cafile=str(config.ca_file))
         proxy = https_proxy(config.server)
+        self._tunnel = tunnel(proxy) if proxy else None
         self._opener = urllib.request.OpenerDirector()
-        # HTTPS only, no plain HTTP handler; the proxy https_proxy chose. ProxyHandler still
-        # applies urllib's NO_PROXY matching on top, which can only bypass more: an entry that
-        # is a bare suffix of the address (`0.1` for 10.96.0.1), which Go would not match.
+        # HTTPS only, no plain HTTP handler, and no ProxyHandler: each request is sent through
+        # the proxy https_proxy chose (or none). ProxyHandler would apply urllib's NO_PROXY
+        # matching on top, which bypasses more than Go's: `0.1` would match 10.96.0.1.
         for handler in (
-            urllib.request.ProxyHandler({"https": proxy} if proxy else {}),
             urllib.request.HTTPSHandler(context=context),
             urllib.request.HTTPDefaultErrorHandler(),
             RefuseRedirects(),
@@ -90,6 +90,11 @@ class OwnNode:
         request.add_header("Authorization", f"Bearer {self._token.bearer()}")
         if content_type:
             request.add_header("Content-Type", content_type)
+        if self._tunnel is not None:
+            request.set_proxy(self._tunnel.proxy, "https")  # a CONNECT tunnel to the server
+            if self._tunnel.authorization:
+                # urllib sends this header on the CONNECT alone, never to the server.
+                request.add_header("Proxy-Authorization", self._tunnel.authorization)
         try:
             with self._opener.open(request, timeout=TIMEOUT_SECONDS) as response:
                 answer: dict[str, Any] = json.loads(response.read())

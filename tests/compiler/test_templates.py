@@ -206,6 +206,25 @@ def test_an_override_that_breaks_a_manifest_is_refused_with_its_file_and_line(
     assert rest.startswith("1: spec.nodePools[0]: rendering pools/t4/daemonset-gpuconf-node.yaml")
 
 
+def test_an_override_folder_named_through_dot_dot_is_shown_as_the_site_s_own_file(
+    tmp_path: Path,
+) -> None:
+    """spec.templates is relative to the cluster file, so it is often `../templates`."""
+    site = tmp_path / "site"
+    shutil.copytree(SITE, site, ignore=shutil.ignore_patterns("rendered"))
+    template = site / "templates" / "node-daemonset.yaml.j2"
+    text = template.read_text()
+    template.write_text(
+        text.replace("{% block pod_spec %}\n", "{% block pod_spec %}\n{{ nowhere.x }}\n")
+    )
+    line = text.splitlines().index("{% block pod_spec %}") + 2
+    result = run_cli("render", "clusters", "-o", "out", cwd=site)
+    assert result.code == 1
+    assert result.err.startswith(f"templates/node-daemonset.yaml.j2:{line}:1: "), result.err
+    assert "'nowhere' is undefined" in result.err
+    assert not (site / "out").exists()
+
+
 def test_a_template_line_that_repeats_a_key_is_refused_at_that_line(tmp_path: Path) -> None:
     (tmp_path / "runtimeclass.yaml.j2").write_text(
         '{% extends "gpuconf/runtimeclass.yaml.j2" %}\n'

@@ -129,12 +129,20 @@ TOOLCHAINS = {
 }
 
 
-def go_binary() -> str:
+def installed_go() -> str | None:
+    """The go command this machine has ($GO, on PATH, or where Go's installers put it)."""
     candidates = [os.environ.get("GO", ""), shutil.which("go") or "", "/usr/local/go/bin/go"]
     candidates += sorted(glob.glob("/usr/lib/go-*/bin/go"), reverse=True)
     for candidate in filter(None, candidates):
         if os.access(candidate, os.X_OK):
             return candidate
+    return None
+
+
+def go_binary() -> str:
+    installed = installed_go()
+    if installed is not None:
+        return installed
     if platform.machine() not in TOOLCHAINS:
         raise ControlPlaneError(
             "the test control plane is built from Go modules: install Go 1.24 or later "

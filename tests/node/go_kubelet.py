@@ -4,9 +4,7 @@ stdout (JSON lines; main.go says which)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import signal
 import subprocess
 import threading
@@ -14,11 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from control_plane.cluster import cache_root, go_binary, locked
+from go_program import build_program
 from kubelet_stub import Devices
 
 SOURCE = Path(__file__).with_name("kubelet_go")
-BUILD_FLAGS = ["-trimpath", "-ldflags", "-s -w"]
 T = TypeVar("T")
 
 
@@ -26,35 +23,10 @@ class KubeletRefused(Exception):
     """A command the kubelet's code answered with an error; the message is its own."""
 
 
-def build_key() -> str:
-    digest = hashlib.sha256("\0".join(BUILD_FLAGS).encode())
-    for path in sorted(p for p in SOURCE.iterdir() if p.suffix in (".go", ".mod", ".sum")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:16]
-
-
 def build() -> Path:
     """The built program, building it first when these sources have none yet. Raises
     control_plane.cluster.ControlPlaneError when no Go can be found or fetched."""
-    folder = cache_root().parent / "kubelet-go" / build_key()
-    binary = folder / "kubelet-devices"
-    with locked(folder.parent / f"{folder.name}.lock"):
-        if binary.is_file():
-            return binary
-        folder.mkdir(parents=True, exist_ok=True)
-        partial = folder / "kubelet-devices.partial"
-        result = subprocess.run(
-            [go_binary(), "build", *BUILD_FLAGS, "-o", str(partial), "."],
-            cwd=SOURCE,
-            env={**os.environ, "GOFLAGS": "-mod=mod"},
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if result.returncode != 0:
-            raise AssertionError(f"go build {SOURCE} failed:\n{result.stdout}{result.stderr}")
-        partial.rename(binary)
-        return binary
+    return build_program(SOURCE, "kubelet-go", "kubelet-devices")
 
 
 def devices_of(response: dict[str, Any]) -> Devices:

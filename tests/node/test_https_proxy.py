@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuconf.node.https_proxy import https_proxy
+from gpuconf.node.https_proxy import Tunnel, https_proxy, tunnel
 
 PROXY = "http://proxy.example:3128"
 
@@ -70,3 +70,16 @@ def test_the_lower_case_names_come_first_and_an_empty_one_counts_as_unset() -> N
 
 def test_without_a_proxy_every_server_is_reached_directly() -> None:
     assert https_proxy("https://10.96.0.1:443", {"NO_PROXY": ""}) is None
+
+
+@pytest.mark.parametrize(
+    ("proxy", "expected"),
+    [
+        ("http://proxy.corp:3128", Tunnel("proxy.corp:3128", None)),
+        ("proxy.corp:3128", Tunnel("proxy.corp:3128", None)),
+        ("http://a%3Ab:c%40d@[fd00::1]:3128", Tunnel("[fd00::1]:3128", "Basic YTpiOmNAZA==")),
+        ("http://ops@proxy.corp:3128", Tunnel("proxy.corp:3128", "Basic b3BzOg==")),
+    ],
+)
+def test_the_tunnel_reaches_the_proxy_as_go_s_transport_does(proxy: str, expected: Tunnel) -> None:
+    assert tunnel(proxy) == expected

@@ -5,6 +5,7 @@ server words them, and the environment's proxy used as client-go uses it."""
 
 from __future__ import annotations
 
+import base64
 import socket
 import threading
 from collections.abc import Iterator
@@ -151,6 +152,7 @@ class ProxyStandIn:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.requests: list[str] = []
+        self.heads: list[list[str]] = []
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
 
@@ -161,11 +163,21 @@ class ProxyStandIn:
                 head = b""
                 while b"\r\n\r\n" not in head and (chunk := connection.recv(4096)):
                     head += chunk
-                self.requests.append(head.decode().split("\r\n")[0])
+                lines = head.decode().split("\r\n")
+                self.requests.append(lines[0])
+                self.heads.append([line for line in lines[1:] if line])
                 connection.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
 
 
-@pytest.mark.parametrize("no_proxy", ["fd00::/8,10.0.0.0/16,.cluster.local,10.96.0.1:8443", ""])
+@pytest.mark.parametrize(
+    "no_proxy",
+    [
+        "fd00::/8,10.0.0.0/16,.cluster.local,10.96.0.1:8443",
+        "",
+        # Bare suffixes of the address: urllib's own NO_PROXY matching takes them, Go's does not.
+        "0.1,96.0.1",
+    ],
+)
 def test_a_service_address_no_proxy_does_not_list_goes_through_the_proxy(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, pki: Path, no_proxy: str
 ) -> None:
@@ -179,3 +191,31 @@ def test_a_service_address_no_proxy_does_not_list_goes_through_the_proxy(
     with pytest.raises(ApiUnreachable, match="403 Forbidden"):
         _client().get()
     assert [line.split()[:2] for line in proxy.requests] == [["CONNECT", "10.96.0.1:443"]]
+
+
+@pytest.mark.parametrize(
+    ("proxy_url", "authorization"),
+    [
+        ("http://ops:p%40ss@127.0.0.1:{port}", "Basic " + base64.b64encode(b"ops:p@ss").decode()),
+        ("127.0.0.1:{port}", None),  # no scheme: Go reads it as http://
+    ],
+)
+def test_the_proxy_gets_a_connect_with_its_credentials_and_the_server_never_sees_them(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    pki: Path,
+    proxy_url: str,
+    authorization: str | None,
+) -> None:
+    proxy = ProxyStandIn()
+    as_pod(
+        monkeypatch, tmp_path / "account", "10.96.0.1", 443, TOKEN, (pki / "ca.crt").read_bytes()
+    )
+    monkeypatch.setenv("HTTPS_PROXY", proxy_url.format(port=proxy.port))
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    with pytest.raises(ApiUnreachable, match="403 Forbidden"):
+        _client().get()
+    assert [line.split()[:2] for line in proxy.requests] == [["CONNECT", "10.96.0.1:443"]]
+    sent = [line for line in proxy.heads[0] if line.lower().startswith("proxy-authorization:")]
+    assert sent == ([f"Proxy-Authorization: {authorization}"] if authorization else [])
+    assert not any(line.lower().startswith("authorization:") for line in proxy.heads[0])

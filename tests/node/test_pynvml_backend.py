@@ -48,14 +48,6 @@ def test_mig_profile_from_the_device_name(name: str, profile: str | None) -> Non
     assert mig_profile_from_name(name) == profile
 
 
-@pytest.fixture
-def real_nvml() -> PynvmlNvml:
-    try:
-        return PynvmlNvml()
-    except NvmlError as error:
-        pytest.skip(f"no NVIDIA driver here: {error}")
-
-
 @pytest.mark.gpu
 def test_real_gpus_are_discovered(real_nvml: PynvmlNvml) -> None:
     try:

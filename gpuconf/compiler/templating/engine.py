@@ -211,12 +211,16 @@ class Templates:
 
     def __init__(self, overrides: Path | None = None, overrides_display: str | None = None) -> None:
         self.shipped = shipped_folder()
-        self.overrides = overrides
-        self.overrides_display = overrides_display or (overrides.as_posix() if overrides else "")
+        # jinja2 names a template's file by normpath: a folder given as `clusters/../templates`
+        # must read the same, or display() cannot tell a site's file from gpuconf's.
+        self.overrides = Path(os.path.normpath(overrides)) if overrides is not None else None
+        self.overrides_display = overrides_display or (
+            self.overrides.as_posix() if self.overrides else ""
+        )
         shipped = self._shipped_loader = _ShippedLoader(self.shipped)
         loaders: list[Any] = [PrefixLoader({SHIPPED_PREFIX: FileSystemLoader(self.shipped)})]
-        if overrides is not None:
-            loaders.insert(0, FileSystemLoader(overrides))
+        if self.overrides is not None:
+            loaders.insert(0, FileSystemLoader(self.overrides))
         loaders.append(shipped)
         environment = _Sandbox(
             loader=ChoiceLoader(loaders),
