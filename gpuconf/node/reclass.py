@@ -2,7 +2,8 @@
 
 A node config change moves GPUs between resources, or changes how many replicas a GPU offers.
 Each GPU's part of the change applies at once unless it would withdraw a device ID a running
-container holds (the kubelet's PodResources API says which); then that GPU keeps its current
+container holds (the kubelet's PodResources API, and its device checkpoint while List does not
+know its pods yet, say which: kubelet/pod_resources_watch.py); then that GPU keeps its current
 assignment, its withdrawn IDs advertised Unhealthy so nothing new lands on them, until the
 holders are gone. Everything else applies at once. A GPU this process does not offer yet
 (at start, or newly configured) is first offered once no container holds it under another
@@ -41,6 +42,16 @@ class PendingChange:
     """Resources offering the GPU now."""
     wanted: tuple[str, ...]
     """Resources the config wants to offer it."""
+
+    def held_devices(self) -> set[tuple[str, str]]:
+        """``held`` as (resource, device ID): a resource name has one "/" (an extended resource
+        is domain/name), a device ID may have more."""
+        pairs = set()
+        for entry in self.held:
+            domain, _, rest = entry.partition("/")
+            name, _, device_id = rest.partition("/")
+            pairs.add((f"{domain}/{name}", device_id))
+        return pairs
 
     def as_text(self) -> str:
         waits = (

@@ -19,6 +19,7 @@ from gpuconf.node.discovered import DiscoveredInventory
 from gpuconf.node.drift_watch import DriftWatch
 from gpuconf.node.health import HealthPolicy, HealthTracker
 from gpuconf.node.health_monitor import HealthMonitor
+from gpuconf.node.kubelet.device_checkpoint import CHECKPOINT_FILE
 from gpuconf.node.kubelet.kubelet_watch import KubeletWatch
 from gpuconf.node.kubelet.pod_resources import HeldDevices
 from gpuconf.node.kubelet.pod_resources_watch import PodResourcesWatch
@@ -45,6 +46,8 @@ CONFIG_POLL_SECONDS = 1.0
 INVENTORY_POLL_SECONDS = 1.0
 STALL_SECONDS = 10.0
 """/healthz fails when the loop has not turned for this long."""
+CHECKPOINT_NUDGE_SECONDS = 2.0
+"""How often a change held up only by the kubelet's checkpoint has the kubelet rewrite it."""
 INVENTORY_SOURCE = "inventory"
 
 _log = log.get("supervisor")
@@ -92,7 +95,13 @@ class Supervisor:
         self._inventory_failing = False
         self._topology = Topology()
         self._allowed: frozenset[int] | None = None
-        self._pod_resources = PodResourcesWatch(settings.pod_resources_socket, metrics, self._wake)
+        self._pod_resources = PodResourcesWatch(
+            settings.pod_resources_socket,
+            settings.plugin_dir / CHECKPOINT_FILE,
+            metrics,
+            self._wake,
+        )
+        self._next_nudge = 0.0
         self._mps = MpsSupervisor(metrics, self._wake)
         self._wanted: Assignment = {}
         self._effective: Assignment = {}
@@ -144,6 +153,7 @@ class Supervisor:
                 if self._pending and self._pod_resources.held() != self._held_seen:
                     self._reassign()
                     self._sync_plugins()
+                self._nudge_checkpoint(now)
                 if self._kubelet.restarted():
                     for plugin in self._plugins.values():
                         plugin.restart("a new kubelet.sock appeared (kubelet restart)")
@@ -268,6 +278,22 @@ class Supervisor:
                     )
         self._built = built
         self._mps.want(self._mps_specs())
+
+    def _nudge_checkpoint(self, now: float) -> None:
+        """Have the kubelet rewrite its checkpoint when only its entries hold a change up: the
+        entry of a pod that ended stays until the kubelet next writes the file, and any device
+        list update makes it write (manager.go genericDeviceUpdateCallback). What it writes is
+        its own record, pruned of ended pods only once it has seen every pod source
+        (UpdateAllocatedDevices), so a pod it has not re-learned yet keeps its devices."""
+        if not self._pending or now < self._next_nudge:
+            return
+        held = set().union(*(change.held_devices() for change in self._pending))
+        if not self._pod_resources.awaits_checkpoint(held):
+            return
+        registered = [p for _, p in sorted(self._plugins.items()) if p.registered]
+        if registered:
+            self._next_nudge = now + CHECKPOINT_NUDGE_SECONDS
+            registered[0].resend()
 
     def _report_pending(self, pending: tuple[PendingChange, ...]) -> None:
         for change in pending:

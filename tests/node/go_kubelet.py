@@ -43,16 +43,22 @@ def devices_of(response: dict[str, Any]) -> Devices:
 
 class GoKubelet:
     """One run of the program: the kubelet serving kubelet.sock in plugin_dir and the
-    pod-resources API, its device manager's checkpoint in state_dir (kept across runs, like
-    the kubelet's)."""
+    pod-resources API, its device manager's checkpoint beside kubelet.sock (kept across runs,
+    like the kubelet's). sources_late: a restarted kubelet that has not seen its pod sources
+    yet, until `learn` and `sources-ready` (main.go)."""
 
     def __init__(
-        self, binary: Path, plugin_dir: Path, pod_resources: Path, state_dir: Path, log: Path
+        self,
+        binary: Path,
+        plugin_dir: Path,
+        pod_resources: Path,
+        log: Path,
+        sources_late: bool = False,
     ) -> None:
         self.binary = binary
         self.plugin_dir = plugin_dir
         self.pod_resources = pod_resources
-        self.state_dir = state_dir
+        self.sources_late = sources_late
         self.log_path = log
         self.events: list[dict[str, Any]] = []
         self._replies: dict[int, dict[str, Any]] = {}
@@ -62,14 +68,13 @@ class GoKubelet:
         self._reader: threading.Thread | None = None
 
     def start(self) -> GoKubelet:
-        self.state_dir.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("a") as log:
             self._process = subprocess.Popen(
                 [
                     self.binary,
                     f"--plugin-dir={self.plugin_dir}",
                     f"--pod-resources-socket={self.pod_resources}",
-                    f"--state-dir={self.state_dir}",
+                    f"--sources-late={str(self.sources_late).lower()}",
                 ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,

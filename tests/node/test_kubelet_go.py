@@ -21,8 +21,11 @@ from builders import gpu_uuid, mig_uuid, node_config, nvlink_box, resource
 from control_plane.cluster import ControlPlaneError
 from go_kubelet import GoKubelet, KubeletRefused, build, devices_of
 from google.protobuf.json_format import MessageToDict
+from kubelet_stub import Devices
 from plugin_process import NodeProcess, allocate, plain_gpu, wait_until
 
+from gpuconf.node.kubelet.device_checkpoint import CHECKPOINT_FILE, checkpointed_devices
+from gpuconf.node.kubelet.pod_resources import held_devices
 from gpuconf.node.kubelet.proto import api_pb2
 from gpuconf.node.kubelet.registration import API_VERSION
 
@@ -65,13 +68,13 @@ def mig_gpu(index: int) -> dict[str, Any]:
     return gpu
 
 
-def kubelet_for(binary: Path, process: NodeProcess) -> GoKubelet:
+def kubelet_for(binary: Path, process: NodeProcess, sources_late: bool = False) -> GoKubelet:
     return GoKubelet(
         binary,
         process.plugin_dir,
         process.pod_resources_socket,
-        process.files / "kubelet-state",
         process.files / "kubelet.log",
+        sources_late,
     )
 
 
@@ -427,3 +430,62 @@ def test_a_gpu_a_pod_holds_moves_class_only_after_the_kubelet_lists_it_released(
     assert sorted(kubelet.wait_devices(WHOLE, lambda d: len(d) == 3)) == [
         gpu_uuid(i) for i in (0, 2, 3)
     ]
+
+
+SHARED = "gpuconf.dev/h100-shared"
+
+
+def offered(kubelet: GoKubelet, name: str) -> Devices:
+    event = kubelet.event("devices", name)
+    return devices_of(event["response"]) if event else {}
+
+
+def test_after_a_kubelet_restart_a_gpu_on_its_checkpoint_moves_only_once_its_pod_is_gone(
+    small_node: tuple[NodeProcess, GoKubelet], binary: Path
+) -> None:
+    """A restarted kubelet serves pod-resources List before it has learnt its pods again
+    (cmd/kubelet/app/server.go startKubelet; List walks the pod manager), while its device
+    manager still counts the checkpointed allocations taken until it has seen every pod source
+    (manager.go readCheckpoint, UpdateAllocatedDevices): a change in that window must wait."""
+    process, old = small_node
+    held = admit(old, "pod-holding", WHOLE, 2)["devices"]
+    assert held == [gpu_uuid(0), gpu_uuid(1)]  # doubly NVLinked
+    checkpoint = process.plugin_dir / CHECKPOINT_FILE
+    assert checkpointed_devices(checkpoint) == {WHOLE: frozenset(held)}  # as manager.go wrote it
+    old.stop()
+    new = kubelet_for(binary, process, sources_late=True).start()
+    try:
+        new.wait_connected(WHOLE, timeout=5)
+        assert held_devices(process.pod_resources_socket) == {}  # the window: List names no pod
+        lists = new.call("lists")
+        wait_until(lambda: new.call("lists") >= lists + 2, what="two pod-resources polls")
+        sharing = {"strategy": "time-slicing", "replicas": 2}
+        moved = [resource("h100", [0, 2, 3]), resource("h100-shared", [1], sharing=sharing)]
+        process.write_config(node_config(moved, gpus=4, deviceListStrategy="envvar"))
+        wait_until(
+            lambda: process.status()["pendingChanges"] or offered(new, SHARED),
+            what="the change applied or deferred",
+        )
+        assert offered(new, SHARED) == {}
+        assert process.status()["pendingChanges"][0]["held"] == [f"{WHOLE}/{gpu_uuid(1)}"]
+        whole = new.wait_devices(WHOLE, lambda d: d[gpu_uuid(1)][0] == "Unhealthy")
+        assert sorted(whole) == [gpu_uuid(i) for i in range(4)]
+
+        # The kubelet rewrites its checkpoint on the runtime's nudges (a device list sent
+        # again), keeping the pod it has not pruned: the change still waits.
+        written = checkpoint.stat().st_mtime_ns
+        wait_until(lambda: checkpoint.stat().st_mtime_ns != written, what="a checkpoint write")
+        new.call("learn", pod="pod-holding", resource=WHOLE, count=2)
+        new.call("sources-ready")
+        assert held_devices(process.pod_resources_socket) == {WHOLE: frozenset(held)}
+        lists = new.call("lists")
+        wait_until(lambda: new.call("lists") >= lists + 2, what="two pod-resources polls")
+        assert offered(new, SHARED) == {}
+
+        new.call("release", pod="pod-holding")  # pruned now; on disk until the next write
+        shared = new.wait_devices(SHARED, lambda d: len(d) == 2)
+        assert sorted(shared) == [f"{gpu_uuid(1)}::{n}" for n in range(2)]
+        assert checkpointed_devices(checkpoint) == {}
+        assert process.status()["pendingChanges"] == []
+    finally:
+        new.stop()

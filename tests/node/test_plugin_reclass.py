@@ -6,13 +6,16 @@ IDs the test's pods hold; the node runtime must defer exactly the held GPUs' par
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from builders import gpu_uuid, node_config, resource, run_cli
 from kubelet_stub import Devices, KubeletStub
-from plugin_process import NodeProcess, plain_gpu, serving, wait_until
+from plugin_process import NodeProcess, plain_gpu, serving, wait_until, write_atomically
+
+from gpuconf.node.kubelet.device_checkpoint import CHECKPOINT_FILE
 
 WHOLE = "gpuconf.dev/h100"
 SHARED = "gpuconf.dev/h100-shared"
@@ -29,10 +32,11 @@ def replicas(gpu: int, count: int) -> list[str]:
     return [f"{gpu_uuid(gpu)}::{n}" for n in range(count)]
 
 
-def hold(kubelet: KubeletStub, resource_name: str, device_id: str) -> None:
-    """Hold a device, then wait until the runtime has stored a List answer that says so
+def hold(kubelet: KubeletStub, resource_name: str = "", *device_ids: str) -> None:
+    """Hold devices, then wait until the runtime has stored a List answer that says so
     (a List that began after the hold has finished once the next one begins)."""
-    kubelet.pod_resources.hold(resource_name, device_id)
+    if device_ids:
+        kubelet.pod_resources.hold(resource_name, *device_ids)
     seen = kubelet.pod_resources.calls
     wait_until(lambda: kubelet.pod_resources.calls >= seen + 2, what="two PodResources polls")
 
@@ -136,5 +140,61 @@ def test_a_restart_with_a_changed_config_keeps_held_gpus_out_of_their_new_class(
     assert sorted(kubelet.wait_devices(SHARED)) == replicas(2, 4)
     wait_until(lambda: process.metric("gpuconf_node_pending_gpu_changes") == 1, timeout=10)
     kubelet.pod_resources.release_all()
+    shared = kubelet.wait_devices(SHARED, lambda d: len(d) == 8, timeout=5)
+    assert sorted(shared) == sorted(replicas(1, 4) + replicas(2, 4))
+
+
+def write_checkpoint(process: NodeProcess, content: str) -> None:
+    """Stand in for the kubelet writing its device checkpoint (beside kubelet.sock)."""
+    write_atomically(process.plugin_dir / CHECKPOINT_FILE, content)
+
+
+def checkpoint_holding(resource_name: str, *device_ids: str) -> str:
+    """A checkpoint in the shape manager.go writes (data/kubelet_internal_checkpoint)."""
+    entries = [
+        {
+            "PodUID": "pod-uid",
+            "ContainerName": "main",
+            "ResourceName": resource_name,
+            "DeviceIDs": {"0": list(device_ids)},
+            "AllocResp": "",
+        }
+    ]
+    data = {"PodDeviceEntries": entries if device_ids else None, "RegisteredDevices": {}}
+    return json.dumps({"Data": data, "Checksum": 1})
+
+
+def test_a_gpu_on_the_kubelet_s_checkpoint_waits_though_list_names_no_pod(
+    node: tuple[NodeProcess, KubeletStub],
+) -> None:
+    """Right after a kubelet restart List names no pod yet; the checkpoint still has them."""
+    process, kubelet = node
+    write_checkpoint(process, checkpoint_holding(WHOLE, gpu_uuid(1)))
+    hold(kubelet)  # no device: two polls that read the checkpoint
+    process.write_config(config([0], [1, 2], 4))
+    kubelet.wait_devices(WHOLE, lambda d: d[gpu_uuid(1)][0] == "Unhealthy", timeout=5)
+    assert process.status()["pendingChanges"][0]["held"] == [f"{WHOLE}/{gpu_uuid(1)}"]
+    assert sorted(kubelet.wait_devices(SHARED)) == replicas(2, 4)
+
+    write_checkpoint(process, checkpoint_holding(WHOLE))  # the kubelet let the pod go
+    shared = kubelet.wait_devices(SHARED, lambda d: len(d) == 8, timeout=5)
+    assert sorted(shared) == sorted(replicas(1, 4) + replicas(2, 4))
+
+
+def test_an_unreadable_checkpoint_defers_every_move_and_the_runtime_keeps_serving(
+    node: tuple[NodeProcess, KubeletStub],
+) -> None:
+    process, kubelet = node
+    write_checkpoint(process, checkpoint_holding(WHOLE)[:40])  # cut short
+    hold(kubelet)
+    process.write_config(config([0], [1, 2], 4))
+    kubelet.wait_devices(WHOLE, lambda d: d[gpu_uuid(1)][0] == "Unhealthy", timeout=5)
+    # Nothing is known to be free: every ID the change withdraws counts as held.
+    assert process.status()["pendingChanges"][0]["held"] == [f"{WHOLE}/{gpu_uuid(1)}"]
+    assert sorted(kubelet.wait_devices(SHARED)) == replicas(2, 4)
+    assert "cannot read the kubelet's device checkpoint" in process.log()
+    assert process.alive()
+
+    write_checkpoint(process, checkpoint_holding(WHOLE))
     shared = kubelet.wait_devices(SHARED, lambda d: len(d) == 8, timeout=5)
     assert sorted(shared) == sorted(replicas(1, 4) + replicas(2, 4))

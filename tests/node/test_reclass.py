@@ -8,7 +8,7 @@ from builders import resource_settings
 
 from gpuconf.api.node_config import ResourceSettings
 from gpuconf.node.nvml.api import GpuInfo
-from gpuconf.node.reclass import assignment_of, devices_by_resource, reclass
+from gpuconf.node.reclass import PendingChange, assignment_of, devices_by_resource, reclass
 
 GPUS = {i: GpuInfo(i, f"GPU-{i}", "x", 1, f"0000:0{i}:00.0") for i in range(3)}
 
@@ -100,3 +100,16 @@ def test_at_start_a_gpu_held_under_an_older_assignment_waits_for_its_holder() ->
     assert unknown.effective == {}
     assert [p.gpu_index for p in unknown.pending] == [0, 1]
     assert "until the kubelet says which devices containers hold" in unknown.pending[0].as_text()
+
+
+def test_a_pending_change_names_its_held_devices_by_resource_and_id_even_with_slashes() -> None:
+    change = PendingChange(
+        1,
+        ("gpuconf.dev/h100-1g/MIG-GPU-abc/7/0", "nvidia.com/gpu/GPU-abc"),
+        ("gpuconf.dev/h100-1g",),
+        (),
+    )
+    assert change.held_devices() == {
+        ("gpuconf.dev/h100-1g", "MIG-GPU-abc/7/0"),  # a pre-470 driver's MIG device name
+        ("nvidia.com/gpu", "GPU-abc"),
+    }

@@ -1,4 +1,13 @@
-"""Poll the kubelet's PodResources API on a thread of its own (a hung kubelet stalls only it)."""
+"""Poll the kubelet's PodResources API on a thread of its own (a hung kubelet stalls only it).
+
+Held is what List names plus what the kubelet's device checkpoint has on record: right after a
+kubelet restart List answers from a pod manager still filling (pkg/kubelet/kubelet.go
+ListenAndServePodResources walks podManager; cmd/kubelet/app/server.go startKubelet serves it
+beside Run, before the pod sources are seen), while the device manager still counts every
+checkpointed allocation as taken. An entry for a pod that ended stays in the file until the
+kubelet next writes it; Supervisor has it written (a ListAndWatch update makes the kubelet write
+its checkpoint: manager.go genericDeviceUpdateCallback) when such an entry holds a change up.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +15,7 @@ import threading
 from pathlib import Path
 
 from gpuconf.node import log
+from gpuconf.node.kubelet.device_checkpoint import CheckpointUnreadable, checkpointed_devices
 from gpuconf.node.kubelet.pod_resources import (
     HeldDevices,
     PodResourcesUnavailable,
@@ -19,12 +29,17 @@ _log = log.get("pod-resources")
 
 
 class PodResourcesWatch:
-    def __init__(self, socket: Path, metrics: Metrics, changed: threading.Event) -> None:
+    def __init__(
+        self, socket: Path, checkpoint: Path, metrics: Metrics, changed: threading.Event
+    ) -> None:
         self._socket = socket
+        self._checkpoint = checkpoint
         self._metrics = metrics
         self._changed = changed
         self._lock = threading.Lock()
         self._held: HeldDevices | None = None
+        self._unconfirmed: frozenset[tuple[str, str]] = frozenset()
+        self._checkpoint_unreadable = False
         self._down = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pod-resources", daemon=True)
@@ -42,26 +57,64 @@ class PodResourcesWatch:
         with self._lock:
             return self._held
 
+    def awaits_checkpoint(self, held: set[tuple[str, str]]) -> bool:
+        """Whether any of these (resource, device ID) counts as held only because the kubelet's
+        checkpoint lists it, or the checkpoint cannot be read: a fresh write may free them."""
+        with self._lock:
+            return self._checkpoint_unreadable or not self._unconfirmed.isdisjoint(held)
+
     def poll_once(self) -> None:
         try:
-            held: HeldDevices | None = held_devices(self._socket)
+            listed: HeldDevices | None = held_devices(self._socket)
         except PodResourcesUnavailable as error:
-            held = None
+            listed = None
             if not self._down:
                 _log.warning(
                     "cannot list held devices; GPU moves wait",
                     extra=log.kv(socket=self._socket, error=str(error)),
                 )
-        if self._down and held is not None:
+        if self._down and listed is not None:
             _log.info("the kubelet lists held devices again")
-        self._down = held is None
-        self._metrics.pod_resources_up.set(int(held is not None))
+        self._down = listed is None
+        self._metrics.pod_resources_up.set(int(listed is not None))
+        # Read after List: List has the kubelet drop the allocations of pods that ended
+        # (server_v1.go List calls UpdateAllocatedDevices), so a write after it is current.
+        checkpointed, unreadable = self._read_checkpoint() if listed is not None else ({}, False)
+        held = None if listed is None or unreadable else _union(listed, checkpointed)
+        unconfirmed = frozenset(
+            (name, device_id)
+            for name, ids in checkpointed.items()
+            for device_id in ids - (listed or {}).get(name, frozenset())
+        )
         with self._lock:
             changed = held != self._held
             self._held = held
+            self._unconfirmed = unconfirmed
+            self._checkpoint_unreadable = unreadable
         if changed:
             self._changed.set()
+
+    def _read_checkpoint(self) -> tuple[HeldDevices, bool]:
+        try:
+            checkpointed = checkpointed_devices(self._checkpoint)
+        except CheckpointUnreadable as error:
+            if not self._checkpoint_unreadable:
+                _log.warning(
+                    "cannot read the kubelet's device checkpoint; GPU moves wait",
+                    extra=log.kv(error=str(error)),
+                )
+            return {}, True
+        if self._checkpoint_unreadable:
+            _log.info("the kubelet's device checkpoint reads again")
+        return checkpointed, False
 
     def _run(self) -> None:
         while not self._stop.wait(POLL_SECONDS):
             self.poll_once()
+
+
+def _union(listed: HeldDevices, checkpointed: HeldDevices) -> HeldDevices:
+    return {
+        name: listed.get(name, frozenset()) | checkpointed.get(name, frozenset())
+        for name in sorted(listed.keys() | checkpointed.keys())
+    }

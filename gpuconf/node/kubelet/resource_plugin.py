@@ -75,6 +75,12 @@ class ResourcePlugin:
                 ),
             )
 
+    def resend(self) -> None:
+        """Send the current list again, unchanged: the kubelet writes its device checkpoint on
+        every list it receives (manager.go genericDeviceUpdateCallback)."""
+        _, current = self._views.current()
+        self._views.publish(current)
+
     @property
     def registered(self) -> bool:
         with self._lock:

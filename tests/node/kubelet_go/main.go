@@ -14,9 +14,17 @@
 //	{"id": 4, "op": "release", "pod": UID}
 //	{"id": 5, "op": "capacity"}
 //	{"id": 6, "op": "lists"}
+//	{"id": 7, "op": "learn", "pod": UID, "resource": R, "count": n}
+//	{"id": 8, "op": "sources-ready"}
 //
 // It also serves the kubelet's pod-resources API (pkg/kubelet/apis/podresources) from the same
-// device manager, listing the pods admitted and not released; "lists" counts its List calls.
+// device manager, listing the pods admitted or learnt and not released; "lists" counts its List
+// calls. The device manager keeps its checkpoint (kubelet_internal_checkpoint) in the plugin
+// folder, as the kubelet's does, so a run started on the folder of an earlier one is a kubelet
+// restart: it reads the allocations back. With --sources-late, such a run has not seen its pod
+// sources yet (the kubelet's config.SourcesReady): it knows no pods until "learn" (a pod the
+// API server names again, its devices those on record) and prunes nothing of the checkpoint
+// until "sources-ready".
 //
 // preferred and allocate call the plugin straight through the kubelet's grpc-go client (not
 // through endpoint.go, which sends one container per Allocate): a check of the wire format;
@@ -36,6 +44,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 	_ "unsafe" // go:linkname
 
@@ -79,10 +88,11 @@ func (noAffinity) GetAffinity(string, string) topologymanager.TopologyHint {
 }
 func (noAffinity) GetPolicy() topologymanager.Policy { return topologymanager.NewNonePolicy() }
 
-type sourcesReady struct{}
+// sourcesReady is the kubelet's config.SourcesReady: whether every pod source has been seen.
+type sourcesReady struct{ ready atomic.Bool }
 
-func (sourcesReady) AddSource(string) {}
-func (sourcesReady) AllReady() bool   { return true }
+func (*sourcesReady) AddSource(string) {}
+func (s *sourcesReady) AllReady() bool { return s.ready.Load() }
 
 var stdout = struct {
 	sync.Mutex
@@ -111,6 +121,7 @@ func protoJSON(message proto.Message) json.RawMessage {
 // kubelet: it passes every call on unchanged and prints it.
 type kubelet struct {
 	manager *devicemanager.ManagerImpl
+	sources *sourcesReady
 	mutex   sync.Mutex
 	plugins map[string]plugin.DevicePlugin
 	pods    map[string]*v1.Pod
@@ -279,6 +290,15 @@ func (k *kubelet) run(c command) (any, error) {
 		k.mutex.Unlock()
 		k.manager.UpdateAllocatedDevices()
 		return map[string]any{}, nil
+	case "learn":
+		pod, _ := podAsking(c)
+		k.mutex.Lock()
+		k.pods[c.Pod] = pod
+		k.mutex.Unlock()
+		return map[string]any{}, nil
+	case "sources-ready":
+		k.sources.ready.Store(true)
+		return map[string]any{}, nil
 	case "lists":
 		k.mutex.Lock()
 		defer k.mutex.Unlock()
@@ -297,30 +317,36 @@ func (k *kubelet) run(c command) (any, error) {
 	return nil, fmt.Errorf("unknown op %q", c.Op)
 }
 
+// podAsking is a pod named and identified by c.Pod, of one container "main" asking for c.Count
+// of c.Resource.
+func podAsking(c command) (*v1.Pod, *v1.Container) {
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{UID: types.UID(c.Pod), Name: c.Pod, Namespace: "default"},
+		Spec: v1.PodSpec{Containers: []v1.Container{{
+			Name: "main",
+			Resources: v1.ResourceRequirements{Limits: v1.ResourceList{
+				v1.ResourceName(c.Resource): *resource.NewQuantity(c.Count, resource.DecimalSI),
+			}},
+		}}},
+	}
+	return pod, &pod.Spec.Containers[0]
+}
+
 // admit is the kubelet admitting a pod of one container asking for count of resource, then
 // starting it: what the container runtime would be given, sorted (the kubelet's own order
 // follows Go's map iteration).
 func (k *kubelet) admit(c command) (any, error) {
-	container := v1.Container{
-		Name: "main",
-		Resources: v1.ResourceRequirements{Limits: v1.ResourceList{
-			v1.ResourceName(c.Resource): *resource.NewQuantity(c.Count, resource.DecimalSI),
-		}},
-	}
-	pod := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{UID: types.UID(c.Pod), Name: c.Pod, Namespace: "default"},
-		Spec:       v1.PodSpec{Containers: []v1.Container{container}},
-	}
+	pod, container := podAsking(c)
 	k.mutex.Lock()
 	k.pods[c.Pod] = pod
 	k.mutex.Unlock()
-	if err := k.manager.Allocate(pod, &container); err != nil {
+	if err := k.manager.Allocate(pod, container); err != nil {
 		k.mutex.Lock()
 		delete(k.pods, c.Pod)
 		k.mutex.Unlock()
 		return nil, err
 	}
-	options, err := k.manager.GetDeviceRunContainerOptions(pod, &container)
+	options, err := k.manager.GetDeviceRunContainerOptions(pod, container)
 	if err != nil {
 		return nil, err
 	}
@@ -366,33 +392,37 @@ func (k *kubelet) admit(c command) (any, error) {
 
 func main() {
 	pluginDir := flag.String("plugin-dir", "", "the kubelet's device-plugins folder: kubelet.sock is served there")
-	stateDir := flag.String("state-dir", "", "where the device manager keeps its checkpoint")
+	sourcesLate := flag.Bool("sources-late", false, "start before the pod sources are seen (until sources-ready)")
 	podResources := flag.String("pod-resources-socket", "", "where to serve the pod-resources API")
 	numaNodes := flag.Int("numa-nodes", 2, "NUMA nodes the machine has")
 	klog.InitFlags(nil)
 	flag.Parse()
-	if *pluginDir == "" || *stateDir == "" || *podResources == "" {
-		klog.Fatal("--plugin-dir, --state-dir and --pod-resources-socket are required")
+	if *pluginDir == "" || *podResources == "" {
+		klog.Fatal("--plugin-dir and --pod-resources-socket are required")
 	}
 	var topology []cadvisorapi.Node
 	for id := range *numaNodes {
 		topology = append(topology, cadvisorapi.Node{Id: id})
 	}
-	// The manager makes its own registration server beside its checkpoint. Start reads the
-	// checkpoint, takes the pod source and starts that server; we stop it at once, and ours on
-	// the plugin folder, which prints what it passes on, takes its place.
-	manager, err := newManagerImpl(filepath.Join(*stateDir, "kubelet.sock"), topology, noAffinity{})
+	// The manager makes its own registration server, on kubelet.sock in the plugin folder, and
+	// keeps its checkpoint beside it. Start reads the checkpoint, takes the pod source and
+	// starts that server; we stop it at once, and ours on the same socket, which prints what it
+	// passes on, takes its place.
+	socket := filepath.Join(*pluginDir, api.KubeletSocket[len(api.DevicePluginPath):])
+	manager, err := newManagerImpl(socket, topology, noAffinity{})
 	if err != nil {
 		klog.Fatalf("device manager: %v", err)
 	}
-	k := &kubelet{manager: manager, plugins: map[string]plugin.DevicePlugin{}, pods: map[string]*v1.Pod{}}
-	if err := manager.Start(k.activePods, sourcesReady{}, containermap.NewContainerMap(), sets.New[string]()); err != nil {
+	sources := &sourcesReady{}
+	sources.ready.Store(!*sourcesLate)
+	k := &kubelet{manager: manager, sources: sources, plugins: map[string]plugin.DevicePlugin{}, pods: map[string]*v1.Pod{}}
+	if err := manager.Start(k.activePods, sources, containermap.NewContainerMap(), sets.New[string]()); err != nil {
 		klog.Fatalf("device manager: %v", err)
 	}
 	if err := manager.Stop(); err != nil {
 		klog.Fatalf("device manager: %v", err)
 	}
-	server, err := plugin.NewServer(filepath.Join(*pluginDir, api.KubeletSocket[len(api.DevicePluginPath):]), k, k)
+	server, err := plugin.NewServer(socket, k, k)
 	if err != nil {
 		klog.Fatalf("registration server: %v", err)
 	}
