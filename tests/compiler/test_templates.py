@@ -225,6 +225,23 @@ def test_an_override_folder_named_through_dot_dot_is_shown_as_the_site_s_own_fil
     assert not (site / "out").exists()
 
 
+def test_an_override_folder_reached_through_a_linked_clusters_folder_is_the_one_read(
+    tmp_path: Path,
+) -> None:
+    """`../templates` from a symbolically linked folder is the link target's sibling, as the
+    operating system resolves it; folding `..` in the text would read gpuconf's templates."""
+    real = tmp_path / "real"
+    shutil.copytree(SITE, real, ignore=shutil.ignore_patterns("rendered"))
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "clusters").symlink_to(real / "clusters")
+    assert run_cli("render", "clusters", "-o", "out", cwd=work).code == 0
+    node = load_yaml(
+        (work / "out" / "site-lab" / "pools/t4/daemonset-gpuconf-node.yaml").read_bytes()
+    )
+    assert node["spec"]["template"]["spec"]["priorityClassName"] == "gpu-node-critical"
+
+
 def test_a_template_line_that_repeats_a_key_is_refused_at_that_line(tmp_path: Path) -> None:
     (tmp_path / "runtimeclass.yaml.j2").write_text(
         '{% extends "gpuconf/runtimeclass.yaml.j2" %}\n'

@@ -211,16 +211,16 @@ class Templates:
 
     def __init__(self, overrides: Path | None = None, overrides_display: str | None = None) -> None:
         self.shipped = shipped_folder()
-        # jinja2 names a template's file by normpath: a folder given as `clusters/../templates`
-        # must read the same, or display() cannot tell a site's file from gpuconf's.
-        self.overrides = Path(os.path.normpath(overrides)) if overrides is not None else None
-        self.overrides_display = overrides_display or (
-            self.overrides.as_posix() if self.overrides else ""
-        )
+        self.overrides = overrides
+        self.overrides_display = overrides_display or (overrides.as_posix() if overrides else "")
+        # jinja2 names a template's file by normpath, and display() matches that name: a folder
+        # given as `clusters/../templates` is named so, though read as given (`..` through a
+        # symbolic link is the link target's parent, which normpath would not find).
+        self._overrides_named = Path(os.path.normpath(overrides)) if overrides else None
         shipped = self._shipped_loader = _ShippedLoader(self.shipped)
         loaders: list[Any] = [PrefixLoader({SHIPPED_PREFIX: FileSystemLoader(self.shipped)})]
-        if self.overrides is not None:
-            loaders.insert(0, FileSystemLoader(self.overrides))
+        if overrides is not None:
+            loaders.insert(0, FileSystemLoader(overrides))
         loaders.append(shipped)
         environment = _Sandbox(
             loader=ChoiceLoader(loaders),
@@ -349,11 +349,11 @@ class Templates:
         """A template's path as diagnostics show it, from its file name or template name."""
         path = Path(file_or_name)
         if (
-            self.overrides is not None
+            self._overrides_named is not None
             and path.is_absolute()
-            and path.is_relative_to(self.overrides)
+            and path.is_relative_to(self._overrides_named)
         ):
-            return f"{self.overrides_display}/{path.relative_to(self.overrides).as_posix()}"
+            return f"{self.overrides_display}/{path.relative_to(self._overrides_named).as_posix()}"
         if path.is_absolute() and path.is_relative_to(self.shipped):
             return f"templates/{path.relative_to(self.shipped).as_posix()}"
         name = file_or_name.removeprefix(f"{SHIPPED_PREFIX}/")
