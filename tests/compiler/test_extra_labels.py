@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from builders import check, cluster_file, errors, load_yaml, rendered, run_cli
 
-from gpuconf.compiler.resolve.object_labels import USES
+from gpuconf.compiler.resolve.object_labels import OWNER_LABELS
 from gpuconf.diagnostics import Severity, format_path
 from gpuconf.formats.yaml_writer import dump
 
@@ -43,8 +43,9 @@ def _own_labels() -> dict[str, str]:
     return found
 
 
-# grafana_dashboard aside: its value is the site's sidecar's (the test of it is below).
-OWN = {key: value for key, value in _own_labels().items() if key != "grafana_dashboard"}
+OWN_LABELS = _own_labels()
+# The labels marking an object as gpuconf's; the others gpuconf writes, nothing selects on.
+OWN = {key: OWN_LABELS[key] for key in OWNER_LABELS}
 
 
 @pytest.mark.parametrize("key", sorted(OWN))
@@ -57,7 +58,7 @@ def test_an_extra_label_changing_one_gpuconf_writes_is_refused_at_its_key_naming
         f"gpuconf writes {key}: {OWN[key]!r} on the objects extraLabels labels; 'mine' would "
         "replace it"
     )
-    assert refused.hint == f"{USES[key]}; leave {key} out of extraLabels"
+    assert refused.hint == f"{OWNER_LABELS[key]}; leave {key} out of extraLabels"
 
 
 def test_the_refusal_is_located_at_the_key_and_validate_exits_1(tmp_path: Path) -> None:
@@ -78,29 +79,36 @@ def test_the_refusal_is_located_at_the_key_and_validate_exits_1(tmp_path: Path) 
 
 
 def test_an_extra_label_repeating_gpuconf_s_own_value_warns_and_changes_no_byte() -> None:
-    document = _labelled(
-        {"gpuconf.dev/cluster": "lab", "app.kubernetes.io/component": "monitoring"}
-    )
+    document = _labelled({"gpuconf.dev/cluster": "lab", "app.kubernetes.io/managed-by": "gpuconf"})
     outcome = check(document)
     assert not isinstance(outcome, list), [d.as_text() for d in outcome]
     warned = [d for d in outcome.warnings if "extraLabels" in format_path(d.path)]
     assert [(d.severity, format_path(d.path)) for d in warned] == [
-        (Severity.WARNING, "spec.node.monitoring.extraLabels.app.kubernetes.io/component"),
+        (Severity.WARNING, "spec.node.monitoring.extraLabels.app.kubernetes.io/managed-by"),
         (Severity.WARNING, "spec.node.monitoring.extraLabels.gpuconf.dev/cluster"),
     ]
     assert rendered(document) == rendered(_labelled({}))
 
 
 @pytest.mark.parametrize("dashboard", [True, False])
-def test_grafana_dashboard_takes_the_value_the_site_s_sidecar_loads(dashboard: bool) -> None:
-    document = _labelled({"grafana_dashboard": "true"}, dashboard=dashboard)
+def test_labels_nothing_selects_on_take_the_user_s_value(dashboard: bool) -> None:
+    """grafana_dashboard takes the value the site's Grafana sidecar loads (its
+    sidecar.dashboards.labelValue); part-of and component are the user's grouping."""
+    mine = {
+        "grafana_dashboard": "true",
+        "app.kubernetes.io/part-of": "ml-platform",
+        "app.kubernetes.io/component": "gpu-telemetry",
+    }
+    assert not OWNER_LABELS.keys() & mine.keys()
+    document = _labelled(mine, dashboard=dashboard)
     outcome = check(document)
     assert not isinstance(outcome, list), [d.as_text() for d in outcome]
     assert not [d for d in outcome.warnings if "extraLabels" in format_path(d.path)]
     objects = _monitoring_objects(rendered(document))
     kinds = ["PodMonitor", "PodMonitor", "PrometheusRule"] + (["ConfigMap"] if dashboard else [])
     assert sorted(o["kind"] for o in objects) == sorted(kinds)
-    assert all(o["metadata"]["labels"]["grafana_dashboard"] == "true" for o in objects)
+    for obj in objects:
+        assert obj["metadata"]["labels"].items() >= mine.items()
 
 
 def test_labels_of_the_users_own_are_added_to_every_monitoring_object_beside_gpuconf_s() -> None:

@@ -411,6 +411,18 @@ def test_a_site_label_block_changing_a_label_gpuconf_writes_is_refused_at_its_li
     assert "add labels of your own instead" in result.err
 
 
+def test_a_site_label_block_may_change_the_labels_nothing_selects_on(tmp_path: Path) -> None:
+    _site_block(
+        tmp_path, "namespace.yaml.j2", "extra_labels", "app.kubernetes.io/part-of: ml-platform"
+    )
+    tree = render(plan(valid_lab(), "lab.yaml"), Templates(tmp_path))
+    namespaces = [load_yaml(d) for p, d in tree.items() if p.startswith("namespaces/")]
+    assert namespaces
+    assert {n["metadata"]["labels"]["app.kubernetes.io/part-of"] for n in namespaces} == {
+        "ml-platform"
+    }
+
+
 def test_a_site_label_block_adds_labels_and_may_repeat_gpuconf_s_own(tmp_path: Path) -> None:
     _site_block(
         tmp_path,

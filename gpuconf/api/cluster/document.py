@@ -109,9 +109,9 @@ class Monitoring(Model):
     extra_labels: dict[LabelKey, LabelValue] = field(default_factory=dict)
     """Labels added to every PodMonitor, PrometheusRule and the dashboard, for the Prometheus
     that selects them (kube-prometheus-stack selects `release: <its release name>`), or
-    grafana_dashboard with the value the site's Grafana sidecar loads. Never one gpuconf writes
-    there itself with another value (app.kubernetes.io/managed-by, part-of, component,
-    gpuconf.dev/cluster): gpuconf selects on those."""
+    grafana_dashboard with the value the site's Grafana sidecar loads. Never
+    app.kubernetes.io/managed-by or gpuconf.dev/cluster with another value than gpuconf's:
+    they mark the objects as gpuconf's."""
     prometheus_rule: bool = True
     """Render a PrometheusRule with gpuconf's alerts (runbooks in docs/runbooks.md); false where
     the cluster has no Prometheus Operator CRDs."""

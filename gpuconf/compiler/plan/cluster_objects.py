@@ -24,6 +24,7 @@ from gpuconf.compiler.plan.own_node_pool_labels import (
     selected_keys,
 )
 from gpuconf.compiler.plan.service_account import bound_cluster_role, service_account
+from gpuconf.compiler.resolve.object_labels import CLUSTER_LABEL
 from gpuconf.gpus.gfd_labels import gfd_keys
 
 NODE_SERVICE_ACCOUNT = "gpuconf-node"
@@ -104,7 +105,7 @@ def namespaces(cluster: Cluster, kept: Sequence[KeptNamespace] = ()) -> list[Art
     artifacts = []
     for name, policy in namespace_policies(cluster).items():
         if policy == "adopt":
-            owner = {"gpuconf.dev/cluster": cluster.metadata.name}
+            owner = {CLUSTER_LABEL: cluster.metadata.name}
             artifacts.append(_namespace(cluster, name, ADOPTED, owner))
         elif name == cluster.spec.namespace:
             own = {**labels(cluster, "namespace"), **POD_SECURITY_PRIVILEGED}

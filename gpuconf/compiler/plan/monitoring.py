@@ -14,13 +14,13 @@ from gpuconf.compiler.plan import dcgm_exporter
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata, optional_kind_metadata
 from gpuconf.compiler.resolve.components import dcgm_exporter_runs_anywhere
-from gpuconf.compiler.resolve.object_labels import MONITORING_COMPONENT
+from gpuconf.compiler.resolve.object_labels import MONITORING_COMPONENT, NAME_LABEL
 from gpuconf.gpus.label_owner import runs_node_runtime
 
-NODE_PODS = {"app.kubernetes.io/name": "gpuconf-node"}
+NODE_PODS = {NAME_LABEL: "gpuconf-node"}
 """The label every `gpuconf node` pod carries, whatever its pool."""
 MONITORING = ("spec", "node", "monitoring")
-DCGM_PODS = {"app.kubernetes.io/name": dcgm_exporter.APP}
+DCGM_PODS = {NAME_LABEL: dcgm_exporter.APP}
 NODE_MONITOR = "gpuconf-node"
 DCGM_MONITOR = "dcgm-exporter"
 

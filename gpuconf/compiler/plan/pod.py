@@ -8,6 +8,7 @@ from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.node_facts import POOL_LABEL as POOL_LABEL
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import metadata
+from gpuconf.compiler.resolve.object_labels import NAME_LABEL
 from gpuconf.compiler.resolve.pool_selector import node_selector as node_selector
 from gpuconf.diagnostics import KeyPath
 
@@ -63,7 +64,7 @@ def pool_daemonset(
         wave=wave,
         **{POOL_LABEL: pool.name},
     )
-    match = {"app.kubernetes.io/name": app, POOL_LABEL: pool.name}
+    match = {NAME_LABEL: app, POOL_LABEL: pool.name}
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",

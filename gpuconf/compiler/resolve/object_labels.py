@@ -1,6 +1,7 @@
-"""The labels gpuconf writes on the objects it renders, and what selects on each. Labels of the
-user's (monitoring.extraLabels, a site template's label blocks) may add labels, never change
-one of these: gpuconf and the programs reading its objects would no longer find them."""
+"""The labels gpuconf writes on the objects it renders, and which of them something selects on.
+Labels of the user's (monitoring.extraLabels, a site template's label blocks) add labels and may
+change gpuconf's others, never those: gpuconf and the programs reading its objects would no
+longer find them."""
 
 from __future__ import annotations
 
@@ -22,27 +23,25 @@ GRAFANA_DASHBOARD = {"grafana_dashboard": "1"}
 """The label Grafana's dashboard sidecar loads ConfigMaps by (the grafana chart's
 sidecar.dashboards.label and labelValue, as kube-prometheus-stack sets them)."""
 
-USES = {
-    MANAGED_BY_LABEL: "gpuconf finds the objects it rendered by it: a re-render keeps the "
-    "Namespaces it created by it and gpuconf.dev/cluster, and the rendered README lists "
-    "gpuconf's pods with -l app.kubernetes.io/managed-by=gpuconf",
-    CLUSTER_LABEL: "names the cluster file an object was rendered from: a re-render finds the "
+OWNER_LABELS = {
+    MANAGED_BY_LABEL: "it marks what gpuconf rendered: a re-render keeps the Namespaces it "
+    "created by it and gpuconf.dev/cluster, and the rendered README lists gpuconf's pods with "
+    "-l app.kubernetes.io/managed-by=gpuconf",
+    CLUSTER_LABEL: "it names the cluster file an object was rendered from: a re-render finds the "
     "Namespaces it created by it, and adopted Namespaces carry only it",
-    PART_OF_LABEL: "marks every object gpuconf renders as part of gpuconf (Kubernetes' "
-    "recommended app.kubernetes.io labels), for selectors that list all of them",
-    COMPONENT_LABEL: "says which part of gpuconf an object belongs to (node, monitoring, "
-    "kueue, …), for selectors that list one part",
+}
+"""The labels that mark an object as gpuconf's, on every object it renders, and what reads each:
+a user's label (monitoring.extraLabels, a site template's block) may not change them. The
+others gpuconf writes (part-of, component, grafana_dashboard) nothing of gpuconf's selects on,
+and a user may set them."""
+
+POD_SELECTOR_LABELS = {
     NAME_LABEL: "the DaemonSet's selector and the PodMonitors select gpuconf's pods by it",
     POOL_LABEL: "the DaemonSet's selector matches a pool's pods by it, and the PodMonitors turn "
     "it into the gpuconf_pool label that gpuconf's alerts and dashboard group by",
-    **dict.fromkeys(
-        GRAFANA_DASHBOARD,
-        "Grafana's dashboard sidecar loads the dashboard ConfigMap by it (the grafana chart's "
-        "sidecar.dashboards.label and labelValue, as kube-prometheus-stack sets them); a sidecar "
-        "loading another value gets it from spec.node.monitoring.extraLabels",
-    ),
 }
-"""What selects on each label gpuconf writes: the hint when a user's label would change it."""
+"""What reads the labels a DaemonSet's selector matches its pods by (Kubernetes refuses a
+DaemonSet whose pod template does not match its selector)."""
 
 
 def own_labels(cluster: str, component: str, **extra: str) -> dict[str, str]:

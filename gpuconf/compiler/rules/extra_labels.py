@@ -1,12 +1,12 @@
-"""monitoring.extraLabels add labels to the PodMonitors, the PrometheusRule and the dashboard;
-they never change one gpuconf writes there itself, which gpuconf and the programs reading those
-objects select on (resolve/object_labels.py says which and why)."""
+"""monitoring.extraLabels add labels to the PodMonitors, the PrometheusRule and the dashboard,
+and may set gpuconf's own part-of, component or grafana_dashboard there; never the labels that
+mark an object as gpuconf's (resolve/object_labels.py says which and what reads them)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gpuconf.compiler.resolve.object_labels import MONITORING_COMPONENT, USES, own_labels
+from gpuconf.compiler.resolve.object_labels import MONITORING_COMPONENT, OWNER_LABELS, own_labels
 from gpuconf.compiler.rules.context import SPEC, RuleContext
 from gpuconf.diagnostics import Diagnostic
 
@@ -15,9 +15,8 @@ EXTRA_LABELS = (*SPEC, "node", "monitoring", "extraLabels")
 
 def check(ctx: RuleContext) -> Iterator[Diagnostic]:
     monitoring = ctx.cluster.spec.node.monitoring
-    # grafana_dashboard is not among them: its value is the one the site's Grafana sidecar
-    # loads (the grafana chart's sidecar.dashboards.labelValue), which only the site knows.
-    written = own_labels(ctx.cluster.metadata.name, MONITORING_COMPONENT)
+    labels = own_labels(ctx.cluster.metadata.name, MONITORING_COMPONENT)
+    written = {key: labels[key] for key in OWNER_LABELS}
     for key, value in monitoring.extra_labels.items():
         own = written.get(key)
         if own is None:
@@ -34,5 +33,5 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
             (*EXTRA_LABELS, key),
             f"gpuconf writes {key}: {own!r} on the objects extraLabels labels; {value!r} would "
             "replace it",
-            f"{USES[key]}; leave {key} out of extraLabels",
+            f"{OWNER_LABELS[key]}; leave {key} out of extraLabels",
         )

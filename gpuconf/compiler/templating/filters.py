@@ -14,7 +14,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gpuconf.compiler.resolve.object_labels import USES
+from gpuconf.compiler.resolve.object_labels import OWNER_LABELS, POD_SELECTOR_LABELS
 from gpuconf.formats.located_yaml import LoadFailed, parse_text
 
 
@@ -96,17 +96,24 @@ def with_entries(mapping: Mapping[str, Any], block: str) -> Mapping[str, Any]:
     return {**mapping, **extra}
 
 
-def with_labels(labels: Mapping[str, Any], block: str) -> Mapping[str, Any]:
-    """`labels` with the labels a site's block adds. A block may not change a label gpuconf
-    writes: gpuconf and the programs reading its objects select on them (object_labels.py)."""
+def with_labels(
+    labels: Mapping[str, Any], block: str, selector: Mapping[str, Any] | None = None
+) -> Mapping[str, Any]:
+    """`labels` with the labels a site's block adds. A block may not change the labels that mark
+    an object as gpuconf's, nor (with `selector`, a DaemonSet's matchLabels) the pod labels its
+    selector matches (object_labels.py says what reads each)."""
     added = with_entries({}, block)
+    guarded = dict(OWNER_LABELS)
+    for key in selector or {}:
+        guarded[key] = POD_SELECTOR_LABELS.get(
+            key, "the DaemonSet's selector matches its pods by it"
+        )
     for key, value in added.items():
-        if key in labels and labels[key] != value:
-            hint = USES.get(key, "gpuconf writes it on purpose")
+        if key in guarded and key in labels and labels[key] != value:
             raise BlockRefused(
                 f"the block changes the label {key}: {labels[key]!r} gpuconf writes to {value!r}",
                 next((line for line in block.splitlines() if key in line), block.strip()),
-                f"{hint}; add labels of your own instead",
+                f"{guarded[key]}; add labels of your own instead",
             )
     return {**labels, **added}
 

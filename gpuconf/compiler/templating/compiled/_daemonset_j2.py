@@ -95,7 +95,7 @@ def block_body(context, missing=missing, environment=environment):
     yield '\n  updateStrategy: '
     yield str(environment.finalize(t_7(context, (undefined(name='update_strategy') if l_0_update_strategy is missing else l_0_update_strategy))))
     yield '\n  template:\n    metadata:\n      labels: '
-    yield str(environment.finalize(t_7(context, t_6(environment.getitem((undefined(name='pod_meta') if l_0_pod_meta is missing else l_0_pod_meta), 'labels'), environment.call(context, environment.getattr(l_0_self, 'pod_labels'), _block_vars=_block_vars)))))
+    yield str(environment.finalize(t_7(context, t_6(environment.getitem((undefined(name='pod_meta') if l_0_pod_meta is missing else l_0_pod_meta), 'labels'), environment.call(context, environment.getattr(l_0_self, 'pod_labels'), _block_vars=_block_vars), (undefined(name='selector') if l_0_selector is missing else l_0_selector)))))
     yield '\n'
     if t_8(environment.getitem((undefined(name='pod_meta') if l_0_pod_meta is missing else l_0_pod_meta), 'annotations')):
         pass
