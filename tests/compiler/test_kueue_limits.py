@@ -310,14 +310,47 @@ def _lending_limits(validated: Validated) -> dict[str, Any]:
     }
 
 
-def test_a_lending_limit_above_the_queues_quota_in_every_pool_is_refused_at_its_key() -> None:
-    (refused,) = _errors(_lending(5))
-    assert refused.as_text() == (
-        "cluster.yaml:11:9: spec.kueue.clusterQueues[0].lendingLimit.c: lendingLimit 5 is above "
-        "the quota of class 'c' ClusterQueue 'team-a' holds in each of its pools (pa: 4, pb: 2), "
-        "so it limits nothing; Kueue refuses a lendingLimit above a flavor's nominalQuota (hint: "
-        "at most 4: lendingLimit counts in each pool, not in all together)"
+def _lending_warnings(document: dict[str, Any]) -> tuple[Validated, list[str]]:
+    validated = check(document)
+    assert isinstance(validated, Validated), [d.as_text() for d in validated]
+    texts = [d.as_text() for d in validated.warnings if "lendingLimit" in format_path(d.path)]
+    return validated, texts
+
+
+def test_a_lending_limit_above_the_queues_quota_in_every_pool_warns_at_its_key_and_lends_all() -> (
+    None
+):
+    validated, warned = _lending_warnings(_lending(5))
+    assert warned == [
+        "cluster.yaml:11:9: spec.kueue.clusterQueues[0].lendingLimit.c: warning: lendingLimit 5 is "
+        "above the quota of class 'c' ClusterQueue 'team-a' holds in each of its pools (pa: 4, "
+        "pb: 2), so it limits nothing: the queue lends all of it (hint: lendingLimit counts in "
+        "each pool, not in all together: at most 4 keeps some back)"
+    ]
+    assert _lending_limits(validated) == {"pa": 4, "pb": 2}
+    assert _render_check(validated) == []
+
+
+def test_a_lending_limit_is_weighed_against_its_own_class_s_pools_only() -> None:
+    """With NVIDIA's plugin, classes on different pools share nvidia.com/gpu, one resource of
+    the queue: another class's bigger pool must not make a limit look like it limits."""
+    document = cluster(
+        [pool("pa", MODEL, 4), pool("pb", "Tesla-T4", 8)],
+        [
+            {"name": "a", "select": {"pools": ["pa"]}},
+            {"name": "b", "select": {"pools": ["pb"]}},
+        ],
+        plugin="nvidia",
+        kueue={
+            "version": "v0.19.2",
+            "clusterQueues": [{"name": "team-a", "lendingLimit": {"a": 6}}],
+        },
+        quotas=[{"namespace": "team-a", "classes": {"a": 4, "b": 8}}],
     )
+    _, warned = _lending_warnings(document)
+    assert len(warned) == 1
+    assert "lendingLimit 6 is above the quota of class 'a'" in warned[0]
+    assert "(pa: 4)" in warned[0]
 
 
 def test_a_lending_limit_is_capped_at_the_queues_quota_in_each_pool_and_kueue_accepts_it() -> None:

@@ -13,8 +13,8 @@ Reached, with the limits of compiler/kueue/limits.py (each names its Kueue sourc
 - a lendingLimit: Kueue's webhook refuses one above its flavor's nominalQuota
   (pkg/webhooks/clusterqueue_webhook.go, validateLendingLimit). A class's lendingLimit counts in
   each pool, capped at the queue's quota there (compiler/kueue/queues.py derives each flavor's
-  value, never above it); refused here is one above the queue's quota in every pool of the
-  class, which limits nothing (read as a total, it would keep GPUs it never keeps).
+  value, never above it); one above the queue's quota in every pool of the class limits nothing
+  (read as a total, it would keep GPUs it never keeps): a warning.
 
 What else Kueue refuses a cluster file cannot reach, or other rules refuse first: names are DNS
 labels in the model (Kueue wants subdomains: cohort, flavors, ClusterQueue of a LocalQueue), and
@@ -193,20 +193,28 @@ def _resource_count(group: ResourceGroup) -> int:
 
 
 def _lending(ctx: RuleContext, planned: KueuePlan, kueue: Kueue) -> Iterator[Diagnostic]:
+    """A lendingLimit above the queue's quota of the class in every pool of the class limits
+    nothing: it counts in each pool (the plan caps it at the quota there, as Kueue's webhook
+    requires), not in all together, which is what such a limit usually meant."""
     queues = {q.name: q for q in planned.queues}
+    class_pools = {resolved.name: set(resolved.pools) for resolved in ctx.classes}
     for index, settings in enumerate(kueue.cluster_queues):
         queue = queues[settings.name]
         for name, limit in (settings.lending_limit or {}).items():
             resource = next(r for r in queue.resources if name in r.classes)
-            most = max(f.nominal for f in resource.flavors)
+            flavors = [f for f in resource.flavors if f.flavor in class_pools[name]]
+            if not flavors:
+                continue
+            most = max(f.nominal for f in flavors)
             if limit > most:
-                pools = ", ".join(f"{f.flavor}: {f.nominal}" for f in resource.flavors)
-                yield ctx.error(
+                pools = ", ".join(f"{f.flavor}: {f.nominal}" for f in flavors)
+                yield ctx.warning(
                     (*KUEUE_QUEUES, index, "lendingLimit", name),
                     f"lendingLimit {limit} is above the quota of class {name!r} ClusterQueue "
-                    f"{queue.name!r} holds in each of its pools ({pools}), so it limits nothing; "
-                    "Kueue refuses a lendingLimit above a flavor's nominalQuota",
-                    f"at most {most}: lendingLimit counts in each pool, not in all together",
+                    f"{queue.name!r} holds in each of its pools ({pools}), so it limits nothing: "
+                    "the queue lends all of it",
+                    f"lendingLimit counts in each pool, not in all together: at most {most} "
+                    "keeps some back",
                 )
 
 
