@@ -45,16 +45,38 @@ class Tunnel(NamedTuple):
     authorization: str | None
 
 
+class ProxyUnusable(ValueError):
+    """HTTPS_PROXY names a proxy this client cannot reach as Go's transport would."""
+
+
+HTTP_PROXY_PORT = 80
+"""Go's schemePort for http (net/http transport.go canonicalAddr)."""
+
+
 def tunnel(proxy: str) -> Tunnel:
-    """The proxy https_proxy chose, as Go's transport reaches it: a value without a scheme is
-    an http:// URL (httpproxy's parseProxy), credentials in it become Basic Proxy-Authorization
-    on the CONNECT (net/http transport.go, connectMethodForRequest and dialConn)."""
+    """The proxy https_proxy chose, as Go's transport reaches an http:// proxy: a value without a
+    scheme is an http:// URL (httpproxy's parseProxy), its port 80 unless given, credentials in
+    it Basic Proxy-Authorization on the CONNECT (net/http transport.go, connectMethodForRequest
+    and dialConn). Go speaks TLS to an https:// proxy and SOCKS5 to a socks5:// one; urllib does
+    neither, and would send the CONNECT, credentials included, in clear: refused instead."""
     parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    if parts.scheme.lower() != "http":
+        raise ProxyUnusable(
+            f"HTTPS_PROXY is a {parts.scheme}:// proxy; the node runtime reaches the API server "
+            "through an http:// proxy only (or none: list the API server in NO_PROXY)"
+        )
+    try:
+        port = parts.port or HTTP_PROXY_PORT
+    except ValueError as error:
+        raise ProxyUnusable(f"HTTPS_PROXY is not a proxy address: {error}") from None
+    host = parts.hostname or ""
+    if not host:
+        raise ProxyUnusable("HTTPS_PROXY names no host")
     authorization = None
     if parts.username is not None:
         credentials = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
         authorization = "Basic " + base64.b64encode(credentials.encode()).decode("ascii")
-    return Tunnel(parts.netloc.rpartition("@")[2], authorization)
+    return Tunnel(f"[{host}]:{port}" if ":" in host else f"{host}:{port}", authorization)
 
 
 def _first_set(environ: Mapping[str, str], *names: str) -> str:

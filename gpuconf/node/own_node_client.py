@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from gpuconf.node.https_proxy import https_proxy, tunnel
+from gpuconf.node.https_proxy import ProxyUnusable, https_proxy, tunnel
 from gpuconf.node.in_cluster import InClusterConfig
 
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
@@ -62,7 +62,12 @@ class OwnNode:
         self._token = config.token
         context = ssl.create_default_context(cafile=str(config.ca_file))
         proxy = https_proxy(config.server)
-        self._tunnel = tunnel(proxy) if proxy else None
+        try:
+            self._tunnel = tunnel(proxy) if proxy else None
+        except ProxyUnusable as unusable:
+            raise ApiUnreachable(
+                f"cannot reach the API server {config.server}: {unusable}"
+            ) from None
         self._opener = urllib.request.OpenerDirector()
         # HTTPS only, no plain HTTP handler, and no ProxyHandler: each request is sent through
         # the proxy https_proxy chose (or none). ProxyHandler would apply urllib's NO_PROXY

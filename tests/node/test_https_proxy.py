@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuconf.node.https_proxy import Tunnel, https_proxy, tunnel
+from gpuconf.node.https_proxy import ProxyUnusable, Tunnel, https_proxy, tunnel
 
 PROXY = "http://proxy.example:3128"
 
@@ -79,7 +79,19 @@ def test_without_a_proxy_every_server_is_reached_directly() -> None:
         ("proxy.corp:3128", Tunnel("proxy.corp:3128", None)),
         ("http://a%3Ab:c%40d@[fd00::1]:3128", Tunnel("[fd00::1]:3128", "Basic YTpiOmNAZA==")),
         ("http://ops@proxy.corp:3128", Tunnel("proxy.corp:3128", "Basic b3BzOg==")),
+        ("http://proxy.corp", Tunnel("proxy.corp:80", None)),  # Go's schemePort("http")
+        ("HTTP://Proxy.Corp:3128", Tunnel("proxy.corp:3128", None)),
     ],
 )
 def test_the_tunnel_reaches_the_proxy_as_go_s_transport_does(proxy: str, expected: Tunnel) -> None:
     assert tunnel(proxy) == expected
+
+
+@pytest.mark.parametrize(
+    "proxy", ["https://ops:secret@proxy.corp:3128", "socks5://proxy.corp:1080", "http://:3128"]
+)
+def test_a_proxy_the_client_cannot_speak_to_as_go_does_is_refused(proxy: str) -> None:
+    """Go speaks TLS to an https:// proxy and SOCKS5 to a socks5:// one; a CONNECT in clear
+    would carry the credentials unencrypted."""
+    with pytest.raises(ProxyUnusable):
+        tunnel(proxy)

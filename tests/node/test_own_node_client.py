@@ -219,3 +219,17 @@ def test_the_proxy_gets_a_connect_with_its_credentials_and_the_server_never_sees
     sent = [line for line in proxy.heads[0] if line.lower().startswith("proxy-authorization:")]
     assert sent == ([f"Proxy-Authorization: {authorization}"] if authorization else [])
     assert not any(line.lower().startswith("authorization:") for line in proxy.heads[0])
+
+
+def test_an_https_proxy_is_never_sent_a_connect_in_clear(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, pki: Path
+) -> None:
+    proxy = ProxyStandIn()
+    as_pod(
+        monkeypatch, tmp_path / "account", "10.96.0.1", 443, TOKEN, (pki / "ca.crt").read_bytes()
+    )
+    monkeypatch.setenv("HTTPS_PROXY", f"https://ops:secret@127.0.0.1:{proxy.port}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    with pytest.raises(ApiUnreachable, match="through an http:// proxy only"):
+        _client().get()
+    assert proxy.requests == []
