@@ -5,6 +5,7 @@ stdout (JSON lines; main.go says which)."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import threading
@@ -12,10 +13,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
+import pytest
+from control_plane.cluster import installed_go
 from go_program import build_program
 from kubelet_stub import Devices
+from plugin_process import NodeProcess
 
 SOURCE = Path(__file__).with_name("kubelet_go")
+ENV = "GPUCONF_KUBELET_GO_BIN"
 T = TypeVar("T")
 
 
@@ -29,6 +34,22 @@ def build() -> Path:
     return build_program(SOURCE, "kubelet-go", "kubelet-devices")
 
 
+def prebuilt_or_installed() -> Path:
+    """$GPUCONF_KUBELET_GO_BIN (a program built from these sources elsewhere), else the program
+    built with this machine's own Go; skips where there is neither (nothing is fetched)."""
+    given = os.environ.get(ENV)
+    if given:
+        assert os.access(given, os.X_OK), f"{ENV}={given}: not an executable file"
+        return Path(given)
+    go = installed_go()
+    if go is None:
+        pytest.skip(
+            f"no Go kubelet stand-in: set {ENV}, or install Go to build it from "
+            f"tests/node/{SOURCE.name}/"
+        )
+    return build_program(SOURCE, "kubelet-go", "kubelet-devices", go=go)
+
+
 def devices_of(response: dict[str, Any]) -> Devices:
     """A ListAndWatchResponse as proto3 JSON -> device ID: (health, NUMA nodes), the form
     kubelet_stub.KubeletStub keeps (an ID of 0 is left out of proto3 JSON)."""
@@ -39,6 +60,17 @@ def devices_of(response: dict[str, Any]) -> Devices:
         )
         for d in response.get("devices", [])
     }
+
+
+def kubelet_for(binary: Path, process: NodeProcess, sources_late: bool = False) -> GoKubelet:
+    """A kubelet whose device-plugin folder and pod-resources socket are the process's."""
+    return GoKubelet(
+        binary,
+        process.plugin_dir,
+        process.pod_resources_socket,
+        process.files / "kubelet.log",
+        sources_late,
+    )
 
 
 class GoKubelet:

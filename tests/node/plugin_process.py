@@ -42,7 +42,11 @@ def free_port() -> int:
 
 
 class NodeProcess:
-    def __init__(self, files: Path, config: Mapping[str, Any], gpus: list[dict[str, Any]]) -> None:
+    """gpus: the fake NVML's GPUs, or None to run on this machine's own (`--nvml real`)."""
+
+    def __init__(
+        self, files: Path, config: Mapping[str, Any] | str, gpus: list[dict[str, Any]] | None
+    ) -> None:
         self.files = files
         self.plugin_dir = Path(tempfile.mkdtemp(prefix="gc-", dir="/tmp"))
         self.config_path = files / "node-config.yaml"
@@ -53,7 +57,9 @@ class NodeProcess:
         self.pod_resources_socket = self.plugin_dir / "pod-resources.sock"
         self.metrics_port = free_port()
         self.write_config(config)
-        self.write_gpus(gpus)
+        self.nvml = "real" if gpus is None else f"fake:{self.fake_path}"
+        if gpus is not None:
+            self.write_gpus(gpus)
         self.events_path.touch()
         self.process: subprocess.Popen[bytes] | None = None
         self.started_at = 0.0
@@ -79,7 +85,7 @@ class NodeProcess:
             "--config", str(self.config_path),
             "--node-name", NODE,
             "--plugin-dir", str(self.plugin_dir),
-            "--nvml", f"fake:{self.fake_path}",
+            "--nvml", self.nvml,
             "--pod-resources-socket", str(self.pod_resources_socket),
             "--state-dir", str(self.files / "state"),
             "--metrics-port", str(self.metrics_port),

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from builders import gpu_uuid, mig_uuid, node_config, nvlink_box, resource
 from control_plane.cluster import ControlPlaneError
-from go_kubelet import GoKubelet, KubeletRefused, build, devices_of
+from go_kubelet import GoKubelet, KubeletRefused, build, devices_of, kubelet_for
 from google.protobuf.json_format import MessageToDict
 from kubelet_stub import Devices
 from plugin_process import NodeProcess, allocate, plain_gpu, wait_until
@@ -66,16 +66,6 @@ def mig_gpu(index: int) -> dict[str, Any]:
         }
     ]
     return gpu
-
-
-def kubelet_for(binary: Path, process: NodeProcess, sources_late: bool = False) -> GoKubelet:
-    return GoKubelet(
-        binary,
-        process.plugin_dir,
-        process.pod_resources_socket,
-        process.files / "kubelet.log",
-        sources_late,
-    )
 
 
 @pytest.fixture(scope="module")

@@ -8,12 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from gfd import gfd_binary, gfd_labels
+from real_gpu_cluster import SHARING, catalog_model, cluster_file, rendered_node_config
 
-from gpuconf.cli import main as gpuconf
 from gpuconf.gpus import gfd_labels as gfd
-from gpuconf.gpus.catalog import Catalog
 from gpuconf.node.commands.parser import main as gpuconf_node
 from gpuconf.node.nvml.api import GpuInfo
 
@@ -43,44 +41,6 @@ REQUIRED = {
     *gfd.DRIVER_VERSION_KEYS,
     *gfd.CUDA_VERSION_KEYS,
 }
-SHARING: dict[str, dict[str, Any]] = {
-    "none": {"strategy": "none"},
-    "time-slicing": {"strategy": "time-slicing", "replicas": 4},
-}
-
-
-def cluster_file(model: str, count: int, sharing: dict[str, Any]) -> dict[str, Any]:
-    """One pool of one node with this machine's GPUs, one class taking them all."""
-    return {
-        "apiVersion": "gpuconf.dev/v1alpha2",
-        "kind": "Cluster",
-        "metadata": {"name": "real-gpu"},
-        "spec": {
-            "kubernetes": {"version": "1.34"},
-            "nodePools": [
-                {
-                    "name": "gpus",
-                    "runtime": {"engine": "containerd"},
-                    "gpus": {"model": model, "count": count},
-                    "size": 1,
-                }
-            ],
-            "resourceClasses": [{"name": "gpu", "select": {"model": model}, "sharing": sharing}],
-        },
-    }
-
-
-def rendered_node_config(tmp_path: Path, cluster: dict[str, Any]) -> Path:
-    """The pool's node config, from `gpuconf render` of the cluster file."""
-    source = tmp_path / "cluster.yaml"
-    source.write_text(yaml.safe_dump(cluster))
-    assert gpuconf(["render", str(source), "-o", str(tmp_path / "rendered")]) == 0
-    config_map = (
-        tmp_path / "rendered" / "real-gpu" / "pools" / "gpus" / "configmap-node-config.yaml"
-    )
-    config = tmp_path / "node-config.yaml"
-    config.write_text(yaml.safe_load(config_map.read_text())["data"]["node-config.yaml"])
-    return config
 
 
 def gfd_config(sharing: dict[str, Any]) -> dict[str, Any]:
@@ -100,12 +60,7 @@ def test_node_labels_are_gfd_s_on_the_real_gpus(
     capsys: pytest.CaptureFixture[str],
     sharing: str,
 ) -> None:
-    names = {gpu.name for gpu in real_gpus}
-    if len(names) != 1:
-        pytest.skip(f"GPUs of more than one model here ({sorted(names)}); one pool takes one")
-    model = Catalog.load().by_nvml_name(real_gpus[0].name)
-    if model is None:
-        pytest.skip(f"no catalog model is {real_gpus[0].name!r} (test_real_gpu_catalog.py fails)")
+    model = catalog_model(real_gpus)
     binary = gfd_binary()
 
     config = rendered_node_config(
