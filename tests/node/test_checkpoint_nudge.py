@@ -1,11 +1,14 @@
-"""How often the runtime has the kubelet rewrite its device checkpoint (kubelet/checkpoint_nudge.py)."""
+"""How often the runtime has the kubelet rewrite its device checkpoint
+(gpuconf/node/kubelet/checkpoint_nudge.py)."""
 
 from __future__ import annotations
 
 from gpuconf.node.kubelet.checkpoint_nudge import NudgeBackoff
 
 
-def nudge_times(backoff: NudgeBackoff, waiting_for: object, start: float, until: float) -> list[float]:
+def nudge_times(
+    backoff: NudgeBackoff, waiting_for: object, start: float, until: float
+) -> list[float]:
     """The seconds, on a 1 s tick from ``start``, at which a nudge goes out."""
     sent = []
     for now in range(int(start), int(until)):

@@ -11,6 +11,7 @@ answers off the wire, not what the kubelet would ask.
 
 from __future__ import annotations
 
+import itertools
 import signal
 import time
 from collections.abc import Iterator
@@ -541,7 +542,7 @@ def test_a_gpu_a_regular_init_container_holds_waits_and_the_runtime_s_nudges_bac
     time.sleep(0.5)
     writes = checkpoint_writes(checkpoint, 7.0)
     assert len(writes) >= 2, writes
-    gaps = [later - earlier for earlier, later in zip(writes, writes[1:], strict=False)]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(writes)]
     assert all(gap > 3.0 for gap in gaps), gaps  # 2 s apart without the backoff
     assert offered(kubelet, SHARED) == {}
     assert checkpointed_devices(checkpoint) == {WHOLE: frozenset({device})}
