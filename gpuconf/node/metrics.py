@@ -93,6 +93,11 @@ class Metrics:
             "1 while the kubelet's PodResources API says which devices are held.",
             registry=r,
         )
+        self.device_checkpoint_readable = Gauge(
+            "gpuconf_node_device_checkpoint_readable",
+            "0 while the kubelet's device checkpoint cannot be read (held is then List's alone).",
+            registry=r,
+        )
         self.pending_gpu_changes = Gauge(
             "gpuconf_node_pending_gpu_changes",
             "GPUs whose config change waits for running containers to release them.",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from gpuconf.api.node_config import ResourceSettings
 from gpuconf.node.devices import REPLICA_SEPARATOR, BuiltDevices, PluginDevice, build_devices
@@ -36,26 +37,33 @@ def assignment_of(resources: Iterable[tuple[ResourceSettings, Iterable[int]]]) -
 @dataclass(frozen=True)
 class PendingChange:
     gpu_index: int
-    held: tuple[str, ...]
-    """"<resource>/<device ID>" the change would withdraw while a container holds it."""
+    held: tuple[tuple[str, str], ...]
+    """(resource, device ID) the change would withdraw while a container holds it."""
     current: tuple[str, ...]
     """Resources offering the GPU now."""
     wanted: tuple[str, ...]
     """Resources the config wants to offer it."""
 
-    def held_devices(self) -> set[tuple[str, str]]:
-        """``held`` as (resource, device ID): a resource name has one "/" (an extended resource
-        is domain/name), a device ID may have more."""
-        pairs = set()
-        for entry in self.held:
-            domain, _, rest = entry.partition("/")
+    @classmethod
+    def from_dict(cls, change: Mapping[str, Any]) -> PendingChange:
+        """The change ``as_dict`` wrote (/status). A resource name has one "/" (an extended
+        resource is domain/name), a device ID may have more."""
+        held = []
+        for entry in change["held"]:
+            domain, _, rest = str(entry).partition("/")
             name, _, device_id = rest.partition("/")
-            pairs.add((f"{domain}/{name}", device_id))
-        return pairs
+            held.append((f"{domain}/{name}", device_id))
+        return cls(
+            int(change["gpu"]), tuple(held), tuple(change["current"]), tuple(change["wanted"])
+        )
+
+    def held_names(self) -> list[str]:
+        """``held`` as "<resource>/<device ID>", as the log, /status and the annotation say it."""
+        return [f"{name}/{device_id}" for name, device_id in self.held]
 
     def as_text(self) -> str:
         waits = (
-            f"for {', '.join(self.held)} to be released"
+            f"for {', '.join(self.held_names())} to be released"
             if self.held
             else "until the kubelet says which devices containers hold"
         )
@@ -66,7 +74,7 @@ class PendingChange:
     def as_dict(self) -> dict[str, object]:
         return {
             "gpu": self.gpu_index,
-            "held": list(self.held),
+            "held": self.held_names(),
             "current": list(self.current),
             "wanted": list(self.wanted),
         }
@@ -136,7 +144,7 @@ def reclass(
                 pending.append(
                     PendingChange(
                         index,
-                        tuple(f"{name}/{i}" for name, i in foreign),
+                        tuple(foreign),
                         tuple(sorted({name for name, _ in foreign})),
                         tuple(r.name for r in then),
                     )
@@ -155,7 +163,7 @@ def reclass(
         pending.append(
             PendingChange(
                 index,
-                tuple(f"{name}/{i}" for name, i in blocking),
+                tuple(blocking),
                 tuple(r.name for r in now),
                 tuple(r.name for r in then),
             )

@@ -19,6 +19,7 @@ from gpuconf.node.discovered import DiscoveredInventory
 from gpuconf.node.drift_watch import DriftWatch
 from gpuconf.node.health import HealthPolicy, HealthTracker
 from gpuconf.node.health_monitor import HealthMonitor
+from gpuconf.node.kubelet.checkpoint_nudge import NudgeBackoff
 from gpuconf.node.kubelet.device_checkpoint import CHECKPOINT_FILE
 from gpuconf.node.kubelet.kubelet_watch import KubeletWatch
 from gpuconf.node.kubelet.pod_resources import HeldDevices
@@ -46,8 +47,6 @@ CONFIG_POLL_SECONDS = 1.0
 INVENTORY_POLL_SECONDS = 1.0
 STALL_SECONDS = 10.0
 """/healthz fails when the loop has not turned for this long."""
-CHECKPOINT_NUDGE_SECONDS = 2.0
-"""How often a change held up only by the kubelet's checkpoint has the kubelet rewrite it."""
 INVENTORY_SOURCE = "inventory"
 
 _log = log.get("supervisor")
@@ -101,7 +100,7 @@ class Supervisor:
             metrics,
             self._wake,
         )
-        self._next_nudge = 0.0
+        self._nudges = NudgeBackoff()
         self._mps = MpsSupervisor(metrics, self._wake)
         self._wanted: Assignment = {}
         self._effective: Assignment = {}
@@ -284,15 +283,16 @@ class Supervisor:
         entry of a pod that ended stays until the kubelet next writes the file, and any device
         list update makes it write (manager.go genericDeviceUpdateCallback). What it writes is
         its own record, pruned of ended pods only once it has seen every pod source
-        (UpdateAllocatedDevices), so a pod it has not re-learned yet keeps its devices."""
-        if not self._pending or now < self._next_nudge:
+        (UpdateAllocatedDevices), so a pod it has not re-learned yet keeps its devices. Entries
+        that stay while their pod lives make the nudges back off (kubelet/checkpoint_nudge.py)."""
+        if not self._nudges.due(self._pending, now):
             return
-        held = set().union(*(change.held_devices() for change in self._pending))
-        if not self._pod_resources.awaits_checkpoint(held):
+        held = {device for change in self._pending for device in change.held}
+        if not held or not self._pod_resources.awaits_checkpoint(held):
             return
         registered = [p for _, p in sorted(self._plugins.items()) if p.registered]
         if registered:
-            self._next_nudge = now + CHECKPOINT_NUDGE_SECONDS
+            self._nudges.nudged(now)
             registered[0].resend()
 
     def _report_pending(self, pending: tuple[PendingChange, ...]) -> None:

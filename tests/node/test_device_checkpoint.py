@@ -34,21 +34,6 @@ def test_registered_but_unallocated_devices_do_not_count() -> None:
     assert gpu_uuid(5) not in checkpointed_devices(WRITTEN_BY_THE_KUBELET)["gpuconf.dev/h100"]
 
 
-def test_a_checkpoint_of_kubelets_up_to_1_19_lists_ids_without_numa_nodes(tmp_path: Path) -> None:
-    # checkpointv1.go PodDevicesEntryV1: DeviceIDs []string (its checksum is not recomputed)
-    entry = {
-        "PodUID": "u",
-        "ContainerName": "c",
-        "ResourceName": "nvidia.com/gpu",
-        "DeviceIDs": [gpu_uuid(0), gpu_uuid(1)],
-        "AllocResp": "",
-    }
-    document = {"Data": {"PodDeviceEntries": [entry], "RegisteredDevices": {}}, "Checksum": 1}
-    assert checkpointed_devices(write(tmp_path / "cp", document)) == {
-        "nvidia.com/gpu": frozenset({gpu_uuid(0), gpu_uuid(1)})
-    }
-
-
 def test_a_checkpoint_without_allocations_holds_nothing(tmp_path: Path) -> None:
     # Go's nil slice: what manager.go writes once every pod's devices are released
     document = {"Data": {"PodDeviceEntries": None, "RegisteredDevices": {}}, "Checksum": 7}
@@ -75,7 +60,14 @@ def test_no_checkpoint_file_holds_nothing_as_for_the_kubelet(tmp_path: Path) -> 
         (
             b'{"Data": {"PodDeviceEntries": [{"ResourceName": "r", "DeviceIDs": "GPU-0"}]},'
             b' "Checksum": 1}',
-            "PodDeviceEntries[0].DeviceIDs is neither a list nor a map by NUMA node",
+            "PodDeviceEntries[0].DeviceIDs is not a map by NUMA node",
+        ),
+        (
+            # the list of kubelets up to 1.19, which checkpoint.go (the only format v1.34.4
+            # reads) cannot unmarshal into its map either
+            b'{"Data": {"PodDeviceEntries": [{"ResourceName": "r", "DeviceIDs": ["GPU-0"]}]},'
+            b' "Checksum": 1}',
+            "PodDeviceEntries[0].DeviceIDs is not a map by NUMA node",
         ),
         (
             b'{"Data": {"PodDeviceEntries": [{"ResourceName": "r", "DeviceIDs": {"0": [1]}}]},'
@@ -84,7 +76,7 @@ def test_no_checkpoint_file_holds_nothing_as_for_the_kubelet(tmp_path: Path) -> 
         ),
     ],
     ids=["truncated", "not-utf8", "a-list", "no-checksum", "no-entries", "entries-a-map",
-         "no-resource", "ids-a-string", "ids-not-strings"],
+         "no-resource", "ids-a-string", "ids-a-list", "ids-not-strings"],
 )  # fmt: skip
 def test_a_checkpoint_not_as_the_kubelet_writes_it_is_unreadable_with_the_reason(
     tmp_path: Path, content: bytes, message: str

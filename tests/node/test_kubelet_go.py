@@ -11,7 +11,9 @@ answers off the wire, not what the kubelet would ask.
 
 from __future__ import annotations
 
+import itertools
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -147,8 +149,11 @@ def grpcio_preferred(
         )
 
 
-def admit(kubelet: GoKubelet, pod: str, name: str, count: int) -> dict[str, Any]:
-    result: dict[str, Any] = kubelet.call("admit", pod=pod, resource=name, count=count)
+def admit(
+    kubelet: GoKubelet, pod: str, name: str, count: int, init: bool = False
+) -> dict[str, Any]:
+    """With init, a regular init container asks (main.go podAsking)."""
+    result: dict[str, Any] = kubelet.call("admit", pod=pod, resource=name, count=count, init=init)
     return result
 
 
@@ -471,6 +476,12 @@ def test_after_a_kubelet_restart_a_gpu_on_its_checkpoint_moves_only_once_its_pod
         lists = new.call("lists")
         wait_until(lambda: new.call("lists") >= lists + 2, what="two pod-resources polls")
         assert offered(new, SHARED) == {}
+        # List names the holder now: no nudge, so the kubelet leaves its checkpoint be (a nudge
+        # went out every 2 s, and the runtime polls every second).
+        written = checkpoint.stat().st_mtime_ns
+        lists = new.call("lists")
+        wait_until(lambda: new.call("lists") >= lists + 3, what="three pod-resources polls")
+        assert checkpoint.stat().st_mtime_ns == written
 
         new.call("release", pod="pod-holding")  # pruned now; on disk until the next write
         shared = new.wait_devices(SHARED, lambda d: len(d) == 2)
@@ -479,3 +490,49 @@ def test_after_a_kubelet_restart_a_gpu_on_its_checkpoint_moves_only_once_its_pod
         assert process.status()["pendingChanges"] == []
     finally:
         new.stop()
+
+
+def checkpoint_writes(checkpoint: Path, seconds: float) -> list[float]:
+    """When, over the next ``seconds``, the kubelet rewrote its checkpoint."""
+    writes: list[float] = []
+    written = checkpoint.stat().st_mtime_ns
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        time.sleep(0.05)
+        now = checkpoint.stat().st_mtime_ns
+        if now != written:
+            written = now
+            writes.append(time.monotonic())
+    return writes
+
+
+def test_a_gpu_a_regular_init_container_holds_waits_and_the_runtime_s_nudges_back_off(
+    small_node: tuple[NodeProcess, GoKubelet],
+) -> None:
+    """The kubelet keeps a regular init container's devices allocated while its pod lives
+    (manager.go Allocate) and List leaves the container out (server_v1.go lists only
+    restartable init containers): only the checkpoint knows, for as long as the pod lives."""
+    process, kubelet = small_node
+    (device,) = admit(kubelet, "pod-init", WHOLE, 1, init=True)["devices"]
+    checkpoint = process.plugin_dir / CHECKPOINT_FILE
+    assert checkpointed_devices(checkpoint) == {WHOLE: frozenset({device})}
+    assert device not in held_devices(process.pod_resources_socket).get(WHOLE, frozenset())
+    index = next(i for i in range(4) if gpu_uuid(i) == device)
+    sharing = {"strategy": "time-slicing", "replicas": 2}
+    moved = [
+        resource("h100", [i for i in range(4) if i != index]),
+        resource("h100-shared", [index], sharing=sharing),
+    ]
+    process.write_config(node_config(moved, gpus=4, deviceListStrategy="envvar"))
+    wait_until(lambda: process.status()["pendingChanges"], what="the change deferred")
+    assert process.status()["pendingChanges"][0]["held"] == [f"{WHOLE}/{device}"]
+
+    # Nudges at about 0, 2, 6 and 14 s: each one makes the kubelet write its checkpoint again
+    # (the pod is live, so the entry stays), each wait twice the one before.
+    time.sleep(0.5)
+    writes = checkpoint_writes(checkpoint, 7.0)
+    assert len(writes) >= 2, writes
+    gaps = [later - earlier for earlier, later in itertools.pairwise(writes)]
+    assert all(gap > 3.0 for gap in gaps), gaps  # 2 s apart without the backoff
+    assert offered(kubelet, SHARED) == {}
+    assert checkpointed_devices(checkpoint) == {WHOLE: frozenset({device})}

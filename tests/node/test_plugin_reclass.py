@@ -181,20 +181,47 @@ def test_a_gpu_on_the_kubelet_s_checkpoint_waits_though_list_names_no_pod(
     assert sorted(shared) == sorted(replicas(1, 4) + replicas(2, 4))
 
 
-def test_an_unreadable_checkpoint_defers_every_move_and_the_runtime_keeps_serving(
-    node: tuple[NodeProcess, KubeletStub],
+def test_an_unreadable_checkpoint_leaves_held_to_list_alone_at_start_and_on_a_change(
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    process, kubelet = node
-    write_checkpoint(process, checkpoint_holding(WHOLE)[:40])  # cut short
-    hold(kubelet)
-    process.write_config(config([0], [1, 2], 4))
-    kubelet.wait_devices(WHOLE, lambda d: d[gpu_uuid(1)][0] == "Unhealthy", timeout=5)
-    # Nothing is known to be free: every ID the change withdraws counts as held.
-    assert process.status()["pendingChanges"][0]["held"] == [f"{WHOLE}/{gpu_uuid(1)}"]
-    assert sorted(kubelet.wait_devices(SHARED)) == replicas(2, 4)
-    assert "cannot read the kubelet's device checkpoint" in process.log()
-    assert process.alive()
+    """The kubelet goes on with no allocation on record when it cannot read its checkpoint
+    (manager.go Start), so gpuconf goes by List alone: no GPU waits on the file."""
+    process = NodeProcess(
+        tmp_path_factory.mktemp("unreadable"),
+        config([0, 1], [2], 4),
+        [plain_gpu(i) for i in range(4)],
+    )
+    every_gpu = checkpoint_holding(WHOLE, *(gpu_uuid(i) for i in range(4)))
+    write_checkpoint(process, every_gpu[:60])  # cut short
+    kubelet = KubeletStub(process.plugin_dir, process.pod_resources_socket)
+    kubelet.pod_resources.hold(WHOLE, gpu_uuid(1))
+    with serving(process, kubelet):
+        # At start every GPU is offered: none is held under another resource by List.
+        whole = kubelet.wait_devices(WHOLE, lambda d: len(d) == 2, timeout=10)
+        assert health(whole) == {gpu_uuid(0): "Healthy", gpu_uuid(1): "Healthy"}
+        assert sorted(kubelet.wait_devices(SHARED, lambda d: len(d) == 4)) == replicas(2, 4)
 
-    write_checkpoint(process, checkpoint_holding(WHOLE))
-    shared = kubelet.wait_devices(SHARED, lambda d: len(d) == 8, timeout=5)
-    assert sorted(shared) == sorted(replicas(1, 4) + replicas(2, 4))
+        # GPU 0 (free) and GPU 1 (held by List's pod) to the shared class; GPU 3 newly added.
+        process.write_config(config([3], [0, 1, 2], 4))
+        whole = kubelet.wait_devices(WHOLE, lambda d: gpu_uuid(3) in d, timeout=5)
+        assert health(whole) == {gpu_uuid(1): "Unhealthy", gpu_uuid(3): "Healthy"}
+        shared = kubelet.wait_devices(SHARED, lambda d: len(d) == 8, timeout=5)
+        assert sorted(shared) == sorted(replicas(0, 4) + replicas(2, 4))
+        assert process.status()["pendingChanges"] == [
+            {"gpu": 1, "held": [f"{WHOLE}/{gpu_uuid(1)}"], "current": [WHOLE], "wanted": [SHARED]}
+        ]
+
+        # Nothing but List holds the change up: no device list is sent again to nudge the
+        # kubelet (a nudge would go out within 2 s), and the file is warned about once.
+        sent = {name: len(kubelet.lists[name]) for name in (WHOLE, SHARED)}
+        for _ in range(3):
+            hold(kubelet)
+        assert {name: len(kubelet.lists[name]) for name in (WHOLE, SHARED)} == sent
+        assert process.log().count("cannot read the kubelet's device checkpoint") == 1
+        assert process.metric("gpuconf_node_device_checkpoint_readable") == 0
+
+        kubelet.pod_resources.release_all()
+        shared = kubelet.wait_devices(SHARED, lambda d: len(d) == 12, timeout=5)
+        assert sorted(shared) == sorted(replicas(0, 4) + replicas(1, 4) + replicas(2, 4))
+        assert sorted(kubelet.wait_devices(WHOLE, lambda d: len(d) == 1)) == [gpu_uuid(3)]
+        assert process.alive()

@@ -102,14 +102,18 @@ def test_at_start_a_gpu_held_under_an_older_assignment_waits_for_its_holder() ->
     assert "until the kubelet says which devices containers hold" in unknown.pending[0].as_text()
 
 
-def test_a_pending_change_names_its_held_devices_by_resource_and_id_even_with_slashes() -> None:
+def test_a_pending_change_reads_back_from_status_by_resource_and_id_even_with_slashes() -> None:
     change = PendingChange(
         1,
-        ("gpuconf.dev/h100-1g/MIG-GPU-abc/7/0", "nvidia.com/gpu/GPU-abc"),
+        (
+            ("gpuconf.dev/h100-1g", "MIG-GPU-abc/7/0"),  # a pre-470 driver's MIG device name
+            ("nvidia.com/gpu", "GPU-abc"),
+        ),
         ("gpuconf.dev/h100-1g",),
         (),
     )
-    assert change.held_devices() == {
-        ("gpuconf.dev/h100-1g", "MIG-GPU-abc/7/0"),  # a pre-470 driver's MIG device name
-        ("nvidia.com/gpu", "GPU-abc"),
-    }
+    assert change.as_dict()["held"] == [
+        "gpuconf.dev/h100-1g/MIG-GPU-abc/7/0",
+        "nvidia.com/gpu/GPU-abc",
+    ]
+    assert PendingChange.from_dict(change.as_dict()) == change

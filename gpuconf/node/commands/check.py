@@ -76,10 +76,7 @@ def pending_text(runtime_url: str) -> str:
     try:
         with urllib.request.urlopen(f"{runtime_url}/status", timeout=STATUS_TIMEOUT) as reply:
             status = json.loads(reply.read())
-        pending = [
-            PendingChange(int(c["gpu"]), tuple(c["held"]), tuple(c["current"]), tuple(c["wanted"]))
-            for c in status["pendingChanges"]
-        ]
+        pending = [PendingChange.from_dict(c) for c in status["pendingChanges"]]
     except (OSError, ValueError, KeyError, TypeError) as error:
         return f"pending GPU changes: unknown (no node runtime at {runtime_url}: {error})\n"
     if not pending:

@@ -10,9 +10,11 @@ kubelet restart this file knows what the PodResources List does not yet.
 The file is JSON (checkpoint/checkpoint.go, written atomically by util/store/filestore.go):
 {"Data": {"PodDeviceEntries": [{"PodUID", "ContainerName", "ResourceName", "DeviceIDs",
 "AllocResp"}, ...] or null, "RegisteredDevices": {...}}, "Checksum": n}. DeviceIDs maps NUMA node
-(a JSON string, "-1" for none) to IDs; kubelets up to 1.19 wrote a plain list (checkpointv1.go
-PodDevicesEntryV1). The checksum (FNV-32a over a go-spew dump of Data) is not recomputed here:
-the kubelet's writes are atomic renames, so a file that parses is whole.
+(a JSON string, "-1" for none) to IDs, the only shape a kubelet of gpuconf's range (1.29+)
+reads: any other is unreadable to it too, and its manager.go Start goes on with no allocation
+on record ("Continue after failing to read checkpoint file"). The checksum (FNV-32a over a
+go-spew dump of Data) is not recomputed here: the kubelet's writes are atomic renames, so a
+file that parses is whole.
 """
 
 from __future__ import annotations
@@ -77,14 +79,10 @@ def _entry_ids(device_ids: object, number: int) -> list[str]:
     where = f"Data.PodDeviceEntries[{number}].DeviceIDs"
     if device_ids is None:
         return []
-    if isinstance(device_ids, dict):  # by NUMA node, the kubelet's format since 1.20
-        lists = list(device_ids.values())
-    elif isinstance(device_ids, list):  # a plain list, up to 1.19
-        lists = [device_ids]
-    else:
-        raise _BadShape(f"{where} is neither a list nor a map by NUMA node")
+    if not isinstance(device_ids, dict):
+        raise _BadShape(f"{where} is not a map by NUMA node")
     ids: list[str] = []
-    for listed in lists:
+    for listed in device_ids.values():
         if listed is None:
             continue
         if not isinstance(listed, list) or not all(isinstance(i, str) for i in listed):

@@ -7,6 +7,11 @@ beside Run, before the pod sources are seen), while the device manager still cou
 checkpointed allocation as taken. An entry for a pod that ended stays in the file until the
 kubelet next writes it; Supervisor has it written (a ListAndWatch update makes the kubelet write
 its checkpoint: manager.go genericDeviceUpdateCallback) when such an entry holds a change up.
+
+A checkpoint that cannot be read adds nothing: held is what List names, as before gpuconf read
+the file. The kubelet goes on with an empty allocation record when it cannot read it
+(manager.go Start: "Continue after failing to read checkpoint file"), so it hands those devices
+out again itself; waiting on them would only stop every change for good.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ class PodResourcesWatch:
         self._held: HeldDevices | None = None
         self._unconfirmed: frozenset[tuple[str, str]] = frozenset()
         self._checkpoint_unreadable = False
+        metrics.device_checkpoint_readable.set(1)  # until a read says otherwise
         self._down = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pod-resources", daemon=True)
@@ -59,9 +65,9 @@ class PodResourcesWatch:
 
     def awaits_checkpoint(self, held: set[tuple[str, str]]) -> bool:
         """Whether any of these (resource, device ID) counts as held only because the kubelet's
-        checkpoint lists it, or the checkpoint cannot be read: a fresh write may free them."""
+        checkpoint lists it: a fresh write may free them."""
         with self._lock:
-            return self._checkpoint_unreadable or not self._unconfirmed.isdisjoint(held)
+            return not self._unconfirmed.isdisjoint(held)
 
     def poll_once(self) -> None:
         try:
@@ -77,36 +83,47 @@ class PodResourcesWatch:
             _log.info("the kubelet lists held devices again")
         self._down = listed is None
         self._metrics.pod_resources_up.set(int(listed is not None))
+        if listed is None:  # nothing is known free; the checkpoint's state stays as last read
+            self._store(None, frozenset())
+            return
         # Read after List: List has the kubelet drop the allocations of pods that ended
         # (server_v1.go List calls UpdateAllocatedDevices), so a write after it is current.
-        checkpointed, unreadable = self._read_checkpoint() if listed is not None else ({}, False)
-        held = None if listed is None or unreadable else _union(listed, checkpointed)
-        unconfirmed = frozenset(
-            (name, device_id)
-            for name, ids in checkpointed.items()
-            for device_id in ids - (listed or {}).get(name, frozenset())
+        checkpointed = self._read_checkpoint()
+        self._store(
+            _union(listed, checkpointed),
+            frozenset(
+                (name, device_id)
+                for name, ids in checkpointed.items()
+                for device_id in ids - listed.get(name, frozenset())
+            ),
         )
+
+    def _store(self, held: HeldDevices | None, unconfirmed: frozenset[tuple[str, str]]) -> None:
         with self._lock:
             changed = held != self._held
             self._held = held
             self._unconfirmed = unconfirmed
-            self._checkpoint_unreadable = unreadable
         if changed:
             self._changed.set()
 
-    def _read_checkpoint(self) -> tuple[HeldDevices, bool]:
+    def _read_checkpoint(self) -> HeldDevices:
+        """What the checkpoint holds; nothing when it cannot be read, as for the kubelet."""
         try:
             checkpointed = checkpointed_devices(self._checkpoint)
         except CheckpointUnreadable as error:
             if not self._checkpoint_unreadable:
                 _log.warning(
-                    "cannot read the kubelet's device checkpoint; GPU moves wait",
+                    "cannot read the kubelet's device checkpoint; going by PodResources List alone",
                     extra=log.kv(error=str(error)),
                 )
-            return {}, True
+            self._checkpoint_unreadable = True
+            self._metrics.device_checkpoint_readable.set(0)
+            return {}
         if self._checkpoint_unreadable:
             _log.info("the kubelet's device checkpoint reads again")
-        return checkpointed, False
+        self._checkpoint_unreadable = False
+        self._metrics.device_checkpoint_readable.set(1)
+        return checkpointed
 
     def _run(self) -> None:
         while not self._stop.wait(POLL_SECONDS):

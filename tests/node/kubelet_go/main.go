@@ -10,7 +10,7 @@
 //
 //	{"id": 1, "op": "preferred", "resource": R, "available": [..], "mustInclude": [..], "size": n}
 //	{"id": 2, "op": "allocate", "resource": R, "containers": [[ids], ..]}
-//	{"id": 3, "op": "admit", "pod": UID, "resource": R, "count": n}
+//	{"id": 3, "op": "admit", "pod": UID, "resource": R, "count": n, "init": false}
 //	{"id": 4, "op": "release", "pod": UID}
 //	{"id": 5, "op": "capacity"}
 //	{"id": 6, "op": "lists"}
@@ -42,6 +42,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -238,6 +239,7 @@ type command struct {
 	Containers  [][]string `json:"containers"`
 	Pod         string     `json:"pod"`
 	Count       int64      `json:"count"`
+	Init        bool       `json:"init"`
 }
 
 func (k *kubelet) client(resourceName string) (api.DevicePluginClient, error) {
@@ -317,34 +319,47 @@ func (k *kubelet) run(c command) (any, error) {
 	return nil, fmt.Errorf("unknown op %q", c.Op)
 }
 
-// podAsking is a pod named and identified by c.Pod, of one container "main" asking for c.Count
-// of c.Resource.
+// podAsking is a pod named and identified by c.Pod, and its container asking for c.Count of
+// c.Resource: "main", or with c.Init a regular (not restartable) init container "init" before
+// a "main" that asks for nothing.
 func podAsking(c command) (*v1.Pod, *v1.Container) {
+	asking := v1.Container{
+		Name: "main",
+		Resources: v1.ResourceRequirements{Limits: v1.ResourceList{
+			v1.ResourceName(c.Resource): *resource.NewQuantity(c.Count, resource.DecimalSI),
+		}},
+	}
 	pod := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{UID: types.UID(c.Pod), Name: c.Pod, Namespace: "default"},
-		Spec: v1.PodSpec{Containers: []v1.Container{{
-			Name: "main",
-			Resources: v1.ResourceRequirements{Limits: v1.ResourceList{
-				v1.ResourceName(c.Resource): *resource.NewQuantity(c.Count, resource.DecimalSI),
-			}},
-		}}},
+		Spec:       v1.PodSpec{Containers: []v1.Container{asking}},
 	}
-	return pod, &pod.Spec.Containers[0]
+	if !c.Init {
+		return pod, &pod.Spec.Containers[0]
+	}
+	asking.Name = "init"
+	pod.Spec.InitContainers = []v1.Container{asking}
+	pod.Spec.Containers = []v1.Container{{Name: "main"}}
+	return pod, &pod.Spec.InitContainers[0]
 }
 
-// admit is the kubelet admitting a pod of one container asking for count of resource, then
-// starting it: what the container runtime would be given, sorted (the kubelet's own order
+// admit is the kubelet admitting a pod (podAsking) and starting its container asking for count
+// of resource: what the container runtime would be given, sorted (the kubelet's own order
 // follows Go's map iteration).
 func (k *kubelet) admit(c command) (any, error) {
 	pod, container := podAsking(c)
 	k.mutex.Lock()
 	k.pods[c.Pod] = pod
 	k.mutex.Unlock()
-	if err := k.manager.Allocate(pod, container); err != nil {
-		k.mutex.Lock()
-		delete(k.pods, c.Pod)
-		k.mutex.Unlock()
-		return nil, err
+	// The kubelet allocates every container at admission, init containers first (manager.go
+	// Allocate counts on that order).
+	every := append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...)
+	for i := range every {
+		if err := k.manager.Allocate(pod, &every[i]); err != nil {
+			k.mutex.Lock()
+			delete(k.pods, c.Pod)
+			k.mutex.Unlock()
+			return nil, err
+		}
 	}
 	options, err := k.manager.GetDeviceRunContainerOptions(pod, container)
 	if err != nil {
