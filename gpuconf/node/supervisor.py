@@ -154,6 +154,7 @@ class Supervisor:
                     self._sync_plugins()
                 self._nudge_checkpoint(now)
                 if self._kubelet.restarted():
+                    self._nudges.reset()
                     for plugin in self._plugins.values():
                         plugin.restart("a new kubelet.sock appeared (kubelet restart)")
                 for plugin in self._plugins.values():

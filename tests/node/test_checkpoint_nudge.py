@@ -40,3 +40,10 @@ def test_a_change_that_needs_no_nudge_does_not_back_off() -> None:
     backoff = NudgeBackoff()
     assert backoff.due(("GPU 1",), 0.0)
     assert backoff.due(("GPU 1",), 10.0)  # asked, never nudged: still due
+
+
+def test_a_kubelet_restart_starts_the_same_changes_over() -> None:
+    backoff = NudgeBackoff()
+    assert nudge_times(backoff, ("GPU 1",), 0, 100) == [0, 2, 6, 14, 30, 62]
+    backoff.reset()
+    assert nudge_times(backoff, ("GPU 1",), 100, 105) == [100, 102]

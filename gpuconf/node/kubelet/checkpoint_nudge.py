@@ -31,6 +31,10 @@ class NudgeBackoff:
             self._next = now
         return now >= self._next
 
+    def reset(self) -> None:
+        """Start over: a restarted kubelet prunes anew once it has seen its pod sources."""
+        self._waiting_for = None
+
     def nudged(self, now: float) -> None:
         self._next = now + self._interval
         self._interval = min(self._interval * 2, self._cap)
