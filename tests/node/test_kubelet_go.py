@@ -517,6 +517,10 @@ def test_a_gpu_a_regular_init_container_holds_waits_and_the_runtime_s_nudges_bac
     checkpoint = process.plugin_dir / CHECKPOINT_FILE
     assert checkpointed_devices(checkpoint) == {WHOLE: frozenset({device})}
     assert device not in held_devices(process.pod_resources_socket).get(WHOLE, frozenset())
+    # The runtime reads the checkpoint after each List poll: a change before it has read it
+    # once would find nothing held, as for a pod admitted between two polls.
+    lists = kubelet.call("lists")
+    wait_until(lambda: kubelet.call("lists") >= lists + 2, what="two pod-resources polls")
     index = next(i for i in range(4) if gpu_uuid(i) == device)
     sharing = {"strategy": "time-slicing", "replicas": 2}
     moved = [
