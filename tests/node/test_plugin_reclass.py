@@ -131,6 +131,24 @@ def test_a_kubelet_that_cannot_say_what_is_held_defers_every_move(
     assert process.metric("gpuconf_node_pending_gpu_changes") == 1
 
 
+def test_a_checkpoint_the_runtime_cannot_read_defers_every_move_and_sends_no_nudge(
+    node: tuple[NodeProcess, KubeletStub],
+) -> None:
+    """A failing read here says nothing of the kubelet's record: moves wait, as when List fails,
+    and a resend could not fix the read."""
+    process, kubelet = node
+    (process.plugin_dir / CHECKPOINT_FILE).mkdir()
+    wait_until(lambda: process.metric("gpuconf_node_device_checkpoint_readable") == 0)
+    process.write_config(config([0, 3], [1, 2], 4))
+    whole = kubelet.wait_devices(WHOLE, lambda d: d[gpu_uuid(1)][0] == "Unhealthy", timeout=5)
+    assert sorted(whole) == [gpu_uuid(0), gpu_uuid(1)]  # gpu 3, not offered yet, waits too
+    assert process.metric("gpuconf_node_pending_gpu_changes") == 2
+    sent = lists_sent(kubelet)
+    quiet_for(kubelet, 2.5, timeout=5)  # a nudge would go out at once
+    assert lists_sent(kubelet) == sent
+    assert process.log().count("cannot read the kubelet's device checkpoint; GPU moves wait") == 1
+
+
 def test_a_restart_with_a_changed_config_keeps_held_gpus_out_of_their_new_class(
     node: tuple[NodeProcess, KubeletStub],
 ) -> None:
