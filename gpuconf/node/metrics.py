@@ -95,7 +95,8 @@ class Metrics:
         )
         self.device_checkpoint_readable = Gauge(
             "gpuconf_node_device_checkpoint_readable",
-            "0 while the kubelet's device checkpoint cannot be read (held is then List's alone).",
+            "0 while the kubelet's device checkpoint cannot be read (bad content: held is then "
+            "List's alone; a failing read: held is unknown).",
             registry=r,
         )
         self.pending_gpu_changes = Gauge(

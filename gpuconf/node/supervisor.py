@@ -285,11 +285,11 @@ class Supervisor:
         list update makes it write (manager.go genericDeviceUpdateCallback). What it writes is
         its own record, pruned of ended pods only once it has seen every pod source
         (UpdateAllocatedDevices), so a pod it has not re-learned yet keeps its devices. Entries
-        that stay while their pod lives make the nudges back off (kubelet/checkpoint_nudge.py)."""
-        if not self._nudges.due(self._pending, now):
-            return
+        that stay while their pod lives make the nudges back off (kubelet/checkpoint_nudge.py),
+        each device that comes to be awaited from the checkpoint alone starting them over."""
         held = {device for change in self._pending for device in change.held}
-        if not held or not self._pod_resources.awaits_checkpoint(held):
+        awaited = self._pod_resources.awaits_checkpoint(held)
+        if not self._nudges.due(awaited, now) or not awaited:
             return
         registered = [p for _, p in sorted(self._plugins.items()) if p.registered]
         if registered:

@@ -36,7 +36,10 @@ def build() -> Path:
 
 def prebuilt_or_installed() -> Path:
     """$GPUCONF_KUBELET_GO_BIN (a program built from these sources elsewhere), else the program
-    built with this machine's own Go; skips where there is neither (nothing is fetched)."""
+    built with this machine's own Go; skips where there is neither (no Go toolchain is fetched).
+    The build (GOFLAGS=-mod=mod) fetches the modules go.sum pins through the Go module proxy
+    when Go's module cache lacks them, and fails where the proxy cannot be reached: build the
+    program elsewhere and set $GPUCONF_KUBELET_GO_BIN there."""
     given = os.environ.get(ENV)
     if given:
         assert os.access(given, os.X_OK), f"{ENV}={given}: not an executable file"

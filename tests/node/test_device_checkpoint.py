@@ -13,7 +13,11 @@ from pathlib import Path
 import pytest
 from builders import gpu_uuid
 
-from gpuconf.node.kubelet.device_checkpoint import CheckpointUnreadable, checkpointed_devices
+from gpuconf.node.kubelet.device_checkpoint import (
+    CheckpointCorrupt,
+    CheckpointInaccessible,
+    checkpointed_devices,
+)
 
 WRITTEN_BY_THE_KUBELET = Path(__file__).with_name("data") / "kubelet_internal_checkpoint"
 
@@ -78,17 +82,17 @@ def test_no_checkpoint_file_holds_nothing_as_for_the_kubelet(tmp_path: Path) -> 
     ids=["truncated", "not-utf8", "a-list", "no-checksum", "no-entries", "entries-a-map",
          "no-resource", "ids-a-string", "ids-a-list", "ids-not-strings"],
 )  # fmt: skip
-def test_a_checkpoint_not_as_the_kubelet_writes_it_is_unreadable_with_the_reason(
+def test_a_checkpoint_not_as_the_kubelet_writes_it_is_corrupt_with_the_reason(
     tmp_path: Path, content: bytes, message: str
 ) -> None:
     path = tmp_path / "kubelet_internal_checkpoint"
     path.write_bytes(content)
-    with pytest.raises(CheckpointUnreadable, match=re.escape(message)) as unreadable:
+    with pytest.raises(CheckpointCorrupt, match=re.escape(message)) as unreadable:
         checkpointed_devices(path)
     assert str(unreadable.value).startswith(f"{path}: ")
 
 
-def test_a_checkpoint_that_cannot_be_opened_is_unreadable(tmp_path: Path) -> None:
+def test_a_checkpoint_that_cannot_be_opened_is_inaccessible_not_corrupt(tmp_path: Path) -> None:
     (tmp_path / "kubelet_internal_checkpoint").mkdir()
-    with pytest.raises(CheckpointUnreadable, match="Is a directory"):
+    with pytest.raises(CheckpointInaccessible, match="Is a directory"):
         checkpointed_devices(tmp_path / "kubelet_internal_checkpoint")

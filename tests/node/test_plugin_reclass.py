@@ -7,7 +7,11 @@ IDs the test's pods hold; the node runtime must defer exactly the held GPUs' par
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -127,6 +131,24 @@ def test_a_kubelet_that_cannot_say_what_is_held_defers_every_move(
     assert process.metric("gpuconf_node_pending_gpu_changes") == 1
 
 
+def test_a_checkpoint_the_runtime_cannot_read_defers_every_move_and_sends_no_nudge(
+    node: tuple[NodeProcess, KubeletStub],
+) -> None:
+    """A failing read here says nothing of the kubelet's record: moves wait, as when List fails,
+    and a resend could not fix the read."""
+    process, kubelet = node
+    (process.plugin_dir / CHECKPOINT_FILE).mkdir()
+    wait_until(lambda: process.metric("gpuconf_node_device_checkpoint_readable") == 0)
+    process.write_config(config([0, 3], [1, 2], 4))
+    whole = kubelet.wait_devices(WHOLE, lambda d: d[gpu_uuid(1)][0] == "Unhealthy", timeout=5)
+    assert sorted(whole) == [gpu_uuid(0), gpu_uuid(1)]  # gpu 3, not offered yet, waits too
+    assert process.metric("gpuconf_node_pending_gpu_changes") == 2
+    sent = lists_sent(kubelet)
+    quiet_for(kubelet, 2.5, timeout=5)  # a nudge would go out at once
+    assert lists_sent(kubelet) == sent
+    assert process.log().count("cannot read the kubelet's device checkpoint; GPU moves wait") == 1
+
+
 def test_a_restart_with_a_changed_config_keeps_held_gpus_out_of_their_new_class(
     node: tuple[NodeProcess, KubeletStub],
 ) -> None:
@@ -225,3 +247,75 @@ def test_an_unreadable_checkpoint_leaves_held_to_list_alone_at_start_and_on_a_ch
         assert sorted(shared) == sorted(replicas(0, 4) + replicas(1, 4) + replicas(2, 4))
         assert sorted(kubelet.wait_devices(WHOLE, lambda d: len(d) == 1)) == [gpu_uuid(3)]
         assert process.alive()
+
+
+def lists_sent(kubelet: KubeletStub) -> int:
+    return sum(len(lists) for lists in kubelet.lists.values())
+
+
+def quiet_for(kubelet: KubeletStub, seconds: float, timeout: float) -> None:
+    """Wait until no device list has reached the kubelet for this long."""
+    deadline = time.monotonic() + timeout
+    count, since = lists_sent(kubelet), time.monotonic()
+    while time.monotonic() - since < seconds:
+        assert time.monotonic() < deadline, f"device lists kept coming for {timeout} s"
+        time.sleep(0.05)
+        if lists_sent(kubelet) != count:
+            count, since = lists_sent(kubelet), time.monotonic()
+
+
+def test_a_kubelet_restart_starts_checkpoint_nudges_over(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The restarted kubelet prunes its record anew once it has seen its pod sources, so the
+    nudges do not wait out their backoff though what the checkpoint alone holds is unchanged
+    (List stays up across this restart)."""
+    process = NodeProcess(
+        tmp_path_factory.mktemp("restart"), config([0, 1], [2], 4), [plain_gpu(i) for i in range(4)]
+    )
+    write_checkpoint(process, checkpoint_holding(WHOLE, gpu_uuid(1)))  # never rewritten here
+    pods_dir = Path(tempfile.mkdtemp(prefix="gc-", dir="/tmp"))
+    pods = KubeletStub(pods_dir, process.pod_resources_socket).start()
+    new: KubeletStub | None = None
+    try:
+        with serving(process, KubeletStub(process.plugin_dir)) as old:
+            old.wait_devices(WHOLE, timeout=10)
+            old.wait_devices(SHARED, timeout=10)
+            process.write_config(config([0], [1, 2], 4))
+            wait_until(lambda: process.metric("gpuconf_node_pending_gpu_changes") == 1)
+            # Nudges at 0, 2 and 6 s; the next waits 8 s more.
+            quiet_for(old, 4.5, timeout=15)
+            old.stop()
+            for name in (WHOLE, SHARED):
+                process.socket(name).unlink()  # the kubelet wipes the plugin sockets at start
+            new = KubeletStub(process.plugin_dir).start()
+            new.wait_devices(WHOLE, timeout=3)
+            new.wait_devices(SHARED, timeout=3)
+            registered = time.monotonic()
+            # Each registration's first list, then a nudge: within a tick or two, not 3 s on.
+            wait_until(lambda: lists_sent(new) >= 3, timeout=5, what="a nudge")
+            assert time.monotonic() - registered < 1.5
+    finally:
+        if new is not None:
+            new.stop()
+        pods.stop()
+        shutil.rmtree(pods_dir, ignore_errors=True)
+
+
+def test_a_pod_that_ends_starts_checkpoint_nudges_over(
+    node: tuple[NodeProcess, KubeletStub],
+) -> None:
+    """A regular init container's entry keeps the nudges backing off while its pod lives; a pod
+    that ends beside it (List drops its GPU, the checkpoint still names it) is nudged for at
+    once, not after the backoff's wait."""
+    process, kubelet = node
+    write_checkpoint(process, checkpoint_holding(WHOLE, gpu_uuid(0), gpu_uuid(1)))
+    hold(kubelet, WHOLE, gpu_uuid(0))  # gpu 1: only the init container's entry holds it
+    process.write_config(config([3], [0, 1, 2], 4))
+    wait_until(lambda: process.metric("gpuconf_node_pending_gpu_changes") == 2)
+    quiet_for(kubelet, 4.5, timeout=15)  # nudges at 0, 2 and 6 s; the next waits 8 s more
+    sent = lists_sent(kubelet)
+    kubelet.pod_resources.release_all()
+    ended = time.monotonic()
+    wait_until(lambda: lists_sent(kubelet) > sent, timeout=5, what="a nudge")
+    assert time.monotonic() - ended < 2.0  # a poll and a tick, not the 3 s or more left

@@ -3,15 +3,18 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from builders import gpu_uuid
 
 from gpuconf.node.kubelet import pod_resources_watch
+from gpuconf.node.kubelet.checkpoint_nudge import NudgeBackoff
 from gpuconf.node.kubelet.pod_resources import HeldDevices, PodResourcesUnavailable
 from gpuconf.node.kubelet.pod_resources_watch import PodResourcesWatch
 from gpuconf.node.metrics import Metrics
@@ -73,11 +76,11 @@ def test_a_checkpointed_id_list_does_not_name_is_held_and_awaits_a_checkpoint_wr
     watch, _ = watch_of(tmp_path)
     watch.poll_once()
     assert watch.held() == {WHOLE: frozenset({gpu_uuid(0), gpu_uuid(1)})}
-    assert watch.awaits_checkpoint({(WHOLE, gpu_uuid(1))})
-    assert not watch.awaits_checkpoint({(WHOLE, gpu_uuid(0))})  # List explains it
+    both = {(WHOLE, gpu_uuid(0)), (WHOLE, gpu_uuid(1))}
+    assert watch.awaits_checkpoint(both) == {(WHOLE, gpu_uuid(1))}  # List explains gpu 0
 
 
-def test_an_unreadable_checkpoint_leaves_held_to_list_and_awaits_no_write(
+def test_a_checkpoint_the_kubelet_could_not_read_leaves_held_to_list_and_awaits_no_write(
     tmp_path: Path, listed: FakeList, caplog: pytest.LogCaptureFixture
 ) -> None:
     (tmp_path / "kubelet_internal_checkpoint").write_text(checkpoint_holding(gpu_uuid(1))[:30])
@@ -88,6 +91,83 @@ def test_an_unreadable_checkpoint_leaves_held_to_list_and_awaits_no_write(
     assert not watch.awaits_checkpoint({(WHOLE, gpu_uuid(0)), (WHOLE, gpu_uuid(1))})
     assert readable(metrics) == 0
     assert caplog.text.count(UNREADABLE) == 1
+
+
+def failing_read(error: OSError) -> Callable[[Path], bytes]:
+    def read_bytes(path: Path) -> bytes:
+        raise error
+
+    return read_bytes
+
+
+@pytest.mark.parametrize(
+    "error", [None, PermissionError(errno.EACCES, "Permission denied"), OSError(errno.EIO, "I/O")],
+    ids=["a-directory", "no-permission", "io-error"],
+)  # fmt: skip
+def test_a_checkpoint_this_process_cannot_read_leaves_held_unknown_and_awaits_no_write(
+    tmp_path: Path,
+    listed: FakeList,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    error: OSError | None,
+) -> None:
+    """The kubelet's record is likely whole: every move waits, as when List fails."""
+    if error is None:
+        (tmp_path / "kubelet_internal_checkpoint").mkdir()
+    else:
+        (tmp_path / "kubelet_internal_checkpoint").write_text(checkpoint_holding(gpu_uuid(1)))
+        monkeypatch.setattr(Path, "read_bytes", failing_read(error))
+    watch, metrics = watch_of(tmp_path)
+    with caplog.at_level(logging.WARNING, logger="gpuconf.node.pod-resources"):
+        watch.poll_once()
+        watch.poll_once()
+    assert watch.held() is None
+    assert not watch.awaits_checkpoint({(WHOLE, gpu_uuid(0)), (WHOLE, gpu_uuid(1))})
+    assert readable(metrics) == 0
+    assert caplog.text.count(f"{UNREADABLE}; GPU moves wait") == 1
+
+
+def test_the_readable_gauge_comes_from_the_first_read_even_while_list_fails(
+    tmp_path: Path, listed: FakeList
+) -> None:
+    (tmp_path / "kubelet_internal_checkpoint").write_text("{")
+    listed.answer = None
+    watch, metrics = watch_of(tmp_path)
+    assert readable(metrics) == 0  # never 1 before a read said so
+    watch.poll_once()
+    assert readable(metrics) == 0
+    (tmp_path / "kubelet_internal_checkpoint").write_text(checkpoint_holding())
+    watch.poll_once()
+    assert watch.held() is None
+    assert readable(metrics) == 1
+
+
+def test_a_pod_that_ends_while_the_checkpoint_holds_it_starts_the_nudges_over(
+    tmp_path: Path, listed: FakeList
+) -> None:
+    """What is awaited from the checkpoint alone keys the backoff: an init container's entry
+    (gpu 1) has it at a minute; the pod on gpu 0 ends, its entry not rewritten yet."""
+    (tmp_path / "kubelet_internal_checkpoint").write_text(
+        checkpoint_holding(gpu_uuid(0), gpu_uuid(1))
+    )
+    blocking = {(WHOLE, gpu_uuid(0)), (WHOLE, gpu_uuid(1))}
+    watch, _ = watch_of(tmp_path)
+    watch.poll_once()
+    backoff = NudgeBackoff()
+    assert nudge_times(backoff, watch.awaits_checkpoint(blocking), 0, 100)[-1] == 62
+    listed.answer = {}
+    watch.poll_once()
+    assert nudge_times(backoff, watch.awaits_checkpoint(blocking), 100, 103) == [100, 102]
+
+
+def nudge_times(backoff: NudgeBackoff, awaited: object, start: int, until: int) -> list[int]:
+    """The seconds, on a 1 s tick, at which the supervisor would nudge."""
+    sent = []
+    for now in range(start, until):
+        if backoff.due(awaited, now):
+            backoff.nudged(now)
+            sent.append(now)
+    return sent
 
 
 def test_an_unreadable_checkpoint_is_warned_about_once_through_a_list_outage(

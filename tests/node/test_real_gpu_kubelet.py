@@ -1,8 +1,11 @@
 """`gpuconf node run` on this machine's real GPUs (`--nvml real`) against the kubelet's own
 device-manager code (kubelet_go/, go_kubelet.py says which): the node config comes from
 `gpuconf render` of a cluster file naming the model the GPUs really are, and the kubelet must
-list those GPUs by their real UUIDs and admit a pod on one of them with what NVIDIA's plugin
-(k8s-device-plugin v0.20.0, internal/plugin/server.go getAllocateResponse) would give it.
+list those GPUs by their real UUIDs and admit a pod on one of them with the documented answer:
+for volume-mounts exactly what NVIDIA's plugin gives (k8s-device-plugin v0.20.0,
+internal/plugin/server.go updateResponseForDeviceMounts), for CDI gpuconf's own answer
+(docs/isolation.md's table; NVIDIA's cdi-cri sets no variable and names its devices under
+another vendor, server.go updateResponseForCDI).
 
 Read-only on the GPUs: whole and time-sliced classes only (no MIG, no MPS, no compute mode),
 and the runtime finds the recording stand-ins of nvidia-smi and nvidia-cuda-mps-control first
@@ -41,17 +44,18 @@ def offered_ids(gpus: tuple[GpuInfo, ...], replicas: int) -> dict[str, tuple[str
     }
 
 
-def nvidia_container_options(strategy: str, uuid: str) -> dict[str, Any]:
-    """What the container runtime gets from NVIDIA's Allocate answer for one GPU, as the
-    kubelet passes it on: a time-sliced replica is given as its GPU (server.go
-    getAllocateResponse takes the annotated IDs' GPU IDs)."""
-    if strategy == "cdi":  # cdi-cri: CDI devices named by UUID, the legacy hook kept out
+def documented_container_options(strategy: str, uuid: str) -> dict[str, Any]:
+    """What the container runtime gets from gpuconf's Allocate answer for one GPU, as the
+    kubelet passes it on (docs/isolation.md's table): a time-sliced replica is given as its
+    GPU, as NVIDIA's plugin does (server.go getAllocateResponse takes the annotated IDs' GPU
+    IDs)."""
+    if strategy == "cdi":  # CDI devices named by UUID, the legacy hook kept out by "void"
         return {
             "envs": {"NVIDIA_VISIBLE_DEVICES": "void"},
             "cdiDevices": [f"nvidia.com/gpu={uuid}"],
             "mounts": None,
         }
-    return {  # volume-mounts: one /dev/null mount per device, the folder named in the env
+    return {  # NVIDIA's volume-mounts: one /dev/null mount per device, the folder in the env
         "envs": {"NVIDIA_VISIBLE_DEVICES": VOLUME_MOUNTS_ROOT},
         "cdiDevices": None,
         "mounts": [
@@ -71,7 +75,7 @@ def container_options(admitted: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.gpu
 @pytest.mark.parametrize("strategy", sorted(STRATEGIES))
 @pytest.mark.parametrize("sharing", sorted(SHARING))
-def test_the_kubelet_lists_the_real_gpus_and_admits_a_pod_on_one_as_nvidia_s_plugin_would(
+def test_the_kubelet_lists_the_real_gpus_and_admits_a_pod_on_one_as_documented(
     real_gpus: tuple[GpuInfo, ...], tmp_path: Path, sharing: str, strategy: str
 ) -> None:
     model = catalog_model(real_gpus)
@@ -101,7 +105,7 @@ def test_the_kubelet_lists_the_real_gpus_and_admits_a_pod_on_one_as_nvidia_s_plu
         assert device in offered
         uuid = device.split("::")[0]
         assert uuid in {gpu.uuid for gpu in real_gpus}
-        assert container_options(admitted) == nvidia_container_options(strategy, uuid)
+        assert container_options(admitted) == documented_container_options(strategy, uuid)
         assert (admitted["deviceSpecs"], admitted["annotations"]) == (None, {})
         kubelet.call("release", pod="pod-real")
 

@@ -6,7 +6,10 @@ keeps allocated for the pod (devicemanager/manager.go allocateContainerResources
 PodResources List leaves the container out (apis/podresources/server_v1.go lists only
 restartable init containers), or every entry of a restarted kubelet that cannot reach the API
 server and so never prunes (manager.go UpdateAllocatedDevices waits for every pod source).
-So each nudge for the same pending changes waits twice as long as the one before, up to a cap.
+So each nudge for the same awaited device IDs waits twice as long as the one before, up to a
+cap. The schedule starts over whenever that set changes: a pod that just ended (List no longer
+names its device, the checkpoint still does) is freed by the next write, whatever entry has kept
+the nudges waiting beside it.
 """
 
 from __future__ import annotations
@@ -16,18 +19,16 @@ MAX_SECONDS = 60.0
 
 
 class NudgeBackoff:
-    def __init__(self, first: float = FIRST_SECONDS, cap: float = MAX_SECONDS) -> None:
-        self._first = first
-        self._cap = cap
+    def __init__(self) -> None:
         self._waiting_for: object = None
-        self._interval = first
+        self._interval = FIRST_SECONDS
         self._next = 0.0
 
     def due(self, waiting_for: object, now: float) -> bool:
-        """Whether to nudge now for these pending changes; other changes start over."""
+        """Whether to nudge now for what is awaited; anything else awaited starts over."""
         if waiting_for != self._waiting_for:
             self._waiting_for = waiting_for
-            self._interval = self._first
+            self._interval = FIRST_SECONDS
             self._next = now
         return now >= self._next
 
@@ -37,4 +38,4 @@ class NudgeBackoff:
 
     def nudged(self, now: float) -> None:
         self._next = now + self._interval
-        self._interval = min(self._interval * 2, self._cap)
+        self._interval = min(self._interval * 2, MAX_SECONDS)

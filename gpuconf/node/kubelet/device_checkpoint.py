@@ -31,6 +31,15 @@ class CheckpointUnreadable(Exception):
     """The checkpoint exists but cannot be read as the kubelet writes it."""
 
 
+class CheckpointCorrupt(CheckpointUnreadable):
+    """What the file holds is not a checkpoint the kubelet reads: it has no record either."""
+
+
+class CheckpointInaccessible(CheckpointUnreadable):
+    """Reading the file failed here (permission, not a file, I/O): the kubelet's record may be
+    whole, so what it holds is unknown."""
+
+
 def checkpointed_devices(path: Path) -> HeldDevices:
     """Resource name -> device IDs the kubelet has on record as allocated. No file is no
     allocation, as for the kubelet itself (manager.go readCheckpoint, ErrCheckpointNotFound)."""
@@ -39,15 +48,15 @@ def checkpointed_devices(path: Path) -> HeldDevices:
     except FileNotFoundError:
         return {}
     except OSError as error:
-        raise CheckpointUnreadable(f"{path}: {error.strerror or error}") from None
+        raise CheckpointInaccessible(f"{path}: {error.strerror or error}") from None
     try:
         document = json.loads(blob)
     except (ValueError, UnicodeDecodeError) as error:
-        raise CheckpointUnreadable(f"{path}: not JSON: {error}") from None
+        raise CheckpointCorrupt(f"{path}: not JSON: {error}") from None
     try:
         return _devices(document)
     except _BadShape as error:
-        raise CheckpointUnreadable(f"{path}: {error}") from None
+        raise CheckpointCorrupt(f"{path}: {error}") from None
 
 
 class _BadShape(Exception):

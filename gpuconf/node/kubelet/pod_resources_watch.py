@@ -8,10 +8,13 @@ checkpointed allocation as taken. An entry for a pod that ended stays in the fil
 kubelet next writes it; Supervisor has it written (a ListAndWatch update makes the kubelet write
 its checkpoint: manager.go genericDeviceUpdateCallback) when such an entry holds a change up.
 
-A checkpoint that cannot be read adds nothing: held is what List names, as before gpuconf read
-the file. The kubelet goes on with an empty allocation record when it cannot read it
-(manager.go Start: "Continue after failing to read checkpoint file"), so it hands those devices
-out again itself; waiting on them would only stop every change for good.
+A checkpoint whose content the kubelet could not read either adds nothing: held is what List
+names, as before gpuconf read the file. The kubelet reads the file only at its start and goes on
+with an empty allocation record when it cannot (manager.go Start: "Continue after failing to
+read checkpoint file"), so it hands those devices out again itself and rewrites the file with
+the next device list; waiting on them would only stop every change for good. A read that fails
+here instead (permission, not a file, I/O) says nothing of the kubelet's record, which is
+likely whole: held is unknown, as when List fails, and every move waits.
 """
 
 from __future__ import annotations
@@ -20,7 +23,11 @@ import threading
 from pathlib import Path
 
 from gpuconf.node import log
-from gpuconf.node.kubelet.device_checkpoint import CheckpointUnreadable, checkpointed_devices
+from gpuconf.node.kubelet.device_checkpoint import (
+    CheckpointCorrupt,
+    CheckpointUnreadable,
+    checkpointed_devices,
+)
 from gpuconf.node.kubelet.pod_resources import (
     HeldDevices,
     PodResourcesUnavailable,
@@ -44,8 +51,7 @@ class PodResourcesWatch:
         self._lock = threading.Lock()
         self._held: HeldDevices | None = None
         self._unconfirmed: frozenset[tuple[str, str]] = frozenset()
-        self._checkpoint_unreadable = False
-        metrics.device_checkpoint_readable.set(1)  # until a read says otherwise
+        self._checkpoint_problem: type[CheckpointUnreadable] | None = None
         self._down = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pod-resources", daemon=True)
@@ -63,11 +69,11 @@ class PodResourcesWatch:
         with self._lock:
             return self._held
 
-    def awaits_checkpoint(self, held: set[tuple[str, str]]) -> bool:
-        """Whether any of these (resource, device ID) counts as held only because the kubelet's
-        checkpoint lists it: a fresh write may free them."""
+    def awaits_checkpoint(self, held: set[tuple[str, str]]) -> frozenset[tuple[str, str]]:
+        """Those of these (resource, device ID) held only because the kubelet's checkpoint lists
+        them: a fresh write may free them."""
         with self._lock:
-            return not self._unconfirmed.isdisjoint(held)
+            return self._unconfirmed & held
 
     def poll_once(self) -> None:
         try:
@@ -83,12 +89,12 @@ class PodResourcesWatch:
             _log.info("the kubelet lists held devices again")
         self._down = listed is None
         self._metrics.pod_resources_up.set(int(listed is not None))
-        if listed is None:  # nothing is known free; the checkpoint's state stays as last read
-            self._store(None, frozenset())
-            return
         # Read after List: List has the kubelet drop the allocations of pods that ended
         # (server_v1.go List calls UpdateAllocatedDevices), so a write after it is current.
         checkpointed = self._read_checkpoint()
+        if listed is None or checkpointed is None:  # nothing is known free
+            self._store(None, frozenset())
+            return
         self._store(
             _union(listed, checkpointed),
             frozenset(
@@ -106,22 +112,25 @@ class PodResourcesWatch:
         if changed:
             self._changed.set()
 
-    def _read_checkpoint(self) -> HeldDevices:
-        """What the checkpoint holds; nothing when it cannot be read, as for the kubelet."""
+    def _read_checkpoint(self) -> HeldDevices | None:
+        """What the checkpoint holds: nothing when the kubelet could not read its content either,
+        None (unknown) when reading it fails here."""
         try:
             checkpointed = checkpointed_devices(self._checkpoint)
         except CheckpointUnreadable as error:
-            if not self._checkpoint_unreadable:
+            corrupt = isinstance(error, CheckpointCorrupt)
+            if type(error) is not self._checkpoint_problem:
                 _log.warning(
-                    "cannot read the kubelet's device checkpoint; going by PodResources List alone",
+                    "cannot read the kubelet's device checkpoint; "
+                    + ("going by PodResources List alone" if corrupt else "GPU moves wait"),
                     extra=log.kv(error=str(error)),
                 )
-            self._checkpoint_unreadable = True
+            self._checkpoint_problem = type(error)
             self._metrics.device_checkpoint_readable.set(0)
-            return {}
-        if self._checkpoint_unreadable:
+            return {} if corrupt else None
+        if self._checkpoint_problem is not None:
             _log.info("the kubelet's device checkpoint reads again")
-        self._checkpoint_unreadable = False
+        self._checkpoint_problem = None
         self._metrics.device_checkpoint_readable.set(1)
         return checkpointed
 
