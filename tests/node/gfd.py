@@ -8,15 +8,12 @@ gained compute major 13 ("rubin"): `git diff v0.19.0 v0.20.0 -- internal/lm`."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
-from control_plane.cluster import installed_go
-from go_program import build_program
+from go_program import prebuilt_or_built
 
 ENV = "GPUCONF_GFD_BIN"
 SOURCE = Path(__file__).with_name("gfd_go")
@@ -25,18 +22,7 @@ NAME = "gpu-feature-discovery"
 
 
 def gfd_binary() -> Path:
-    """$GPUCONF_GFD_BIN, else GFD built with this machine's Go; skips where there is neither."""
-    given = os.environ.get(ENV)
-    if given:
-        assert os.access(given, os.X_OK), f"{ENV}={given}: not an executable file"
-        return Path(given)
-    go = installed_go()
-    if go is None:
-        pytest.skip(
-            f"no GPU Feature Discovery binary: set {ENV}, or install Go to build it from "
-            f"tests/node/{SOURCE.name}/"
-        )
-    return build_program(SOURCE, NAME, NAME, PACKAGE, go)
+    return prebuilt_or_built(ENV, "GPU Feature Discovery binary", SOURCE, NAME, NAME, PACKAGE)
 
 
 def gfd_labels(

@@ -5,7 +5,6 @@ stdout (JSON lines; main.go says which)."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import threading
@@ -13,9 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-import pytest
-from control_plane.cluster import installed_go
-from go_program import build_program
+from go_program import build_program, prebuilt_or_built
 from kubelet_stub import Devices
 from plugin_process import NodeProcess
 
@@ -35,22 +32,7 @@ def build() -> Path:
 
 
 def prebuilt_or_installed() -> Path:
-    """$GPUCONF_KUBELET_GO_BIN (a program built from these sources elsewhere), else the program
-    built with this machine's own Go; skips where there is neither (no Go toolchain is fetched).
-    The build (GOFLAGS=-mod=mod) fetches the modules go.sum pins through the Go module proxy
-    when Go's module cache lacks them, and fails where the proxy cannot be reached: build the
-    program elsewhere and set $GPUCONF_KUBELET_GO_BIN there."""
-    given = os.environ.get(ENV)
-    if given:
-        assert os.access(given, os.X_OK), f"{ENV}={given}: not an executable file"
-        return Path(given)
-    go = installed_go()
-    if go is None:
-        pytest.skip(
-            f"no Go kubelet stand-in: set {ENV}, or install Go to build it from "
-            f"tests/node/{SOURCE.name}/"
-        )
-    return build_program(SOURCE, "kubelet-go", "kubelet-devices", go=go)
+    return prebuilt_or_built(ENV, "Go kubelet stand-in", SOURCE, "kubelet-go", "kubelet-devices")
 
 
 def devices_of(response: dict[str, Any]) -> Devices:

@@ -9,7 +9,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from control_plane.cluster import cache_root, go_binary, locked
+import pytest
+from control_plane.cluster import cache_root, go_binary, installed_go, locked
 
 BUILD_FLAGS = ["-trimpath", "-ldflags", "-s -w"]
 
@@ -46,3 +47,23 @@ def build_program(
             raise AssertionError(f"go build {source} failed:\n{result.stdout}{result.stderr}")
         partial.rename(binary)
         return binary
+
+
+def prebuilt_or_built(
+    env: str, what: str, source: Path, cache_name: str, name: str, package: str = "."
+) -> Path:
+    """The program the variable `env` names (built from these sources elsewhere: a GPU machine
+    has no Go), else `build_program` with this machine's own Go (no toolchain is fetched); skips
+    where there is neither. The build (GOFLAGS=-mod=mod) fetches the modules go.sum pins through
+    the Go module proxy when Go's module cache lacks them, and fails where the proxy cannot be
+    reached: build the program elsewhere and set the variable there."""
+    given = os.environ.get(env)
+    if given:
+        assert os.access(given, os.X_OK), f"{env}={given}: not an executable file"
+        return Path(given)
+    go = installed_go()
+    if go is None:
+        pytest.skip(
+            f"no {what}: set {env}, or install Go to build it from tests/node/{source.name}/"
+        )
+    return build_program(source, cache_name, name, package, go)
