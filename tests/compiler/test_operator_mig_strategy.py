@@ -29,7 +29,6 @@ from gpuconf.compiler.plan import plan
 from gpuconf.compiler.render import render
 from gpuconf.compiler.templating.engine import Templates
 from gpuconf.compiler.validate import Validated
-from gpuconf.gpus.mig import mig_strategy
 from gpuconf.gpus.resource_names import unshared
 
 VALUES = "gpu-operator-values.yaml"
@@ -247,10 +246,21 @@ def test_without_the_operator_each_pool_runs_the_strategy_its_own_gpus_call_for(
     validated, tree = valid(document), rendered(document)
     assert VALUES not in tree
     for pool_spec in validated.cluster.spec.node_pools:
-        layouts = [
-            g.mig for group in validated.inventory.by_pool(pool_spec.name) for g in group.gpus
+        nodes = [
+            [g.mig for g in group.gpus] for group in validated.inventory.by_pool(pool_spec.name)
         ]
-        assert _nvidia_plugin_strategy(tree, pool_spec.name) == mig_strategy(layouts)
+        # Told by the GFD model, not by gpuconf: none without MIG; single where GFD's single
+        # strategy describes every node of the pool; else mixed.
+        if all(layout is None for gpus in nodes for layout in gpus):
+            expected = "none"
+        elif all(gfd_mig_labels("single", gpus) != INVALID for gpus in nodes):
+            expected = "single"
+        else:
+            expected = "mixed"
+        strategy = _nvidia_plugin_strategy(tree, pool_spec.name)
+        assert strategy in (expected, None), pool_spec.name
+        if strategy is not None:
+            assert all(gfd_mig_labels(strategy, gpus) != INVALID for gpus in nodes)
 
 
 def test_where_gpuconf_writes_gfd_s_labels_no_strategy_is_written() -> None:
