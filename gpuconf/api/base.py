@@ -22,24 +22,23 @@ from gpuconf.api.record import Limits, Record
 # pydantic-core's default, Rust's regex, has no lookaround); JSON Schema's ECMA-262 has them.
 # In Python's, `$` also matches before a final line break: those patterns end in _END.
 _END = r"(?!\n)$"
-_SUBDOMAIN = SUBDOMAIN
 _NAME_PART = rf"[A-Za-z0-9]([-A-Za-z0-9_.]{{0,{QUALIFIED_NAME_MAX - 2}}}[A-Za-z0-9])?"
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
-DNS_SUBDOMAIN = rf"^{_SUBDOMAIN}$"
-LABEL_KEY = rf"^((?=[^/]{{1,{QUALIFIED_PREFIX_MAX}}}/){_SUBDOMAIN}/)?{_NAME_PART}{_END}"
+DNS_SUBDOMAIN = rf"^{SUBDOMAIN}$"
+LABEL_KEY = rf"^((?=[^/]{{1,{QUALIFIED_PREFIX_MAX}}}/){SUBDOMAIN}/)?{_NAME_PART}{_END}"
 LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
 _NOT_QUOTA = rf"(?!{re.escape(QUOTA_PREFIX)})"
 EXTENDED_RESOURCE = (
-    rf"^{_NOT_QUOTA}(?![^/]*{re.escape(NATIVE_DOMAIN)}/)(?=[^/]{{1,{EXTENDED_RESOURCE_PREFIX_MAX}}}/){_SUBDOMAIN}"
+    rf"^{_NOT_QUOTA}(?![^/]*{re.escape(NATIVE_DOMAIN)}/)(?=[^/]{{1,{EXTENDED_RESOURCE_PREFIX_MAX}}}/){SUBDOMAIN}"
     rf"/[a-z0-9]([-a-z0-9_.]{{0,{QUALIFIED_NAME_MAX - 2}}}[a-z0-9])?{_END}"
 )
 RESOURCE_DOMAIN = (
     rf"^{_NOT_QUOTA}(?!.*{re.escape(NATIVE_DOMAIN)}$)(?=.{{1,{EXTENDED_RESOURCE_PREFIX_MAX}}}$)"
-    rf"{_SUBDOMAIN}{_END}"
+    rf"{SUBDOMAIN}{_END}"
 )
 CONFIG_MAP_FILE = "configmap-{}.yaml"
 """The file a ConfigMap named by the cluster file is rendered to."""
-CONFIG_MAP_NAME = rf"^(?:{_SUBDOMAIN})$"
+CONFIG_MAP_NAME = rf"^(?:{SUBDOMAIN})$"
 """A DNS subdomain (NameIsDNSSubdomain) short enough for its file's name, CONFIG_MAP_FILE, to
 fit NAME_MAX (255 on Linux file systems). The same language as DNS_SUBDOMAIN, spelt apart on
 purpose: shape_errors.py words its message by the pattern's text."""
@@ -65,24 +64,20 @@ DnsLabel = Annotated[str, Limits(pattern=DNS_LABEL)]
 PoolName = Annotated[str, Limits(pattern=POOL_NAME)]
 DnsSubdomain = Annotated[str, Limits(pattern=DNS_SUBDOMAIN, max_length=253)]
 ConfigMapName = Annotated[str, Limits(pattern=CONFIG_MAP_NAME, max_length=CONFIG_MAP_NAME_MAX)]
-LabelKey = Annotated[
-    str,
-    Limits(
-        pattern=LABEL_KEY,
-        max_length=QUALIFIED_PREFIX_MAX + 1 + QUALIFIED_NAME_MAX,
-        regex_engine="python-re",
-    ),
-]
+
+
+def _qualified(pattern: str, prefix_max: int) -> Limits:
+    """A qualified name `<prefix>/<name>`: its length cap is the pattern's caps summed (pydantic's
+    Rust engine has no look-ahead, hence Python's)."""
+    return Limits(
+        pattern=pattern, max_length=prefix_max + 1 + QUALIFIED_NAME_MAX, regex_engine="python-re"
+    )
+
+
+LabelKey = Annotated[str, _qualified(LABEL_KEY, QUALIFIED_PREFIX_MAX)]
 """A label, taint or toleration key: a qualified name."""
 LabelValue = Annotated[str, Limits(pattern=LABEL_VALUE)]
-ExtendedResourceName = Annotated[
-    str,
-    Limits(
-        pattern=EXTENDED_RESOURCE,
-        max_length=EXTENDED_RESOURCE_PREFIX_MAX + 1 + QUALIFIED_NAME_MAX,
-        regex_engine="python-re",
-    ),
-]
+ExtendedResourceName = Annotated[str, _qualified(EXTENDED_RESOURCE, EXTENDED_RESOURCE_PREFIX_MAX)]
 ResourceDomain = Annotated[str, Limits(pattern=RESOURCE_DOMAIN, regex_engine="python-re")]
 """The prefix of extended resource names <domain>/<name>."""
 ImageReference = Annotated[str, Limits(pattern=IMAGE, max_length=512)]

@@ -75,7 +75,6 @@ GFD_KEYS = (
 """Every GFD key gpuconf writes for whole GPUs (not gpu.mode, vgpu.*, imex.*, gfd.timestamp);
 MIG profiles add `mig_keys`."""
 
-MIG_RESOURCE_PREFIX = MIG_PREFIX
 MIG_BASE_SUFFIXES = ("count", "replicas", "sharing-strategy", "product")
 MIG_ATTRIBUTE_SUFFIXES = (
     "memory",
@@ -121,7 +120,7 @@ def product_name(nvml_name: str, shared: bool) -> str:
 
 def mig_resource(profile: str) -> str:
     """GFD's mixed-strategy resource name; nvmlMigDevice.GetName turns '+' into '.'."""
-    return MIG_RESOURCE_PREFIX + profile.replace("+", ".")
+    return MIG_PREFIX + profile.replace("+", ".")
 
 
 def mig_key(profile: str, suffix: str) -> str:
@@ -214,7 +213,7 @@ def writes_key(key: str, mig: bool) -> bool:
     (`mig`: a pool with MIG layouts, whose nodes also write mig.strategy and MIG keys)."""
     if key in GFD_KEYS:
         return key != MIG_STRATEGY or mig
-    return mig and (key in SINGLE_MIG_KEYS or key.startswith(MIG_RESOURCE_PREFIX))
+    return mig and (key in SINGLE_MIG_KEYS or key.startswith(MIG_PREFIX))
 
 
 def pool_keys(config: NodeConfig) -> tuple[str, ...]:

@@ -14,6 +14,15 @@ RELEASES: tuple[str, ...] = get_args(NvidiaPluginRelease)
 CURRENT: str = NvidiaPlugin().version
 IMAGE_REPOSITORY = "nvcr.io/nvidia/k8s-device-plugin"
 
+NVIDIA_DEVICE_LISTS = {"cdi": "cdi-cri", "volume-mounts": "volume-mounts", "envvar": "envvar"}
+"""NVIDIA's deviceListStrategy for each of gpuconf's; the plugin hands CDI names to the kubelet
+as cdi_devices under `cdi-cri`."""
+# Flags gpuconf renders as NVIDIA's plugin defaults them (cmd/nvidia-device-plugin/main.go);
+# the chart importer names a source that sets another value.
+PASS_DEVICE_SPECS = False
+DEVICE_ID_STRATEGY = "uuid"
+FAIL_ON_INIT_ERROR = True
+
 # flags.plugin.sharedDevicesAllocationPolicy (distributed | packed) exists from v0.20.0 (PR #1621).
 ALLOCATION_POLICY_SINCE = "v0.20.0"
 

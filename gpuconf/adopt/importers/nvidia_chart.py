@@ -24,14 +24,14 @@ from typing import Any, NamedTuple, get_args
 from gpuconf.adopt.importers.sources import Source, embedded
 from gpuconf.api.base import POOL_NAME_MAX
 from gpuconf.api.cluster.nvidia_components import NvidiaPluginRelease
-from gpuconf.compiler.plan.nvidia_plugin import (
+from gpuconf.diagnostics import Diagnostic, KeyPath
+from gpuconf.errors import UsageError
+from gpuconf.gpus.nvidia_plugin_releases import (
     DEVICE_ID_STRATEGY,
     FAIL_ON_INIT_ERROR,
     NVIDIA_DEVICE_LISTS,
     PASS_DEVICE_SPECS,
 )
-from gpuconf.diagnostics import Diagnostic, KeyPath
-from gpuconf.errors import UsageError
 from gpuconf.gpus.resource_names import NVIDIA_GPU
 
 CONFIG_LABEL = "nvidia.com/device-plugin.config"

@@ -36,6 +36,10 @@ from gpuconf.compiler.resolve.device_lists import device_list_strategy
 from gpuconf.formats.yaml_writer import dump
 from gpuconf.gpus.nvidia_plugin_releases import (
     ALLOCATION_POLICY_SINCE,
+    DEVICE_ID_STRATEGY,
+    FAIL_ON_INIT_ERROR,
+    NVIDIA_DEVICE_LISTS,
+    PASS_DEVICE_SPECS,
     allocation_policy,
     at_least,
     image,
@@ -47,13 +51,6 @@ CONFIG_DIR = "/etc/nvidia-device-plugin"
 CONFIG_FILE = "config.yaml"
 CDI_ROOT = "/var/run/cdi"
 CONTAINER_DRIVER_ROOT = "/driver-root"
-NVIDIA_DEVICE_LISTS = {"cdi": "cdi-cri", "volume-mounts": "volume-mounts", "envvar": "envvar"}
-# Flags gpuconf renders as NVIDIA's plugin defaults them (cmd/nvidia-device-plugin/main.go);
-# the chart importer names a source that sets another value.
-PASS_DEVICE_SPECS = False
-DEVICE_ID_STRATEGY = "uuid"
-FAIL_ON_INIT_ERROR = True
-"""NVIDIA's plugin hands CDI names to the kubelet as cdi_devices under `cdi-cri`."""
 
 
 def device_list_strategies(cluster: Cluster, pool: NodePool) -> list[str]:

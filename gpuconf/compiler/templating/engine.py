@@ -396,7 +396,7 @@ class Templates:
         if isinstance(error, BlockRefused):
             file, line = template_line(self.chain(name), error.line)
             return TemplateFailed(file, line, _message(error), error.hint)
-        import traceback  # only for a failure: with linecache and tokenize, ~2 ms to import
+        import traceback  # only for a failure
 
         for frame in reversed(traceback.extract_tb(error.__traceback__)):
             if frame.filename.endswith(".j2"):
