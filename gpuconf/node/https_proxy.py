@@ -1,10 +1,15 @@
 """Whether a request to the API server goes through the environment's HTTPS proxy, decided as
-client-go decides it (golang.org/x/net/http/httpproxy/proxy.go v0.62.0, config.init and
-useProxy): localhost and loopback addresses never go through it; NO_PROXY's entries are `*`,
-IPv4 and IPv6 CIDR ranges, IP addresses (`[v6]:port` or `v4:port` match that port only) and
-domains (`example.com` matches it and its subdomains, `.example.com` and `*.example.com` only
-the subdomains). A cluster-wide proxy lists the service CIDR there; urllib's own matching
-reads no CIDR ranges, so the node runtime would send its Node calls to the proxy."""
+client-go decides it: its transport's Proxy is net/http.ProxyFromEnvironment (client-go
+transport/cache.go), wrapped by apimachinery's NewProxierWithNoProxyCIDR (pkg/util/net/http.go,
+SetTransportDefaults; it reads NO_PROXY, then no_proxy), and ProxyFromEnvironment is the copy
+of golang.org/x/net's httpproxy bundled in Go's standard library
+($GOROOT/src/vendor/golang.org/x/net/http/httpproxy/proxy.go, Go 1.26: FromEnvironment,
+config.init and useProxy). Localhost and loopback addresses never go through it; NO_PROXY's
+entries are `*`, IPv4 and IPv6 CIDR ranges, IP addresses (`[v6]:port` or `v4:port` match that
+port only; `[v6]` without a port matches nothing, as Go reads it as a domain) and domains
+(`example.com` matches it and its subdomains, `.example.com` and `*.example.com` only the
+subdomains). A cluster-wide proxy lists the service CIDR there; urllib's own matching reads no
+CIDR ranges, so the node runtime would send its Node calls to the proxy."""
 
 from __future__ import annotations
 
@@ -14,6 +19,8 @@ import os
 from collections.abc import Mapping
 from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
+
+from gpuconf.node.in_cluster import join_host_port
 
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -27,12 +34,12 @@ class Target(NamedTuple):
 
 def https_proxy(url: str, environ: Mapping[str, str] = os.environ) -> str | None:
     """The proxy an HTTPS request to `url` goes through; None to connect directly."""
-    proxy = _first_set(environ, "https_proxy", "HTTPS_PROXY")
+    proxy = _first_set(environ, "HTTPS_PROXY", "https_proxy")
     if not proxy:
         return None
     parts = urlsplit(url)
     target = Target(parts.hostname or "", str(parts.port or 443), _ip(parts.hostname or ""))
-    if _never_proxied(target) or bypasses(_first_set(environ, "no_proxy", "NO_PROXY"), target):
+    if _never_proxied(target) or bypasses(_first_set(environ, "NO_PROXY", "no_proxy"), target):
         return None
     return proxy
 
@@ -76,11 +83,12 @@ def tunnel(proxy: str) -> Tunnel:
     if parts.username is not None:
         credentials = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
         authorization = "Basic " + base64.b64encode(credentials.encode()).decode("ascii")
-    return Tunnel(f"[{host}]:{port}" if ":" in host else f"{host}:{port}", authorization)
+    return Tunnel(join_host_port(host, str(port)), authorization)
 
 
 def _first_set(environ: Mapping[str, str], *names: str) -> str:
-    """Go's getEnvAny: the lower-case name first, an empty value as unset."""
+    """Go's getEnvAny: the first name set, an empty value as unset (FromEnvironment asks for
+    the upper-case name first)."""
     return next((environ[name] for name in names if environ.get(name)), "")
 
 
@@ -130,13 +138,11 @@ def _matches(entry: str, target: Target) -> bool:
 
 
 def _split_host_port(entry: str) -> tuple[str, str]:
-    """Go's net.SplitHostPort where it succeeds, else the whole entry as the host; a bracketed
-    IPv6 address without a port is read as that address too (Go keeps the brackets, so it
-    never matches)."""
+    """Go's net.SplitHostPort where it succeeds, else the whole entry as the host: a bracketed
+    IPv6 address without a port keeps its brackets, parses as no address and so matches no
+    server (config.init reads it as a domain)."""
     if entry.startswith("["):
         host, closed, rest = entry[1:].partition("]")
-        if closed and not rest:
-            return host, ""
         if closed and rest.startswith(":") and ":" not in rest[1:]:
             return host, rest[1:]
         return entry, ""

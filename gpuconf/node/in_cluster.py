@@ -38,8 +38,9 @@ def in_a_pod(environ: Mapping[str, str] = os.environ) -> bool:
 
 
 def join_host_port(host: str, port: str) -> str:
-    """Go's net.JoinHostPort: a host with a colon (IPv6) or a zone (%) goes in brackets."""
-    return f"[{host}]:{port}" if ":" in host or "%" in host else f"{host}:{port}"
+    """Go's net.JoinHostPort (net/ipsock.go): a host with a colon (IPv6, a zone included) goes
+    in brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 class TokenFile:

@@ -44,6 +44,17 @@ def test_a_checkpoint_without_allocations_holds_nothing(tmp_path: Path) -> None:
     assert checkpointed_devices(write(tmp_path / "cp", document)) == {}
 
 
+def test_a_checkpoint_whose_checksum_the_kubelet_would_refuse_still_counts_its_devices(
+    tmp_path: Path,
+) -> None:
+    # Not recomputed (a go-spew dump): counting them held only waits until the kubelet rewrites it.
+    document = json.loads(WRITTEN_BY_THE_KUBELET.read_text())
+    document["Checksum"] += 1
+    assert checkpointed_devices(write(tmp_path / "cp", document)) == checkpointed_devices(
+        WRITTEN_BY_THE_KUBELET
+    )
+
+
 def test_no_checkpoint_file_holds_nothing_as_for_the_kubelet(tmp_path: Path) -> None:
     assert checkpointed_devices(tmp_path / "kubelet_internal_checkpoint") == {}
 

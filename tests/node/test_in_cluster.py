@@ -43,6 +43,8 @@ def test_the_server_is_https_on_the_service_host_and_port(account: Path) -> None
         ("fd00:10:96::1", "https://[fd00:10:96::1]:6443"),
         ("fe80::1%eth0", "https://[fe80::1%eth0]:6443"),
         ("kubernetes.default.svc", "https://kubernetes.default.svc:6443"),
+        # Go's net/ipsock.go JoinHostPort brackets a host only for a colon, not for a `%`.
+        ("node%1", "https://node%1:6443"),
     ],
 )
 def test_an_ipv6_host_is_bracketed_as_go_s_join_host_port_does(

@@ -16,8 +16,6 @@ from gpuconf.node.metrics_http import MetricsServer
 from gpuconf.node.nvml.api import Nvml
 from gpuconf.node.supervisor import RunSettings, Supervisor
 
-"""sun_path holds 108 bytes including the terminating NUL."""
-
 _log = log.get("run")
 
 

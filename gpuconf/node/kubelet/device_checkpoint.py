@@ -11,10 +11,17 @@ The file is JSON (checkpoint/checkpoint.go, written atomically by util/store/fil
 {"Data": {"PodDeviceEntries": [{"PodUID", "ContainerName", "ResourceName", "DeviceIDs",
 "AllocResp"}, ...] or null, "RegisteredDevices": {...}}, "Checksum": n}. DeviceIDs maps NUMA node
 (a JSON string, "-1" for none) to IDs, the only shape a kubelet of gpuconf's range (1.29+)
-reads: any other is unreadable to it too, and its manager.go Start goes on with no allocation
-on record ("Continue after failing to read checkpoint file"). The checksum (FNV-32a over a
-go-spew dump of Data) is not recomputed here: the kubelet's writes are atomic renames, so a
-file that parses is whole.
+reads: any other is unreadable to it too. The kubelet also refuses a file whose Checksum does
+not match (checkpointmanager/checkpoint_manager.go GetCheckpoint calls checkpoint.go
+VerifyChecksum, a CorruptCheckpointError); either way its manager.go Start goes on with no
+allocation on record ("Continue after failing to read checkpoint file").
+
+The checksum (FNV-32a over a go-spew dump of Data) is not recomputed here, so a file with a
+wrong one is read as the devices it lists. That errs on the safe side: the kubelet's writes are
+atomic renames, so only another writer leaves a mismatch, and devices counted held that the
+kubelet dropped only hold a change up until the first nudge (a ListAndWatch update makes the
+kubelet rewrite the file from its own record: manager.go genericDeviceUpdateCallback,
+writeCheckpoint), never let one through early.
 """
 
 from __future__ import annotations

@@ -1,13 +1,16 @@
 """k3s's own config drop-ins: does one that loads after ours set `default-runtime` back?
 
 k3s reads /etc/rancher/k3s/config.yaml, then every `*.yaml`/`*.yml` file in config.yaml.d in
-lexical order (Go's os.ReadDir), each value replacing the one before (pkg/configfilearg
-parser.go, `dotDFiles` and `readConfigFile`). A later file that sets `default-runtime` wins
-over our 90-gpuconf-nvidia.yaml, and pods would run without the nvidia runtime.
+lexical order (Go's os.ReadDir), folding every entry in turn (k3s-io/k3s pkg/configfilearg/
+parser.go, `dotDFiles` and `readConfigFile`): one trailing `+` is stripped from each key, a plain
+key replaces the value so far and a `+` key appends to it. A slice goes to k3s's string flag as
+one `--default-runtime=` per element, the last winning. If what later files fold over our
+90-gpuconf-nvidia.yaml ends on another runtime, pods would run without the nvidia runtime.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 import yaml
@@ -18,6 +21,7 @@ from gpuconf.node.runtimes.host import Host, HostPathError
 
 DEFAULT_RUNTIME_KEY = "default-runtime"
 _SUFFIXES = (".yaml", ".yml")
+_NULL_TAG = "tag:yaml.org,2002:null"
 
 
 def later_dropins(host: Host) -> list[str]:
@@ -36,11 +40,10 @@ def later_dropins(host: Host) -> list[str]:
     return [str(ours.parent / name.decode()) for name in names if name > ours.name.encode()]
 
 
-def _last_values(host_path: str, text: str) -> dict[str, tuple[yaml.Node, yaml.Node]]:
-    """The file's top-level keys as k3s reads them: YAML 1.1 into a yaml.v2 MapSlice
-    (pkg/configfilearg parser.go readConfigFile), repeated keys kept in order, the last winning;
-    an empty or comment-only file has none. Not gpuconf's own loader, which refuses what k3s
-    takes."""
+def _entries(host_path: str, text: str) -> list[tuple[yaml.ScalarNode, yaml.Node]]:
+    """The file's top-level entries as k3s reads them: YAML 1.1 into a yaml.v2 MapSlice
+    (pkg/configfilearg parser.go readConfigFile), repeated keys kept in order; an empty or
+    comment-only file has none. Not gpuconf's own loader, which refuses what k3s takes."""
     try:
         root = yaml.compose(text, Loader=yaml.CSafeLoader)
     except yaml.YAMLError as error:
@@ -49,39 +52,79 @@ def _last_values(host_path: str, text: str) -> dict[str, tuple[yaml.Node, yaml.N
             f"{K3S_AGENT_CONFIG_DROPIN} and setup cannot tell whether it sets default-runtime"
         ) from None
     if root is None:
-        return {}
+        return []
     if not isinstance(root, yaml.MappingNode):
         raise HostPathError(
             f"{host_path}: not a mapping of settings, which k3s refuses too (k3s reads it after "
             f"{K3S_AGENT_CONFIG_DROPIN})"
         )
-    return {
-        key.value: (key, value) for key, value in root.value if isinstance(key, yaml.ScalarNode)
-    }
+    return [(key, value) for key, value in root.value if isinstance(key, yaml.ScalarNode)]
+
+
+@dataclass(frozen=True)
+class _Setting:
+    """One value k3s holds for `default-runtime`: its text (None for YAML's null) and the
+    `file:line:col: key` of the entry that set it."""
+
+    text: str | None
+    at: str
+
+
+def _to_slice(held: _Setting | list[_Setting]) -> list[_Setting]:
+    """toSlice in pkg/configfilearg/parser.go: a slice stays, a null adds nothing, any other
+    value is one element."""
+    if isinstance(held, list):
+        return held
+    return [] if held.text is None else [held]
+
+
+def _setting(at: str, node: yaml.Node) -> _Setting:
+    if not isinstance(node, yaml.ScalarNode):
+        return _Setting(f"<{type(node).__name__}>", at)  # convert.ToString of a map: never nvidia
+    return _Setting(None if node.tag == _NULL_TAG else node.value, at)
+
+
+def _fold(
+    held: _Setting | list[_Setting], at: str, key: str, value: yaml.Node
+) -> _Setting | list[_Setting]:
+    """readConfigFile's fold for one entry: k3s strips one trailing `+`; a `+` key appends to the
+    value held so far, a plain key replaces it."""
+    given: _Setting | list[_Setting] = (
+        [_setting(at, item) for item in value.value]
+        if isinstance(value, yaml.SequenceNode)
+        else _setting(at, value)
+    )
+    return _to_slice(held) + _to_slice(given) if key.endswith("+") else given
+
+
+def _final(held: _Setting | list[_Setting], at: str) -> _Setting:
+    """The value the `--default-runtime` string flag ends with: k3s passes a slice as one flag
+    per element, and the last wins; an empty slice passes none (k3s's default, no runtime)."""
+    if isinstance(held, list):
+        return held[-1] if held else _Setting(None, at)
+    return held
 
 
 def refuse_a_later_default_runtime(host: Host) -> None:
-    """HostPathError naming the first later drop-in whose `default-runtime` is not nvidia."""
+    """HostPathError naming the entry that sets the `default-runtime` k3s ends with, if that is
+    not nvidia, folding every later drop-in over ours as k3s does."""
+    held: _Setting | list[_Setting] = _Setting(RUNTIME_NAME, K3S_AGENT_CONFIG_DROPIN)
+    last_at = K3S_AGENT_CONFIG_DROPIN
     for host_path in later_dropins(host):
         _, data = current(host, host_path)
         if data is None:
             continue
-        found = _last_values(host_path, data.decode("utf-8", "replace"))
-        # `key+` appends to the value so far (pkg/configfilearg/parser.go readConfigFile); k3s
-        # passes each value as a flag, and the last of a string flag wins.
-        for key in (DEFAULT_RUNTIME_KEY, f"{DEFAULT_RUNTIME_KEY}+"):
-            if key not in found:
+        for key, value in _entries(host_path, data.decode("utf-8", "replace")):
+            if key.value.removesuffix("+") != DEFAULT_RUNTIME_KEY:
                 continue
-            at, given = found[key]
-            node: yaml.Node | None = given
-            if isinstance(given, yaml.SequenceNode):
-                node = given.value[-1] if given.value else None
-            if not isinstance(node, yaml.ScalarNode) or node.value == RUNTIME_NAME:
-                continue
-            line, column = at.start_mark.line + 1, at.start_mark.column + 1
-            raise HostPathError(
-                f"{host_path}:{line}:{column}: {key}: {node.value!r} wins "
-                f"over {K3S_AGENT_CONFIG_DROPIN} (k3s reads config.yaml.d in lexical order, the "
-                "last value kept), so pods would not run with the nvidia runtime; remove it "
-                "there, or rename the file to sort before 90-gpuconf-nvidia.yaml"
-            )
+            line, column = key.start_mark.line + 1, key.start_mark.column + 1
+            last_at = f"{host_path}:{line}:{column}: {key.value}"
+            held = _fold(held, last_at, key.value, value)
+    final = _final(held, last_at)
+    if final.text != RUNTIME_NAME:
+        raise HostPathError(
+            f"{final.at}: {final.text or ''!r} wins "
+            f"over {K3S_AGENT_CONFIG_DROPIN} (k3s reads config.yaml.d in lexical order, the "
+            "last value kept), so pods would not run with the nvidia runtime; remove it "
+            "there, or rename the file to sort before 90-gpuconf-nvidia.yaml"
+        )

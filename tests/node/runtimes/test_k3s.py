@@ -265,6 +265,11 @@ def test_a_later_dropin_appending_another_default_runtime_is_refused(
         ("95-site.yaml", "default-runtime: runc\ndefault-runtime: nvidia\n"),  # the last wins
         ("95-site.yaml", "default-runtime: yes\ndefault-runtime: nvidia\n"),
         ("95-site.conf", "default-runtime: runc\n"),  # not read by k3s
+        # `+` appends to the value so far: [runc, nvidia], one flag each, the last wins.
+        ("95-site.yaml", "default-runtime: runc\ndefault-runtime+: nvidia\n"),
+        # A plain key replaces whatever was appended before it.
+        ("95-site.yaml", "default-runtime+: runc\ndefault-runtime: nvidia\n"),
+        ("95-site.yaml", "default-runtime: runc\ndefault-runtime+: [nvidia]\n"),
     ],
 )
 def test_dropins_that_leave_our_default_runtime_standing_are_accepted(
@@ -274,6 +279,58 @@ def test_dropins_that_leave_our_default_runtime_standing_are_accepted(
     host.write(f"/etc/rancher/k3s/config.yaml.d/{name}", text)
     assert host.setup(setup_config("k3s")).code == 0
     assert host.read(DEFAULT_DROPIN) == "default-runtime: nvidia\n"
+
+
+# readConfigFile folds every file in order into one value per key: a later file's value, not
+# the first file that differs, decides.
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"95-a.yaml": "default-runtime: runc\n", "96-b.yaml": "default-runtime: nvidia\n"},
+        {"95-a.yaml": "default-runtime: runc\n", "96-b.yaml": "default-runtime+: nvidia\n"},
+        {"95-a.yaml": "default-runtime+: runc\n", "96-b.yaml": "default-runtime: nvidia\n"},
+    ],
+)
+def test_later_dropins_that_together_end_on_nvidia_are_accepted(
+    host: HostTree, files: dict[str, str]
+) -> None:
+    host.write(NVIDIA_RUNTIME, "#!/bin/sh\n")
+    for name, text in files.items():
+        host.write(f"/etc/rancher/k3s/config.yaml.d/{name}", text)
+    assert host.setup(setup_config("k3s")).code == 0
+    assert host.read(DEFAULT_DROPIN) == "default-runtime: nvidia\n"
+
+
+@pytest.mark.parametrize(
+    ("files", "at", "value"),
+    [
+        # The refusal names the entry that set the final value, once, not the first that differs.
+        (
+            {"95-a.yaml": "default-runtime: runsc\n", "96-b.yaml": "default-runtime: runc\n"},
+            "96-b.yaml:1:1: default-runtime",
+            "'runc'",
+        ),
+        (
+            # Appending nothing leaves 95-a's value last.
+            {"95-a.yaml": "default-runtime: runc\n", "96-b.yaml": "default-runtime+: []\n"},
+            "95-a.yaml:1:1: default-runtime",
+            "'runc'",
+        ),
+        # A null or an empty slice: k3s passes `--default-runtime=` or no flag, no runtime.
+        ({"95-a.yaml": "default-runtime:\n"}, "95-a.yaml:1:1: default-runtime", "''"),
+        ({"95-a.yaml": "default-runtime: []\n"}, "95-a.yaml:1:1: default-runtime", "''"),
+    ],
+)
+def test_later_dropins_that_together_end_on_another_runtime_are_refused_where_it_is_set(
+    host: HostTree, files: dict[str, str], at: str, value: str
+) -> None:
+    host.write(NVIDIA_RUNTIME, "#!/bin/sh\n")
+    for name, text in files.items():
+        host.write(f"/etc/rancher/k3s/config.yaml.d/{name}", text)
+    result = host.setup(setup_config("k3s"))
+    assert result.code == 1
+    assert f"/etc/rancher/k3s/config.yaml.d/{at}: {value} wins over" in result.err
+    assert result.err.count("wins over") == 1
 
 
 def _check(host: HostTree, config: dict[str, Any]) -> CliResult:
