@@ -210,6 +210,13 @@ def compile_folder(folder: Path, *names: str) -> Compiled:
     return compile_paths([folder / n for n in names] or [folder], relative_to=folder)
 
 
+def site_block(folder: Path, template: str, block: str, text: str) -> None:
+    """A site template in `folder` extending gpuconf's `template` with `block` replaced by `text`."""
+    (folder / template).write_text(
+        f'{{% extends "gpuconf/{template}" %}}\n{{% block {block} %}}\n{text}\n{{% endblock %}}\n'
+    )
+
+
 @dataclass(frozen=True)
 class CliResult:
     code: int

@@ -139,6 +139,11 @@ def _mig_namespace(document: Document, value: str) -> None:
     document["spec"].setdefault("migManager", {})["namespace"] = value
 
 
+def _edge(make: Callable[[int], str], edge: int, suffix: str = "") -> tuple[str, str]:
+    """The value one past the edge and the one at it, `edge` the longest Kubernetes admits."""
+    return make(edge + 1) + suffix, make(edge) + suffix
+
+
 @dataclass(frozen=True)
 class Limit:
     id: str
@@ -150,213 +155,192 @@ class Limit:
     past: str
     within: str
 
+    @classmethod
+    def at(
+        cls,
+        id: str,
+        example: str,
+        path: KeyPath,
+        edge: tuple[str, str],
+        setter: Callable[[Document, str], None] | None = None,
+    ) -> Limit:
+        """The value goes where the diagnostic stands unless `setter` puts it elsewhere."""
+        return cls(id, example, path, setter or _set(*path), *edge)
+
     def document(self, value: str) -> Document:
         document = copy.deepcopy(cluster_file(self.example))
         self.set(document, value)
         return document
 
 
+def limit(prefix: str) -> Limit:
+    """The one limit whose id starts with `prefix`."""
+    [found] = [candidate for candidate in LIMITS if candidate.id.startswith(prefix)]
+    return found
+
+
 POOL = ("spec", "nodePools", 0)
 CLASS = ("spec", "resourceClasses", 0)
+MONITORING = ("spec", "node", "monitoring")
 LIMITS = (
-    Limit(
+    Limit.at(
         "cluster name: a DNS label (gpuconf.dev/cluster label value)",
         "lab",
         ("metadata", "name"),
-        _set("metadata", "name"),
-        dns_label(64),
-        dns_label(63),
+        _edge(dns_label, 63),
     ),
-    Limit(
-        "gpuconf's namespace: a DNS label",
-        "lab",
-        ("spec", "namespace"),
-        _set("spec", "namespace"),
-        dns_label(64),
-        dns_label(63),
+    Limit.at(
+        "gpuconf's namespace: a DNS label", "lab", ("spec", "namespace"), _edge(dns_label, 63)
     ),
-    Limit(
+    Limit.at(
         "pool name: 63 less gpuconf- (nvidia.com/mig.config label value)",
         "mig",
         (*POOL, "name"),
+        _edge(dns_label, 55),
         _renamed("pool", "h100"),
-        dns_label(56),
-        dns_label(55),
     ),
-    Limit(
+    Limit.at(
         "declared node name: a DNS subdomain",
         "lab",
         (*POOL, "nodes", 0, "name"),
-        _set(*POOL, "nodes", 0, "name"),
-        subdomain(254),
-        subdomain(253),
+        _edge(subdomain, 253),
     ),
-    Limit(
+    Limit.at(
         "node selector key prefix: a DNS subdomain of 253",
         "fleet",
         (*POOL, "nodeSelector", f"{subdomain(254)}/k"),
+        _edge(subdomain, 253, "/k"),
         _key(*POOL, "nodeSelector"),
-        f"{subdomain(254)}/k",
-        f"{subdomain(253)}/k",
     ),
-    Limit(
+    Limit.at(
         "node selector key name: 63",
         "fleet",
         (*POOL, "nodeSelector", f"gpuconf.dev/{label_name(64)}"),
+        _edge(lambda n: f"gpuconf.dev/{label_name(n)}", 63),
         _key(*POOL, "nodeSelector"),
-        f"gpuconf.dev/{label_name(64)}",
-        f"gpuconf.dev/{label_name(63)}",
     ),
-    Limit(
+    Limit.at(
         "node selector value: a label value",
         "fleet",
         (*POOL, "nodeSelector", "node.example.com/gpu"),
+        _edge(label_value, 63),
         lambda d, v: _key(*POOL, "nodeSelector", value=v)(d, "node.example.com/gpu"),
-        label_value(64),
-        label_value(63),
     ),
-    Limit(
+    Limit.at(
         "toleration key prefix: a DNS subdomain of 253",
         "fleet",
         (*POOL, "tolerations", 0, "key"),
+        _edge(subdomain, 253, "/k"),
         _toleration("key"),
-        f"{subdomain(254)}/k",
-        f"{subdomain(253)}/k",
     ),
-    Limit(
+    Limit.at(
         "toleration value: a label value",
         "fleet",
         (*POOL, "tolerations", 0, "value"),
+        _edge(label_value, 63),
         _toleration("value"),
-        label_value(64),
-        label_value(63),
     ),
-    Limit(
+    Limit.at(
         "class name: a DNS label (DeviceClass, claim request, class label key)",
         "dra-lab",
         (*CLASS, "name"),
+        _edge(dns_label, 63),
         _renamed("class", "big-memory"),
-        dns_label(64),
-        dns_label(63),
     ),
-    Limit(
+    Limit.at(
         "resource name domain: 253 less requests.",
         "lab",
         (*CLASS, "resourceName"),
-        _set(*CLASS, "resourceName"),
-        f"{subdomain(245)}/t4",
-        f"{subdomain(244)}/t4",
+        _edge(subdomain, 244, "/t4"),
     ),
-    Limit(
+    Limit.at(
         "resource name: not in kubernetes.io",
         "lab",
         (*CLASS, "resourceName"),
-        _set(*CLASS, "resourceName"),
-        "gpu.kubernetes.io/t4",
-        "gpu.kubernetes.example/t4",
+        ("gpu.kubernetes.io/t4", "gpu.kubernetes.example/t4"),
     ),
-    Limit(
+    Limit.at(
         "resource name: not requests.",
         "lab",
         (*CLASS, "resourceName"),
-        _set(*CLASS, "resourceName"),
-        "requests.example.com/t4",
-        "request.example.com/t4",
+        ("requests.example.com/t4", "request.example.com/t4"),
     ),
-    Limit(
+    Limit.at(
         "resource domain: 253 less requests.",
         "lab",
         ("spec", "resourceDomain"),
-        _set("spec", "resourceDomain"),
-        subdomain(245),
-        subdomain(244),
+        _edge(subdomain, 244),
     ),
-    Limit(
+    Limit.at(
         "resource domain: not kubernetes.io",
         "lab",
         ("spec", "resourceDomain"),
-        _set("spec", "resourceDomain"),
-        "gpu.kubernetes.io",
-        "gpu.kubernetes.example",
+        ("gpu.kubernetes.io", "gpu.kubernetes.example"),
     ),
-    Limit(
+    Limit.at(
         "quota namespace: a DNS label",
         "lab",
         ("spec", "quotas", 0, "namespace"),
-        _set("spec", "quotas", 0, "namespace"),
-        dns_label(64),
-        dns_label(63),
+        _edge(dns_label, 63),
     ),
-    Limit(
+    Limit.at(
         "extra monitoring label key prefix: a DNS subdomain of 253",
         "lab",
-        ("spec", "node", "monitoring", "extraLabels", f"{subdomain(254)}/release"),
-        _key("spec", "node", "monitoring", "extraLabels"),
-        f"{subdomain(254)}/release",
-        f"{subdomain(253)}/release",
+        (*MONITORING, "extraLabels", f"{subdomain(254)}/release"),
+        _edge(subdomain, 253, "/release"),
+        _key(*MONITORING, "extraLabels"),
     ),
-    Limit(
+    Limit.at(
         "extra monitoring label value: a label value",
         "lab",
-        ("spec", "node", "monitoring", "extraLabels", "release"),
-        lambda d, v: _key("spec", "node", "monitoring", "extraLabels", value=v)(d, "release"),
-        label_value(64),
-        label_value(63),
+        (*MONITORING, "extraLabels", "release"),
+        _edge(label_value, 63),
+        lambda d, v: _key(*MONITORING, "extraLabels", value=v)(d, "release"),
     ),
-    Limit(
+    Limit.at(
         "scraper namespace: a DNS label",
         "lab",
-        ("spec", "node", "monitoring", "scraperNamespaces", 0),
+        (*MONITORING, "scraperNamespaces", 0),
+        _edge(dns_label, 63),
         _scraper,
-        dns_label(64),
-        dns_label(63),
     ),
-    Limit(
+    Limit.at(
         "MIG manager ConfigMap: a DNS subdomain its file name (configmap-<name>.yaml) holds",
         "mig",
         ("spec", "migManager", "configMapName"),
-        _set("spec", "migManager", "configMapName"),
-        subdomain(241),
-        subdomain(240),
+        _edge(subdomain, 240),
     ),
-    Limit(
+    Limit.at(
         "GPU Operator namespace: a DNS label",
         "mig",
         ("spec", "gpuOperator", "namespace"),
+        _edge(dns_label, 63),
         _mig_namespace,
-        dns_label(64),
-        dns_label(63),
     ),
-    Limit(
+    Limit.at(
         "Kueue cohort: a DNS label",
         "training-fleet",
         ("spec", "kueue", "cohort"),
-        _set("spec", "kueue", "cohort"),
-        dns_label(64),
-        dns_label(63),
+        _edge(dns_label, 63),
     ),
-    Limit(
+    Limit.at(
         "Kueue LocalQueue: a DNS label",
         "training-fleet",
         ("spec", "kueue", "localQueue"),
-        _set("spec", "kueue", "localQueue"),
-        dns_label(64),
-        dns_label(63),
+        _edge(dns_label, 63),
     ),
-    Limit(
+    Limit.at(
         "Kueue ClusterQueue: a DNS label",
         "training-fleet",
         ("spec", "kueue", "clusterQueues", 1, "name"),
+        _edge(dns_label, 63),
         _cluster_queue,
-        dns_label(64),
-        dns_label(63),
     ),
-    Limit(
+    Limit.at(
         "Kueue quota namespace and its ClusterQueue: a DNS label",
         "training-fleet",
         ("spec", "quotas", 0, "namespace"),
+        _edge(dns_label, 63),
         _queue_namespace,
-        dns_label(64),
-        dns_label(63),
     ),
 )

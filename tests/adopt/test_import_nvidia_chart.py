@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -419,11 +418,20 @@ def test_cdi_annotations_are_listed_not_turned_into_gpuconfs_cdi(tmp_path: Path)
     assert "deviceListStrategy" not in (spec.get("node") or {})
 
 
-def test_a_config_name_longer_than_a_pool_name_makes_a_pool_name_validate_takes() -> None:
+def test_a_config_name_longer_than_a_pool_name_makes_a_pool_name_validate_takes(
+    tmp_path: Path,
+) -> None:
     # gpuconf-<pool> is the nodes' nvidia.com/mig.config label value: a pool name is at most 55.
-    from gpuconf.adopt.importers.nvidia_chart import pool_name
-    from gpuconf.api.base import POOL_NAME, POOL_NAME_MAX
-
-    name = pool_name("Big-Config_" + "x" * 60)
-    assert len(name) == POOL_NAME_MAX
-    assert re.fullmatch(POOL_NAME, name)
+    # The config's name is a label value itself (the nodes' device-plugin.config), at most 63.
+    config = "Big-Config_" + "x" * 52
+    assert len(config) == 63
+    sharing = "sharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 2}]}}"
+    (tmp_path / "values.yaml").write_text(json.dumps({"config": {"map": {config: sharing}}}))
+    argv = ["import", "nvidia-chart", "values.yaml", "--name", "x", "--gpus", f"{config}=L4:1:1"]
+    result = run_cli(*argv, cwd=tmp_path)
+    assert result.code == 0, result.err
+    [pool] = load_yaml((tmp_path / "clusters" / "x.yaml").read_text())["spec"]["nodePools"]
+    assert len(pool["name"]) == 55
+    assert pool["nodeSelector"] == {"nvidia.com/device-plugin.config": config}
+    validated = run_cli("validate", "clusters/x.yaml", cwd=tmp_path)
+    assert validated.code == 0, validated.err

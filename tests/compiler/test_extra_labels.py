@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from builders import check, cluster_file, errors, load_yaml, rendered, run_cli
 
-from gpuconf.compiler.resolve.object_labels import OWNER_LABELS
 from gpuconf.diagnostics import Severity, format_path
 from gpuconf.formats.yaml_writer import dump
 
@@ -28,9 +27,15 @@ def _monitoring_objects(tree: dict[str, bytes]) -> list[dict[str, Any]]:
     return [o for o in objects if o["kind"] in MONITORING_OBJECTS]
 
 
-def _own_labels() -> dict[str, str]:
-    """Every label gpuconf writes on an object extraLabels labels, as rendered."""
-    found: dict[str, str] = {}
+# docs/templates.md (extra_labels): the labels marking an object as gpuconf's, which a re-render
+# finds its Namespaces by; the value each has on cluster lab, and a piece of the refusal's hint.
+OWNER_LABELS = {
+    "app.kubernetes.io/managed-by": ("gpuconf", "a re-render keeps the Namespaces it created"),
+    "gpuconf.dev/cluster": ("lab", "a re-render finds the Namespaces it created"),
+}
+
+
+def test_gpuconf_writes_its_owner_labels_on_every_object_extra_labels_labels() -> None:
     objects = _monitoring_objects(rendered(cluster_file("lab")))
     assert sorted(o["kind"] for o in objects) == [
         "ConfigMap",
@@ -39,26 +44,26 @@ def _own_labels() -> dict[str, str]:
         "PrometheusRule",
     ]
     for obj in objects:
-        found.update(obj["metadata"]["labels"])
-    return found
+        labels = obj["metadata"]["labels"]
+        assert {key: labels.get(key) for key in OWNER_LABELS} == {
+            key: value for key, (value, _) in OWNER_LABELS.items()
+        }
 
 
-OWN_LABELS = _own_labels()
-# The labels marking an object as gpuconf's; the others gpuconf writes, nothing selects on.
-OWN = {key: OWN_LABELS[key] for key in OWNER_LABELS}
-
-
-@pytest.mark.parametrize("key", sorted(OWN))
+@pytest.mark.parametrize("key", sorted(OWNER_LABELS))
 def test_an_extra_label_changing_one_gpuconf_writes_is_refused_at_its_key_naming_its_readers(
     key: str,
 ) -> None:
+    value, reader = OWNER_LABELS[key]
     (refused,) = errors(_labelled({"release": "kube-prometheus-stack", key: "mine"}))
     assert format_path(refused.path) == f"spec.node.monitoring.extraLabels.{key}"
     assert refused.message == (
-        f"gpuconf writes {key}: {OWN[key]!r} on the objects extraLabels labels; 'mine' would "
+        f"gpuconf writes {key}: {value!r} on the objects extraLabels labels; 'mine' would "
         "replace it"
     )
-    assert refused.hint == f"{OWNER_LABELS[key]}; leave {key} out of extraLabels"
+    assert refused.hint is not None
+    assert reader in refused.hint
+    assert refused.hint.endswith(f"; leave {key} out of extraLabels")
 
 
 def test_the_refusal_is_located_at_the_key_and_validate_exits_1(tmp_path: Path) -> None:

@@ -9,7 +9,17 @@ import re
 from typing import Any
 
 import pytest
-from builders import cluster, cluster_file, compile_folder, errors, load_yaml, pool, rendered, valid
+from builders import (
+    cluster,
+    cluster_file,
+    compile_folder,
+    errors,
+    load_yaml,
+    pool,
+    rendered,
+    site_block,
+    valid,
+)
 from crd_schemas import crd_errors
 
 from gpuconf.compiler.explain import explain_text
@@ -185,10 +195,12 @@ def test_an_object_the_release_schema_refuses_is_a_located_error_and_nothing_is_
     # A site's template gives the h100 flavor 9 tolerations: Kueue's ResourceFlavor holds at most 8.
     site = tmp_path / "site"
     site.mkdir()
-    (site / "resourceflavor.yaml.j2").write_text(
-        '{% extends "gpuconf/resourceflavor.yaml.j2" %}\n'
-        "{% block body %}\nspec:\n  nodeLabels: {{ node_labels | yaml }}\n"
-        "  tolerations: {{ (tolerations * 9) | yaml }}\n{% endblock %}\n"
+    site_block(
+        site,
+        "resourceflavor.yaml.j2",
+        "body",
+        "spec:\n  nodeLabels: {{ node_labels | yaml }}\n"
+        "  tolerations: {{ (tolerations * 9) | yaml }}",
     )
     document = cluster_file("training-fleet")
     document["spec"]["templates"] = "site"
@@ -465,10 +477,12 @@ def test_a_site_template_is_checked_against_the_declared_releases_crds_when_rend
     site = tmp_path / "site"
     site.mkdir()
     # Without its cohort a ClusterQueue's limits break the release's CEL rule.
-    (site / "clusterqueue.yaml.j2").write_text(
-        '{% extends "gpuconf/clusterqueue.yaml.j2" %}\n'
-        "{% block body %}\nspec:\n  namespaceSelector: {{ namespace_selector | yaml }}\n"
-        "  resourceGroups: {{ resource_groups | yaml }}\n{% endblock %}\n"
+    site_block(
+        site,
+        "clusterqueue.yaml.j2",
+        "body",
+        "spec:\n  namespaceSelector: {{ namespace_selector | yaml }}\n"
+        "  resourceGroups: {{ resource_groups | yaml }}",
     )
     document = cluster_file("training-fleet")
     document["spec"]["templates"] = "site"

@@ -192,9 +192,9 @@ LIMITS = {
     ),
     # pkg/webhooks/clusterqueue_webhook.go, validateFlavorResourceCombinations: ≤ 512 a group.
     "group-flavor-resource-pairs": Limit(
-        lambda past: _sharing_pools(23 if past else 22, pools=23),
+        lambda past: _sharing_pools(33 if past else 32, pools=16),
         "spec.quotas[0].classes.c0-0",
-        "ClusterQueue team: spec.resourceGroups.0: 529 flavor-resource pairs, more than 512",
+        "ClusterQueue team: spec.resourceGroups.0: 528 flavor-resource pairs, more than 512",
     ),
     # validateTotalFlavors: ≤ 256 in all of a queue's groups.
     "queue-total-flavors": Limit(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from builders import errors, run_cli, valid
-from name_limits import LIMITS, Limit
+from name_limits import LIMITS, Limit, limit
 
 from gpuconf.api import kubernetes_names
 from gpuconf.formats.yaml_writer import dump
@@ -52,7 +52,7 @@ def test_the_longest_accepted_value_renders_to_files_the_file_system_holds(
 def test_a_label_key_is_told_which_part_of_the_qualified_name_rule_it_breaks(
     value: str, says: str
 ) -> None:
-    document = next(limit for limit in LIMITS if "toleration key" in limit.id).document(value)
+    document = limit("toleration key prefix").document(value)
     (error,) = errors(document)
     assert "is not a valid label key: a qualified name" in error.message
     assert says in error.message
@@ -75,15 +75,15 @@ def test_a_label_key_is_told_which_part_of_the_qualified_name_rule_it_breaks(
 def test_a_resource_name_is_told_which_extended_resource_rule_it_breaks(
     value: str, says: str
 ) -> None:
-    document = next(limit for limit in LIMITS if "resource name domain" in limit.id).document(value)
+    document = limit("resource name domain").document(value)
     (error,) = errors(document)
     assert "is not a valid extended resource name: " in error.message
     assert says in error.message
 
 
 def test_the_resource_domain_is_told_the_quota_name_caps_it() -> None:
-    limit = next(limit for limit in LIMITS if limit.id.startswith("resource domain: 253"))
-    (error,) = errors(limit.document(limit.past))
+    domain = limit("resource domain: 253")
+    (error,) = errors(domain.document(domain.past))
     assert error.message.endswith(
         "is not a valid resource domain: the domain must be a DNS subdomain of at most 244 "
         "characters, not 245: the quota name requests.<domain>/<class> is a qualified name"
@@ -91,8 +91,8 @@ def test_the_resource_domain_is_told_the_quota_name_caps_it() -> None:
 
 
 def test_a_pool_name_is_told_why_it_is_shorter_than_a_dns_label() -> None:
-    limit = next(limit for limit in LIMITS if limit.id.startswith("pool name"))
-    (error,) = errors(limit.document(limit.past))
+    pool = limit("pool name")
+    (error,) = errors(pool.document(pool.past))
     assert "is not a valid pool name" in error.message
     assert "gpuconf-<pool> is the nodes' nvidia.com/mig.config label value" in error.hint
 
@@ -110,6 +110,6 @@ def test_the_explanations_follow_kubernetes_order_for_a_value_that_breaks_two_ru
 def test_a_trailing_line_break_is_refused_as_kubernetes_refuses_it(kind: str) -> None:
     # Python's `$` matches before a final line break (Go's and Rust's do not): the patterns
     # checked with Python's regular expressions must not let one through.
-    limit = next(limit for limit in LIMITS if limit.id.startswith(kind))
-    found = errors(limit.document(limit.within + "\n"))
-    assert limit.path in [d.path for d in found], [d.as_text() for d in found]
+    edge = limit(kind)
+    found = errors(edge.document(edge.within + "\n"))
+    assert edge.path in [d.path for d in found], [d.as_text() for d in found]

@@ -309,7 +309,6 @@ def test_a_pool_whose_mig_devices_are_nvidia_gpu_may_write_gfd_s_single_strategy
     policy = load_yaml(rendered(data)[POLICY])
     whole_gpu = {f"nvidia.com/gpu.{s}" for s in ("count", "replicas", "memory", "product")}
     whole_gpu.add("nvidia.com/gpu.sharing-strategy")
-    assert "nvidia.com/gpu.multiprocessors" in SINGLE_MIG_CANDIDATES - whole_gpu
     candidates = SINGLE_MIG_CANDIDATES | MIG_POOL_KEYS
     assert _admitted(policy, {"gpuconf.dev/pool": "a30"}, candidates) == SINGLE_MIG_CANDIDATES
     assert _admitted(policy, {"gpuconf.dev/pool": "elsewhere"}, candidates) == whole_gpu

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import CLUSTERS, EXAMPLES, REPO, NoMemo
+from builders import CLUSTERS, EXAMPLES, REPO, NoMemo, site_block
 from jinja2 import Environment
 
 from gpuconf.compiler.pipeline import compile_paths
@@ -66,10 +66,11 @@ def test_a_value_the_memo_keys_on_still_shapes_each_output() -> None:
 def test_an_override_that_branches_on_a_printed_value_renders_each_artifact_by_its_own(
     tmp_path: Path,
 ) -> None:
-    (tmp_path / "namespace.yaml.j2").write_text(
-        '{% extends "gpuconf/namespace.yaml.j2" %}\n'
-        '{% block body %}{% if meta["name"] == "special" %}\n'
-        "spec:\n  finalizers: [kubernetes]\n{% endif %}{% endblock %}\n"
+    site_block(
+        tmp_path,
+        "namespace.yaml.j2",
+        "body",
+        '{% if meta["name"] == "special" %}\nspec:\n  finalizers: [kubernetes]\n{% endif %}',
     )
     templates = Templates(tmp_path)
     names = ["plain-1", "special", "plain-2", "plain-3"]
@@ -108,12 +109,13 @@ def test_presence_tests_keep_a_value_out_of_the_key_but_not_what_contains_it() -
 def test_a_site_block_branching_on_a_container_renders_each_daemonset_by_its_own(
     tmp_path: Path,
 ) -> None:
-    (tmp_path / "node-daemonset.yaml.j2").write_text(
-        '{% extends "gpuconf/node-daemonset.yaml.j2" %}\n'
-        "{% block container_image %}"
+    site_block(
+        tmp_path,
+        "node-daemonset.yaml.j2",
+        "container_image",
         '{% if container["image"] == "registry.example/special:1" %}'
         '{{ "mirror.example/special:1" | yaml }}'
-        '{% else %}{{ container["image"] | yaml }}{% endif %}{% endblock %}\n'
+        '{% else %}{{ container["image"] | yaml }}{% endif %}',
     )
     compiled = compile_paths([CLUSTERS / "fleet.yaml"], relative_to=REPO, render_output=False)
     [first, *_] = [

@@ -10,7 +10,7 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-from builders import CLUSTERS, EXAMPLES, REPO, load_yaml, run_cli, valid
+from builders import CLUSTERS, EXAMPLES, REPO, load_yaml, run_cli, site_block, valid
 from crd_schemas import crd_errors
 
 from gpuconf.compiler.pipeline import compile_paths
@@ -363,12 +363,6 @@ def test_a_value_printed_in_a_site_block_is_written_as_the_value(tmp_path: Path)
     assert b"@gpuconf-value-" not in b"".join(tree.values())
 
 
-def _site_block(folder: Path, template: str, block: str, text: str) -> None:
-    (folder / template).write_text(
-        f'{{% extends "gpuconf/{template}" %}}\n{{% block {block} %}}\n{text}\n{{% endblock %}}\n'
-    )
-
-
 @pytest.mark.parametrize(
     ("template", "block", "label", "gpuconf_s", "read_by"),
     [
@@ -398,7 +392,7 @@ def _site_block(folder: Path, template: str, block: str, text: str) -> None:
 def test_a_site_label_block_changing_a_label_gpuconf_writes_is_refused_at_its_line(
     tmp_path: Path, template: str, block: str, label: str, gpuconf_s: str, read_by: str
 ) -> None:
-    _site_block(tmp_path, template, block, f"team: gpu\n{label}: site")
+    site_block(tmp_path, template, block, f"team: gpu\n{label}: site")
     result = run_cli(
         "render", "clusters/lab.yaml", "--templates", str(tmp_path), "--check", cwd=REPO
     )
@@ -412,7 +406,7 @@ def test_a_site_label_block_changing_a_label_gpuconf_writes_is_refused_at_its_li
 
 
 def test_a_site_label_block_may_change_the_labels_nothing_selects_on(tmp_path: Path) -> None:
-    _site_block(
+    site_block(
         tmp_path, "namespace.yaml.j2", "extra_labels", "app.kubernetes.io/part-of: ml-platform"
     )
     tree = render(plan(valid_lab(), "lab.yaml"), Templates(tmp_path))
@@ -424,7 +418,7 @@ def test_a_site_label_block_may_change_the_labels_nothing_selects_on(tmp_path: P
 
 
 def test_a_site_label_block_adds_labels_and_may_repeat_gpuconf_s_own(tmp_path: Path) -> None:
-    _site_block(
+    site_block(
         tmp_path,
         "node-daemonset.yaml.j2",
         "pod_labels",

@@ -15,7 +15,7 @@ from control_plane.manifests import (
     tree_objects,
 )
 from control_plane.server import Server
-from name_limits import LIMITS, Limit
+from name_limits import LIMITS, Limit, limit
 
 from gpuconf.api.node_facts import MIG_CONFIG_PREFIX
 
@@ -41,11 +41,11 @@ def test_the_mig_config_label_of_the_longest_pool_name_is_admitted_on_a_node(
 ) -> None:
     """gpuconf-<pool> is not in a rendered object but on the nodes: the MIG manager's ConfigMap
     names it, and the nodes' nvidia.com/mig.config label picks it (k8s-mig-manager)."""
-    limit = next(limit for limit in LIMITS if limit.id.startswith("pool name"))
-    tree = rendered(limit.document(limit.within))
+    pool = limit("pool name")
+    tree = rendered(pool.document(pool.within))
     [config_map] = [data for path, data in tree.items() if path.startswith("mig-manager/configmap")]
     config = yaml.safe_load(yaml.safe_load(config_map)["data"]["config.yaml"])
-    longest = MIG_CONFIG_PREFIX + limit.within
+    longest = MIG_CONFIG_PREFIX + pool.within
     assert longest in config["mig-configs"]
     node = {
         "apiVersion": "v1",
