@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import run_cli
+from builders import CATALOG, run_cli
 from fake_api_server import FakeApiServer
 
+from gpuconf.adopt.importers.live_cluster import import_live
 from gpuconf.formats.located_yaml import load_file
 
 
@@ -94,4 +95,37 @@ def test_a_pool_label_longer_than_a_pool_name_is_cut_short_and_said(
     [pool] = load_file(tmp_path / "clusters" / "n.yaml").data["spec"]["nodePools"]
     assert pool["name"] == long[:55]
     header = (tmp_path / "clusters" / "n.yaml").read_text().splitlines()[:8]
-    assert any(f"labelled gpuconf.dev/pool={long}" in line for line in header), header
+    said = f"labelled gpuconf.dev/pool={long}, longer than a pool name may be"
+    assert any(said in line for line in header), header
+
+
+def _labelled(name: str, product: str, count: int, pool: str) -> dict[str, Any]:
+    node = _gpu_node(name, product, count)
+    node["metadata"]["labels"]["gpuconf.dev/pool"] = pool
+    return node
+
+
+def test_nodes_of_one_pool_label_with_other_gpus_get_a_pool_of_their_own_and_are_told_why() -> None:
+    nodes = [
+        _labelled("a", "Tesla-T4", 4, "gpu"),
+        _labelled("b", "NVIDIA-A100-SXM4-80GB", 8, "gpu"),
+        _labelled("c", "Tesla-T4", 4, "gpu"),
+    ]
+    imported = import_live(nodes, "1.33", CATALOG)
+    pools = [(p["name"], [n["name"] for n in p["nodes"]]) for p in imported.spec["nodePools"]]
+    assert pools == [("gpu", ["a", "c"]), ("gpu-2", ["b"])]
+    assert imported.left_out == [
+        "nodes b are labelled gpuconf.dev/pool=gpu but differ from the rest so labelled in GPU "
+        "model, GPU count: pool gpu-2; label them with that name"
+    ]
+    assert not any("longer than a pool name" in line for line in imported.left_out)
+
+
+def test_a_pool_label_another_pool_s_name_took_first_names_that_pool_s_nodes() -> None:
+    """Unlabelled T4 nodes are pool tesla-t4 by their model; nodes labelled so come after."""
+    nodes = [_gpu_node("u", "Tesla-T4", 4), _labelled("l", "Tesla-T4", 2, "tesla-t4")]
+    left_out = import_live(nodes, "1.33", CATALOG).left_out
+    assert (
+        "nodes l are labelled gpuconf.dev/pool=tesla-t4, the name of the pool of nodes u: pool "
+        "tesla-t4-2; label them with that name"
+    ) in left_out

@@ -7,6 +7,7 @@ pool, validation says so."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -336,6 +337,36 @@ def test_a_class_the_operator_s_strategy_renames_gets_a_warning_until_the_file_n
     )
     document["spec"]["resourceClasses"][0]["resourceName"] = "nvidia.com/mig-1g.10gb"
     assert valid(document).warnings == ()
+
+
+def _mig_name_hint(document: dict[str, Any], class_index: int) -> str:
+    document["spec"]["resourceClasses"][class_index]["resourceName"] = "example.com/mig"
+    (found,) = [
+        e
+        for e in errors(document)
+        if e.path == ("spec", "resourceClasses", class_index, "resourceName")
+        and "does not advertise" in e.message
+    ]
+    return found.hint
+
+
+def test_a_misnamed_class_is_told_the_operator_s_gfd_holds_its_pool_to_mixed() -> None:
+    """h100's GPUs are all 1g.10gb (single alone): mixed only because the Operator's GFD labels
+    a100 under the same strategy."""
+    assert _mig_name_hint(_mixed_layouts("nvidia"), 0).endswith(
+        "(mixed: the GPU Operator's GFD labels every pool it runs on under one strategy, and "
+        "pool 'a100' needs mixed: its GPUs are not all MIG with one profile: GFD's single labels "
+        "such a node <model>-MIG-INVALID)"
+    )
+
+
+def test_a_misnamed_class_is_told_its_pool_runs_mixed_for_its_own_layouts() -> None:
+    """a100 has several profiles, with the Operator or without it."""
+    document = _mixed_layouts("nvidia")
+    hint = "(mixed: the pool has whole GPUs or several profiles)"
+    assert _mig_name_hint(copy.deepcopy(document), 1).endswith(hint)
+    del document["spec"]["gpuOperator"]
+    assert _mig_name_hint(document, 1).endswith(hint)
 
 
 def test_the_plan_writes_the_strategies_validation_resolved() -> None:

@@ -517,3 +517,22 @@ def test_a_pool_selecting_by_a_label_only_its_own_runtime_writes_is_warned() -> 
     ]
     assert warning.path == ("spec", "nodePools", 0, "nodeSelector", "nvidia.com/gpu.product")
     assert "wherever the value it writes is not the node's already" in warning.message
+
+
+@pytest.mark.parametrize(
+    ("owner", "says"),
+    [
+        ("gpuconf", "a label gpuconf's node runtime writes"),
+        ("gfd", "only by labels NVIDIA's components write"),
+    ],
+)
+def test_a_pool_selecting_only_by_a_gfd_label_is_warned_once(owner: str, says: str) -> None:
+    """One rule owns it: node_labels where gpuconf's runtime writes the label (its policy then
+    refuses the runtime's patches), node_selection where NVIDIA's GFD does."""
+    data = _lab_selected_by_product()
+    data["spec"]["node"]["labels"]["owner"] = owner
+    (warning,) = [
+        w for w in valid(data).warnings if w.path[:4] == ("spec", "nodePools", 0, "nodeSelector")
+    ]
+    assert says in warning.message
+    assert "gpuconf.dev/pool=t4" in (warning.hint or "")

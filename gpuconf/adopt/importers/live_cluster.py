@@ -113,11 +113,47 @@ def import_live(
     for shape, members in groups.items():
         if shape.pool is not None and names[shape] != shape.pool:
             left_out.append(
-                f"nodes {', '.join(sorted(members))} are labelled {POOL_LABEL}={shape.pool}, "
-                f"longer than a pool name may be ({POOL_NAME_MAX} characters: gpuconf-<pool> is "
-                f"a label value): pool {names[shape]}; label them with that name"
+                f"nodes {', '.join(sorted(members))} are labelled {POOL_LABEL}={shape.pool}"
+                f"{_why_renamed(shape, shape.pool, names, groups)}: pool {names[shape]}; label "
+                "them with that name"
             )
     return LiveImport(spec, left_out)
+
+
+SHAPE_WORDS = {
+    "model": "GPU model",
+    "gpus": "GPU count",
+    "replicas": "sharing",
+    "sharing": "sharing",
+    "engine": "container engine",
+    "driver": "driver",
+}
+"""What each NodeShape field is, in words, for nodes whose pool label their shape splits."""
+
+
+def _why_renamed(
+    shape: NodeShape,
+    label: str,
+    names: Mapping[NodeShape, str],
+    groups: Mapping[NodeShape, list[str]],
+) -> str:
+    """Why a pool label did not become the pool's name: too long, or another pool has it."""
+    if len(label) > POOL_NAME_MAX:
+        return (
+            f", longer than a pool name may be ({POOL_NAME_MAX} characters: gpuconf-<pool> is "
+            "a label value)"
+        )
+    holder = next((s for s, name in names.items() if name == label), None)
+    if holder is None:  # a value the API server refuses (ends in "-"): trimmed
+        return ", not a pool name as it stands"
+    if holder.pool != label:
+        return f", the name of the pool of nodes {', '.join(sorted(groups[holder]))}"
+    differ = dict.fromkeys(
+        word
+        for field, word in SHAPE_WORDS.items()
+        if getattr(shape, field) != getattr(holder, field)
+    )
+    return f" but differ from the rest so labelled in {', '.join(differ)}"
 
 
 def _engine(node: Mapping[str, Any], name: str, left_out: list[str]) -> str:

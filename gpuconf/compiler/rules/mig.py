@@ -1,9 +1,12 @@
-"""MIG with NVIDIA's plugin: a class's MIG devices have one name, the one its pools' strategy gives."""
+"""MIG with NVIDIA's plugin: a class's MIG devices have one name, the one its pools' strategy gives:
+their GPUs' own (gpus/mig.mig_strategy), or, where the GPU Operator's GFD labels them, the one
+strategy it labels every pool under (resolve/mig_strategies.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
+from gpuconf.compiler.resolve.mig_strategies import MigStrategies
 from gpuconf.compiler.rules.context import RuleContext, class_path
 from gpuconf.diagnostics import Diagnostic
 from gpuconf.gpus.resource_names import NVIDIA_GPU, mig_resource, nvidia_resource
@@ -39,9 +42,24 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
                 f"advertise {profile} devices as {resolved.resource_name!r}",
                 "it advertises them as "
                 + " or ".join(sorted(allowed))
-                + (
-                    " (single: every GPU of the pool has the one profile)"
-                    if single
-                    else " (mixed: the pool has whole GPUs or several profiles)"
-                ),
+                + f" ({_why(ctx.mig_strategies, resolved.pools, single)})",
             )
+
+
+def _why(strategies: MigStrategies, pools: Sequence[str], single: bool) -> str:
+    """Why the class's pools run the strategy they do: their GPUs' layouts, or other pools the
+    GPU Operator's GFD labels under the same one strategy (own: the pool's strategy without it)."""
+    if all(strategies.own[p] == strategies.pools[p] for p in pools):
+        if single:
+            return "single: every GPU of the pool has the one profile"
+        return "mixed: the pool has whole GPUs or several profiles"
+    strategy = "single" if single else "mixed"
+    needing = "; ".join(
+        f"pool {n.pool!r} needs {strategy}: {', '.join(n.reasons)}"
+        for n in strategies.needs
+        if n.strategies == {strategy}
+    )
+    return (
+        f"{strategy}: the GPU Operator's GFD labels every pool it runs on under one strategy, "
+        f"and {needing}"
+    )

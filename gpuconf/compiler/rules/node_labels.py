@@ -16,9 +16,9 @@ from collections.abc import Iterator
 
 from gpuconf.api.node_facts import POOL_LABEL
 from gpuconf.compiler.rules.context import SPEC, RuleContext, class_path, pool_path
-from gpuconf.compiler.rules.node_selection import relabel_command
+from gpuconf.compiler.rules.node_selection import label_writers, relabel_command
 from gpuconf.diagnostics import Diagnostic
-from gpuconf.gpus.gfd_labels import CLASS_LABEL_PREFIX, writes_key
+from gpuconf.gpus.gfd_labels import CLASS_LABEL_PREFIX
 from gpuconf.gpus.label_owner import gpuconf_writes_gfd_labels, node_runtime_labels_nodes
 from gpuconf.gpus.resource_names import NVIDIA_GPU
 
@@ -74,7 +74,7 @@ def _selected_by_written_label(ctx: RuleContext) -> Iterator[Diagnostic]:
     pools = spec.node_pools
     for i, pool in enumerate(pools):
         for key in sorted(pool.node_selector):
-            writers = [p for p in pools if writes_key(key, bool(p.mig_layouts()))]
+            writers = label_writers(pools, key)
             unselected = [p.name for p in writers if key not in p.node_selector]
             written = (
                 f"pool {pool.name!r} selects its nodes by {key}, a label gpuconf's node runtime "

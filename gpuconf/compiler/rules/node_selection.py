@@ -1,21 +1,29 @@
 """Pools pick their nodes by labels the user owns, not by labels NVIDIA's components rewrite,
-and no pool's selector picks every node of another pool too."""
+and no pool's selector picks every node of another pool too. Where gpuconf's node runtime writes
+every label a pool selects by, rules/node_labels.py says so, with the stronger reason (its node
+policy refuses the runtime's label patches), and this rule keeps quiet about that pool."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from gpuconf.api.cluster import NodePool
 from gpuconf.api.node_facts import POOL_LABEL
 from gpuconf.compiler.resolve.pool_selector import node_selector
 from gpuconf.compiler.rules.context import RuleContext, pool_path
 from gpuconf.diagnostics import Diagnostic
+from gpuconf.gpus.gfd_labels import writes_key
+from gpuconf.gpus.label_owner import gpuconf_writes_gfd_labels
 from gpuconf.gpus.node_labels import PRODUCT_LABEL, managed_by_nvidia
 
 
 def check(ctx: RuleContext) -> Iterator[Diagnostic]:
-    for i, pool in enumerate(ctx.cluster.spec.node_pools):
+    spec = ctx.cluster.spec
+    gpuconf_writes = gpuconf_writes_gfd_labels(spec)
+    for i, pool in enumerate(spec.node_pools):
         selector = pool.node_selector
+        if gpuconf_writes and all(label_writers(spec.node_pools, key) for key in selector):
+            continue
         if selector and all(managed_by_nvidia(key) for key in selector):
             yield ctx.warning(
                 pool_path(i, "nodeSelector"),
@@ -53,6 +61,11 @@ def _contained_selectors(ctx: RuleContext) -> Iterator[Diagnostic]:
                 "give the pools selectors no node can match both of (a label with a different "
                 "value in each)",
             )
+
+
+def label_writers(pools: Sequence[NodePool], key: str) -> list[NodePool]:
+    """The pools whose node runtime writes `key` where gpuconf owns GFD's labels."""
+    return [p for p in pools if writes_key(key, bool(p.mig_layouts()))]
 
 
 def _why(selector: dict[str, str]) -> str:
