@@ -333,7 +333,9 @@ def test_a_class_the_operator_s_strategy_renames_gets_a_warning_until_the_file_n
     assert warning.message == (
         "class 'h100-1g' is advertised as nvidia.com/mig-1g.10gb under migStrategy mixed, where "
         "its pool 'h100' alone would run single and name it nvidia.com/gpu: the GPU Operator's "
-        "GFD labels every pool under one strategy, and pool 'a100' needs mixed"
+        "GFD labels every pool it runs on under one strategy, and pool 'a100' needs mixed: its "
+        "GPUs are not all MIG with one profile: GFD's single labels such a node "
+        "<model>-MIG-INVALID"
     )
     document["spec"]["resourceClasses"][0]["resourceName"] = "nvidia.com/mig-1g.10gb"
     assert valid(document).warnings == ()

@@ -51,6 +51,18 @@ class MigStrategies(NamedTuple):
         """No one strategy serves every pool the Operator's GFD labels."""
         return bool(self.needs) and self.operator is None
 
+    def held_to(self, strategy: str) -> str:
+        """Why a pool runs `strategy` though its own GPUs call for another: the pools that
+        need it, under the Operator's GFD, and why."""
+        needing = "; ".join(
+            f"pool {n.pool!r} needs {strategy}: {', '.join(n.reasons)}"
+            for n in self.needs
+            if n.strategies == {strategy}
+        )
+        return (
+            f"the GPU Operator's GFD labels every pool it runs on under one strategy, and {needing}"
+        )
+
 
 def operator_gfd_labels_pools(spec: ClusterSpec) -> bool:
     """The GPU Operator's GFD runs on gpuconf's pools (gpus/gpu_operator.py replaces it only

@@ -132,7 +132,6 @@ def _renamed_classes(ctx: RuleContext, strategies: MigStrategies) -> Iterator[Di
     spec = ctx.cluster.spec
     if spec.plugin != "nvidia" or spec.allocation != "device-plugin":
         return
-    needing = [n.pool for n in strategies.needs if n.strategies == {strategies.operator}]
     for resolved in ctx.classes:
         if resolved.spec.select.mig_profile is None or resolved.spec.resource_name is not None:
             continue
@@ -145,9 +144,7 @@ def _renamed_classes(ctx: RuleContext, strategies: MigStrategies) -> Iterator[Di
             class_path(resolved.index, "select"),
             f"class {resolved.name!r} is advertised as {resolved.resource_name} under migStrategy "
             f"{strategies.operator}, where its pool {moved[0]!r} alone would run {own} and name "
-            f"it {alone}: the GPU Operator's GFD labels every pool under one strategy, and "
-            + ", ".join(f"pool {p!r}" for p in needing)
-            + f" needs {strategies.operator}",
+            f"it {alone}: {strategies.held_to(strategies.pools[moved[0]])}",
             f"say resourceName: {resolved.resource_name} in the class to keep that name and this "
             f"warning off; pods asking for {alone} there no longer fit",
         )

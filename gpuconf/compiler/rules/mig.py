@@ -54,12 +54,4 @@ def _why(strategies: MigStrategies, pools: Sequence[str], single: bool) -> str:
             return "single: every GPU of the pool has the one profile"
         return "mixed: the pool has whole GPUs or several profiles"
     strategy = "single" if single else "mixed"
-    needing = "; ".join(
-        f"pool {n.pool!r} needs {strategy}: {', '.join(n.reasons)}"
-        for n in strategies.needs
-        if n.strategies == {strategy}
-    )
-    return (
-        f"{strategy}: the GPU Operator's GFD labels every pool it runs on under one strategy, "
-        f"and {needing}"
-    )
+    return f"{strategy}: {strategies.held_to(strategy)}"
