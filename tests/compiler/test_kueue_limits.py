@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import pytest
-from builders import check, cluster, pool
+from builders import check, cluster, cluster_file, pool
 
 import gpuconf.compiler.validate as validate_module
 from gpuconf.compiler.kueue_check import kueue_problems
@@ -358,3 +358,12 @@ def test_a_lending_limit_is_capped_at_the_queues_quota_in_each_pool_and_kueue_ac
     assert isinstance(validated, Validated), [d.as_text() for d in validated]
     assert _lending_limits(validated) == {"pa": 3, "pb": 2}
     assert _render_check(validated) == []
+
+
+def test_a_lending_limit_of_a_class_set_aside_for_another_error_is_left_to_that_error() -> None:
+    """Found by test_bad_input_never_crashes: a class whose own field is wrong is set aside, and
+    the queue's lendingLimit of it must not make the Kueue rules crash."""
+    document = cluster_file("training-fleet")
+    document["spec"]["resourceClasses"][0]["description"] = None
+    (refused,) = _errors(document)
+    assert format_path(refused.path) == "spec.resourceClasses[0].description"

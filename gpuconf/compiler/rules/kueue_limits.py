@@ -201,7 +201,9 @@ def _lending(ctx: RuleContext, planned: KueuePlan, kueue: Kueue) -> Iterator[Dia
     for index, settings in enumerate(kueue.cluster_queues):
         queue = queues[settings.name]
         for name, limit in (settings.lending_limit or {}).items():
-            resource = next(r for r in queue.resources if name in r.classes)
+            resource = next((r for r in queue.resources if name in r.classes), None)
+            if resource is None or name not in class_pools:
+                continue  # a class the queue holds no quota of, or one set aside: kueue.py says
             flavors = [f for f in resource.flavors if f.flavor in class_pools[name]]
             if not flavors:
                 continue
