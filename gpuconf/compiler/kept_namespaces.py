@@ -17,6 +17,7 @@ from typing import Any
 
 from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.emit import written_by_gpuconf
+from gpuconf.compiler.plan.annotation_readers import ANNOTATION_READERS
 from gpuconf.compiler.plan.cluster_objects import (
     KEPT_ANNOTATION,
     KEPT_NOTES,
@@ -25,6 +26,7 @@ from gpuconf.compiler.plan.cluster_objects import (
     KeptNamespace,
     namespace_policies,
 )
+from gpuconf.compiler.resolve.metadata_guard import refusals
 from gpuconf.compiler.resolve.object_labels import CLUSTER_LABEL, MANAGED_BY, MANAGED_BY_LABEL
 from gpuconf.formats.located_yaml import LoadFailed, parse_text
 
@@ -43,7 +45,8 @@ def _created_by_gpuconf(obj: Any, name: str, cluster: str) -> bool:
         and isinstance(annotations, dict)
         and labels.get(MANAGED_BY_LABEL) == MANAGED_BY
         and labels.get(CLUSTER_LABEL) == cluster
-        and all(annotations.get(key) == value for key, value in NEVER_DELETED.items())
+        and NEVER_DELETED.keys() <= annotations.keys()
+        and not any(refusals(NEVER_DELETED, annotations, ANNOTATION_READERS))
     )
 
 
