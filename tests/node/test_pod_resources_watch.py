@@ -15,6 +15,7 @@ from builders import gpu_uuid
 
 from gpuconf.node.kubelet import pod_resources_watch
 from gpuconf.node.kubelet.checkpoint_nudge import NudgeBackoff
+from gpuconf.node.kubelet.handed_out import HandedOut
 from gpuconf.node.kubelet.pod_resources import HeldDevices, PodResourcesUnavailable
 from gpuconf.node.kubelet.pod_resources_watch import PodResourcesWatch
 from gpuconf.node.metrics import Metrics
@@ -49,6 +50,7 @@ def watch_of(tmp_path: Path) -> tuple[PodResourcesWatch, Metrics]:
         tmp_path / "kubelet_internal_checkpoint",
         metrics,
         threading.Event(),
+        HandedOut(),
     )
     return watch, metrics
 
