@@ -275,11 +275,14 @@ class Supervisor:
             for resource in self._config.resources:
                 built.setdefault(resource.name, BuiltDevices((), ()))
             before, self._built = self._built, built
+            # /status and the gauge say it before any device list does
+            pending_before, self._pending = self._pending, change.pending
+            self._metrics.pending_gpu_changes.set(len(change.pending))
             swapped = self._swap_views(now)
         for plugin, view in swapped:
             plugin.report(view)
-        if change.pending != self._pending:
-            self._report_pending(change.pending)
+        if change.pending != pending_before:
+            self._report_pending(pending_before, change.pending)
         for name, devices in sorted(built.items()):
             previous = before.get(name)
             if previous is None or previous.problems != devices.problems:
@@ -320,15 +323,15 @@ class Supervisor:
             self._nudges.nudged(now)
             registered[0].resend()
 
-    def _report_pending(self, pending: tuple[PendingChange, ...]) -> None:
+    def _report_pending(
+        self, before: tuple[PendingChange, ...], pending: tuple[PendingChange, ...]
+    ) -> None:
         for change in pending:
-            if change not in self._pending:
+            if change not in before:
                 _log.warning("GPU change deferred", extra=log.kv(change=change.as_text()))
-        for change in self._pending:
+        for change in before:
             if all(change.gpu_index != p.gpu_index for p in pending):
                 _log.info("deferred GPU change applied", extra=log.kv(gpu=change.gpu_index))
-        self._pending = pending
-        self._metrics.pending_gpu_changes.set(len(pending))
         threading.Thread(
             target=annotate_pending,
             args=(self._settings.node_name, [change.as_dict() for change in pending]),
