@@ -38,8 +38,8 @@ def _enforce_breaks(written: str, value: Any) -> str | None:
         return None
     if value in _LEVELS:
         return (
-            f"Pod Security admission would refuse every gpuconf pod that is not {value}: the "
-            "runtime setup and the driver installer run privileged, with hostPID and host paths"
+            f"Pod Security admission would admit there only pods that meet {value}, and gpuconf's "
+            "runtime setup and driver installer run privileged, with hostPID and host paths"
         )
     if not isinstance(value, str):
         return _NOT_TEXT

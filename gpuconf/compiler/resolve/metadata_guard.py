@@ -60,6 +60,8 @@ class Refusal(NamedTuple):
         return f"{text}: {self.why}" if self.why else text
 
     def hint(self, kind: str) -> str:
+        if self.dropped:
+            return f"{self.guard.reader}; write gpuconf's {kind}s (in the template's values) too"
         return f"{self.guard.reader}; {self.guard.instead or f'add {kind}s of your own instead'}"
 
 
