@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from builders import load_yaml
 
-from gpuconf.compiler.plan.annotation_readers import ANNOTATION_READERS
+from gpuconf.compiler.plan.annotation_readers import ANNOTATION_READERS, ARGOCD_HOOK, HELM_HOOK
 from gpuconf.compiler.plan.meta import SYNC_OPTIONS, SYNC_WAVE, WAVES
 from gpuconf.compiler.resolve.metadata_guard import refusals
 
@@ -30,6 +30,7 @@ def test_every_annotation_gpuconf_writes_has_its_reader_named(compiled_examples)
     }
     assert SYNC_OPTIONS in written
     assert written <= ANNOTATION_READERS.keys()
+    assert not written & {ARGOCD_HOOK, HELM_HOOK}
 
 
 def _admitted(written: dict[str, str], value: Any) -> bool:
@@ -84,3 +85,44 @@ def test_sync_options_keep_every_option_gpuconf_writes_and_no_other_value_of_it(
     value: str, admitted: bool
 ) -> None:
     assert _admitted({SYNC_OPTIONS: "Prune=false,Delete=false"}, value) is admitted
+
+
+# gitops-engine (argo-cd 37ee009) pkg/sync/hook/hook.go, IsHook: argocd.argoproj.io/hook of any
+# value makes a hook (Skip alone: never applied; no type it knows: ignored), else helm.sh/hook of
+# any value but crd-install (pkg/sync/hook/helm/hook.go). On every object, whatever gpuconf wrote.
+@pytest.mark.parametrize(
+    ("key", "value", "why"),
+    [
+        (ARGOCD_HOOK, "PreSync", "takes the object for a hook"),
+        (ARGOCD_HOOK, " Sync , PostSync", "takes the object for a hook"),
+        (ARGOCD_HOOK, "Skip", "never applies the object"),
+        (ARGOCD_HOOK, "Skip,Skip", "never applies the object"),
+        (ARGOCD_HOOK, "Skip,PreSync", "takes the object for a hook"),
+        (ARGOCD_HOOK, "", "leaves the object out of every sync"),
+        (ARGOCD_HOOK, "presync", "leaves the object out of every sync"),
+        (HELM_HOOK, "pre-install,post-upgrade", "takes the object for a hook"),
+        (HELM_HOOK, "pre-delete", "leaves the object out of every sync"),
+    ],
+)
+@pytest.mark.parametrize("written", [{}, {SYNC_WAVE: "-2", SYNC_OPTIONS: "Prune=false"}])
+def test_a_hook_annotation_is_refused_on_any_object_gpuconf_writes(
+    key: str, value: str, why: str, written: dict[str, str]
+) -> None:
+    [refusal] = refusals(written, {key: value}, ANNOTATION_READERS)
+    assert refusal.written is None
+    assert why in refusal.why
+    assert "IsHook" in refusal.hint("annotation")
+
+
+@pytest.mark.parametrize(
+    "added",
+    [
+        {HELM_HOOK: "crd-install"},
+        {"argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation"},
+        {"helm.sh/hook-delete-policy": "hook-succeeded"},
+    ],
+)
+def test_what_argo_cd_does_not_read_as_a_hook_is_taken(added: dict[str, str]) -> None:
+    """crd-install is no hook to Argo CD; a delete policy is read only on hooks
+    (pkg/sync/sync_task.go, hasHookDeletePolicy)."""
+    assert not any(refusals({SYNC_WAVE: "1"}, added, ANNOTATION_READERS))

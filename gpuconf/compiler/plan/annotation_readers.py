@@ -1,5 +1,6 @@
-"""Every annotation gpuconf writes, what reads each, and which values a site's block may give it
-(resolve/metadata_guard.py holds the rule; the tests hold that every annotation rendered is here).
+"""Every annotation gpuconf writes, what reads each, and which values a site's block may give it;
+and the hook annotations, which no object gpuconf writes may carry (resolve/metadata_guard.py
+holds the rule; the tests hold that every annotation rendered is here).
 
 Sources read: Argo CD's sync engine in argoproj/argo-cd at 37ee009 (Aug 2026), which now holds
 gitops-engine as gitops-engine/ (argoproj/gitops-engine v0.7.0-144, 5baed56, reads a sync-options
@@ -21,7 +22,7 @@ from gpuconf.compiler.plan.meta import (
     SYNC_WAVE,
     WAVES,
 )
-from gpuconf.compiler.resolve.metadata_guard import Guard
+from gpuconf.compiler.resolve.metadata_guard import EVERY_OBJECT, Guard
 
 _NOT_TEXT = "Kubernetes takes only strings as annotation values"
 
@@ -82,6 +83,73 @@ def _sync_options_break(written: str, value: Any) -> str | None:
     return None
 
 
+ARGOCD_HOOK = "argocd.argoproj.io/hook"
+HELM_HOOK = "helm.sh/hook"
+# Argo CD's hook types (gitops-engine pkg/sync/common/types.go, NewHookType) and the Helm hooks
+# it runs as its own (pkg/sync/hook/helm/type.go, NewType).
+_ARGOCD_HOOKS = ("PreSync", "Sync", "PostSync", "SyncFail", "Skip")
+_HELM_HOOKS = ("pre-install", "pre-upgrade", "post-upgrade", "post-install")
+_AS_A_HOOK = (
+    "Argo CD then takes the object for a hook, not a resource of the Application: it deletes "
+    "and recreates it at each sync (hook-delete-policy BeforeHookCreation, the default: "
+    "pkg/sync/hook/delete_policy.go), a Namespace with every workload in it and a DaemonSet "
+    "with every pod, and never prunes nor reports its health"
+)
+
+
+def _hook_breaks(types: tuple[str, ...], value: Any) -> str:
+    """Why an object annotated `value` (one of `types` or not) is lost to the Application."""
+    if not isinstance(value, str):
+        return _NOT_TEXT
+    # GetAnnotationCSVs (pkg/sync/resource/annotations.go): _options' reading, deduplicated.
+    named = [hook for hook in dict.fromkeys(_options(value)) if hook in types]
+    if named == ["Skip"]:
+        return "Argo CD then never applies the object (pkg/sync/sync_phase.go, syncPhases)"
+    if not named:
+        return (
+            "Argo CD then leaves the object out of every sync, as a hook of no type it knows "
+            "(pkg/sync/ignore/ignore.go, Ignore)"
+        )
+    return _AS_A_HOOK
+
+
+def _argocd_hook_breaks(written: str, value: Any) -> str | None:
+    return _hook_breaks(_ARGOCD_HOOKS, value)
+
+
+def _helm_hook_breaks(written: str, value: Any) -> str | None:
+    """Helm's crd-install alone is no hook to Argo CD (pkg/sync/hook/helm/hook.go, IsHook)."""
+    if value == "crd-install":
+        return None
+    return _hook_breaks(_HELM_HOOKS, value)
+
+
+_HOOK_READER = (
+    "Argo CD takes any object annotated {key}{but} for a hook, run around a sync rather than "
+    "synced (gitops-engine pkg/sync/hook/hook.go, IsHook; pkg/sync/reconcile.go, splitHooks)"
+)
+_HOOK_INSTEAD = (
+    "gpuconf's objects are the Application's resources: give a hook of your own a file of its "
+    "own (hook-delete-policy alone changes nothing: Argo CD reads it only on hooks, "
+    "pkg/sync/sync_task.go)"
+)
+HOOK_READERS = {
+    ARGOCD_HOOK: Guard(
+        _HOOK_READER.format(key=ARGOCD_HOOK, but=" (Skip alone: never applied)"),
+        _argocd_hook_breaks,
+        _HOOK_INSTEAD,
+        read_with=EVERY_OBJECT,
+    ),
+    HELM_HOOK: Guard(
+        _HOOK_READER.format(key=HELM_HOOK, but=", unless it is crd-install,"),
+        _helm_hook_breaks,
+        _HOOK_INSTEAD,
+        read_with=EVERY_OBJECT,
+    ),
+}
+"""The annotations that make Argo CD take an object for a hook, refused on every object gpuconf
+writes: each is a resource of the Application, synced, pruned (or kept) and health-checked."""
+
 ANNOTATION_READERS = {
     SYNC_WAVE: Guard(
         "Argo CD applies an Application's waves lowest first, each once every object of the "
@@ -115,5 +183,7 @@ ANNOTATION_READERS = {
         "the DaemonSet controller replaces the pods when their template changes: the hash of "
         "the config files they read only at start rolls them onto a new config"
     ),
+    **HOOK_READERS,
 }
-"""By annotation key: every annotation gpuconf writes is read by something."""
+"""By annotation key: every annotation gpuconf writes is read by something; the hook annotations,
+which gpuconf writes on no object, may be on none."""

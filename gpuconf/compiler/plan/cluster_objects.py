@@ -31,22 +31,13 @@ from gpuconf.compiler.plan.own_node_pool_labels import (
     pool_label_variables,
     selected_keys,
 )
+from gpuconf.compiler.plan.pod_security import POD_SECURITY_PRIVILEGED
 from gpuconf.compiler.plan.service_account import bound_cluster_role, service_account
 from gpuconf.compiler.resolve.object_labels import CLUSTER_LABEL
 from gpuconf.gpus.gfd_labels import gfd_keys
 
 NODE_SERVICE_ACCOUNT = "gpuconf-node"
 RUNTIME_CLASS = "nvidia"
-
-
-# gpuconf's own namespace runs node installers: setup (privileged, host / mounted, hostPID)
-# and the driver installer. Pod Security must admit them there, and only there; tenant
-# namespaces keep whatever the cluster enforces.
-POD_SECURITY_PRIVILEGED = {
-    "pod-security.kubernetes.io/enforce": "privileged",
-    "pod-security.kubernetes.io/warn": "privileged",
-    "pod-security.kubernetes.io/audit": "privileged",
-}
 
 
 def namespace_policies(cluster: Cluster) -> dict[str, NamespacePolicy]:

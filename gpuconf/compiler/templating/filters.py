@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gpuconf.compiler.plan.annotation_readers import ANNOTATION_READERS
+from gpuconf.compiler.plan.pod_security import POD_SECURITY_READERS
 from gpuconf.compiler.resolve.metadata_guard import Guard, refusals
 from gpuconf.compiler.resolve.object_labels import OWNER_LABELS, POD_SELECTOR_LABELS, SELECTED
 from gpuconf.formats.located_yaml import LoadFailed, parse_text
@@ -106,7 +107,8 @@ def _refuse_changes(
     guards: Mapping[str, Guard],
 ) -> None:
     """Refuse the first of `added` (a site block's entries) that changes a `kind` (label or
-    annotation) gpuconf writes in a way its reader does not take (metadata_guard.py)."""
+    annotation) gpuconf writes, or sets one read beside it or on any object, in a way its reader
+    does not take (metadata_guard.py)."""
     for refusal in refusals(written, added, guards):
         raise BlockRefused(
             f"the block {refusal.message(kind)}",
@@ -115,18 +117,25 @@ def _refuse_changes(
         )
 
 
+def label_guards(selector: Mapping[str, Any] | None = None) -> dict[str, Guard]:
+    """The labels a user may not change as they like on an object of gpuconf's: those marking
+    it as gpuconf's, its Pod Security labels, and (with `selector`, a DaemonSet's matchLabels)
+    the pod labels its selector matches (object_labels.py, plan/pod_security.py)."""
+    return {
+        **OWNER_LABELS,
+        **POD_SECURITY_READERS,
+        **{key: POD_SELECTOR_LABELS.get(key, SELECTED) for key in selector or {}},
+    }
+
+
 def with_labels(
     labels: Mapping[str, Any], block: str, selector: Mapping[str, Any] | None = None
 ) -> Mapping[str, Any]:
-    """`labels` with the labels a site's block adds. A block may not change the labels that mark
-    an object as gpuconf's, nor (with `selector`, a DaemonSet's matchLabels) the pod labels its
-    selector matches (object_labels.py says what reads each)."""
+    """`labels` with the entries a site's block sets. A block may not change what `label_guards`
+    holds in a way its reader does not take."""
     added = with_entries({}, block)
-    guards = {
-        **OWNER_LABELS,
-        **{key: POD_SELECTOR_LABELS.get(key, SELECTED) for key in selector or {}},
-    }
-    _refuse_changes("label", labels, added, block, guards)
+    if added:
+        _refuse_changes("label", labels, added, block, label_guards(selector))
     return {**labels, **added}
 
 
