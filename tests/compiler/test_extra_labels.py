@@ -57,9 +57,9 @@ def test_an_extra_label_changing_one_gpuconf_writes_is_refused_at_its_key_naming
     value, reader = OWNER_LABELS[key]
     (refused,) = errors(_labelled({"release": "kube-prometheus-stack", key: "mine"}))
     assert format_path(refused.path) == f"spec.node.monitoring.extraLabels.{key}"
-    assert refused.message == (
-        f"gpuconf writes {key}: {value!r} on the objects extraLabels labels; 'mine' would "
-        "replace it"
+    # The wording every refusal of a guarded label shares (resolve/metadata_guard.py).
+    assert (
+        refused.message == f"the entry changes the label {key}: {value!r} gpuconf writes to 'mine'"
     )
     assert refused.hint is not None
     assert reader in refused.hint
@@ -79,7 +79,8 @@ def test_the_refusal_is_located_at_the_key_and_validate_exits_1(tmp_path: Path) 
     column = file.read_text(encoding="utf-8").splitlines()[line - 1].index("app.") + 1
     assert (
         f"lab.yaml:{line}:{column}: spec.node.monitoring.extraLabels.app.kubernetes.io/managed-by: "
-        "gpuconf writes app.kubernetes.io/managed-by: 'gpuconf'" in result.out + result.err
+        "the entry changes the label app.kubernetes.io/managed-by: 'gpuconf' gpuconf writes to "
+        "'helm'" in result.out + result.err
     )
 
 

@@ -63,7 +63,7 @@ def test_audit_and_warn_may_be_any_level_pod_security_parses(
     assert _admitted(mode, value) is admitted
 
 
-# ParseVersion: "latest" or ^v1\.([0-9]|[1-9][0-9]*)$.
+# ParseVersion: "latest" or ^v1\.([0-9]|[1-9][0-9]*)$, the minor read by strconv.Atoi.
 @pytest.mark.parametrize("mode", [ENFORCE, AUDIT, WARN])
 @pytest.mark.parametrize(
     ("value", "admitted"),
@@ -71,6 +71,8 @@ def test_audit_and_warn_may_be_any_level_pod_security_parses(
         ("latest", True),
         ("v1.0", True),
         ("v1.34", True),
+        ("v1.9223372036854775807", True),
+        ("v1.9223372036854775808", False),
         ("v1.034", False),
         ("v2.1", False),
         ("1.34", False),
@@ -83,11 +85,29 @@ def test_a_version_label_is_refused_only_where_pod_security_cannot_parse_it(
     assert _admitted(f"{mode}-version", value) is admitted
 
 
-def test_a_namespace_gpuconf_writes_no_pod_security_on_takes_any_label() -> None:
-    tenant = {"app.kubernetes.io/managed-by": "gpuconf"}
-    for key in POD_SECURITY_READERS:
-        assert _admitted(key, "restricted", tenant)
-        assert _admitted(key, "v9", tenant)
+# Elsewhere gpuconf writes no Pod Security label, and any level or version admission parses is
+# a site's (enforce: restricted on a tenant namespace); one it cannot parse makes ValidateNamespace
+# refuse to create the Namespace (tests/control_plane/test_pod_security_labels.py asks the server).
+@pytest.mark.parametrize(
+    ("key", "value", "admitted"),
+    [
+        (ENFORCE, "restricted", True),
+        (ENFORCE, "baseline", True),
+        (ENFORCE, "v9", False),
+        (AUDIT, "Restricted", False),
+        (WARN, "", False),
+        (f"{ENFORCE}-version", "v1.34", True),
+        (f"{ENFORCE}-version", "restricted", False),
+        (f"{WARN}-version", "v9", False),
+    ],
+)
+@pytest.mark.parametrize(
+    "written", [{"app.kubernetes.io/managed-by": "gpuconf"}, {}], ids=["tenant", "bare"]
+)
+def test_elsewhere_a_pod_security_label_is_refused_only_where_admission_cannot_parse_it(
+    key: str, value: str, admitted: bool, written: dict[str, str]
+) -> None:
+    assert _admitted(key, value, written) is admitted
 
 
 def test_a_site_block_lowering_enforce_is_refused_at_its_line_and_nothing_is_written(

@@ -90,6 +90,34 @@ def test_a_whole_site_template_dropping_a_label_gpuconf_is_found_by_is_refused(
     ) in result.err
 
 
+# Without audit or warn Pod Security admission takes the cluster's default level, which only
+# records or warns (admission.go, EvaluatePod); without enforce it would admit only pods meeting
+# the cluster's default, which may be restricted.
+def test_a_whole_site_template_may_leave_out_audit_and_warn_of_gpuconf_s_namespace(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "namespace.yaml.j2").write_text(
+        _namespace_template(f"{OWNER}\n    {ENFORCE}: privileged")
+    )
+    out = tmp_path / "out"
+    result = _render(tmp_path, "-o", str(out))
+    assert result.code == 0, result.err
+    own = (out / "lab" / "namespaces" / "gpuconf-system.yaml").read_text(encoding="utf-8")
+    assert f"{ENFORCE}: privileged" in own
+    assert "pod-security.kubernetes.io/audit" not in own
+
+
+def test_a_whole_site_template_leaving_out_enforce_of_gpuconf_s_namespace_is_refused(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "namespace.yaml.j2").write_text(
+        _namespace_template(f"{OWNER}\n    pod-security.kubernetes.io/audit: privileged")
+    )
+    result = _render(tmp_path, "--check")
+    assert result.code == 1
+    assert f"the template drops the label {ENFORCE}: 'privileged' gpuconf writes" in result.err
+
+
 def test_a_whole_site_template_adding_a_hook_annotation_is_refused_naming_argo_cd(
     tmp_path: Path,
 ) -> None:

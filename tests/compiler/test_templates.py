@@ -463,13 +463,15 @@ def test_a_site_block_replacing_a_namespace_s_sync_options_is_refused_and_nothin
             "node-daemonset.yaml.j2",
             SYNC_WAVE,
             "5",
-            "'1' gpuconf writes to '5': wave 5 is not before wave 2, the objects of CRDs",
+            "'1' gpuconf writes to '5': wave 2 needs wave 1's objects applied first: the objects of "
+            "CRDs",
         ),
         (
             "configmap.yaml.j2",
             SYNC_WAVE,
             "-2",
-            "'-1' gpuconf writes to '-2': wave -2 is not after wave -2, the Namespaces",
+            "'-1' gpuconf writes to '-2': wave -1's objects need wave -2 applied first: the "
+            "Namespaces",
         ),
         (
             "podmonitor.yaml.j2",

@@ -3,9 +3,10 @@ and the hook annotations, which no object gpuconf writes may carry (resolve/meta
 holds the rule; the tests hold that every annotation rendered is here).
 
 Sources read: Argo CD's sync engine in argoproj/argo-cd at 37ee009 (Aug 2026), which now holds
-gitops-engine as gitops-engine/ (argoproj/gitops-engine v0.7.0-144, 5baed56, reads a sync-options
-value's options in a Go map's random order); Flux's kustomize-controller at v1.9.0-36
-(186fb3b)."""
+gitops-engine as gitops-engine/ (GetAnnotationCSVs reads a sync-options value's options in order,
+taking the first value of each at 37ee009; gitops-engine before c6321991b1 read them in a Go
+map's random order); Flux's kustomize-controller at v1.9.0-36 (186fb3b) with fluxcd/pkg ssa
+v0.77.0, which it builds against."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from gpuconf.compiler.plan.cluster_objects import KEPT_ANNOTATION
 from gpuconf.compiler.plan.config_hash import CONFIG_HASH_ANNOTATION
 from gpuconf.compiler.plan.meta import (
     FLUX_PRUNE,
+    FLUX_RECONCILE,
     FLUX_SSA,
     SKIP_DRY_RUN_ON_MISSING_KIND,
     SYNC_OPTIONS,
@@ -34,18 +36,22 @@ _GO_INT = range(-(2**63), 2**63)
 
 
 def _wave_breaks(written: str, value: Any) -> str | None:
+    """A Namespace's wave (gpuconf's first) may be lower, an optional kind's (its last) higher,
+    any other not change: what each wave holds needs the waves before it and is needed by
+    those after it."""
     if not isinstance(value, str):
         return _NOT_TEXT
     if not _ATOI.fullmatch(value) or int(value) not in _GO_INT:
         return "Argo CD reads a wave as a Go int and takes anything else as wave 0"
     own, wave = int(written), int(value)
-    before = max((int(w) for w in WAVES if int(w) < own), default=None)
-    after = min((int(w) for w in WAVES if int(w) > own), default=None)
-    if before is not None and wave <= before:
-        return f"wave {wave} is not after wave {before}, {WAVES[str(before)]}"
-    if after is not None and wave >= after:
-        return f"wave {wave} is not before wave {after}, {WAVES[str(after)]}"
-    return None
+    waves = sorted(int(w) for w in WAVES)
+    if wave == own or waves[0] == own > wave or waves[-1] == own < wave:
+        return None
+    if wave < own:
+        before = max(w for w in waves if w < own)
+        return f"wave {own}'s objects need wave {before} applied first: {WAVES[str(before)]}"
+    after = min(w for w in waves if w > own)
+    return f"wave {after} needs wave {own}'s objects applied first: {WAVES[str(after)]}"
 
 
 def _options(text: str) -> list[str]:
@@ -81,6 +87,80 @@ def _sync_options_break(written: str, value: Any) -> str | None:
         if other is not None:
             return f"it sets {other} beside {option}, and Argo CD reads only one value of an option"
     return None
+
+
+def _equal_fold(value: Any, word: str) -> bool:
+    """Go's strings.EqualFold, which Flux compares its annotations' values with (fluxcd/pkg
+    ssa/utils/meta.go, AnyInMetadata): equal code point by code point under simple case folding
+    (the long s folds to s, ß not to ss)."""
+    return (
+        isinstance(value, str)
+        and len(value) == len(word)
+        and all(a.casefold() == b.casefold() for a, b in zip(value, word, strict=True))
+    )
+
+
+# kustomize-controller's values (api/v1/kustomization_types.go), each read by any case.
+_DISABLED, _MERGE, _IGNORE, _IF_NOT_PRESENT = "disabled", "Merge", "Ignore", "IfNotPresent"
+_FLUX_SKIPS = (
+    "Flux's kustomize-controller then never applies the object (fluxcd/pkg ssa "
+    "manager_apply.go, shouldSkipApply: its ExclusionSelector), nor prunes it"
+)
+
+
+def _prune_breaks(written: str, value: Any) -> str | None:
+    if not isinstance(value, str):
+        return _NOT_TEXT
+    return None if _equal_fold(value, written) else ""
+
+
+def _reconcile_breaks(written: str, value: Any) -> str | None:
+    if not isinstance(value, str):
+        return _NOT_TEXT
+    return _FLUX_SKIPS if _equal_fold(value, _DISABLED) else None
+
+
+def _ssa_breaks(written: str, value: Any) -> str | None:
+    """Where gpuconf writes Merge, Merge by any case; elsewhere no value that skips the apply."""
+    if not isinstance(value, str):
+        return _NOT_TEXT
+    if written:
+        return None if _equal_fold(value, written) else ""
+    if _equal_fold(value, _IGNORE):
+        return _FLUX_SKIPS
+    if _equal_fold(value, _IF_NOT_PRESENT):
+        return (
+            "Flux's kustomize-controller then creates the object but never updates it "
+            "(fluxcd/pkg ssa manager_apply.go, shouldSkipApply: its IfNotPresentSelector), "
+            "so no later render of gpuconf's reaches the cluster"
+        )
+    return None
+
+
+_FLUX_READS = (
+    "Flux's kustomize-controller reads it from an object's labels and annotations alike, by any "
+    "case (internal/controller/kustomization_controller.go, apply; fluxcd/pkg ssa "
+    "utils/meta.go, AnyInMetadata)"
+)
+FLUX_READERS = {
+    FLUX_RECONCILE: Guard(
+        f"{_FLUX_READS}: disabled leaves the object out of every apply and prune",
+        _reconcile_breaks,
+        "gpuconf's objects are the Kustomization's to apply: suspend the Kustomization instead",
+        read_with=EVERY_OBJECT,
+    ),
+    FLUX_SSA: Guard(
+        f"{_FLUX_READS}: Ignore leaves the object out of every apply and prune, IfNotPresent "
+        "applies it only where it is missing, and Merge (what gpuconf writes on an adopted "
+        "Namespace) leaves the fields other field managers set: an adopted Namespace is its "
+        "owner's, gpuconf only adds labels",
+        _ssa_breaks,
+        "leave it as gpuconf writes it (Merge, by any case, where it does)",
+        read_with=EVERY_OBJECT,
+    ),
+}
+"""The Flux annotations (and labels) that make kustomize-controller skip or keep an object,
+guarded on every object gpuconf writes, as labels too (filters.label_guards)."""
 
 
 ARGOCD_HOOK = "argocd.argoproj.io/hook"
@@ -156,8 +236,8 @@ ANNOTATION_READERS = {
         "waves before it is synced and healthy (gitops-engine pkg/sync/sync_context.go, Sync), "
         "so an object moved before what it needs, or after what needs it, stops the sync",
         _wave_breaks,
-        "give it a wave between the waves gpuconf writes before and after it (a Namespace's "
-        "may be lower, an optional kind's higher)",
+        "leave it as gpuconf writes it, but for a Namespace's, which may be lower, and an "
+        "optional kind's, which may be higher",
     ),
     SYNC_OPTIONS: Guard(
         "Argo CD reads sync-options as a comma-separated list and takes the first value of "
@@ -167,14 +247,12 @@ ANNOTATION_READERS = {
     ),
     FLUX_PRUNE: Guard(
         "Flux's kustomize-controller deletes an object gone from the source unless it is "
-        "annotated prune: disabled (internal/controller/kustomization_controller.go, "
-        "deleteObjects): gpuconf's Namespaces hold workloads and are never deleted"
+        "annotated prune: disabled, by any case (internal/controller/kustomization_controller.go, "
+        "deleteObjects; fluxcd/pkg ssa utils/meta.go, AnyInMetadata): gpuconf's Namespaces hold "
+        "workloads and are never deleted",
+        _prune_breaks,
     ),
-    FLUX_SSA: Guard(
-        "Flux's kustomize-controller leaves the fields other field managers set on an object "
-        "annotated ssa: Merge (internal/controller/kustomization_controller.go, apply's "
-        "cleanup exclusions): an adopted Namespace is its owner's, gpuconf only adds labels"
-    ),
+    **FLUX_READERS,
     KEPT_ANNOTATION: Guard(
         "gpuconf's next render reads it back (compiler/kept_namespaces.py) to know a kept "
         "Namespace was gpuconf's own"

@@ -11,6 +11,7 @@ SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
 FLUX_SSA = "kustomize.toolkit.fluxcd.io/ssa"
+FLUX_RECONCILE = "kustomize.toolkit.fluxcd.io/reconcile"
 SKIP_DRY_RUN_ON_MISSING_KIND = "SkipDryRunOnMissingResource=true"
 """Argo CD dry-runs every object before a sync, and one whose kind the cluster lacks fails the
 whole sync unless it carries this sync option (Argo CD's user guide, sync-options.md)."""

@@ -35,6 +35,9 @@ class Guard(NamedTuple):
     """For a key gpuconf does not write itself: the key it writes that this one is read with
     (`breaks` then gets that key's value), or EVERY_OBJECT where it is read on any object
     (`breaks` gets ""). None: guarded only where gpuconf writes the key."""
+    may_drop: bool = False
+    """Whether a whole template may leave out the key gpuconf writes: without it the reader
+    falls back to a default that breaks nothing of gpuconf's."""
 
 
 class Refusal(NamedTuple):
@@ -88,10 +91,11 @@ def kept_refusals(
     written: Mapping[str, Any], found: Mapping[str, Any], guards: Mapping[str, Guard]
 ) -> Iterator[Refusal]:
     """`refusals` of a whole object's keys (`found`, what a template wrote where gpuconf's plan
-    asked for `written`), then each key `guards` holds that `written` has and `found` lacks."""
+    asked for `written`), then each key `guards` holds that `written` has and `found` lacks,
+    unless its guard may drop it."""
     yield from refusals(written, found, guards)
     for key, own in written.items():
-        if key in guards and key not in found:
+        if key in guards and key not in found and not guards[key].may_drop:
             yield Refusal(key, own, None, "", guards[key], dropped=True)
 
 

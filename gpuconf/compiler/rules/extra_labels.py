@@ -29,7 +29,6 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
     for refusal in refusals(written, monitoring.extra_labels, OWNER_LABELS):
         yield ctx.error(
             (*EXTRA_LABELS, refusal.key),
-            f"gpuconf writes {refusal.key}: {refusal.written!r} on the objects extraLabels "
-            f"labels; {refusal.value!r} would replace it",
+            f"the entry {refusal.message('label')}",
             f"{refusal.guard.reader}; leave {refusal.key} out of extraLabels",
         )

@@ -14,7 +14,7 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gpuconf.compiler.plan.annotation_readers import ANNOTATION_READERS
+from gpuconf.compiler.plan.annotation_readers import ANNOTATION_READERS, FLUX_READERS
 from gpuconf.compiler.plan.pod_security import POD_SECURITY_READERS
 from gpuconf.compiler.resolve.metadata_guard import Guard, refusals
 from gpuconf.compiler.resolve.object_labels import OWNER_LABELS, POD_SELECTOR_LABELS, SELECTED
@@ -99,31 +99,31 @@ def with_entries(mapping: Mapping[str, Any], block: str) -> Mapping[str, Any]:
     return {**mapping, **extra}
 
 
-def _refuse_changes(
-    kind: str,
-    written: Mapping[str, Any],
-    added: Mapping[str, Any],
-    block: str,
-    guards: Mapping[str, Guard],
-) -> None:
-    """Refuse the first of `added` (a site block's entries) that changes a `kind` (label or
-    annotation) gpuconf writes, or sets one read beside it or on any object, in a way its reader
-    does not take (metadata_guard.py)."""
+def _with_guarded(
+    kind: str, written: Mapping[str, Any], block: str, guards: Mapping[str, Guard]
+) -> Mapping[str, Any]:
+    """`written` (a `kind`, label or annotation, mapping gpuconf wrote) with the entries a site's
+    block sets, refusing the first that changes a key gpuconf writes, or sets one read beside it
+    or on any object, in a way its reader does not take (metadata_guard.py)."""
+    added = with_entries({}, block)
     for refusal in refusals(written, added, guards):
         raise BlockRefused(
             f"the block {refusal.message(kind)}",
             next((line for line in block.splitlines() if refusal.key in line), block.strip()),
             refusal.hint(kind),
         )
+    return {**written, **added}
 
 
 def label_guards(selector: Mapping[str, Any] | None = None) -> dict[str, Guard]:
     """The labels a user may not change as they like on an object of gpuconf's: those marking
-    it as gpuconf's, its Pod Security labels, and (with `selector`, a DaemonSet's matchLabels)
-    the pod labels its selector matches (object_labels.py, plan/pod_security.py)."""
+    it as gpuconf's, the Pod Security labels, Flux's reconcile and ssa (read from labels as from
+    annotations) and (with `selector`, a DaemonSet's matchLabels) the pod labels its selector
+    matches (object_labels.py, plan/pod_security.py, plan/annotation_readers.py)."""
     return {
         **OWNER_LABELS,
         **POD_SECURITY_READERS,
+        **FLUX_READERS,
         **{key: POD_SELECTOR_LABELS.get(key, SELECTED) for key in selector or {}},
     }
 
@@ -133,18 +133,13 @@ def with_labels(
 ) -> Mapping[str, Any]:
     """`labels` with the entries a site's block sets. A block may not change what `label_guards`
     holds in a way its reader does not take."""
-    added = with_entries({}, block)
-    if added:
-        _refuse_changes("label", labels, added, block, label_guards(selector))
-    return {**labels, **added}
+    return _with_guarded("label", labels, block, label_guards(selector))
 
 
 def with_annotations(annotations: Mapping[str, Any], block: str) -> Mapping[str, Any]:
     """`annotations` with the entries a site's block sets. A block may not change one gpuconf
     writes in a way the program reading it does not take (plan/annotation_readers.py)."""
-    added = with_entries({}, block)
-    _refuse_changes("annotation", annotations, added, block, ANNOTATION_READERS)
-    return {**annotations, **added}
+    return _with_guarded("annotation", annotations, block, ANNOTATION_READERS)
 
 
 def with_items(sequence: Sequence[Any], block: str) -> Sequence[Any]:
