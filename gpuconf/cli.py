@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 from gpuconf import __version__
 from gpuconf.adopt.commands import Command, add_parsers
 from gpuconf.diagnostics import InvalidInput, report_text, summary_line
-from gpuconf.errors import ArgumentParser, ExitCode, GpuconfError, UsageError
+from gpuconf.errors import ArgumentParser, ExitCode, GpuconfError, UsageError, cannot_write
 
 DEFAULT_CLUSTERS = Path("clusters")
 DEFAULT_OUTPUT = Path("rendered")
@@ -336,9 +336,12 @@ def _schema(options: argparse.Namespace) -> int:
         for name in stale:
             print(f"{options.output_shown / name} is stale: run gpuconf schema", file=sys.stderr)
         return ExitCode.INVALID_INPUT if stale else ExitCode.OK
-    options.output.mkdir(parents=True, exist_ok=True)
-    for name in stale:
-        (options.output / name).write_text(texts[name], encoding="utf-8")
+    try:
+        options.output.mkdir(parents=True, exist_ok=True)
+        for name in stale:
+            (options.output / name).write_text(texts[name], encoding="utf-8")
+    except OSError as error:
+        raise cannot_write(error) from None
     print(
         f"wrote {len(stale)} schema(s) to {options.output_shown}"
         if stale

@@ -13,6 +13,7 @@ from ruamel.yaml.comments import CommentedMap
 from gpuconf.compiler.pipeline import CLUSTER_DOCUMENT_HINT
 from gpuconf.compiler.validate import validate
 from gpuconf.diagnostics import Diagnostic, InvalidInput, has_errors
+from gpuconf.errors import cannot_write
 from gpuconf.formats import round_trip_yaml
 from gpuconf.formats.located_yaml import LoadFailed, Located, parse_text, read_text
 from gpuconf.gpus.catalog import Catalog
@@ -108,5 +109,8 @@ def write(edits: Sequence[Edited]) -> list[Diagnostic]:
         raise InvalidInput(diagnostics)
     for edit in edits:
         if edit.changed:
-            write_atomically(edit.path, edit.after.encode("utf-8"))
+            try:
+                write_atomically(edit.path, edit.after.encode("utf-8"))
+            except OSError as error:
+                raise cannot_write(error, edit.path) from None
     return diagnostics

@@ -435,3 +435,18 @@ def test_a_config_name_longer_than_a_pool_name_makes_a_pool_name_validate_takes(
     assert pool["nodeSelector"] == {"nvidia.com/device-plugin.config": config}
     validated = run_cli("validate", "clusters/x.yaml", cwd=tmp_path)
     assert validated.code == 0, validated.err
+
+
+def test_a_cluster_file_that_cannot_be_written_is_a_user_error_and_nothing_is_written(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "values.yaml").write_text("config: {}\n")
+    (tmp_path / "clusters").write_text("a file where the clusters folder would be\n")
+    result = run_cli(
+        "import", "nvidia-chart", "values.yaml", "--name", "a", "--gpus", "default=L4:1:1",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.code == 1, result.err
+    assert f"gpuconf: cannot write {tmp_path / 'clusters' / 'a.yaml'}: " in result.err
+    assert result.err.endswith("(hint: a file stands where a folder must go)\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clusters", "values.yaml"]

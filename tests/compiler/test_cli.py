@@ -224,6 +224,29 @@ def test_render_refuses_to_replace_a_folder_it_did_not_write(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(
+    "command",
+    [
+        ("render", str(CLUSTERS / "lab.yaml")),
+        ("schema",),
+        ("gitops", "flux", str(CLUSTERS / "lab.yaml"), "--repo", "https://git.example.com/gpu.git"),
+    ],
+    ids=["render", "schema", "gitops"],
+)
+@pytest.mark.parametrize("where", ["a file", "inside a file"])
+def test_an_output_folder_that_cannot_be_made_is_a_user_error_naming_it(
+    tmp_path: Path, command: tuple[str, ...], where: str
+) -> None:
+    (tmp_path / "taken").write_text("not a folder")
+    output = tmp_path / "taken" if where == "a file" else tmp_path / "taken" / "out"
+    result = run_cli(*command, "-o", str(output))
+    assert result.code == 1, result.err
+    assert result.err.startswith(f"gpuconf: cannot write {output}: ")
+    assert "a file stands where a folder must go" in result.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
+    assert (tmp_path / "taken").read_text() == "not a folder"
+
+
+@pytest.mark.parametrize(
     "argv",
     [
         ("frobnicate",),
