@@ -432,3 +432,68 @@ def test_a_site_label_block_adds_labels_and_may_repeat_gpuconf_s_own(tmp_path: P
         **pod_labels,
         "team": "gpu",
     }
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message", "hint"),
+    [
+        (
+            {"node-daemonset.yaml.j2": '{% extends "node-daemonset.yaml.j2" %}\n'},
+            "template 'node-daemonset.yaml.j2' extends or includes itself: "
+            "node-daemonset.yaml.j2 → node-daemonset.yaml.j2",
+            "to build on gpuconf's template of that name, extend 'gpuconf/node-daemonset.yaml.j2'",
+        ),
+        (
+            {"node-daemonset.yaml.j2": '{% include "node-daemonset.yaml.j2" %}\n'},
+            "template 'node-daemonset.yaml.j2' extends or includes itself: "
+            "node-daemonset.yaml.j2 → node-daemonset.yaml.j2",
+            "to build on gpuconf's template of that name, extend 'gpuconf/node-daemonset.yaml.j2'",
+        ),
+        (
+            {
+                "node-daemonset.yaml.j2": '{% extends "_daemonset.j2" %}\n',
+                "_daemonset.j2": '{% extends "node-daemonset.yaml.j2" %}\n',
+            },
+            "template '_daemonset.j2' extends or includes itself: "
+            "_daemonset.j2 → node-daemonset.yaml.j2 → _daemonset.j2",
+            "to build on gpuconf's template of that name, extend 'gpuconf/_daemonset.j2'",
+        ),
+        (
+            {"node-daemonset.yaml.j2": '{% extends "gpuconf/node-daemonset.yml.j2" %}\n'},
+            "template 'gpuconf/node-daemonset.yml.j2' not found",
+            "`gpuconf templates list` names gpuconf's templates; a site's template extends one "
+            "as gpuconf/<name>",
+        ),
+        (
+            {
+                "node-daemonset.yaml.j2": "{% macro again() %}{{ again() }}{% endmacro %}\n"
+                "{{ again() }}\n"
+            },
+            "the template never finishes: a macro or block calls itself without end",
+            "",
+        ),
+    ],
+    ids=[
+        "extends-itself",
+        "includes-itself",
+        "extends-in-a-cycle",
+        "extends-a-missing-one",
+        "calls-itself",
+    ],
+)
+def test_an_override_that_cannot_be_loaded_is_refused_at_its_line_with_what_to_extend(
+    tmp_path: Path, overrides: dict[str, str], message: str, hint: str
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    for name, text in overrides.items():
+        (site / name).write_text(text)
+    out = tmp_path / "out"
+    result = run_cli(
+        "render", "clusters/lab.yaml", "--templates", str(site), "-o", str(out), cwd=REPO
+    )
+    assert result.code == 1, result.err
+    first = result.err.splitlines()[0]
+    assert first.startswith(f"{site.as_posix()}/node-daemonset.yaml.j2:1:1: spec.nodePools[0]: ")
+    assert first.endswith(f": {message} (hint: {hint})" if hint else f": {message}")
+    assert not out.exists()
