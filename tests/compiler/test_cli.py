@@ -336,3 +336,28 @@ def test_a_compile_leaves_the_cycle_collector_as_it_found_it(enabled: bool) -> N
         assert gc.get_freeze_count() == 0
     finally:
         (gc.enable if was else gc.disable)()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("validate",),
+        ("render", "-o", "{out}"),
+        ("render", "--check", "-o", "{out}"),
+        ("diff", "-o", "{out}"),
+        ("explain", "lab"),
+        ("explain", "lab", "--host"),
+        ("gitops", "argocd", "--repo", "https://git.example.com/gpu.git", "-o", "{out}"),
+    ],
+    ids=" ".join,
+)
+def test_json_format_leaves_stdout_one_json_document_and_the_rest_on_stderr(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    argv = [part.replace("{out}", str(tmp_path / "out")) for part in command]
+    paths = [] if command[0] == "explain" else [str(CLUSTERS / "lab.yaml")]
+    result = run_cli(*argv, *paths, "--format", "json", cwd=REPO)
+    assert json.loads(result.out) == {"diagnostics": []}
+    assert result.code == (1 if "--check" in command else 0)
+    text = run_cli(*argv, *paths, cwd=REPO)
+    assert result.err == text.out + text.err
