@@ -19,9 +19,18 @@ from gpuconf.adopt.command_io import (
     written,
 )
 from gpuconf.adopt.import_commands import add_import_parser, run_import
+from gpuconf.api.node_facts import MAX_GPUS_PER_NODE
 from gpuconf.errors import ArgumentParser, ExitCode, UsageError
 
 Command = Callable[[argparse.Namespace], int]
+
+
+def _gpu_count(text: str) -> int:
+    """--gpus N, held to what a node may have before a list of N GPUs is built."""
+    count = int(text)
+    if not 1 <= count <= MAX_GPUS_PER_NODE:
+        raise argparse.ArgumentTypeError(f"{text}: a node has 1 to {MAX_GPUS_PER_NODE} GPUs")
+    return count
 
 
 def add_parsers(commands: argparse._SubParsersAction[ArgumentParser]) -> dict[str, Command]:
@@ -56,7 +65,11 @@ def add_parsers(commands: argparse._SubParsersAction[ArgumentParser]) -> dict[st
     add.add_argument("pool", metavar="POOL", help="the pool the nodes join")
     add.add_argument("nodes", nargs="+", metavar="NODE", help="Kubernetes Node names")
     add.add_argument(
-        "--gpus", type=int, default=None, metavar="N", help="GPUs per node (default: the pool's)"
+        "--gpus",
+        type=_gpu_count,
+        default=None,
+        metavar="N",
+        help="GPUs per node (default: the pool's)",
     )
     add.add_argument(
         "--uuid",

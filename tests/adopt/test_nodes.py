@@ -124,3 +124,17 @@ def test_a_node_named_twice_is_retired_once_and_no_other_with_it(tmp_path: Path)
     assert run_cli(*argv, cwd=tmp_path).code == 0
     assert "a100-gpu-05" in file.read_text()
     assert "a100-gpu-06" not in file.read_text()
+
+
+@pytest.mark.parametrize("count", ["0", "-1", "65", "99999999999999999999999", "two"])
+def test_nodes_add_refuses_a_gpu_count_no_node_has_before_building_it(
+    count: str, tmp_path: Path
+) -> None:
+    source = REPO / "clusters" / "lab.yaml"
+    file = _copy(source, tmp_path)
+    result = run_cli("nodes", "add", file.name, "t4", "new-node", "--gpus", count, cwd=tmp_path)
+    assert result.code == 2, result.err
+    assert result.err.startswith("gpuconf: argument --gpus: "), result.err
+    if count != "two":
+        assert f"{count}: a node has 1 to 64 GPUs" in result.err
+    assert file.read_text() == source.read_text()

@@ -18,10 +18,10 @@ from gpuconf.api.base import (
     PoolName,
 )
 from gpuconf.api.gpu_model import GpuModelReference
-from gpuconf.api.node_facts import CONTAINERISED_DRIVER_ROOT
+from gpuconf.api.node_facts import CONTAINERISED_DRIVER_ROOT, MAX_GPUS_PER_NODE
 from gpuconf.api.record import Limits, field
 
-GpuIndex = Annotated[int, Limits(ge=0, le=63)]
+GpuIndex = Annotated[int, Limits(ge=0, le=MAX_GPUS_PER_NODE - 1)]
 ARCH_LABEL = "kubernetes.io/arch"
 """The well-known node label the kubelet sets to the node's CPU architecture."""
 
@@ -71,7 +71,7 @@ class Toleration(Model):
 class GpuShape(Model):
     model: GpuModelReference
     """A catalog model (e.g. "Tesla-T4", "Jetson-AGX-Orin-64GB") or one declared in spec.gpuModels."""
-    count: Annotated[int, Limits(ge=1, le=64)]
+    count: Annotated[int, Limits(ge=1, le=MAX_GPUS_PER_NODE)]
     """GPUs on each node of the pool."""
 
 
