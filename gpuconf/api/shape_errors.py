@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import types
 import typing
 from collections.abc import Callable, Iterator
@@ -125,7 +126,11 @@ _KEYED = frozenset({"missing", "extra_forbidden"})
 
 
 def _show(value: Any) -> str:
-    text = repr(value)
+    """The value as YAML spells it (true, null, {"a": 1}), not as Python does (True, None)."""
+    if value is None or isinstance(value, (bool, dict, list)):
+        text = json.dumps(value, ensure_ascii=False, default=repr)
+    else:
+        text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
