@@ -497,3 +497,38 @@ def test_an_override_that_cannot_be_loaded_is_refused_at_its_line_with_what_to_e
     assert first.startswith(f"{site.as_posix()}/node-daemonset.yaml.j2:1:1: spec.nodePools[0]: ")
     assert first.endswith(f": {message} (hint: {hint})" if hint else f": {message}")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("quantity", ["lots", "1Qi", "2 Gi", "1e", "--1"])
+def test_a_site_block_s_resource_quantity_the_api_server_cannot_parse_is_refused_at_its_line(
+    tmp_path: Path, quantity: str
+) -> None:
+    """The API server decodes a quantity with apimachinery's resource.ParseQuantity and refuses
+    the object ("quantities must match the regular expression …"); kubernetes-validate's
+    schema takes any string."""
+    site_block(
+        tmp_path, "node-daemonset.yaml.j2", "container_resources", f"limits:\n  cpu: '{quantity}'"
+    )
+    result = run_cli(
+        "render", "clusters/lab.yaml", "--templates", str(tmp_path), "--check", cwd=REPO
+    )
+    assert result.code == 1, result.err
+    first = result.err.splitlines()[0]
+    assert first.startswith(f"{tmp_path.as_posix()}/node-daemonset.yaml.j2:4:1: "), first
+    assert (
+        f"resources.limits.cpu: '{quantity}' is not a Kubernetes quantity (e.g. 500m, 2Gi, 1.5)"
+        in first
+    )
+
+
+@pytest.mark.parametrize("quantity", ["500m", "1.5", "2Gi", "1e3", "+.5", "4"])
+def test_a_site_block_s_resource_quantity_kubernetes_reads_is_kept(
+    tmp_path: Path, quantity: str
+) -> None:
+    site_block(
+        tmp_path, "node-daemonset.yaml.j2", "container_resources", f"limits:\n  cpu: '{quantity}'"
+    )
+    tree = render(plan(valid_lab(), "lab.yaml"), Templates(tmp_path))
+    daemonset = load_yaml(tree["pools/t4/daemonset-gpuconf-node.yaml"])
+    limits = daemonset["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert limits["cpu"] == quantity

@@ -24,6 +24,7 @@ from gpuconf.compiler.strict_schema import strict
 from gpuconf.compiler.templating.engine import TemplateFailed, TemplateSource, template_line
 from gpuconf.diagnostics import format_path
 from gpuconf.formats.located_yaml import LoadFailed, Located, parse_text
+from gpuconf.formats.quantity import QUANTITY_PATTERN
 from gpuconf.formats.yaml_writer import dump
 
 CRDS = Path(__file__).parent / "crds"
@@ -194,7 +195,10 @@ def schema_failure(
         return None
     error = errors[0]
     path = tuple(error.absolute_path)
-    message = f"{format_path(path)}: {error.message} ({source})"
+    said = error.message
+    if error.validator == "pattern" and error.validator_value == QUANTITY_PATTERN:
+        said = f"{error.instance!r} is not a Kubernetes quantity (e.g. 500m, 2Gi, 1.5)"
+    message = f"{format_path(path)}: {said} ({source})"
     at_fault, value = _at_fault(error)
     if at_fault and isinstance(at_fault[-1], str):
         written = _line_writing(chain(), at_fault[-1], value)
