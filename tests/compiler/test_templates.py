@@ -532,3 +532,29 @@ def test_a_site_block_s_resource_quantity_kubernetes_reads_is_kept(
     daemonset = load_yaml(tree["pools/t4/daemonset-gpuconf-node.yaml"])
     limits = daemonset["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
     assert limits["cpu"] == quantity
+
+
+@pytest.mark.parametrize(
+    ("block", "text", "field"),
+    [
+        ("pod_spec", "nodeSelector: {gpu: 5}", "spec.template.spec.nodeSelector.gpu"),
+        ("container_resources", "limits: {cpu: lots}", "resources.limits.cpu"),
+        (
+            "extra_tolerations",
+            '[{key: dedicated, operator: Exists, tolerationSeconds: "x"}]',
+            "spec.template.spec.tolerations[1].tolerationSeconds",
+        ),
+    ],
+    ids=["mapping", "nested-mapping", "list-of-mappings"],
+)
+def test_a_wrong_value_in_a_site_block_s_flow_yaml_is_refused_at_the_block_s_line(
+    tmp_path: Path, block: str, text: str, field: str
+) -> None:
+    site_block(tmp_path, "node-daemonset.yaml.j2", block, text)
+    result = run_cli(
+        "render", "clusters/lab.yaml", "--templates", str(tmp_path), "--check", cwd=REPO
+    )
+    assert result.code == 1, result.err
+    first = result.err.splitlines()[0]
+    assert first.startswith(f"{tmp_path.as_posix()}/node-daemonset.yaml.j2:3:1: "), first
+    assert f"{field}: " in first

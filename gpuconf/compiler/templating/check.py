@@ -231,22 +231,36 @@ def _at_fault(error: Any) -> tuple[tuple[Any, ...], Any]:
 
 
 def _line_writing(sources: list[TemplateSource], key: str, value: Any) -> tuple[str, int] | None:
-    """The first template line (override first) that reads, as YAML, `key: value`, or `key:`
-    opening that value on the lines below it."""
+    """The first template line (override first) that reads, as YAML, `key: value` (itself, or
+    inside the flow mappings and lists it writes), or `key:` opening that value on the lines
+    below it."""
     for source in sources:
         for number, line in enumerate(source.text.splitlines(), 1):
             entry = line.strip().removeprefix("- ")
             if key not in entry or "{{" in entry or "{%" in entry:
                 continue
+            if entry.startswith("["):
+                entry = f"list: {entry}"  # the loader reads a mapping: hold the flow list in one
             try:
                 data = parse_text(entry, "line").data
             except LoadFailed:
                 continue
-            if data == {key: value} or (
+            if _writes(data, key, value) or (
                 data == {key: None} and value and type(value) in (dict, list)
             ):
                 return source.display, number
     return None
+
+
+def _writes(data: Any, key: str, value: Any) -> bool:
+    """Whether `data` (a line's YAML) holds `key: value` at any depth."""
+    if isinstance(data, dict):
+        if key in data and data[key] == value and type(data[key]) is type(value):
+            return True
+        return any(_writes(child, key, value) for child in data.values())
+    if isinstance(data, list):
+        return any(_writes(child, key, value) for child in data)
+    return False
 
 
 def checked_toml(text: str, chain: Chain) -> str:
