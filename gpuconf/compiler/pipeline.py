@@ -56,8 +56,8 @@ def find_cluster_files(paths: Sequence[Path]) -> list[Path]:
             files += sorted(
                 p for p in path.iterdir() if p.suffix in CLUSTER_SUFFIXES and p.is_file()
             )
-        elif path.is_file():
-            files.append(path)
+        elif path.exists():
+            files.append(path)  # a regular file, or one a pipe or device stands for (/dev/stdin)
         else:
             raise UserError(f"{path}: no such file or directory")
     return files

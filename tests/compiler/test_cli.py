@@ -174,6 +174,30 @@ def test_a_missing_path_is_a_user_error(tmp_path: Path) -> None:
     assert "no such file or directory" in result.err
 
 
+def test_a_cluster_file_given_as_a_pipe_is_read(tmp_path: Path) -> None:
+    """`gpuconf validate /dev/stdin < lab.yaml`, or a shell's `<(…)`: a pipe, not a regular file."""
+    import threading
+
+    pipe = tmp_path / "lab.yaml"
+    os.mkfifo(pipe)
+    writer = threading.Thread(target=pipe.write_bytes, args=((CLUSTERS / "lab.yaml").read_bytes(),))
+    writer.start()
+    try:
+        result = run_cli("validate", str(pipe))
+    finally:
+        if writer.is_alive():
+            with pipe.open("rb") as reader:  # let a writer nobody read from finish
+                reader.read()
+        writer.join()
+    assert (result.code, result.out) == (0, "1 cluster(s) valid: lab\n"), result.err
+
+
+def test_an_empty_device_is_read_as_an_empty_file() -> None:
+    result = run_cli("validate", os.devnull)
+    assert result.code == 1
+    assert result.err.startswith(f"{os.devnull}:1:1: (document): the file is empty"), result.err
+
+
 def test_a_folder_without_cluster_files_is_a_user_error(tmp_path: Path) -> None:
     result = run_cli("validate", str(tmp_path))
     assert result.code == 1
