@@ -15,6 +15,7 @@ from gpuconf.adopt.command_io import (
     check_or_write,
     cluster_access,
     read_cluster_file,
+    read_cluster_files,
     validated_cluster,
     written,
 )
@@ -112,7 +113,7 @@ def _fmt(options: argparse.Namespace) -> int:
     from gpuconf.compiler.pipeline import find_cluster_files
 
     files = find_cluster_files(options.paths or [options.base / "clusters"])
-    edits = [formatted(read_cluster_file(options, path)) for path in files]
+    edits = [formatted(file) for file in read_cluster_files(options, files)]
     changed = [e.shown for e in edits if e.changed]
     done = f"formatted {len(changed)} file(s): {', '.join(changed)}"
     return check_or_write(options, edits, done, "not formatted")
@@ -124,8 +125,8 @@ def _migrate(options: argparse.Namespace) -> int:
 
     files = find_cluster_files(options.paths or [options.base / "clusters"])
     edits = []
-    for path in files:
-        edit, changes = migrated(read_cluster_file(options, path))
+    for file in read_cluster_files(options, files):
+        edit, changes = migrated(file)
         edits.append(edit)
         for change in changes:
             print(f"{edit.shown}: {change}", file=sys.stderr)
