@@ -317,6 +317,12 @@ def _message(error: ErrorDetails, value: Any, root: type[Record]) -> tuple[str, 
         return f"needs at least {ctx.get('min_length')} item(s)", ""
     if kind == "too_long":
         return f"has more than {ctx.get('max_length')} items", ""
+    if kind == "string_too_short":
+        shortest = ctx.get("min_length")
+        return (
+            "must not be empty" if shortest == 1 else f"is shorter than {shortest} characters",
+            "",
+        )
     if kind == "string_too_long":
         longest = ctx.get("max_length")
         known = _PATTERNS.get(_pattern_at(root, loc) or "")
