@@ -290,10 +290,10 @@ def _message(error: ErrorDetails, value: Any, root: type[Record]) -> tuple[str, 
             return f"needs a {ctx.get('discriminator', 'strategy')} key", "one of " + ", ".join(
                 tags
             )
-        return (
-            f"unknown {ctx.get('discriminator', '').strip(chr(39))} {ctx.get('tag')!r}",
-            f"one of {expected}",
-        )
+        key = str(ctx.get("discriminator", "")).strip("'")
+        # pydantic's tag is the value as str() spells it ('None' for null): show the file's.
+        tag = value[key] if isinstance(value, dict) and key in value else ctx.get("tag")
+        return f"unknown {key} {_show(tag)}", f"one of {expected}"
     if kind in _TYPE_NOUNS:
         hint = ""
         if kind == "string_type" and loc and loc[-1] == "pciDeviceId":
@@ -333,6 +333,14 @@ def _message(error: ErrorDetails, value: Any, root: type[Record]) -> tuple[str, 
     return error["msg"], ""
 
 
+def _at_tag(detail: ErrorDetails, path: KeyPath, value: Any) -> KeyPath:
+    """An unknown union tag is the tag key's fault (sharing.strategy), not its mapping's."""
+    key = str((detail.get("ctx") or {}).get("discriminator", "")).strip("'")
+    if detail["type"] == "union_tag_invalid" and isinstance(value, dict) and key in value:
+        return (*path, key)
+    return path
+
+
 def diagnostics_from(
     error: ValidationError, located: Located, root: type[Record]
 ) -> list[Diagnostic]:
@@ -367,5 +375,5 @@ def diagnostics_from(
             message, hint = _message(detail, shown, root)
             if message not in seen:
                 seen.add(message)
-                diagnostics.append(located.diagnostic(path, message, hint))
+                diagnostics.append(located.diagnostic(_at_tag(detail, path, value), message, hint))
     return diagnostics
