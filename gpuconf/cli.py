@@ -382,6 +382,11 @@ def _explain(options: argparse.Namespace) -> int:
 def _templates(options: argparse.Namespace) -> int:
     from gpuconf.compiler.templating.shipped import shipped_folder, shipped_names
 
+    if (options.action == "show") != (options.name is not None):
+        raise UsageError(
+            "templates show NAME prints one template; templates list takes no name "
+            "(see 'gpuconf templates --help')"
+        )
     names = shipped_names()
     if options.action == "list":
         print("\n".join(names))

@@ -307,6 +307,16 @@ def test_templates_list_and_show_print_the_shipped_ones() -> None:
     assert run_cli("templates", "show", "nope.j2").code == 2
 
 
+@pytest.mark.parametrize("argv", [("show",), ("list", "resourcequota.yaml.j2")])
+def test_templates_show_needs_a_name_and_list_takes_none(argv: tuple[str, ...]) -> None:
+    result = run_cli("templates", *argv)
+    assert result.code == 2
+    assert result.err == (
+        "gpuconf: templates show NAME prints one template; templates list takes no name "
+        "(see 'gpuconf templates --help')\n"
+    )
+
+
 def valid_lab() -> Any:
     return valid(load_yaml((CLUSTERS / "lab.yaml").read_bytes()))
 
