@@ -70,6 +70,8 @@ def cluster_paths(base: Path, cluster: str, folder: Path) -> list[Path]:
     from gpuconf.compiler.explain import files_declaring
 
     target = base / cluster
+    if target.is_dir():
+        raise UsageError(f"{cluster!r}: name a cluster, or its file, not a folder")
     if target.exists():
         return [target]
     paths, known = files_declaring(cluster, find_cluster_files([base / folder]))

@@ -150,6 +150,16 @@ def test_explain_accepts_a_file_path() -> None:
     assert "big-memory" in result.out
 
 
+@pytest.mark.parametrize("name", ["", "."])
+def test_explain_of_no_name_is_a_usage_error_not_every_file_in_the_folder(
+    name: str, tmp_path: Path
+) -> None:
+    (tmp_path / "stray.yaml").write_text("not: a cluster\n")
+    result = run_cli("explain", name, cwd=tmp_path)
+    assert result.code == 2
+    assert result.err == f"gpuconf: {name!r}: name a cluster, or its file, not a folder\n"
+
+
 def test_explain_of_an_unknown_cluster_is_a_usage_error() -> None:
     result = run_cli("explain", "no-such-cluster", cwd=REPO)
     assert result.code == 2
