@@ -124,3 +124,10 @@ def test_every_invalid_file_is_reported_not_only_the_first_and_none_is_written(
         "2 errors, 0 warnings",
     ]
     assert messy.read_text() == MESSY
+
+
+def test_fmt_keeps_an_anchor_no_alias_names(tmp_path: Path) -> None:
+    text = 'apiVersion: gpuconf.dev/v1alpha2\nkind: Cluster\nmetadata:\n  name: a\nspec:\n  kubernetes:\n    version: "1.34"\n  nodePools:\n    - name: t4\n      runtime: {engine: docker}\n      gpus: &shape\n        model: Tesla-T4\n        count: 1\n      size: 1\n  resourceClasses:\n    - name: t4\n      select: {model: Tesla-T4}\n'
+    (tmp_path / "a.yaml").write_text(text)
+    result = run_cli("fmt", "--check", "a.yaml", cwd=tmp_path)
+    assert (result.code, result.out) == (0, ""), result.out + result.err

@@ -138,3 +138,40 @@ def test_nodes_add_refuses_a_gpu_count_no_node_has_before_building_it(
     if count != "two":
         assert f"{count}: a node has 1 to 64 GPUs" in result.err
     assert file.read_text() == source.read_text()
+
+
+ANCHORED = """\
+apiVersion: gpuconf.dev/v1alpha2
+kind: Cluster
+metadata:
+  name: anchored
+spec:
+  kubernetes:
+    version: "1.34"
+  nodePools:
+    - name: a
+      runtime: &engine
+        engine: docker
+      gpus: &shape
+        model: Tesla-T4
+        count: 1
+      size: 1
+    - name: b
+      runtime: *engine
+      gpus: {model: L4, count: 1}
+      size: 1
+  resourceClasses:
+    - name: t4
+      select: {model: Tesla-T4}
+    - name: l4
+      select: {model: L4}
+"""
+
+
+def test_nodes_add_keeps_every_anchor_even_one_no_alias_names(tmp_path: Path) -> None:
+    file = tmp_path / "anchored.yaml"
+    file.write_text(ANCHORED)
+    assert run_cli("nodes", "add", "anchored.yaml", "a", "n1", cwd=tmp_path).code == 0
+    removed, added = _changed_lines(ANCHORED, file.read_text())
+    assert removed == []
+    assert [line.strip() for line in added] == ["nodes:", "- name: n1", "gpus: [{index: 0}]"]
