@@ -140,6 +140,20 @@ def test_nodes_add_refuses_a_gpu_count_no_node_has_before_building_it(
     assert file.read_text() == source.read_text()
 
 
+def test_nodes_add_then_remove_keeps_a_crlf_file_crlf_throughout(tmp_path: Path) -> None:
+    source = (REPO / "clusters" / "lab.yaml").read_bytes().replace(b"\n", b"\r\n")
+    file = tmp_path / "lab.yaml"
+    file.write_bytes(source)
+    assert run_cli("nodes", "add", "lab.yaml", "t4", "lab-gpu-3", cwd=tmp_path).code == 0
+    added = file.read_bytes()
+    assert added.count(b"\n") == added.count(b"\r\n"), "a line ended in LF alone"
+    removed, new = _changed_lines(source.decode(), added.decode())
+    assert removed == []
+    assert [line.strip() for line in new] == ["- name: lab-gpu-3", "gpus: [{index: 0}, {index: 1}]"]
+    assert run_cli("nodes", "remove", "lab.yaml", "lab-gpu-3", cwd=tmp_path).code == 0
+    assert file.read_bytes() == source
+
+
 ANCHORED = """\
 apiVersion: gpuconf.dev/v1alpha2
 kind: Cluster
