@@ -60,7 +60,11 @@ def find_cluster_files(paths: Sequence[Path]) -> list[Path]:
             files.append(path)  # a regular file, or one a pipe or device stands for (/dev/stdin)
         else:
             raise UserError(f"{path}: no such file or directory")
-    return files
+    # A file named twice (overlapping globs, a folder and a file in it) is one file, read once.
+    first: dict[str, Path] = {}
+    for file in files:
+        first.setdefault(os.path.realpath(file), file)
+    return list(first.values())
 
 
 def cluster_paths(base: Path, cluster: str, folder: Path) -> list[Path]:

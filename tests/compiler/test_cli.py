@@ -208,6 +208,21 @@ def test_an_empty_device_is_read_as_an_empty_file() -> None:
     assert result.err.startswith(f"{os.devnull}:1:1: (document): the file is empty"), result.err
 
 
+@pytest.mark.parametrize(
+    "paths",
+    [
+        ("clusters/lab.yaml", "clusters/lab.yaml"),
+        ("clusters/lab.yaml", "./clusters/../clusters/lab.yaml"),
+        ("clusters", "clusters/lab.yaml"),
+    ],
+    ids=["twice", "by-two-spellings", "in-its-folder-and-by-name"],
+)
+def test_a_file_named_twice_is_read_once_not_a_clash_with_itself(paths: tuple[str, ...]) -> None:
+    result = run_cli("validate", *paths, cwd=REPO)
+    assert result.code == 0, result.err
+    assert "also defined" not in result.err
+
+
 def test_a_folder_without_cluster_files_is_a_user_error(tmp_path: Path) -> None:
     result = run_cli("validate", str(tmp_path))
     assert result.code == 1
