@@ -112,7 +112,7 @@ def _fmt(options: argparse.Namespace) -> int:
     from gpuconf.adopt.fmt import formatted
     from gpuconf.compiler.pipeline import find_cluster_files
 
-    files = find_cluster_files(options.paths or [options.base / "clusters"])
+    files = find_cluster_files(options.paths or [options.base / "clusters"], options.base)
     edits = [formatted(file) for file in read_cluster_files(options, files)]
     changed = [e.shown for e in edits if e.changed]
     done = f"formatted {len(changed)} file(s): {', '.join(changed)}"
@@ -123,7 +123,7 @@ def _migrate(options: argparse.Namespace) -> int:
     from gpuconf.adopt.migrate import migrated
     from gpuconf.compiler.pipeline import find_cluster_files
 
-    files = find_cluster_files(options.paths or [options.base / "clusters"])
+    files = find_cluster_files(options.paths or [options.base / "clusters"], options.base)
     edits = []
     for file in read_cluster_files(options, files):
         edit, changes = migrated(file)

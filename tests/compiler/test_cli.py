@@ -184,6 +184,21 @@ def test_a_missing_path_is_a_user_error(tmp_path: Path) -> None:
     assert "no such file or directory" in result.err
 
 
+@pytest.mark.parametrize("command", ["validate", "render", "fmt", "migrate", "explain"])
+def test_a_missing_path_is_named_as_given_relative_to_the_working_folder(
+    tmp_path: Path, command: str
+) -> None:
+    (tmp_path / "clusters").mkdir()
+    shutil.copy(CLUSTERS / "lab.yaml", tmp_path / "clusters" / "lab.yaml")
+    result = run_cli(command, "clusters/nope.yaml", cwd=tmp_path)
+    expected = (
+        "gpuconf: no cluster named 'clusters/nope.yaml' in clusters/ (known: lab)\n"
+        if command == "explain"
+        else "gpuconf: clusters/nope.yaml: no such file or directory\n"
+    )
+    assert result.err == expected
+
+
 def test_a_cluster_file_given_as_a_pipe_is_read(tmp_path: Path) -> None:
     """`gpuconf validate /dev/stdin < lab.yaml`, or a shell's `<(…)`: a pipe, not a regular file."""
     import threading
