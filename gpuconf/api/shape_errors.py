@@ -185,7 +185,9 @@ def _keys(model: type[Record]) -> dict[str, Any]:
     return _KEYS[model]
 
 
-def _model_at(root: type[Record], loc: tuple[int | str, ...]) -> type[Record] | _UnionOf | None:
+def _model_at(
+    root: type[Record] | None, loc: tuple[int | str, ...]
+) -> type[Record] | _UnionOf | None:
     """The model class whose keys are checked at ``loc`` (its last part being a key)."""
     current: type[Record] | _UnionOf | None = root
     for part in loc[:-1]:
@@ -220,7 +222,7 @@ def _tag(model: type[Record]) -> str | None:
     return str(get_args(annotation)[0])
 
 
-def _pattern_at(root: type[Record], loc: tuple[int | str, ...]) -> str | None:
+def _pattern_at(root: type[Record] | None, loc: tuple[int | str, ...]) -> str | None:
     """The pattern of the string field at ``loc`` (list indices after its key skipped)."""
     keys = [(i, part) for i, part in enumerate(loc) if isinstance(part, str) and part != "[key]"]
     if not keys:
@@ -242,7 +244,7 @@ def _pattern_in(annotation: Any) -> str | None:
     return next(filter(None, (_pattern_in(arg) for arg in get_args(annotation))), None)
 
 
-def _allowed_keys(root: type[Record], loc: tuple[int | str, ...]) -> list[str]:
+def _allowed_keys(root: type[Record] | None, loc: tuple[int | str, ...]) -> list[str]:
     model = _model_at(root, loc)
     if not isinstance(model, type):
         return []
@@ -257,7 +259,7 @@ def _quote_float_hint(value: float) -> str:
     return f'quote it: "{text}" (YAML reads it as a number)'
 
 
-def _message(error: ErrorDetails, value: Any, root: type[Record]) -> tuple[str, str]:
+def _message(error: ErrorDetails, value: Any, root: type[Record] | None) -> tuple[str, str]:
     kind = error["type"]
     ctx: dict[str, Any] = dict(error.get("ctx") or {})
     loc = tuple(error["loc"])
@@ -331,6 +333,13 @@ def _message(error: ErrorDetails, value: Any, root: type[Record]) -> tuple[str, 
             return f"{_show(value)} {what}: {kubernetes_names.too_long(longest)(value)}", hint
         return f"is longer than {longest} characters", ""
     return error["msg"], ""
+
+
+def wording(error: ErrorDetails, value: Any) -> tuple[str, str]:
+    """The message and hint for one error of a file no record describes (a pydantic-core schema
+    of its own, as the fake NVML file's): cluster files' words, less what only a record's
+    fields tell (the keys it allows, its patterns' names)."""
+    return _message(error, value, None)
 
 
 def _at_tag(detail: ErrorDetails, path: KeyPath, value: Any) -> KeyPath:
