@@ -1,5 +1,6 @@
-"""The operations page stays true: its fake NVML file is one the runtime reads, its
-`node check` sample is what the command prints, its metrics table is every metric."""
+"""The operations and templates pages stay true: the fake NVML file is one the runtime reads, the
+`node check` sample is what the command prints, the metrics table is every metric, and a whole
+site template's refusal is what `gpuconf render` prints."""
 
 from __future__ import annotations
 
@@ -87,3 +88,23 @@ def test_the_readme_links_only_to_pages_that_exist() -> None:
     links = re.findall(r"\]\((docs/[^)#]+)", readme)
     assert links
     assert [link for link in links if not (REPO / link).is_file()] == []
+
+
+TEMPLATES_PAGE = (REPO / "docs" / "templates.md").read_text(encoding="utf-8")
+
+
+def test_the_whole_site_template_sample_is_refused_as_the_templates_page_shows(
+    tmp_path: Path,
+) -> None:
+    section = TEMPLATES_PAGE[TEMPLATES_PAGE.index("A `site/namespace.yaml.j2` of its own") :]
+    template = re.findall(r"^```jinja\n(.*?)^```$", section, flags=re.M | re.S)[0]
+    command, shown = re.findall(r"^```console\n\$ gpuconf (.*?)\n(.*?)^```$", section, re.M | re.S)[
+        0
+    ]
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "namespace.yaml.j2").write_text(template)
+    (tmp_path / "clusters").mkdir()
+    (tmp_path / "clusters" / "lab.yaml").write_bytes((REPO / "clusters" / "lab.yaml").read_bytes())
+    result = run_cli(*command.split(), cwd=tmp_path)
+    assert result.code == 1
+    assert result.err.splitlines()[0] == shown.strip()

@@ -17,14 +17,16 @@ from typing import Any
 
 from gpuconf.api.cluster import Cluster
 from gpuconf.compiler.emit import written_by_gpuconf
+from gpuconf.compiler.plan.annotation_readers import ANNOTATION_READERS
 from gpuconf.compiler.plan.cluster_objects import (
     KEPT_ANNOTATION,
     KEPT_NOTES,
     NEVER_DELETED,
-    POD_SECURITY_PRIVILEGED,
     KeptNamespace,
     namespace_policies,
 )
+from gpuconf.compiler.plan.pod_security import POD_SECURITY_PRIVILEGED, POD_SECURITY_READERS
+from gpuconf.compiler.resolve.metadata_guard import keeps
 from gpuconf.compiler.resolve.object_labels import CLUSTER_LABEL, MANAGED_BY, MANAGED_BY_LABEL
 from gpuconf.formats.located_yaml import LoadFailed, parse_text
 
@@ -43,17 +45,17 @@ def _created_by_gpuconf(obj: Any, name: str, cluster: str) -> bool:
         and isinstance(annotations, dict)
         and labels.get(MANAGED_BY_LABEL) == MANAGED_BY
         and labels.get(CLUSTER_LABEL) == cluster
-        and all(annotations.get(key) == value for key, value in NEVER_DELETED.items())
+        and keeps(NEVER_DELETED, annotations, ANNOTATION_READERS)
     )
 
 
 def _was_own(meta: dict[str, Any]) -> bool:
-    """gpuconf's own namespace until the last render (its Pod Security labels), or kept as
-    such by an earlier one."""
+    """gpuconf's own namespace until the last render (its Pod Security labels, as a site's
+    block may have made audit and warn stricter), or kept as such by an earlier one."""
     labels: dict[str, str] = meta["labels"]
     annotations: dict[str, str] = meta["annotations"]
     return (
-        POD_SECURITY_PRIVILEGED.items() <= labels.items()
+        keeps(POD_SECURITY_PRIVILEGED, labels, POD_SECURITY_READERS)
         or annotations.get(KEPT_ANNOTATION) == KEPT_NOTES[True]
     )
 

@@ -34,6 +34,11 @@ def render_artifact(artifact: Artifact, templates: Templates) -> bytes:
     def chain() -> list[TemplateSource]:
         return templates.chain(name)
 
+    # gpuconf's own templates write metadata only through with_labels and with_annotations,
+    # whose guard refuses what a site's block may not change: the output's metadata is
+    # checked again only where a site's file shapes the template.
+    planned = artifact.values if templates.site_shaped(name) else None
+
     if name.endswith(".yaml.j2") and templates.analysis(name).skeleton:
         # The template's text is parsed with a token for each value (values, JSON-encoded,
         # would each parse to itself), so parsing costs what the template writes, not what
@@ -48,6 +53,7 @@ def render_artifact(artifact: Artifact, templates: Templates) -> bytes:
                 chain,
                 templates.skeletons,
                 artifact.patch_of,
+                planned,
             )
             if templates.token_prefix in text:
                 # A token inside a value: text captured from a `| yaml`, which the chain's
@@ -56,12 +62,16 @@ def render_artifact(artifact: Artifact, templates: Templates) -> bytes:
                 raise NotASkeleton
         except (NotASkeleton, TypeError):  # TypeError: a value the writer cannot write
             text = checked_yaml(
-                templates.render(name, artifact.values), artifact.kind, chain, artifact.patch_of
+                templates.render(name, artifact.values),
+                artifact.kind,
+                chain,
+                artifact.patch_of,
+                planned,
             )
         return text.encode("utf-8")
     text = templates.render(name, artifact.values)
     if name.endswith(".yaml.j2"):
-        return checked_yaml(text, artifact.kind, chain, artifact.patch_of).encode("utf-8")
+        return checked_yaml(text, artifact.kind, chain, artifact.patch_of, planned).encode("utf-8")
     if name.endswith(".json.j2"):
         text = checked_json(text, chain)
     elif name.endswith(".toml.j2"):

@@ -101,7 +101,9 @@ class Metrics:
         )
         self.pending_gpu_changes = Gauge(
             "gpuconf_node_pending_gpu_changes",
-            "GPUs whose config change waits for running containers to release them.",
+            "GPUs whose config change waits for containers to release them (held: named by "
+            "PodResources List or the kubelet's device checkpoint, or handed out by Allocate "
+            "since the last poll that can have seen it).",
             registry=r,
         )
         self.mps_daemon_up = Gauge(

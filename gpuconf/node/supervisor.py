@@ -21,6 +21,7 @@ from gpuconf.node.health import HealthPolicy, HealthTracker
 from gpuconf.node.health_monitor import HealthMonitor
 from gpuconf.node.kubelet.checkpoint_nudge import NudgeBackoff
 from gpuconf.node.kubelet.device_checkpoint import CHECKPOINT_FILE
+from gpuconf.node.kubelet.handed_out import HandedOut
 from gpuconf.node.kubelet.kubelet_watch import KubeletWatch
 from gpuconf.node.kubelet.pod_resources import HeldDevices
 from gpuconf.node.kubelet.pod_resources_watch import PodResourcesWatch
@@ -94,11 +95,13 @@ class Supervisor:
         self._inventory_failing = False
         self._topology = Topology()
         self._allowed: frozenset[int] | None = None
+        self._handed_out = HandedOut()
         self._pod_resources = PodResourcesWatch(
             settings.pod_resources_socket,
             settings.plugin_dir / CHECKPOINT_FILE,
             metrics,
             self._wake,
+            self._handed_out,
         )
         self._nudges = NudgeBackoff()
         self._mps = MpsSupervisor(metrics, self._wake)
@@ -133,7 +136,6 @@ class Supervisor:
         self._pod_resources.start()
         self._mps.start()
         self._poll_inventory(force=True)
-        self._sync_plugins()
         self._health.start()
         next_config = next_inventory = time.monotonic()
         try:
@@ -151,7 +153,6 @@ class Supervisor:
                     self._poll_inventory()
                 if self._pending and self._pod_resources.held() != self._held_seen:
                     self._reassign()
-                    self._sync_plugins()
                 self._nudge_checkpoint(now)
                 if self._kubelet.restarted():
                     self._nudges.reset()
@@ -200,7 +201,6 @@ class Supervisor:
             _log.warning("metricsPort changes take effect when the process restarts")
         self._tracker.set_policy(health_policy(config))
         self._rebuild()
-        self._sync_plugins()
 
     def _poll_inventory(self, force: bool = False) -> None:
         try:
@@ -259,25 +259,52 @@ class Supervisor:
         self._reassign()
 
     def _reassign(self) -> None:
-        """Apply the wanted assignment wherever no running container holds what it withdraws."""
-        held = self._held_seen = self._pod_resources.held()
+        """Apply the wanted assignment wherever no running container holds what it withdraws.
+
+        What is held, the decision and the views Allocate checks change in one step, under the
+        decision lock (kubelet/handed_out.py): an Allocate is either recorded before it, and so
+        counted held here, or checked against the new views, and so refused a withdrawn ID.
+        Only in-memory work happens under it; logging, starting and stopping plugins after."""
         known = self._inventory.known
-        change = reclass(self._effective, self._wanted, held, known)
-        self._effective, self._draining = change.effective, change.draining
-        if change.pending != self._pending:
-            self._report_pending(change.pending)
-        built = devices_by_resource(self._effective, known)
-        for resource in self._config.resources:
-            built.setdefault(resource.name, BuiltDevices((), ()))
-        for name, now in sorted(built.items()):
-            previous = self._built.get(name)
-            if previous is None or previous.problems != now.problems:
-                for problem in now.problems:
+        now = time.monotonic()
+        with self._handed_out.decision:
+            held = self._held_seen = self._pod_resources.held()
+            change = reclass(self._effective, self._wanted, held, known)
+            self._effective, self._draining = change.effective, change.draining
+            built = devices_by_resource(self._effective, known)
+            for resource in self._config.resources:
+                built.setdefault(resource.name, BuiltDevices((), ()))
+            before, self._built = self._built, built
+            # /status and the gauge say it before any device list does
+            pending_before, self._pending = self._pending, change.pending
+            self._metrics.pending_gpu_changes.set(len(change.pending))
+            swapped = self._swap_views(now)
+        for plugin, view in swapped:
+            plugin.report(view)
+        if change.pending != pending_before:
+            self._report_pending(pending_before, change.pending)
+        for name, devices in sorted(built.items()):
+            previous = before.get(name)
+            if previous is None or previous.problems != devices.problems:
+                for problem in devices.problems:
                     _log.warning(
                         "device not advertised", extra=log.kv(resource=name, problem=problem)
                     )
-        self._built = built
         self._mps.want(self._mps_specs())
+        self._sync_plugins()
+
+    def _swap_views(self, now: float) -> list[tuple[ResourcePlugin, ResourceView]]:
+        """Every plugin's view for the current decision (under the decision lock); a resource
+        no longer offered hands out nothing more until _sync_plugins stops it."""
+        swapped = []
+        for name, plugin in sorted(self._plugins.items()):
+            if name not in self._built:
+                plugin.withdraw_all()
+                continue
+            view = self._view(name, now)
+            if plugin.swap(view):
+                swapped.append((plugin, view))
+        return swapped
 
     def _nudge_checkpoint(self, now: float) -> None:
         """Have the kubelet rewrite its checkpoint when only its entries hold a change up: the
@@ -296,15 +323,15 @@ class Supervisor:
             self._nudges.nudged(now)
             registered[0].resend()
 
-    def _report_pending(self, pending: tuple[PendingChange, ...]) -> None:
+    def _report_pending(
+        self, before: tuple[PendingChange, ...], pending: tuple[PendingChange, ...]
+    ) -> None:
         for change in pending:
-            if change not in self._pending:
+            if change not in before:
                 _log.warning("GPU change deferred", extra=log.kv(change=change.as_text()))
-        for change in self._pending:
+        for change in before:
             if all(change.gpu_index != p.gpu_index for p in pending):
                 _log.info("deferred GPU change applied", extra=log.kv(gpu=change.gpu_index))
-        self._pending = pending
-        self._metrics.pending_gpu_changes.set(len(pending))
         threading.Thread(
             target=annotate_pending,
             args=(self._settings.node_name, [change.as_dict() for change in pending]),
@@ -355,7 +382,9 @@ class Supervisor:
             self._plugins.pop(name).stop()
         now = time.monotonic()
         for name in sorted(wanted - self._plugins.keys()):
-            plugin = ResourcePlugin(self._settings.plugin_dir, self._view(name, now), self._metrics)
+            plugin = ResourcePlugin(
+                self._settings.plugin_dir, self._view(name, now), self._metrics, self._handed_out
+            )
             plugin.start()
             self._plugins[name] = plugin
 

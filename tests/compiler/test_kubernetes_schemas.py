@@ -269,7 +269,7 @@ def test_a_render_of_shipped_templates_builds_no_kubernetes_validator(
 
 
 def test_shipped_templates_of_built_in_kinds_only_extend_other_templates() -> None:
-    """What OutputSchemas.overridden relies on: a site's file can shape a built-in kind only
+    """What Templates.site_shaped relies on: a site's file can shape a built-in kind only
     through the template's extends chain, never through a shipped include or import."""
     built_in = {kind for _, kind in vendored_kinds()}
     for path in sorted((REPO / "templates").glob("*.j2")):

@@ -10,7 +10,17 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-from builders import cluster, cluster_file, dump, errors, load_yaml, pool, rendered, run_cli
+from builders import (
+    cluster,
+    cluster_file,
+    dump,
+    errors,
+    load_yaml,
+    pool,
+    rendered,
+    run_cli,
+    site_block,
+)
 
 ARGOCD_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
@@ -108,6 +118,23 @@ def test_removing_a_quota_and_re_rendering_deletes_no_namespace_manifest(tmp_pat
         "'students'; its Namespace stays in the rendered tree (lab/namespaces/students.yaml)"
     ) in notes
     assert run_cli("render", "--check", cwd=tmp_path).code == 0
+
+
+def test_a_namespace_with_sync_options_a_site_added_is_still_kept(tmp_path: Path) -> None:
+    """A site's block may add options to gpuconf's (plan/annotation_readers.py): the next
+    render still knows the Namespace as one gpuconf created, by the same rule."""
+    (tmp_path / "site").mkdir()
+    site_block(
+        tmp_path / "site",
+        "namespace.yaml.j2",
+        "extra_annotations",
+        f"{ARGOCD_SYNC_OPTIONS}: Validate=false,Prune=false,Delete=false",
+    )
+    _render_lab(tmp_path, _lab(templates="../site"))
+    _render_lab(tmp_path, _without_quota("students", templates="../site"))
+    kept = load_yaml(_files(tmp_path)["namespaces/students.yaml"])["metadata"]["annotations"]
+    assert kept[ARGOCD_SYNC_OPTIONS] == "Validate=false,Prune=false,Delete=false"
+    assert "gpuconf.dev/kept" in kept
 
 
 def test_a_kept_namespace_file_deleted_on_purpose_stays_deleted(tmp_path: Path) -> None:

@@ -415,6 +415,122 @@ def test_a_site_label_block_changing_a_label_gpuconf_writes_is_refused_at_its_li
     assert "add labels of your own instead" in result.err
 
 
+SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+
+
+def test_a_site_block_replacing_a_namespace_s_sync_options_is_refused_and_nothing_is_written(
+    tmp_path: Path,
+) -> None:
+    """Without Prune=false and Delete=false Argo CD deletes a Namespace, and every workload in it,
+    when it leaves the tree or the Application goes (plan/annotation_readers.py)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    site_block(
+        site,
+        "namespace.yaml.j2",
+        "extra_annotations",
+        f"team.example.com/owner: gpu\n{SYNC_OPTIONS}: ServerSideApply=true",
+    )
+    out = tmp_path / "out"
+    result = run_cli(
+        "render", "clusters/lab.yaml", "--templates", str(site), "-o", str(out), cwd=REPO
+    )
+    assert result.code == 1
+    assert f"{site.as_posix()}/namespace.yaml.j2:4:1: " in result.err
+    assert (
+        f"the block changes the annotation {SYNC_OPTIONS}: 'Prune=false,Delete=false' gpuconf "
+        "writes to 'ServerSideApply=true': it drops Prune=false: without it a sync deletes the "
+        "object once it leaves the rendered tree"
+    ) in result.err
+    assert "GetAnnotationOptionValue" in result.err
+    assert "add options of your own after gpuconf's" in result.err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("template", "annotation", "value", "refusal"),
+    [
+        (
+            "namespace.yaml.j2",
+            SYNC_OPTIONS,
+            "Prune=false,Delete=true,Delete=false",
+            "it sets Delete=true beside Delete=false, and Argo CD reads only one value",
+        ),
+        (
+            "namespace.yaml.j2",
+            "kustomize.toolkit.fluxcd.io/prune",
+            "enabled",
+            "'disabled' gpuconf writes to 'enabled' (hint: Flux's kustomize-controller deletes",
+        ),
+        (
+            "podmonitor.yaml.j2",
+            SYNC_OPTIONS,
+            "Validate=false",
+            "it drops SkipDryRunOnMissingResource=true: without it a cluster lacking the kind's",
+        ),
+        (
+            "node-daemonset.yaml.j2",
+            SYNC_WAVE,
+            "5",
+            "'1' gpuconf writes to '5': wave 5 is not before wave 2, the objects of CRDs",
+        ),
+        (
+            "configmap.yaml.j2",
+            SYNC_WAVE,
+            "-2",
+            "'-1' gpuconf writes to '-2': wave -2 is not after wave -2, the Namespaces",
+        ),
+        (
+            "podmonitor.yaml.j2",
+            SYNC_WAVE,
+            "2.5",
+            "Argo CD reads a wave as a Go int and takes anything else as wave 0",
+        ),
+    ],
+)
+def test_a_site_block_changing_an_annotation_its_reader_depends_on_is_refused_at_its_line(
+    tmp_path: Path, template: str, annotation: str, value: str, refusal: str
+) -> None:
+    site_block(tmp_path, template, "extra_annotations", f"team: gpu\n{annotation}: '{value}'")
+    result = run_cli(
+        "render", "clusters/lab.yaml", "--templates", str(tmp_path), "--check", cwd=REPO
+    )
+    assert result.code == 1
+    assert f"{tmp_path.as_posix()}/{template}:4:1: " in result.err
+    assert f"the block changes the annotation {annotation}: " in result.err
+    assert refusal in result.err
+
+
+def test_a_site_annotation_block_adds_annotations_and_keeps_what_argo_cd_reads(
+    tmp_path: Path,
+) -> None:
+    site_block(
+        tmp_path,
+        "namespace.yaml.j2",
+        "extra_annotations",
+        f"team.example.com/owner: gpu\n{SYNC_OPTIONS}: Prune=false, Delete=false,Validate=false\n"
+        f"{SYNC_WAVE}: '-5'",
+    )
+    site_block(tmp_path, "podmonitor.yaml.j2", "extra_annotations", f"{SYNC_WAVE}: '+10'")
+    tree = render(plan(valid_lab(), "lab.yaml"), Templates(tmp_path))
+    plain = render(plan(valid_lab(), "lab.yaml"), Templates())
+    namespaces = [p for p in tree if p.startswith("namespaces/")]
+    assert namespaces
+    for path in namespaces:
+        assert load_yaml(tree[path])["metadata"]["annotations"] == {
+            **load_yaml(plain[path])["metadata"]["annotations"],
+            "team.example.com/owner": "gpu",
+            SYNC_OPTIONS: "Prune=false, Delete=false,Validate=false",
+            SYNC_WAVE: "-5",
+        }
+    monitors = [p for p in tree if p.startswith("monitoring/podmonitor-")]
+    assert monitors
+    assert {load_yaml(tree[p])["metadata"]["annotations"][SYNC_WAVE] for p in monitors} == {"+10"}
+    untouched = tree.keys() - {*namespaces, *monitors}
+    assert {p: tree[p] for p in untouched} == {p: plain[p] for p in untouched}
+
+
 def test_a_site_label_block_may_change_the_labels_nothing_selects_on(tmp_path: Path) -> None:
     site_block(
         tmp_path, "namespace.yaml.j2", "extra_labels", "app.kubernetes.io/part-of: ml-platform"

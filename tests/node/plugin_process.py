@@ -113,6 +113,11 @@ class NodeProcess:
             )
         return self
 
+    def reload(self) -> None:
+        """SIGHUP: the runtime reads its config on its next turn, not at its next poll."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGHUP)
+
     def stop(self, timeout: float = 10.0) -> int:
         assert self.process is not None
         if self.process.poll() is None:

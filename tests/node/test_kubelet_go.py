@@ -488,6 +488,44 @@ def test_after_a_kubelet_restart_a_gpu_on_its_checkpoint_moves_only_once_its_pod
         new.stop()
 
 
+def test_a_gpu_the_kubelet_admits_a_pod_onto_between_two_polls_moves_only_once_it_is_gone(
+    small_node: tuple[NodeProcess, GoKubelet],
+) -> None:
+    """The runtime's last List said GPU 1 free; the kubelet's device manager then admits a pod
+    onto it through our Allocate (manager.go allocateContainerResources), and the config moves
+    it before the next List answers (here it hangs). What the plugin handed out holds the change
+    until a List that can have seen the pod no longer names it."""
+    process, kubelet = small_node
+    lists = kubelet.call("lists")
+    wait_until(lambda: kubelet.call("lists") >= lists + 2, what="two pod-resources polls")
+    kubelet.call("hang-lists")
+    try:
+        wait_until(lambda: kubelet.call("hanging") > 0, what="a List call hanging")
+        held = admit(kubelet, "pod-window", WHOLE, 2)["devices"]
+        assert held == [gpu_uuid(0), gpu_uuid(1)]  # doubly NVLinked
+        sharing = {"strategy": "time-slicing", "replicas": 2}
+        moved = [resource("h100", [0, 2, 3]), resource("h100-shared", [1], sharing=sharing)]
+        process.write_config(node_config(moved, gpus=4, deviceListStrategy="envvar"))
+        process.reload()
+        whole = kubelet.wait_devices(
+            WHOLE, lambda d: d.get(gpu_uuid(1), ("absent",))[0] == "Unhealthy"
+        )
+        assert sorted(whole) == [gpu_uuid(i) for i in range(4)]  # still listed for its holder
+        assert offered(kubelet, SHARED) == {}
+        assert process.status()["pendingChanges"][0]["held"] == [f"{WHOLE}/{gpu_uuid(1)}"]
+    finally:
+        kubelet.call("answer-lists")
+
+    lists = kubelet.call("lists")
+    wait_until(lambda: kubelet.call("lists") >= lists + 2, what="two pod-resources polls")
+    assert held_devices(process.pod_resources_socket) == {WHOLE: frozenset(held)}
+    assert offered(kubelet, SHARED) == {}
+    kubelet.call("release", pod="pod-window")
+    shared = kubelet.wait_devices(SHARED, lambda d: len(d) == 2)
+    assert sorted(shared) == [f"{gpu_uuid(1)}::{n}" for n in range(2)]
+    assert process.status()["pendingChanges"] == []
+
+
 def checkpoint_writes(checkpoint: Path, seconds: float) -> list[float]:
     """When, over the next ``seconds``, the kubelet rewrote its checkpoint."""
     writes: list[float] = []

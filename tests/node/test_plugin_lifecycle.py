@@ -21,6 +21,7 @@ from grpclib.const import Status
 from kubelet_stub import KubeletStub
 from plugin_process import NODE, NodeProcess, allocate, serving, wait_until
 
+from gpuconf.node.kubelet.handed_out import HandedOut
 from gpuconf.node.kubelet.plugin_server import DevicePluginService
 from gpuconf.node.kubelet.proto import api_pb2
 from gpuconf.node.latest import Latest
@@ -200,7 +201,7 @@ class _StreamReadingItsRequest:
 
 def test_a_list_and_watch_still_reading_its_request_when_the_plugin_stops_is_ended_too() -> None:
     view = SimpleNamespace(resource=SimpleNamespace(name="gpuconf.dev/h100"))
-    service = DevicePluginService(Latest(view), Metrics())  # type: ignore[arg-type]
+    service = DevicePluginService(Latest(view), Metrics(), HandedOut())  # type: ignore[arg-type]
     stream = _StreamReadingItsRequest()
 
     async def stop_while_reading() -> None:

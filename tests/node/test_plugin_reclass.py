@@ -10,16 +10,25 @@ import json
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 from builders import gpu_uuid, node_config, resource, run_cli
 from kubelet_stub import Devices, KubeletStub
-from plugin_process import NodeProcess, plain_gpu, serving, wait_until, write_atomically
+from plugin_process import (
+    NodeProcess,
+    allocate,
+    plain_gpu,
+    serving,
+    wait_until,
+    write_atomically,
+)
 
 from gpuconf.node.kubelet.device_checkpoint import CHECKPOINT_FILE
+from gpuconf.node.kubelet.handed_out import SEEN_MARGIN_SECONDS
 
 WHOLE = "gpuconf.dev/h100"
 SHARED = "gpuconf.dev/h100-shared"
@@ -96,6 +105,85 @@ def test_a_held_gpu_moves_to_another_class_only_after_it_is_released(
     assert sorted(whole) == [gpu_uuid(0), gpu_uuid(3)]
     wait_until(lambda: process.metric("gpuconf_node_pending_gpu_changes") == 0)
     assert process.status() == {"pendingChanges": []}
+
+
+def health_of(device_id: str, wanted: str) -> Callable[[Devices], bool]:
+    return lambda devices: devices.get(device_id, ("absent",))[0] == wanted
+
+
+def test_a_gpu_allocated_since_the_last_poll_keeps_its_class_until_a_poll_shows_it_free(
+    node: tuple[NodeProcess, KubeletStub],
+) -> None:
+    """The window a poll leaves: the last List said GPU 1 free, then the kubelet admitted a pod
+    onto it through our Allocate, and the config moved it before a List could say so (here the
+    next List hangs). What the plugin handed out holds the change until a poll that can have
+    seen the pod shows it gone."""
+    process, kubelet = node
+    hold(kubelet)  # stored: nothing held
+    with kubelet.pod_resources.hung():
+        with process.plugin(WHOLE) as plugin:
+            allocate(plugin, [gpu_uuid(1)])
+        process.write_config(config([0], [1, 2], 4))
+        process.reload()
+        whole = kubelet.wait_devices(WHOLE, health_of(gpu_uuid(1), "Unhealthy"), timeout=5)
+        assert health(whole) == {gpu_uuid(0): "Healthy", gpu_uuid(1): "Unhealthy"}
+        assert sorted(kubelet.wait_devices(SHARED)) == replicas(2, 4)
+        assert process.metric("gpuconf_node_pending_gpu_changes") == 1
+        assert process.status() == {
+            "pendingChanges": [
+                {
+                    "gpu": 1,
+                    "held": [f"{WHOLE}/{gpu_uuid(1)}"],
+                    "current": [WHOLE],
+                    "wanted": [SHARED],
+                }
+            ]
+        }
+        # Withdrawn: a second pod asking for it now is refused, not handed it as well.
+        with process.plugin(WHOLE) as plugin, pytest.raises(grpc.RpcError) as refused:
+            allocate(plugin, [gpu_uuid(1)])
+        assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        kubelet.pod_resources.hold(WHOLE, gpu_uuid(1))  # the kubelet's record of the pod
+
+    hold(kubelet)  # polls that name the pod
+    assert process.metric("gpuconf_node_pending_gpu_changes") == 1
+    assert sorted(kubelet.wait_devices(SHARED)) == replicas(2, 4)
+    kubelet.pod_resources.release_all()  # the pod ended
+    shared = kubelet.wait_devices(SHARED, lambda d: len(d) == 8, timeout=5)
+    assert sorted(shared) == sorted(replicas(1, 4) + replicas(2, 4))
+    assert sorted(kubelet.wait_devices(WHOLE, lambda d: len(d) == 1)) == [gpu_uuid(0)]
+    wait_until(lambda: process.metric("gpuconf_node_pending_gpu_changes") == 0)
+    assert process.status() == {"pendingChanges": []}
+
+
+def test_a_replica_handed_out_to_a_pod_no_list_ever_names_holds_a_change_for_a_margin_only(
+    node: tuple[NodeProcess, KubeletStub],
+) -> None:
+    """A pod whose admission failed after our Allocate answered (another resource refused it,
+    say) never shows in List: its replica keeps fewer replicas waiting only until a poll begun
+    SEEN_MARGIN_SECONDS after the answer has said so."""
+    process, kubelet = node
+    hold(kubelet)
+    with kubelet.pod_resources.hung():
+        asked = time.monotonic()
+        with process.plugin(SHARED) as plugin:
+            allocate(plugin, [f"{gpu_uuid(2)}::3"])
+        process.write_config(config([0, 1], [2], 2))
+        process.reload()
+        devices = kubelet.wait_devices(
+            SHARED, health_of(f"{gpu_uuid(2)}::3", "Unhealthy"), timeout=5
+        )
+        assert health(devices) == {
+            f"{gpu_uuid(2)}::0": "Healthy",
+            f"{gpu_uuid(2)}::1": "Healthy",
+            f"{gpu_uuid(2)}::2": "Unhealthy",
+            f"{gpu_uuid(2)}::3": "Unhealthy",
+        }
+        assert process.status()["pendingChanges"][0]["held"] == [f"{SHARED}/{gpu_uuid(2)}::3"]
+    devices = kubelet.wait_devices(SHARED, lambda d: len(d) == 2, timeout=SEEN_MARGIN_SECONDS + 5)
+    assert time.monotonic() - asked >= SEEN_MARGIN_SECONDS
+    assert sorted(devices) == replicas(2, 2)
+    wait_until(lambda: process.metric("gpuconf_node_pending_gpu_changes") == 0)
 
 
 def test_lowering_replicas_withdraws_held_ids_only_after_release(

@@ -15,6 +15,7 @@ from builders import gpu_uuid
 
 from gpuconf.node.kubelet import pod_resources_watch
 from gpuconf.node.kubelet.checkpoint_nudge import NudgeBackoff
+from gpuconf.node.kubelet.handed_out import SEEN_MARGIN_SECONDS, HandedOut
 from gpuconf.node.kubelet.pod_resources import HeldDevices, PodResourcesUnavailable
 from gpuconf.node.kubelet.pod_resources_watch import PodResourcesWatch
 from gpuconf.node.metrics import Metrics
@@ -49,6 +50,7 @@ def watch_of(tmp_path: Path) -> tuple[PodResourcesWatch, Metrics]:
         tmp_path / "kubelet_internal_checkpoint",
         metrics,
         threading.Event(),
+        HandedOut(),
     )
     return watch, metrics
 
@@ -195,3 +197,46 @@ def test_an_unreadable_checkpoint_is_warned_about_once_through_a_list_outage(
         checkpoint.write_text("{")  # a new spell: said again
         watch.poll_once()
     assert caplog.text.count(UNREADABLE) == 2
+
+
+class Clock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_an_id_handed_out_is_held_until_a_poll_begun_the_margin_after_its_answer_is_stored(
+    tmp_path: Path, listed: FakeList
+) -> None:
+    """The kubelet's record shows in List only once our answer has reached it
+    (devicemanager/manager.go allocateContainerResources): a poll that began before can not
+    have seen it; a failed poll saw nothing. The poll that frees it wakes the supervisor."""
+    clock = Clock(100.0)
+    handed_out = HandedOut(clock)
+    changed = threading.Event()
+    watch = PodResourcesWatch(
+        tmp_path / "pod-resources.sock",
+        tmp_path / "kubelet_internal_checkpoint",
+        Metrics(),
+        changed,
+        handed_out,
+    )
+    watch.poll_once()
+    handed_out.sent(handed_out.record(WHOLE, [gpu_uuid(1)]))
+    both = {WHOLE: frozenset({gpu_uuid(0), gpu_uuid(1)})}
+    assert watch.held() == both  # before any poll
+    clock.now += SEEN_MARGIN_SECONDS - 0.1
+    watch.poll_once()
+    assert watch.held() == both
+    clock.now += 0.1
+    listed.answer = None
+    watch.poll_once()
+    assert watch.held() is None
+    assert handed_out.held() == {WHOLE: frozenset({gpu_uuid(1)})}
+    listed.answer = {WHOLE: frozenset({gpu_uuid(0)})}
+    changed.clear()
+    watch.poll_once()
+    assert watch.held() == {WHOLE: frozenset({gpu_uuid(0)})}
+    assert changed.is_set()

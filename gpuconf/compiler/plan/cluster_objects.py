@@ -9,7 +9,15 @@ from gpuconf.api.base import kubernetes_minor
 from gpuconf.api.cluster import Cluster, NodePool
 from gpuconf.api.cluster.quota import NamespacePolicy
 from gpuconf.compiler.plan.artifact import Artifact, manifest
-from gpuconf.compiler.plan.meta import WAVE_CONFIG, WAVE_NAMESPACES, labels, metadata
+from gpuconf.compiler.plan.meta import (
+    FLUX_PRUNE,
+    FLUX_SSA,
+    SYNC_OPTIONS,
+    WAVE_CONFIG,
+    WAVE_NAMESPACES,
+    labels,
+    metadata,
+)
 from gpuconf.compiler.plan.own_node_policy import (
     key_set,
     metadata_variables,
@@ -23,22 +31,13 @@ from gpuconf.compiler.plan.own_node_pool_labels import (
     pool_label_variables,
     selected_keys,
 )
+from gpuconf.compiler.plan.pod_security import POD_SECURITY_PRIVILEGED
 from gpuconf.compiler.plan.service_account import bound_cluster_role, service_account
 from gpuconf.compiler.resolve.object_labels import CLUSTER_LABEL
 from gpuconf.gpus.gfd_labels import gfd_keys
 
 NODE_SERVICE_ACCOUNT = "gpuconf-node"
 RUNTIME_CLASS = "nvidia"
-
-
-# gpuconf's own namespace runs node installers: setup (privileged, host / mounted, hostPID)
-# and the driver installer. Pod Security must admit them there, and only there; tenant
-# namespaces keep whatever the cluster enforces.
-POD_SECURITY_PRIVILEGED = {
-    "pod-security.kubernetes.io/enforce": "privileged",
-    "pod-security.kubernetes.io/warn": "privileged",
-    "pod-security.kubernetes.io/audit": "privileged",
-}
 
 
 def namespace_policies(cluster: Cluster) -> dict[str, NamespacePolicy]:
@@ -54,14 +53,14 @@ def namespace_policies(cluster: Cluster) -> dict[str, NamespacePolicy]:
 # A Namespace holds every workload in it: neither agent may ever delete one because a
 # quota left the cluster file or the Application/Kustomization was removed.
 NEVER_DELETED = {
-    "argocd.argoproj.io/sync-options": "Prune=false,Delete=false",
-    "kustomize.toolkit.fluxcd.io/prune": "disabled",
+    SYNC_OPTIONS: "Prune=false,Delete=false",
+    FLUX_PRUNE: "disabled",
 }
 # An adopted namespace belongs to someone else: apply only our labels, keep their fields.
 ADOPTED = {
-    "argocd.argoproj.io/sync-options": "Prune=false,Delete=false,ServerSideApply=true",
-    "kustomize.toolkit.fluxcd.io/prune": "disabled",
-    "kustomize.toolkit.fluxcd.io/ssa": "Merge",
+    SYNC_OPTIONS: "Prune=false,Delete=false,ServerSideApply=true",
+    FLUX_PRUNE: "disabled",
+    FLUX_SSA: "Merge",
 }
 
 

@@ -9,6 +9,8 @@ from gpuconf.compiler.resolve.object_labels import own_labels
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
+FLUX_PRUNE = "kustomize.toolkit.fluxcd.io/prune"
+FLUX_SSA = "kustomize.toolkit.fluxcd.io/ssa"
 SKIP_DRY_RUN_ON_MISSING_KIND = "SkipDryRunOnMissingResource=true"
 """Argo CD dry-runs every object before a sync, and one whose kind the cluster lacks fails the
 whole sync unless it carries this sync option (Argo CD's user guide, sync-options.md)."""
@@ -21,6 +23,17 @@ WAVE_PLUGIN = "1"
 # Objects of a CRD the GPU nodes do not need (the Prometheus Operator's) come last: a wave that
 # fails to apply stops the later ones, so a cluster without those CRDs still gets its plugins.
 WAVE_OPTIONAL = "2"
+WAVES = {
+    WAVE_NAMESPACES: "the Namespaces, which everything namespaced gpuconf renders is created in",
+    WAVE_CONFIG: "the ConfigMaps, RBAC, RuntimeClass and quotas, which the DaemonSets' pods mount, "
+    "run as and run under",
+    WAVE_DRIVER: "the driver installer and the runtime setup, whose driver and runtime-ready "
+    "marker the plugins wait for",
+    WAVE_PLUGIN: "the device plugins, the node runtime and dcgm-exporter",
+    WAVE_OPTIONAL: "the objects of CRDs a cluster may lack (the Prometheus Operator's), last so "
+    "that their failing to apply stops nothing else",
+}
+"""gpuconf's sync waves, lowest first, each with what it holds."""
 
 
 def labels(cluster: Cluster, component: str, **extra: str) -> dict[str, str]:

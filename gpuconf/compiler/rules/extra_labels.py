@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gpuconf.compiler.resolve.metadata_guard import refusals
 from gpuconf.compiler.resolve.object_labels import MONITORING_COMPONENT, OWNER_LABELS, own_labels
 from gpuconf.compiler.rules.context import SPEC, RuleContext
 from gpuconf.diagnostics import Diagnostic
@@ -18,20 +19,17 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
     labels = own_labels(ctx.cluster.metadata.name, MONITORING_COMPONENT)
     written = {key: labels[key] for key in OWNER_LABELS}
     for key, value in monitoring.extra_labels.items():
-        own = written.get(key)
-        if own is None:
-            continue
-        if value == own:
+        if written.get(key) == value:
             yield ctx.warning(
                 (*EXTRA_LABELS, key),
-                f"gpuconf writes {key}: {own!r} on these objects itself; the entry changes "
+                f"gpuconf writes {key}: {value!r} on these objects itself; the entry changes "
                 "nothing now, and is refused once the two differ",
                 f"leave {key} out of extraLabels",
             )
-            continue
+    for refusal in refusals(written, monitoring.extra_labels, OWNER_LABELS):
         yield ctx.error(
-            (*EXTRA_LABELS, key),
-            f"gpuconf writes {key}: {own!r} on the objects extraLabels labels; {value!r} would "
-            "replace it",
-            f"{OWNER_LABELS[key]}; leave {key} out of extraLabels",
+            (*EXTRA_LABELS, refusal.key),
+            f"gpuconf writes {refusal.key}: {refusal.written!r} on the objects extraLabels "
+            f"labels; {refusal.value!r} would replace it",
+            f"{refusal.guard.reader}; leave {refusal.key} out of extraLabels",
         )

@@ -6,22 +6,26 @@ bytes do not depend on how a template laid the text out. A manifest must be the 
 plan asked for with a name; a file that patches an object (the GPU Operator's values and
 ClusterPolicy patch, whose values a user chose) must pass that object's CRD schema (crds/).
 Manifests a site's template shapes, or that carry input from outside, pass their kind's schema
-(output_schemas.py: Kubernetes' own for built-in kinds, the vendored CRD's for the others).
+(output_schemas.py: Kubernetes' own for built-in kinds, the vendored CRD's for the others), and
+keep the metadata other programs read as the plan asked for it (`_check_metadata`).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from gpuconf.compiler.plan.annotation_readers import ANNOTATION_READERS
 from gpuconf.compiler.plan.artifact import PatchOf
+from gpuconf.compiler.resolve.metadata_guard import kept_refusals
 from gpuconf.compiler.strict_schema import strict
 from gpuconf.compiler.templating.engine import TemplateFailed, TemplateSource, template_line
+from gpuconf.compiler.templating.filters import label_guards
 from gpuconf.diagnostics import format_path
 from gpuconf.formats.located_yaml import LoadFailed, Located, parse_text
 from gpuconf.formats.quantity import QUANTITY_PATTERN
@@ -111,6 +115,7 @@ def filled_skeleton(
     chain: Chain,
     parsed: dict[str, Skeleton],
     patch_of: PatchOf | None = None,
+    planned: Mapping[str, Any] | None = None,
 ) -> str:
     """`checked_yaml` for a skeleton: the template's text is parsed with each value's token,
     the values are put back as data (JSON-encoded, each would have parsed to itself), and the
@@ -131,7 +136,7 @@ def filled_skeleton(
         raise NotASkeleton
     located = skeleton.located
     data = located.data if skeleton.fill is None else skeleton.fill(values)
-    _check(located._replace(data=data), kind, patch_of, text, chain)
+    _check(located._replace(data=data), kind, patch_of, text, chain, planned)
     return dump(data)
 
 
@@ -146,17 +151,33 @@ def _parsed(text: str, chain: Chain) -> Located:
         ) from None
 
 
-def checked_yaml(text: str, kind: str, chain: Chain, patch_of: PatchOf | None = None) -> str:
+def checked_yaml(
+    text: str,
+    kind: str,
+    chain: Chain,
+    patch_of: PatchOf | None = None,
+    planned: Mapping[str, Any] | None = None,
+) -> str:
     """`text` as gpuconf writes YAML, once it parsed and (for a manifest) is a `kind`, (for a
-    patch) passes the patched object's schema."""
+    patch) passes the patched object's schema, (given `planned`, the artifact's values) keeps
+    the metadata the plan asked for."""
     located = _parsed(text, chain)
-    _check(located, kind, patch_of, text, chain)
+    _check(located, kind, patch_of, text, chain, planned)
     return dump(located.data)
 
 
-def _check(located: Located, kind: str, patch_of: PatchOf | None, text: str, chain: Chain) -> None:
+def _check(
+    located: Located,
+    kind: str,
+    patch_of: PatchOf | None,
+    text: str,
+    chain: Chain,
+    planned: Mapping[str, Any] | None = None,
+) -> None:
     if kind:
         _check_manifest(located, kind, text, chain)
+        if planned is not None:
+            _check_metadata(located, planned, text, chain)
     if patch_of is not None:
         validator, source = patch_validator(*patch_of)
         _check_schema(located, validator, source, text, chain)
@@ -176,6 +197,44 @@ def _check_manifest(located: Located, kind: str, text: str, chain: Chain) -> Non
         return  # kustomize's own file, not an object
     if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str):
         raise _refused(chain, text, 1, f"the {kind} has no metadata.name")
+
+
+def _planned_metadata(
+    values: Mapping[str, Any],
+) -> Iterator[tuple[tuple[str, ...], str, Mapping[str, Any], Mapping[str, Any] | None]]:
+    """Where a manifest's metadata stands, what it is (for messages), the metadata the plan
+    asked for there and the selector its labels must match: the object's own, and a
+    DaemonSet's pod template's."""
+    meta = values.get("meta")
+    if isinstance(meta, dict):
+        yield ("metadata",), "", meta, None
+    pod = values.get("pod_meta")
+    if isinstance(pod, dict):
+        yield ("spec", "template", "metadata"), "pod ", pod, values.get("selector")
+
+
+def _check_metadata(located: Located, values: Mapping[str, Any], text: str, chain: Chain) -> None:
+    """The backstop of the block guard (filters.with_labels, with_annotations) for a template a
+    site's file shapes, which may write its metadata any way: each label and annotation the plan
+    asked for that another program reads is there with a value its reader takes, and no key
+    refused on gpuconf's objects is (resolve/metadata_guard.py)."""
+    for at, what, planned, selector in _planned_metadata(values):
+        found = located.data
+        for key in at:
+            found = found.get(key) if isinstance(found, dict) else None
+        for field, guards in (
+            ("labels", label_guards(selector)),
+            ("annotations", ANNOTATION_READERS),
+        ):
+            written = planned.get(field) or {}
+            output = found.get(field) if isinstance(found, dict) else None
+            kind = f"{what}{field[:-1]}"
+            for refusal in kept_refusals(
+                written, output if isinstance(output, dict) else {}, guards
+            ):
+                path = (*at, field) if refusal.dropped else (*at, field, refusal.key)
+                message = f"the template {refusal.message(kind)}"
+                raise refused_at(located, path, message, text, chain, refusal.hint(kind))
 
 
 def _check_schema(located: Located, validator: Any, source: str, text: str, chain: Chain) -> None:
@@ -208,14 +267,19 @@ def schema_failure(
 
 
 def refused_at(
-    located: Located, path: tuple[Any, ...], message: str, text: str, chain: Chain
+    located: Located,
+    path: tuple[Any, ...],
+    message: str,
+    text: str,
+    chain: Chain,
+    hint: str = "",
 ) -> TemplateFailed:
     """The output's refusal at the template line that wrote `path` (or the nearest key above
     it that `text`, the template's output, has)."""
     known = path
     while known and known not in located.positions:
         known = known[:-1]
-    return _refused(chain, text, located.position(known)[0], message)
+    return _refused(chain, text, located.position(known)[0], message, hint)
 
 
 def _at_fault(error: Any) -> tuple[tuple[Any, ...], Any]:

@@ -259,6 +259,7 @@ class Templates:
         self._trees: dict[str, nodes.Template | None] = {}
         self._acyclic: set[str] = set()
         """Templates whose extends, includes and imports were followed and lead back to none."""
+        self._site_shaped: dict[str, bool] = {}
 
     # pass_context: jinja2 folds a filter of a constant (`{{ "x" | yaml }}`) when it compiles a
     # template, which may happen while a skeleton's tokens are collected (a site's template,
@@ -375,6 +376,20 @@ class Templates:
 
     def overridden(self, name: str) -> bool:
         return self.overrides is not None and (self.overrides / name).is_file()
+
+    def site_shaped(self, name: str) -> bool:
+        """Whether a site's file takes part in template `name`: is in its extends chain.
+        Templates of built-in kinds include and import nothing, only extend; gpuconf's includes
+        stand where a value does (an Argo CD Application's spec), so a site's file reached
+        through one, or through a site's include, writes no key beside that value."""
+        if self.overrides is None:
+            return False
+        found = self._site_shaped.get(name)
+        if found is None:
+            found = self._site_shaped[name] = any(
+                self.overridden(source.name) for source in self.chain(name)
+            )
+        return found
 
     def chain(self, name: str) -> list[TemplateSource]:
         """The files that make `name`: the override (if any) first, then what it extends."""

@@ -14,7 +14,10 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gpuconf.compiler.resolve.object_labels import OWNER_LABELS, POD_SELECTOR_LABELS
+from gpuconf.compiler.plan.annotation_readers import ANNOTATION_READERS
+from gpuconf.compiler.plan.pod_security import POD_SECURITY_READERS
+from gpuconf.compiler.resolve.metadata_guard import Guard, refusals
+from gpuconf.compiler.resolve.object_labels import OWNER_LABELS, POD_SELECTOR_LABELS, SELECTED
 from gpuconf.formats.located_yaml import LoadFailed, parse_text
 
 
@@ -96,26 +99,52 @@ def with_entries(mapping: Mapping[str, Any], block: str) -> Mapping[str, Any]:
     return {**mapping, **extra}
 
 
+def _refuse_changes(
+    kind: str,
+    written: Mapping[str, Any],
+    added: Mapping[str, Any],
+    block: str,
+    guards: Mapping[str, Guard],
+) -> None:
+    """Refuse the first of `added` (a site block's entries) that changes a `kind` (label or
+    annotation) gpuconf writes, or sets one read beside it or on any object, in a way its reader
+    does not take (metadata_guard.py)."""
+    for refusal in refusals(written, added, guards):
+        raise BlockRefused(
+            f"the block {refusal.message(kind)}",
+            next((line for line in block.splitlines() if refusal.key in line), block.strip()),
+            refusal.hint(kind),
+        )
+
+
+def label_guards(selector: Mapping[str, Any] | None = None) -> dict[str, Guard]:
+    """The labels a user may not change as they like on an object of gpuconf's: those marking
+    it as gpuconf's, its Pod Security labels, and (with `selector`, a DaemonSet's matchLabels)
+    the pod labels its selector matches (object_labels.py, plan/pod_security.py)."""
+    return {
+        **OWNER_LABELS,
+        **POD_SECURITY_READERS,
+        **{key: POD_SELECTOR_LABELS.get(key, SELECTED) for key in selector or {}},
+    }
+
+
 def with_labels(
     labels: Mapping[str, Any], block: str, selector: Mapping[str, Any] | None = None
 ) -> Mapping[str, Any]:
-    """`labels` with the labels a site's block adds. A block may not change the labels that mark
-    an object as gpuconf's, nor (with `selector`, a DaemonSet's matchLabels) the pod labels its
-    selector matches (object_labels.py says what reads each)."""
+    """`labels` with the entries a site's block sets. A block may not change what `label_guards`
+    holds in a way its reader does not take."""
     added = with_entries({}, block)
-    guarded = dict(OWNER_LABELS)
-    for key in selector or {}:
-        guarded[key] = POD_SELECTOR_LABELS.get(
-            key, "the DaemonSet's selector matches its pods by it"
-        )
-    for key, value in added.items():
-        if key in guarded and key in labels and labels[key] != value:
-            raise BlockRefused(
-                f"the block changes the label {key}: {labels[key]!r} gpuconf writes to {value!r}",
-                next((line for line in block.splitlines() if key in line), block.strip()),
-                f"{guarded[key]}; add labels of your own instead",
-            )
+    if added:
+        _refuse_changes("label", labels, added, block, label_guards(selector))
     return {**labels, **added}
+
+
+def with_annotations(annotations: Mapping[str, Any], block: str) -> Mapping[str, Any]:
+    """`annotations` with the entries a site's block sets. A block may not change one gpuconf
+    writes in a way the program reading it does not take (plan/annotation_readers.py)."""
+    added = with_entries({}, block)
+    _refuse_changes("annotation", annotations, added, block, ANNOTATION_READERS)
+    return {**annotations, **added}
 
 
 def with_items(sequence: Sequence[Any], block: str) -> Sequence[Any]:
@@ -136,5 +165,6 @@ FILTERS = {
     "line": text_line,
     "with_entries": with_entries,
     "with_labels": with_labels,
+    "with_annotations": with_annotations,
     "with_items": with_items,
 }

@@ -32,28 +32,12 @@ class OutputSchemas:
 
     def __init__(self, templates: Templates) -> None:
         self.templates = templates
-        self._overridden: dict[str, bool] = {}
-        """By template name: whether a site's file is in what makes it."""
-
-    def overridden(self, name: str) -> bool:
-        """Whether a site's file takes part in template `name`. Templates of built-in kinds
-        include and import nothing, only extend, so their chain names every file that shapes
-        them (a site's file reached by a site's include is reached from one in the chain)."""
-        found = self._overridden.get(name)
-        if found is None:
-            chain = self.templates.chain(name)
-            found = self._overridden[name] = any(
-                self.templates.overridden(source.name) for source in chain
-            )
-        return found
 
     def check(self, artifact: Artifact, output: bytes) -> None:
         """Raises TemplateFailed where such output is refused by its kind's schema."""
         if not artifact.kind:
             return
-        if not artifact.outside_input and (
-            self.templates.overrides is None or not self.overridden(artifact.template)
-        ):
+        if not artifact.outside_input and not self.templates.site_shaped(artifact.template):
             return
         kind = artifact.kind
         data = parse_text(output.decode("utf-8"), "output").data

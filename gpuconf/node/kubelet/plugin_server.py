@@ -19,6 +19,7 @@ from gpuconf.node.kubelet.allocation import (
     UnhealthyDevices,
     container_allocation,
 )
+from gpuconf.node.kubelet.handed_out import HandedOut
 from gpuconf.node.kubelet.io_loop import io_loop
 from gpuconf.node.kubelet.preferred import preferred_ids
 from gpuconf.node.kubelet.proto import api_pb2
@@ -51,9 +52,12 @@ def _device_message(view: ResourceView) -> api_pb2.ListAndWatchResponse:
 
 
 class DevicePluginService:
-    def __init__(self, views: Latest[ResourceView], metrics: Metrics) -> None:
+    def __init__(
+        self, views: Latest[ResourceView], metrics: Metrics, handed_out: HandedOut
+    ) -> None:
         self._views = views
         self._metrics = metrics
+        self._handed_out = handed_out
         self._ending = False
         self._wakers: set[asyncio.Event] = set()
         """One per ListAndWatch call, from the moment it is entered until it has ended."""
@@ -167,16 +171,21 @@ class DevicePluginService:
         await stream.send_message(response)
 
     async def Allocate(self, stream: Stream[Any, Any]) -> None:
+        """Checked against the current view and recorded as handed out in one step, under the
+        supervisor's decision lock (kubelet/handed_out.py): the loop waits here for no more than
+        a decision's in-memory work."""
         request = await _request(stream)
-        _, view = self._views.current()
-        name = view.resource.name
-        response = api_pb2.AllocateResponse()
+        asked = [list(container.devices_ids) for container in request.container_requests]
         try:
-            for container in request.container_requests:
-                response.container_responses.append(
-                    container_allocation(view, list(container.devices_ids))
+            with self._handed_out.decision:
+                _, view = self._views.current()
+                response = api_pb2.AllocateResponse(
+                    container_responses=[container_allocation(view, ids) for ids in asked]
                 )
+                handed = (device for ids in asked for device in ids)
+                grant = self._handed_out.record(view.resource.name, handed)
         except AllocationRefused as refused:
+            name = view.resource.name
             self._metrics.allocate_errors.labels(name).inc()
             _log.warning("allocation refused", extra=log.kv(resource=name, reason=str(refused)))
             code = (
@@ -185,8 +194,11 @@ class DevicePluginService:
                 else Status.INVALID_ARGUMENT
             )
             raise GRPCError(code, str(refused)) from None
-        self._metrics.allocations.labels(name).inc(len(request.container_requests))
-        await stream.send_message(response)
+        self._metrics.allocations.labels(view.resource.name).inc(len(asked))
+        try:
+            await stream.send_message(response)
+        finally:
+            self._handed_out.sent(grant)
 
     async def PreStartContainer(self, stream: Stream[Any, Any]) -> None:
         await stream.recv_message()
@@ -196,17 +208,24 @@ class DevicePluginService:
 class PluginServer:
     """Serve a resource's views on ``plugin_dir/socket_name``; restartable after stop()."""
 
-    def __init__(self, socket_path: Path, views: Latest[ResourceView], metrics: Metrics) -> None:
+    def __init__(
+        self,
+        socket_path: Path,
+        views: Latest[ResourceView],
+        metrics: Metrics,
+        handed_out: HandedOut,
+    ) -> None:
         self.socket_path = socket_path
         self._views = views
         self._metrics = metrics
+        self._handed_out = handed_out
         self._server: tuple[Server, DevicePluginService] | None = None
         self._lock = threading.Lock()
 
     def start(self) -> None:
         self.stop()
         self.socket_path.unlink(missing_ok=True)
-        service = DevicePluginService(self._views, self._metrics)
+        service = DevicePluginService(self._views, self._metrics, self._handed_out)
         server = io_loop().run(_started(service, self.socket_path), START_TIMEOUT_SECONDS)
         with self._lock:
             self._server = (server, service)

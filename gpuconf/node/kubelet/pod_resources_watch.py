@@ -15,6 +15,9 @@ read checkpoint file"), so it hands those devices out again itself and rewrites 
 the next device list; waiting on them would only stop every change for good. A read that fails
 here instead (permission, not a file, I/O) says nothing of the kubelet's record, which is
 likely whole: held is unknown, as when List fails, and every move waits.
+
+Held also has what our plugins handed out that no stored poll can have seen yet
+(kubelet/handed_out.py): each poll notes when it started, and once stored lets go of those.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from gpuconf.node.kubelet.device_checkpoint import (
     CheckpointUnreadable,
     checkpointed_devices,
 )
+from gpuconf.node.kubelet.handed_out import HandedOut
 from gpuconf.node.kubelet.pod_resources import (
     HeldDevices,
     PodResourcesUnavailable,
@@ -42,12 +46,18 @@ _log = log.get("pod-resources")
 
 class PodResourcesWatch:
     def __init__(
-        self, socket: Path, checkpoint: Path, metrics: Metrics, changed: threading.Event
+        self,
+        socket: Path,
+        checkpoint: Path,
+        metrics: Metrics,
+        changed: threading.Event,
+        handed_out: HandedOut,
     ) -> None:
         self._socket = socket
         self._checkpoint = checkpoint
         self._metrics = metrics
         self._changed = changed
+        self._handed_out = handed_out
         self._lock = threading.Lock()
         self._held: HeldDevices | None = None
         self._unconfirmed: frozenset[tuple[str, str]] = frozenset()
@@ -65,9 +75,13 @@ class PodResourcesWatch:
         self._thread.join(timeout=POLL_SECONDS + 3)
 
     def held(self) -> HeldDevices | None:
-        """Device IDs held by running containers; None while the kubelet cannot say."""
+        """Device IDs held by running containers or handed out to them since the last poll that
+        can have seen it; None while the kubelet cannot say."""
         with self._lock:
-            return self._held
+            return self._with_handed_out(self._held)
+
+    def _with_handed_out(self, polled: HeldDevices | None) -> HeldDevices | None:
+        return None if polled is None else _union(polled, self._handed_out.held())
 
     def awaits_checkpoint(self, held: set[tuple[str, str]]) -> frozenset[tuple[str, str]]:
         """Those of these (resource, device ID) held only because the kubelet's checkpoint lists
@@ -76,6 +90,7 @@ class PodResourcesWatch:
             return self._unconfirmed & held
 
     def poll_once(self) -> None:
+        started = self._handed_out.clock()
         try:
             listed: HeldDevices | None = held_devices(self._socket)
         except PodResourcesUnavailable as error:
@@ -93,7 +108,7 @@ class PodResourcesWatch:
         # (server_v1.go List calls UpdateAllocatedDevices), so a write after it is current.
         checkpointed = self._read_checkpoint()
         if listed is None or checkpointed is None:  # nothing is known free
-            self._store(None, frozenset())
+            self._store(None, frozenset(), None)
             return
         self._store(
             _union(listed, checkpointed),
@@ -102,13 +117,23 @@ class PodResourcesWatch:
                 for name, ids in checkpointed.items()
                 for device_id in ids - listed.get(name, frozenset())
             ),
+            started,
         )
 
-    def _store(self, held: HeldDevices | None, unconfirmed: frozenset[tuple[str, str]]) -> None:
+    def _store(
+        self,
+        held: HeldDevices | None,
+        unconfirmed: frozenset[tuple[str, str]],
+        started: float | None,
+    ) -> None:
+        """Store a poll's answer; ``started``: when a poll that knows what is held began."""
         with self._lock:
-            changed = held != self._held
+            before = self._with_handed_out(self._held)
             self._held = held
             self._unconfirmed = unconfirmed
+            if started is not None:  # in one step with the answer: held() never sees neither
+                self._handed_out.seen_by_poll(started)
+            changed = self._with_handed_out(held) != before
         if changed:
             self._changed.set()
 
@@ -139,8 +164,8 @@ class PodResourcesWatch:
             self.poll_once()
 
 
-def _union(listed: HeldDevices, checkpointed: HeldDevices) -> HeldDevices:
+def _union(first: HeldDevices, second: HeldDevices) -> HeldDevices:
     return {
-        name: listed.get(name, frozenset()) | checkpointed.get(name, frozenset())
-        for name in sorted(listed.keys() | checkpointed.keys())
+        name: first.get(name, frozenset()) | second.get(name, frozenset())
+        for name in sorted(first.keys() | second.keys())
     }

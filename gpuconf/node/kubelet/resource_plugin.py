@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from gpuconf.node import log
+from gpuconf.node.kubelet.handed_out import HandedOut
 from gpuconf.node.kubelet.plugin_server import PluginServer
 from gpuconf.node.kubelet.registration import RegistrationFailed, register
 from gpuconf.node.latest import Latest
@@ -23,13 +25,15 @@ _log = log.get("resource")
 
 
 class ResourcePlugin:
-    def __init__(self, plugin_dir: Path, view: ResourceView, metrics: Metrics) -> None:
+    def __init__(
+        self, plugin_dir: Path, view: ResourceView, metrics: Metrics, handed_out: HandedOut
+    ) -> None:
         self.name = view.resource.name
         self.endpoint = view.resource.socket_name()
         self._plugin_dir = plugin_dir
         self._metrics = metrics
         self._views = Latest(view)
-        self._server = PluginServer(plugin_dir / self.endpoint, self._views, metrics)
+        self._server = PluginServer(plugin_dir / self.endpoint, self._views, metrics, handed_out)
         self._lock = threading.Lock()
         self._generation = 0
         """Bumped on every (re)start: a registration begun before belongs to an old server."""
@@ -61,19 +65,35 @@ class ResourcePlugin:
 
     def publish(self, view: ResourceView) -> None:
         """Send the list to ListAndWatch clients when anything about it changed."""
+        if self.swap(view):
+            self.report(view)
+
+    def swap(self, view: ResourceView) -> bool:
+        """Make ``view`` the one Allocate checks and ListAndWatch sends, if it differs; no I/O,
+        so the supervisor calls it under the decision lock, then ``report`` for a swapped one."""
         _, current = self._views.current()
-        if view != current:
-            self._views.publish(view)
-            self._count(view)
-            _log.info(
-                "device list",
-                extra=log.kv(
-                    resource=self.name,
-                    devices=len(view.devices),
-                    unhealthy=",".join(d.id for d in view.devices if d.id not in view.healthy_ids)
-                    or "none",
-                ),
-            )
+        if view == current:
+            return False
+        self._views.publish(view)
+        return True
+
+    def withdraw_all(self) -> None:
+        """Hand out nothing more (every device Unhealthy) until stopped: a resource on its way
+        out. No I/O either."""
+        _, current = self._views.current()
+        self.swap(replace(current, healthy_ids=frozenset()))
+
+    def report(self, view: ResourceView) -> None:
+        self._count(view)
+        _log.info(
+            "device list",
+            extra=log.kv(
+                resource=self.name,
+                devices=len(view.devices),
+                unhealthy=",".join(d.id for d in view.devices if d.id not in view.healthy_ids)
+                or "none",
+            ),
+        )
 
     def resend(self) -> None:
         """Send the current list again, unchanged: the kubelet writes its device checkpoint on

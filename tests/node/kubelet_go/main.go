@@ -16,10 +16,14 @@
 //	{"id": 6, "op": "lists"}
 //	{"id": 7, "op": "learn", "pod": UID, "resource": R, "count": n}
 //	{"id": 8, "op": "sources-ready"}
+//	{"id": 9, "op": "hang-lists"}
+//	{"id": 10, "op": "hanging"}
+//	{"id": 11, "op": "answer-lists"}
 //
 // It also serves the kubelet's pod-resources API (pkg/kubelet/apis/podresources) from the same
 // device manager, listing the pods admitted or learnt and not released; "lists" counts its List
-// calls. The device manager keeps its checkpoint (kubelet_internal_checkpoint) in the plugin
+// calls. After "hang-lists" every List call waits (a kubelet slow to answer) until
+// "answer-lists", then answers with what is known then; "hanging" counts those waiting. The device manager keeps its checkpoint (kubelet_internal_checkpoint) in the plugin
 // folder, as the kubelet's does, so a run started on the folder of an earlier one is a kubelet
 // restart: it reads the allocations back. With --sources-late, such a run has not seen its pod
 // sources yet (the kubelet's config.SourcesReady): it knows no pods until "learn" (a pod the
@@ -127,6 +131,8 @@ type kubelet struct {
 	plugins map[string]plugin.DevicePlugin
 	pods    map[string]*v1.Pod
 	lists   int
+	answer  chan struct{} // closed by answer-lists; nil while List answers at once
+	hanging int
 }
 
 func (k *kubelet) CleanupPluginDirectory(dir string) error {
@@ -176,7 +182,17 @@ func (k *kubelet) GetPods() []*v1.Pod       { return k.listed() }
 func (k *kubelet) listed() []*v1.Pod {
 	k.mutex.Lock()
 	k.lists++
+	answer := k.answer
+	if answer != nil {
+		k.hanging++
+	}
 	k.mutex.Unlock()
+	if answer != nil {
+		<-answer
+		k.mutex.Lock()
+		k.hanging--
+		k.mutex.Unlock()
+	}
 	return k.activePods()
 }
 func (k *kubelet) GetPodByName(namespace, name string) (*v1.Pod, bool) {
@@ -305,6 +321,25 @@ func (k *kubelet) run(c command) (any, error) {
 		k.mutex.Lock()
 		defer k.mutex.Unlock()
 		return k.lists, nil
+	case "hang-lists":
+		k.mutex.Lock()
+		defer k.mutex.Unlock()
+		if k.answer == nil {
+			k.answer = make(chan struct{})
+		}
+		return map[string]any{}, nil
+	case "hanging":
+		k.mutex.Lock()
+		defer k.mutex.Unlock()
+		return k.hanging, nil
+	case "answer-lists":
+		k.mutex.Lock()
+		defer k.mutex.Unlock()
+		if k.answer != nil {
+			close(k.answer)
+			k.answer = nil
+		}
+		return map[string]any{}, nil
 	case "capacity":
 		capacity, allocatable, _ := k.manager.GetCapacity()
 		counts := func(list v1.ResourceList) map[string]int64 {

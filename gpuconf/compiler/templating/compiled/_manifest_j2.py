@@ -11,11 +11,11 @@ def root(context, missing=missing, environment=environment):
     l_0_self = TemplateReference(context)
     l_0_meta = resolve('meta')
     try:
-        t_1 = environment.filters['with_entries']
+        t_1 = environment.filters['with_annotations']
     except KeyError:
         @internalcode
         def t_1(*unused):
-            raise TemplateRuntimeError("No filter named 'with_entries' found.")
+            raise TemplateRuntimeError("No filter named 'with_annotations' found.")
     try:
         t_2 = environment.filters['with_labels']
     except KeyError:
@@ -95,4 +95,4 @@ def block_extra_annotations(context, missing=missing, environment=environment):
     pass
 
 blocks = {'kind': block_kind, 'body': block_body, 'extra_labels': block_extra_labels, 'extra_annotations': block_extra_annotations}
-debug_info = '5=37&7=39&8=41&9=44&11=47&12=49&13=52&15=54&16=55&5=60&15=69&16=78'
+debug_info = '6=37&8=39&9=41&10=44&12=47&13=49&14=52&16=54&17=55&6=60&16=69&17=78'
