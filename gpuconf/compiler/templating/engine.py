@@ -398,9 +398,12 @@ class Templates:
         current: str | None = name
         while current is not None and current not in seen:
             seen.add(current)
-            source, filename, _ = self.environment.loader.get_source(  # type: ignore[union-attr]
-                self.environment, current
-            )
+            try:
+                source, filename, _ = self.environment.loader.get_source(  # type: ignore[union-attr]
+                    self.environment, current
+                )
+            except TemplateNotFound:
+                break  # no file of the chain: loading the template says so, at its line
             sources.append(TemplateSource(current, self.display(filename or current), source))
             tree = self._tree(current, source)
             current = None if tree is None else _extended(tree)
