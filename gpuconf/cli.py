@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 from gpuconf import __version__
 from gpuconf.adopt.commands import Command, add_parsers
 from gpuconf.diagnostics import InvalidInput, report_text, summary_line
-from gpuconf.errors import ArgumentParser, ExitCode, GpuconfError, UsageError
+from gpuconf.errors import ArgumentParser, ExitCode, GpuconfError, UsageError, cannot_write
 
 DEFAULT_CLUSTERS = Path("clusters")
 DEFAULT_OUTPUT = Path("rendered")
@@ -200,6 +200,12 @@ def _cycle_collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _text(options: argparse.Namespace) -> TextIO:
+    """Where a command prints what it has to say besides diagnostics: stdout, except where
+    --format json keeps stdout for the one JSON document."""
+    return sys.stderr if getattr(options, "format", "text") == "json" else sys.stdout
+
+
 def _templates_folder(options: argparse.Namespace) -> Path | None:
     folder: Path | None = getattr(options, "templates", None)
     if folder is None:
@@ -229,9 +235,10 @@ def _compile(
 
 def _validate(options: argparse.Namespace) -> int:
     compiled = _compile(options, render_output=False)
-    if compiled.ok and options.format == "text":
+    if compiled.ok:
         print(
-            f"{len(compiled.validated)} cluster(s) valid: {', '.join(sorted(compiled.validated))}"
+            f"{len(compiled.validated)} cluster(s) valid: {', '.join(sorted(compiled.validated))}",
+            file=_text(options),
         )
     return ExitCode.OK if compiled.ok else ExitCode.INVALID_INPUT
 
@@ -241,10 +248,10 @@ def _check(options: argparse.Namespace, folders: Mapping[str, RenderedTree], pru
 
     changes = list(emit.diff(options.output, folders, prune))
     if changes:
-        sys.stdout.writelines(changes)
+        _text(options).writelines(changes)
         print(f"{options.output_shown} is stale: run gpuconf {options.command}", file=sys.stderr)
         return ExitCode.INVALID_INPUT
-    print(f"{options.output_shown} is up to date")
+    print(f"{options.output_shown} is up to date", file=_text(options))
     return ExitCode.OK
 
 
@@ -264,7 +271,8 @@ def _render(options: argparse.Namespace) -> int:
     emit.write(options.output, compiled.rendered, compiled.whole_directories)
     files = sum(len(tree) for tree in compiled.rendered.values())
     print(
-        f"rendered {len(compiled.rendered)} cluster(s), {files} files, into {options.output_shown}"
+        f"rendered {len(compiled.rendered)} cluster(s), {files} files, into {options.output_shown}",
+        file=_text(options),
     )
     return ExitCode.OK
 
@@ -305,7 +313,8 @@ def _gitops(options: argparse.Namespace) -> int:
     emit.write(options.output, folders, compiled.whole_directories)
     files = sum(len(tree) for tree in folders.values())
     print(
-        f"wrote {options.agent} objects for {len(compiled.rendered)} cluster(s), {files} files, into {options.output_shown}"
+        f"wrote {options.agent} objects for {len(compiled.rendered)} cluster(s), {files} files, into {options.output_shown}",
+        file=_text(options),
     )
     return ExitCode.OK
 
@@ -317,7 +326,7 @@ def _diff(options: argparse.Namespace) -> int:
     if not compiled.ok:
         return ExitCode.INVALID_INPUT
     changes = list(emit.diff(options.output, compiled.rendered, compiled.whole_directories))
-    sys.stdout.writelines(changes)
+    _text(options).writelines(changes)
     return ExitCode.INVALID_INPUT if changes and options.exit_code else ExitCode.OK
 
 
@@ -336,9 +345,12 @@ def _schema(options: argparse.Namespace) -> int:
         for name in stale:
             print(f"{options.output_shown / name} is stale: run gpuconf schema", file=sys.stderr)
         return ExitCode.INVALID_INPUT if stale else ExitCode.OK
-    options.output.mkdir(parents=True, exist_ok=True)
-    for name in stale:
-        (options.output / name).write_text(texts[name], encoding="utf-8")
+    try:
+        options.output.mkdir(parents=True, exist_ok=True)
+        for name in stale:
+            (options.output / name).write_text(texts[name], encoding="utf-8")
+    except OSError as error:
+        raise cannot_write(error) from None
     print(
         f"wrote {len(stale)} schema(s) to {options.output_shown}"
         if stale
@@ -355,20 +367,26 @@ def _explain(options: argparse.Namespace) -> int:
     compiled = _compile(options, render_output=False)
     if not compiled.ok:
         return ExitCode.INVALID_INPUT
+    out = _text(options)
     for validated in compiled.validated.values():
-        print(f"cluster {validated.cluster.metadata.name}")
+        print(f"cluster {validated.cluster.metadata.name}", file=out)
         if options.host:
             from gpuconf.compiler.explain_host import host_setup_text
 
-            sys.stdout.write(host_setup_text(validated))
+            out.write(host_setup_text(validated))
         else:
-            sys.stdout.write(explain_text(validated))
+            out.write(explain_text(validated))
     return ExitCode.OK
 
 
 def _templates(options: argparse.Namespace) -> int:
     from gpuconf.compiler.templating.shipped import shipped_folder, shipped_names
 
+    if (options.action == "show") != (options.name is not None):
+        raise UsageError(
+            "templates show NAME prints one template; templates list takes no name "
+            "(see 'gpuconf templates --help')"
+        )
     names = shipped_names()
     if options.action == "list":
         print("\n".join(names))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 from collections.abc import Mapping, Sequence
 from enum import IntEnum
 from typing import NoReturn
@@ -26,6 +27,18 @@ class UserError(GpuconfError):
     """The input or the environment is wrong; the message tells the user what to fix."""
 
     exit_code = ExitCode.INVALID_INPUT
+
+
+def cannot_write(error: OSError, target: object = None) -> UserError:
+    """An output gpuconf cannot write (a read-only folder, a file where a folder must go): the
+    user's to fix, not a bug. `target`: the file meant, where the error names a temporary."""
+    where = target if target is not None else error.filename
+    hint = (
+        " (hint: a file stands where a folder must go)"
+        if error.errno in (errno.EEXIST, errno.ENOTDIR)
+        else ""
+    )
+    return UserError(f"cannot write {where}: {error.strerror or error}{hint}")
 
 
 class UsageError(GpuconfError):

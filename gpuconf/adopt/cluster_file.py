@@ -13,6 +13,7 @@ from ruamel.yaml.comments import CommentedMap
 from gpuconf.compiler.pipeline import CLUSTER_DOCUMENT_HINT
 from gpuconf.compiler.validate import validate
 from gpuconf.diagnostics import Diagnostic, InvalidInput, has_errors
+from gpuconf.errors import cannot_write
 from gpuconf.formats import round_trip_yaml
 from gpuconf.formats.located_yaml import LoadFailed, Located, parse_text, read_text
 from gpuconf.gpus.catalog import Catalog
@@ -28,6 +29,8 @@ class ClusterFile(NamedTuple):
     document: CommentedMap
     """ruamel's round-trip data: edit it, then `edited()`."""
     indentation: round_trip_yaml.Indentation
+    newline: str
+    """How its lines end ("\r\n" or "\n"): an edit's lines end the same way."""
 
 
 class Edited(NamedTuple):
@@ -62,20 +65,28 @@ def read(path: Path, shown: str, catalog: Catalog | None = None) -> ClusterFile:
     outcome = validate(located, catalog or Catalog.load())
     if isinstance(outcome, list) and has_errors(outcome):
         raise InvalidInput(outcome)
+    newline = "\r\n" if "\r\n" in text else "\n"
+    lines = text.replace("\r\n", "\n")  # ruamel writes LF: it reads LF, and the ends go back on
     return ClusterFile(
         path,
         shown,
         text,
         located,
-        round_trip_yaml.load(text),
-        round_trip_yaml.guess_indentation(text),
+        round_trip_yaml.load(lines),
+        round_trip_yaml.guess_indentation(lines),
+        newline,
     )
 
 
-def edited(file: ClusterFile, indentation: round_trip_yaml.Indentation | None = None) -> Edited:
-    """The document as text again, in the file's own indentation unless told otherwise."""
+def edited(
+    file: ClusterFile,
+    indentation: round_trip_yaml.Indentation | None = None,
+    newline: str | None = None,
+) -> Edited:
+    """The document as text again, in the file's own indentation and line ends unless told
+    otherwise."""
     text = round_trip_yaml.dump(file.document, indentation or file.indentation)
-    return Edited(file.path, file.shown, file.text, text)
+    return Edited(file.path, file.shown, file.text, text.replace("\n", newline or file.newline))
 
 
 def new_file(path: Path, shown: str, document: CommentedMap) -> Edited:
@@ -108,5 +119,8 @@ def write(edits: Sequence[Edited]) -> list[Diagnostic]:
         raise InvalidInput(diagnostics)
     for edit in edits:
         if edit.changed:
-            write_atomically(edit.path, edit.after.encode("utf-8"))
+            try:
+                write_atomically(edit.path, edit.after.encode("utf-8"))
+            except OSError as error:
+                raise cannot_write(error, edit.path) from None
     return diagnostics

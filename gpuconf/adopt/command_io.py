@@ -54,6 +54,21 @@ def read_cluster_file(options: argparse.Namespace, path: Path) -> ClusterFile:
     return read(path, display_path(path, options.base))
 
 
+def read_cluster_files(options: argparse.Namespace, paths: Sequence[Path]) -> list[ClusterFile]:
+    """Every file read; where some are invalid, InvalidInput with all of their diagnostics."""
+    from gpuconf.diagnostics import InvalidInput
+
+    files, diagnostics = [], []
+    for path in paths:
+        try:
+            files.append(read_cluster_file(options, path))
+        except InvalidInput as invalid:
+            diagnostics += invalid.diagnostics
+    if diagnostics:
+        raise InvalidInput(diagnostics)
+    return files
+
+
 def checked(edits: Sequence[Edited]) -> list[Diagnostic]:
     from gpuconf.adopt.cluster_file import check
     from gpuconf.diagnostics import InvalidInput, has_errors

@@ -15,13 +15,23 @@ from gpuconf.adopt.command_io import (
     check_or_write,
     cluster_access,
     read_cluster_file,
+    read_cluster_files,
     validated_cluster,
     written,
 )
 from gpuconf.adopt.import_commands import add_import_parser, run_import
+from gpuconf.api.node_facts import MAX_GPUS_PER_NODE
 from gpuconf.errors import ArgumentParser, ExitCode, UsageError
 
 Command = Callable[[argparse.Namespace], int]
+
+
+def _gpu_count(text: str) -> int:
+    """--gpus N, held to what a node may have before a list of N GPUs is built."""
+    count = int(text)
+    if not 1 <= count <= MAX_GPUS_PER_NODE:
+        raise argparse.ArgumentTypeError(f"{text}: a node has 1 to {MAX_GPUS_PER_NODE} GPUs")
+    return count
 
 
 def add_parsers(commands: argparse._SubParsersAction[ArgumentParser]) -> dict[str, Command]:
@@ -56,7 +66,11 @@ def add_parsers(commands: argparse._SubParsersAction[ArgumentParser]) -> dict[st
     add.add_argument("pool", metavar="POOL", help="the pool the nodes join")
     add.add_argument("nodes", nargs="+", metavar="NODE", help="Kubernetes Node names")
     add.add_argument(
-        "--gpus", type=int, default=None, metavar="N", help="GPUs per node (default: the pool's)"
+        "--gpus",
+        type=_gpu_count,
+        default=None,
+        metavar="N",
+        help="GPUs per node (default: the pool's)",
     )
     add.add_argument(
         "--uuid",
@@ -98,8 +112,8 @@ def _fmt(options: argparse.Namespace) -> int:
     from gpuconf.adopt.fmt import formatted
     from gpuconf.compiler.pipeline import find_cluster_files
 
-    files = find_cluster_files(options.paths or [options.base / "clusters"])
-    edits = [formatted(read_cluster_file(options, path)) for path in files]
+    files = find_cluster_files(options.paths or [options.base / "clusters"], options.base)
+    edits = [formatted(file) for file in read_cluster_files(options, files)]
     changed = [e.shown for e in edits if e.changed]
     done = f"formatted {len(changed)} file(s): {', '.join(changed)}"
     return check_or_write(options, edits, done, "not formatted")
@@ -109,10 +123,10 @@ def _migrate(options: argparse.Namespace) -> int:
     from gpuconf.adopt.migrate import migrated
     from gpuconf.compiler.pipeline import find_cluster_files
 
-    files = find_cluster_files(options.paths or [options.base / "clusters"])
+    files = find_cluster_files(options.paths or [options.base / "clusters"], options.base)
     edits = []
-    for path in files:
-        edit, changes = migrated(read_cluster_file(options, path))
+    for file in read_cluster_files(options, files):
+        edit, changes = migrated(file)
         edits.append(edit)
         for change in changes:
             print(f"{edit.shown}: {change}", file=sys.stderr)

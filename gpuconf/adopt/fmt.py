@@ -13,7 +13,7 @@ from gpuconf.formats.located_yaml import LoadFailed, parse_text
 
 
 def formatted(file: ClusterFile) -> Edited:
-    edit = edited(file, round_trip_yaml.CANONICAL)
+    edit = edited(file, round_trip_yaml.CANONICAL, "\n")
     if edit.changed and not _same_data(edit.after, file):
         raise UserError(f"{file.shown}: formatting would change what the file means; left as it is")
     trimmed = "".join(line.rstrip() + "\n" for line in edit.after.splitlines())

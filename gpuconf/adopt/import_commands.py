@@ -174,10 +174,10 @@ def _import_quotas(options: argparse.Namespace) -> int:
     from gpuconf.adopt.importers.sources import read_documents
     from gpuconf.compiler.pipeline import display_path
 
+    file = read_cluster_file(options, options.into)  # a file: no cluster is looked up by name
     validated = validated_cluster(
         options, str(options.into), with_warnings=False
     )  # the edit is checked anew
-    file = read_cluster_file(options, options.into)
     sources = [
         source
         for path in (options.base / p for p in options.quotas)

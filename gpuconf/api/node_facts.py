@@ -10,6 +10,9 @@ DeviceListStrategy = Literal["cdi", "volume-mounts", "envvar"]
 DEFAULT_METRICS_PORT = 9402
 """Prometheus metrics and /healthz; NVIDIA's DCGM exporter usually listens on 9400 on the same nodes."""
 
+MAX_GPUS_PER_NODE = 64
+"""The most GPUs a node of a pool has (indices 0 to 63)."""
+
 CONTAINERISED_DRIVER_ROOT = "/run/nvidia/driver"
 """Where NVIDIA's driver container mounts the driver's root on the host."""
 

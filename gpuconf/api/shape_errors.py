@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import types
 import typing
 from collections.abc import Callable, Iterator
@@ -125,7 +126,11 @@ _KEYED = frozenset({"missing", "extra_forbidden"})
 
 
 def _show(value: Any) -> str:
-    text = repr(value)
+    """The value as YAML spells it (true, null, {"a": 1}), not as Python does (True, None)."""
+    if value is None or isinstance(value, (bool, dict, list)):
+        text = json.dumps(value, ensure_ascii=False, default=repr)
+    else:
+        text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -180,7 +185,9 @@ def _keys(model: type[Record]) -> dict[str, Any]:
     return _KEYS[model]
 
 
-def _model_at(root: type[Record], loc: tuple[int | str, ...]) -> type[Record] | _UnionOf | None:
+def _model_at(
+    root: type[Record] | None, loc: tuple[int | str, ...]
+) -> type[Record] | _UnionOf | None:
     """The model class whose keys are checked at ``loc`` (its last part being a key)."""
     current: type[Record] | _UnionOf | None = root
     for part in loc[:-1]:
@@ -215,7 +222,7 @@ def _tag(model: type[Record]) -> str | None:
     return str(get_args(annotation)[0])
 
 
-def _pattern_at(root: type[Record], loc: tuple[int | str, ...]) -> str | None:
+def _pattern_at(root: type[Record] | None, loc: tuple[int | str, ...]) -> str | None:
     """The pattern of the string field at ``loc`` (list indices after its key skipped)."""
     keys = [(i, part) for i, part in enumerate(loc) if isinstance(part, str) and part != "[key]"]
     if not keys:
@@ -237,7 +244,7 @@ def _pattern_in(annotation: Any) -> str | None:
     return next(filter(None, (_pattern_in(arg) for arg in get_args(annotation))), None)
 
 
-def _allowed_keys(root: type[Record], loc: tuple[int | str, ...]) -> list[str]:
+def _allowed_keys(root: type[Record] | None, loc: tuple[int | str, ...]) -> list[str]:
     model = _model_at(root, loc)
     if not isinstance(model, type):
         return []
@@ -252,7 +259,7 @@ def _quote_float_hint(value: float) -> str:
     return f'quote it: "{text}" (YAML reads it as a number)'
 
 
-def _message(error: ErrorDetails, value: Any, root: type[Record]) -> tuple[str, str]:
+def _message(error: ErrorDetails, value: Any, root: type[Record] | None) -> tuple[str, str]:
     kind = error["type"]
     ctx: dict[str, Any] = dict(error.get("ctx") or {})
     loc = tuple(error["loc"])
@@ -285,10 +292,10 @@ def _message(error: ErrorDetails, value: Any, root: type[Record]) -> tuple[str, 
             return f"needs a {ctx.get('discriminator', 'strategy')} key", "one of " + ", ".join(
                 tags
             )
-        return (
-            f"unknown {ctx.get('discriminator', '').strip(chr(39))} {ctx.get('tag')!r}",
-            f"one of {expected}",
-        )
+        key = str(ctx.get("discriminator", "")).strip("'")
+        # pydantic's tag is the value as str() spells it ('None' for null): show the file's.
+        tag = value[key] if isinstance(value, dict) and key in value else ctx.get("tag")
+        return f"unknown {key} {_show(tag)}", f"one of {expected}"
     if kind in _TYPE_NOUNS:
         hint = ""
         if kind == "string_type" and loc and loc[-1] == "pciDeviceId":
@@ -312,6 +319,12 @@ def _message(error: ErrorDetails, value: Any, root: type[Record]) -> tuple[str, 
         return f"needs at least {ctx.get('min_length')} item(s)", ""
     if kind == "too_long":
         return f"has more than {ctx.get('max_length')} items", ""
+    if kind == "string_too_short":
+        shortest = ctx.get("min_length")
+        return (
+            "must not be empty" if shortest == 1 else f"is shorter than {shortest} characters",
+            "",
+        )
     if kind == "string_too_long":
         longest = ctx.get("max_length")
         known = _PATTERNS.get(_pattern_at(root, loc) or "")
@@ -320,6 +333,21 @@ def _message(error: ErrorDetails, value: Any, root: type[Record]) -> tuple[str, 
             return f"{_show(value)} {what}: {kubernetes_names.too_long(longest)(value)}", hint
         return f"is longer than {longest} characters", ""
     return error["msg"], ""
+
+
+def wording(error: ErrorDetails, value: Any) -> tuple[str, str]:
+    """The message and hint for one error of a file no record describes (a pydantic-core schema
+    of its own, as the fake NVML file's): cluster files' words, less what only a record's
+    fields tell (the keys it allows, its patterns' names)."""
+    return _message(error, value, None)
+
+
+def _at_tag(detail: ErrorDetails, path: KeyPath, value: Any) -> KeyPath:
+    """An unknown union tag is the tag key's fault (sharing.strategy), not its mapping's."""
+    key = str((detail.get("ctx") or {}).get("discriminator", "")).strip("'")
+    if detail["type"] == "union_tag_invalid" and isinstance(value, dict) and key in value:
+        return (*path, key)
+    return path
 
 
 def diagnostics_from(
@@ -356,5 +384,5 @@ def diagnostics_from(
             message, hint = _message(detail, shown, root)
             if message not in seen:
                 seen.add(message)
-                diagnostics.append(located.diagnostic(path, message, hint))
+                diagnostics.append(located.diagnostic(_at_tag(detail, path, value), message, hint))
     return diagnostics

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from gpuconf.compiler.plan.readme import GENERATED_MARK, README
 from gpuconf.compiler.render import RenderedTree
-from gpuconf.errors import UserError
+from gpuconf.errors import UserError, cannot_write
 
 STAGING_PREFIX = ".gpuconf-staging-"
 STAGING_MAX_AGE_S = 3600
@@ -100,6 +100,13 @@ def stale_clusters(out: Path, clusters: Mapping[str, RenderedTree]) -> list[Path
 
 def write(out: Path, clusters: Mapping[str, RenderedTree], prune: bool) -> None:
     """Stage every cluster, then swap each into place; on failure the old tree is left as it was."""
+    try:
+        _write(out, clusters, prune)
+    except OSError as error:
+        raise cannot_write(error) from None
+
+
+def _write(out: Path, clusters: Mapping[str, RenderedTree], prune: bool) -> None:
     for name in clusters:
         existing = out / name
         if existing.exists() and not written_by_gpuconf(existing):

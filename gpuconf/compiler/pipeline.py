@@ -49,18 +49,24 @@ def display_path(path: Path, relative_to: Path | None) -> str:
     return os.path.normpath(path.as_posix())
 
 
-def find_cluster_files(paths: Sequence[Path]) -> list[Path]:
+def find_cluster_files(paths: Sequence[Path], relative_to: Path | None = None) -> list[Path]:
+    """The cluster files `paths` name (a folder: its *.yaml and *.yml files); a path that does
+    not exist is a UserError naming it as display_path does."""
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
             files += sorted(
                 p for p in path.iterdir() if p.suffix in CLUSTER_SUFFIXES and p.is_file()
             )
-        elif path.is_file():
-            files.append(path)
+        elif path.exists():
+            files.append(path)  # a regular file, or one a pipe or device stands for (/dev/stdin)
         else:
-            raise UserError(f"{path}: no such file or directory")
-    return files
+            raise UserError(f"{display_path(path, relative_to)}: no such file or directory")
+    # A file named twice (overlapping globs, a folder and a file in it) is one file, read once.
+    first: dict[str, Path] = {}
+    for file in files:
+        first.setdefault(os.path.realpath(file), file)
+    return list(first.values())
 
 
 def cluster_paths(base: Path, cluster: str, folder: Path) -> list[Path]:
@@ -70,9 +76,11 @@ def cluster_paths(base: Path, cluster: str, folder: Path) -> list[Path]:
     from gpuconf.compiler.explain import files_declaring
 
     target = base / cluster
+    if target.is_dir():
+        raise UsageError(f"{cluster!r}: name a cluster, or its file, not a folder")
     if target.exists():
         return [target]
-    paths, known = files_declaring(cluster, find_cluster_files([base / folder]))
+    paths, known = files_declaring(cluster, find_cluster_files([base / folder], base))
     if not paths:
         raise UsageError(f"no cluster named {cluster!r} in {folder}/ (known: {', '.join(known)})")
     return paths
@@ -91,7 +99,7 @@ def compile_paths(
     `previous_output`: the output folder as the last render left it, whose Namespaces gpuconf
     created are kept (compiler/kept_namespaces.py). `templates`: a site's override folder, for
     clusters whose spec.templates names none."""
-    files = find_cluster_files(paths)
+    files = find_cluster_files(paths, relative_to)
     result = Compiled(whole_directories=all(p.is_dir() for p in paths))
     if not files:
         raise UserError("no cluster files (*.yaml) found in " + ", ".join(str(p) for p in paths))

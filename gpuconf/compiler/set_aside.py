@@ -13,7 +13,8 @@ The rules never report what only the setting aside caused; they consult `SetAsid
 some pools or GPU models, every check over the inventory (capacity, selection, sharing) would
 judge part of it, so those rules do not run, and the document's rules take a set-aside model's
 name as known. Without some classes, a quota naming one is not "unknown", and GPUs no kept
-class selects are not "in no class".
+class selects are not "in no class". Without some quotas, a Kueue queue is not told that no
+quota joins it or holds a class it limits, nor that a lendingLimit is above what it holds.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class SetAside(NamedTuple):
     node_pools: frozenset[str] = frozenset()
     gpu_models: frozenset[str] = frozenset()
     resource_classes: frozenset[str] = frozenset()
+    quotas: bool = False
+    """Some quota was set aside: what a queue or class holds may be more than the rest says."""
 
     @property
     def whole_inventory(self) -> bool:
@@ -59,4 +62,6 @@ def set_aside(error: ValidationError, located: Located) -> tuple[Located, SetAsi
             return None
         names[key] = frozenset(item["name"] for item in items)
     rest = located.without(("spec", key, i) for key, indices in touched.items() for i in indices)
-    return rest, SetAside(names["nodePools"], names["gpuModels"], names["resourceClasses"])
+    return rest, SetAside(
+        names["nodePools"], names["gpuModels"], names["resourceClasses"], "quotas" in touched
+    )

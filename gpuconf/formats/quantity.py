@@ -30,6 +30,10 @@ _QUANTITY = re.compile(
     r"(?:[eE](?P<exponent>[+-]?[0-9]+)|(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?)$"
 )
 
+QUANTITY_PATTERN = re.sub(r"\(\?P<\w+>", "(?:", _QUANTITY.pattern)
+"""The same grammar as a plain regular expression (JSON Schema's `pattern`): apimachinery's
+resource.ParseQuantity, whose refusal makes the API server refuse the object."""
+
 
 class Quantity(NamedTuple):
     """A quantity compares by value: Quantity.parse("1Gi") == Quantity.parse("1024Mi")."""

@@ -90,7 +90,24 @@ def load(text: str) -> CommentedMap:
         document = _yaml(CANONICAL).load(text)
     if not isinstance(document, CommentedMap):
         raise TypeError("the located loader accepts only mappings")
+    _keep_anchors(document, set())
     return document
+
+
+def _keep_anchors(node: Any, seen: set[int]) -> None:
+    """ruamel writes back only the anchors an alias names; the user's others stay too."""
+    if id(node) in seen:
+        return
+    seen.add(id(node))
+    anchor = getattr(node, "anchor", None)
+    if anchor is not None and getattr(anchor, "value", None) is not None:
+        anchor.always_dump = True
+    if isinstance(node, Mapping):
+        for value in node.values():
+            _keep_anchors(value, seen)
+    elif isinstance(node, list):
+        for item in node:
+            _keep_anchors(item, seen)
 
 
 def dump(document: CommentedMap, indentation: Indentation) -> str:

@@ -104,3 +104,30 @@ def test_fmt_reports_bad_yaml_where_it_is(tmp_path: Path) -> None:
     result = run_cli("fmt", "lab.yaml", cwd=tmp_path)
     assert result.code == 1
     assert result.err.startswith("lab.yaml:2:1: ")
+
+
+@pytest.mark.parametrize("command", ["fmt", "migrate"])
+def test_every_invalid_file_is_reported_not_only_the_first_and_none_is_written(
+    command: str, tmp_path: Path
+) -> None:
+    (tmp_path / "a.yaml").write_text("")
+    (tmp_path / "b.yaml").write_text("- a list\n")
+    messy = tmp_path / "c.yaml"
+    messy.write_text(MESSY)
+    result = run_cli(command, "a.yaml", "b.yaml", "c.yaml", cwd=tmp_path)
+    assert result.code == 1
+    assert result.err.splitlines() == [
+        "a.yaml:1:1: (document): the file is empty (hint: a cluster file holds one mapping with "
+        "apiVersion, kind, metadata and spec)",
+        "b.yaml:1:1: (document): the document is a list, not a mapping (hint: a cluster file "
+        "holds one mapping with apiVersion, kind, metadata and spec)",
+        "2 errors, 0 warnings",
+    ]
+    assert messy.read_text() == MESSY
+
+
+def test_fmt_keeps_an_anchor_no_alias_names(tmp_path: Path) -> None:
+    text = 'apiVersion: gpuconf.dev/v1alpha2\nkind: Cluster\nmetadata:\n  name: a\nspec:\n  kubernetes:\n    version: "1.34"\n  nodePools:\n    - name: t4\n      runtime: {engine: docker}\n      gpus: &shape\n        model: Tesla-T4\n        count: 1\n      size: 1\n  resourceClasses:\n    - name: t4\n      select: {model: Tesla-T4}\n'
+    (tmp_path / "a.yaml").write_text(text)
+    result = run_cli("fmt", "--check", "a.yaml", cwd=tmp_path)
+    assert (result.code, result.out) == (0, ""), result.out + result.err

@@ -435,3 +435,41 @@ def test_a_config_name_longer_than_a_pool_name_makes_a_pool_name_validate_takes(
     assert pool["nodeSelector"] == {"nvidia.com/device-plugin.config": config}
     validated = run_cli("validate", "clusters/x.yaml", cwd=tmp_path)
     assert validated.code == 0, validated.err
+
+
+def test_a_cluster_file_that_cannot_be_written_is_a_user_error_and_nothing_is_written(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "values.yaml").write_text("config: {}\n")
+    (tmp_path / "clusters").write_text("a file where the clusters folder would be\n")
+    result = run_cli(
+        "import", "nvidia-chart", "values.yaml", "--name", "a", "--gpus", "default=L4:1:1",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.code == 1, result.err
+    assert f"gpuconf: cannot write {tmp_path / 'clusters' / 'a.yaml'}: " in result.err
+    assert result.err.endswith("(hint: a file stands where a folder must go)\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clusters", "values.yaml"]
+
+
+@pytest.mark.parametrize(
+    ("shape", "why"),
+    [
+        ("L4:0:1", "a node has 1 to 64 GPUs"),
+        ("L4:99999999999999999999:1", "a node has 1 to 64 GPUs"),
+        ("L4:1:0", "a pool has 1 to 100000 nodes"),
+        ("L4:1:99999999999999999", "a pool has 1 to 100000 nodes"),
+    ],
+)
+def test_a_gpu_shape_no_cluster_file_can_hold_is_refused_on_the_command_line(
+    tmp_path: Path, shape: str, why: str
+) -> None:
+    """Not at a line of a cluster file that was never written."""
+    (tmp_path / "values.yaml").write_text("config: {}\n")
+    result = run_cli(
+        "import", "nvidia-chart", "values.yaml", "--name", "a", "--gpus", f"default={shape}",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.code == 2, result.err
+    assert result.err == f"gpuconf: --gpus default={shape}: {why}\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["values.yaml"]

@@ -124,3 +124,16 @@ def test_kubectls_list_output_is_read_item_by_item_with_quantities_as_the_server
     assert result.code == 1
     assert "quotas for class 't4-shared' add up to 1004, more than its capacity of 16" in result.err
     assert "quotas.yaml:9:7: items[0].spec.hard.requests.cpu: warning: no class" in result.err
+
+
+def test_into_a_file_that_does_not_exist_names_that_file(tmp_path: Path) -> None:
+    """Not the clusters/ folder where a cluster of that name would be looked up."""
+    quota = tmp_path / "quota.yaml"
+    quota.write_text(
+        "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: q, namespace: team}\n"
+        "spec: {hard: {requests.gpuconf.dev/t4-shared: '2'}}\n"
+    )
+    result = run_cli("import", "quotas", "quota.yaml", "--into", "lab.yaml", cwd=tmp_path)
+    assert result.code == 1
+    assert result.err.startswith("lab.yaml:1:1: (document): cannot read the file: "), result.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["quota.yaml"]

@@ -124,3 +124,68 @@ def test_a_node_named_twice_is_retired_once_and_no_other_with_it(tmp_path: Path)
     assert run_cli(*argv, cwd=tmp_path).code == 0
     assert "a100-gpu-05" in file.read_text()
     assert "a100-gpu-06" not in file.read_text()
+
+
+@pytest.mark.parametrize("count", ["0", "-1", "65", "99999999999999999999999", "two"])
+def test_nodes_add_refuses_a_gpu_count_no_node_has_before_building_it(
+    count: str, tmp_path: Path
+) -> None:
+    source = REPO / "clusters" / "lab.yaml"
+    file = _copy(source, tmp_path)
+    result = run_cli("nodes", "add", file.name, "t4", "new-node", "--gpus", count, cwd=tmp_path)
+    assert result.code == 2, result.err
+    assert result.err.startswith("gpuconf: argument --gpus: "), result.err
+    if count != "two":
+        assert f"{count}: a node has 1 to 64 GPUs" in result.err
+    assert file.read_text() == source.read_text()
+
+
+def test_nodes_add_then_remove_keeps_a_crlf_file_crlf_throughout(tmp_path: Path) -> None:
+    source = (REPO / "clusters" / "lab.yaml").read_bytes().replace(b"\n", b"\r\n")
+    file = tmp_path / "lab.yaml"
+    file.write_bytes(source)
+    assert run_cli("nodes", "add", "lab.yaml", "t4", "lab-gpu-3", cwd=tmp_path).code == 0
+    added = file.read_bytes()
+    assert added.count(b"\n") == added.count(b"\r\n"), "a line ended in LF alone"
+    removed, new = _changed_lines(source.decode(), added.decode())
+    assert removed == []
+    assert [line.strip() for line in new] == ["- name: lab-gpu-3", "gpus: [{index: 0}, {index: 1}]"]
+    assert run_cli("nodes", "remove", "lab.yaml", "lab-gpu-3", cwd=tmp_path).code == 0
+    assert file.read_bytes() == source
+
+
+ANCHORED = """\
+apiVersion: gpuconf.dev/v1alpha2
+kind: Cluster
+metadata:
+  name: anchored
+spec:
+  kubernetes:
+    version: "1.34"
+  nodePools:
+    - name: a
+      runtime: &engine
+        engine: docker
+      gpus: &shape
+        model: Tesla-T4
+        count: 1
+      size: 1
+    - name: b
+      runtime: *engine
+      gpus: {model: L4, count: 1}
+      size: 1
+  resourceClasses:
+    - name: t4
+      select: {model: Tesla-T4}
+    - name: l4
+      select: {model: L4}
+"""
+
+
+def test_nodes_add_keeps_every_anchor_even_one_no_alias_names(tmp_path: Path) -> None:
+    file = tmp_path / "anchored.yaml"
+    file.write_text(ANCHORED)
+    assert run_cli("nodes", "add", "anchored.yaml", "a", "n1", cwd=tmp_path).code == 0
+    removed, added = _changed_lines(ANCHORED, file.read_text())
+    assert removed == []
+    assert [line.strip() for line in added] == ["nodes:", "- name: n1", "gpus: [{index: 0}]"]

@@ -248,3 +248,57 @@ def test_classes_sharing_a_resource_name_count_only_their_pools_nodes(
         ("l4-mps", 32, 32),
         ("a100", 16, 16),
     ]
+
+
+def test_status_of_a_server_that_cannot_be_reached_is_a_user_error(
+    server: FakeApiServer, tmp_path: Path
+) -> None:
+    import socket
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    kubeconfig = server.kubeconfig(tmp_path)
+    kubeconfig.write_text(kubeconfig.read_text().replace(server.url, f"http://127.0.0.1:{port}"))
+    result = run_cli("status", LAB, "--kubeconfig", str(kubeconfig))
+    assert result.code == 1, result.err
+    assert result.err.startswith(f"gpuconf: http://127.0.0.1:{port}: cannot list nodes: "), (
+        result.err
+    )
+    assert "Connection refused" in result.err
+    assert result.err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("- a\n- b\n", "not a kubeconfig"),
+        ("clusters: [\n", "not a kubeconfig"),
+        (
+            "clusters: 5\ncontexts: [{name: a, context: {cluster: c, user: u}}]\n"
+            "current-context: a\n",
+            "not a kubeconfig",
+        ),
+        (
+            "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\nusers: [{name: u, user: 5}]\n"
+            "contexts: [{name: a, context: {cluster: c, user: u}}]\ncurrent-context: a\n",
+            "not a kubeconfig",
+        ),
+        (None, "no such file"),
+    ],
+    ids=["a-list", "broken-yaml", "clusters-a-number", "user-a-number", "missing"],
+)
+def test_status_with_a_kubeconfig_kubectl_would_refuse_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str | None, reason: str
+) -> None:
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    kubeconfig = tmp_path / "kubeconfig"
+    if text is not None:
+        kubeconfig.write_text(text)
+    result = run_cli("status", LAB, "--kubeconfig", str(kubeconfig))
+    assert result.code == 1, result.err
+    assert result.err.startswith(
+        f"gpuconf: cannot load the cluster's configuration: {kubeconfig}: {reason}"
+    ), result.err
+    assert result.err.count("\n") == 1

@@ -150,6 +150,16 @@ def test_explain_accepts_a_file_path() -> None:
     assert "big-memory" in result.out
 
 
+@pytest.mark.parametrize("name", ["", "."])
+def test_explain_of_no_name_is_a_usage_error_not_every_file_in_the_folder(
+    name: str, tmp_path: Path
+) -> None:
+    (tmp_path / "stray.yaml").write_text("not: a cluster\n")
+    result = run_cli("explain", name, cwd=tmp_path)
+    assert result.code == 2
+    assert result.err == f"gpuconf: {name!r}: name a cluster, or its file, not a folder\n"
+
+
 def test_explain_of_an_unknown_cluster_is_a_usage_error() -> None:
     result = run_cli("explain", "no-such-cluster", cwd=REPO)
     assert result.code == 2
@@ -172,6 +182,60 @@ def test_a_missing_path_is_a_user_error(tmp_path: Path) -> None:
     result = run_cli("validate", str(tmp_path / "nope.yaml"))
     assert result.code == 1
     assert "no such file or directory" in result.err
+
+
+@pytest.mark.parametrize("command", ["validate", "render", "fmt", "migrate", "explain"])
+def test_a_missing_path_is_named_as_given_relative_to_the_working_folder(
+    tmp_path: Path, command: str
+) -> None:
+    (tmp_path / "clusters").mkdir()
+    shutil.copy(CLUSTERS / "lab.yaml", tmp_path / "clusters" / "lab.yaml")
+    result = run_cli(command, "clusters/nope.yaml", cwd=tmp_path)
+    expected = (
+        "gpuconf: no cluster named 'clusters/nope.yaml' in clusters/ (known: lab)\n"
+        if command == "explain"
+        else "gpuconf: clusters/nope.yaml: no such file or directory\n"
+    )
+    assert result.err == expected
+
+
+def test_a_cluster_file_given_as_a_pipe_is_read(tmp_path: Path) -> None:
+    """`gpuconf validate /dev/stdin < lab.yaml`, or a shell's `<(…)`: a pipe, not a regular file."""
+    import threading
+
+    pipe = tmp_path / "lab.yaml"
+    os.mkfifo(pipe)
+    writer = threading.Thread(target=pipe.write_bytes, args=((CLUSTERS / "lab.yaml").read_bytes(),))
+    writer.start()
+    try:
+        result = run_cli("validate", str(pipe))
+    finally:
+        if writer.is_alive():
+            with pipe.open("rb") as reader:  # let a writer nobody read from finish
+                reader.read()
+        writer.join()
+    assert (result.code, result.out) == (0, "1 cluster(s) valid: lab\n"), result.err
+
+
+def test_an_empty_device_is_read_as_an_empty_file() -> None:
+    result = run_cli("validate", os.devnull)
+    assert result.code == 1
+    assert result.err.startswith(f"{os.devnull}:1:1: (document): the file is empty"), result.err
+
+
+@pytest.mark.parametrize(
+    "paths",
+    [
+        ("clusters/lab.yaml", "clusters/lab.yaml"),
+        ("clusters/lab.yaml", "./clusters/../clusters/lab.yaml"),
+        ("clusters", "clusters/lab.yaml"),
+    ],
+    ids=["twice", "by-two-spellings", "in-its-folder-and-by-name"],
+)
+def test_a_file_named_twice_is_read_once_not_a_clash_with_itself(paths: tuple[str, ...]) -> None:
+    result = run_cli("validate", *paths, cwd=REPO)
+    assert result.code == 0, result.err
+    assert "also defined" not in result.err
 
 
 def test_a_folder_without_cluster_files_is_a_user_error(tmp_path: Path) -> None:
@@ -221,6 +285,29 @@ def test_render_refuses_to_replace_a_folder_it_did_not_write(tmp_path: Path) -> 
     assert result.code == 1
     assert "was not written by gpuconf" in result.err
     assert (tmp_path / "lab" / "mine.txt").read_text() == "keep me"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("render", str(CLUSTERS / "lab.yaml")),
+        ("schema",),
+        ("gitops", "flux", str(CLUSTERS / "lab.yaml"), "--repo", "https://git.example.com/gpu.git"),
+    ],
+    ids=["render", "schema", "gitops"],
+)
+@pytest.mark.parametrize("where", ["a file", "inside a file"])
+def test_an_output_folder_that_cannot_be_made_is_a_user_error_naming_it(
+    tmp_path: Path, command: tuple[str, ...], where: str
+) -> None:
+    (tmp_path / "taken").write_text("not a folder")
+    output = tmp_path / "taken" if where == "a file" else tmp_path / "taken" / "out"
+    result = run_cli(*command, "-o", str(output))
+    assert result.code == 1, result.err
+    assert result.err.startswith(f"gpuconf: cannot write {output}: ")
+    assert "a file stands where a folder must go" in result.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
+    assert (tmp_path / "taken").read_text() == "not a folder"
 
 
 @pytest.mark.parametrize(
@@ -313,3 +400,28 @@ def test_a_compile_leaves_the_cycle_collector_as_it_found_it(enabled: bool) -> N
         assert gc.get_freeze_count() == 0
     finally:
         (gc.enable if was else gc.disable)()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("validate",),
+        ("render", "-o", "{out}"),
+        ("render", "--check", "-o", "{out}"),
+        ("diff", "-o", "{out}"),
+        ("explain", "lab"),
+        ("explain", "lab", "--host"),
+        ("gitops", "argocd", "--repo", "https://git.example.com/gpu.git", "-o", "{out}"),
+    ],
+    ids=" ".join,
+)
+def test_json_format_leaves_stdout_one_json_document_and_the_rest_on_stderr(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    argv = [part.replace("{out}", str(tmp_path / "out")) for part in command]
+    paths = [] if command[0] == "explain" else [str(CLUSTERS / "lab.yaml")]
+    result = run_cli(*argv, *paths, "--format", "json", cwd=REPO)
+    assert json.loads(result.out) == {"diagnostics": []}
+    assert result.code == (1 if "--check" in command else 0)
+    text = run_cli(*argv, *paths, cwd=REPO)
+    assert result.err == text.out + text.err

@@ -244,3 +244,30 @@ def test_an_item_without_a_readable_name_sets_nothing_aside() -> None:
 
 def _located(document: dict[str, Any]) -> Located:
     return parse_text(dump(document), "cluster.yaml")
+
+
+@pytest.mark.parametrize(
+    "queue",
+    [
+        {"name": "research"},
+        {"name": "research", "borrowingLimit": {"l4-whole": 1}, "lendingLimit": {"l4-whole": 1}},
+    ],
+    ids=["its-only-quota", "the-quota-of-its-limited-class"],
+)
+def test_a_kueue_queue_whose_quota_was_set_aside_is_not_told_it_has_none(
+    queue: dict[str, Any],
+) -> None:
+    document = _t4_and_l4(
+        [
+            {"name": "t4-whole", "select": {"model": "Tesla-T4"}},
+            {"name": "l4-whole", "select": {"model": "L4"}},
+        ],
+        quotas=[
+            {"namespace": "research", "classes": {"l4-whole": "one"}},
+            {"namespace": "other", "classes": {"t4-whole": 1}},
+        ],
+        kueue={"version": "v0.19.2", "clusterQueues": [queue]},
+    )
+    assert _said(document) == [
+        ("spec.quotas[0].classes.l4-whole", "should be an integer, not 'one'")
+    ]

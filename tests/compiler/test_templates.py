@@ -307,6 +307,16 @@ def test_templates_list_and_show_print_the_shipped_ones() -> None:
     assert run_cli("templates", "show", "nope.j2").code == 2
 
 
+@pytest.mark.parametrize("argv", [("show",), ("list", "resourcequota.yaml.j2")])
+def test_templates_show_needs_a_name_and_list_takes_none(argv: tuple[str, ...]) -> None:
+    result = run_cli("templates", *argv)
+    assert result.code == 2
+    assert result.err == (
+        "gpuconf: templates show NAME prints one template; templates list takes no name "
+        "(see 'gpuconf templates --help')\n"
+    )
+
+
 def valid_lab() -> Any:
     return valid(load_yaml((CLUSTERS / "lab.yaml").read_bytes()))
 
@@ -550,3 +560,129 @@ def test_a_site_label_block_adds_labels_and_may_repeat_gpuconf_s_own(tmp_path: P
         **pod_labels,
         "team": "gpu",
     }
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message", "hint"),
+    [
+        (
+            {"node-daemonset.yaml.j2": '{% extends "node-daemonset.yaml.j2" %}\n'},
+            "template 'node-daemonset.yaml.j2' extends or includes itself: "
+            "node-daemonset.yaml.j2 → node-daemonset.yaml.j2",
+            "to build on gpuconf's template of that name, extend 'gpuconf/node-daemonset.yaml.j2'",
+        ),
+        (
+            {"node-daemonset.yaml.j2": '{% include "node-daemonset.yaml.j2" %}\n'},
+            "template 'node-daemonset.yaml.j2' extends or includes itself: "
+            "node-daemonset.yaml.j2 → node-daemonset.yaml.j2",
+            "to build on gpuconf's template of that name, extend 'gpuconf/node-daemonset.yaml.j2'",
+        ),
+        (
+            {
+                "node-daemonset.yaml.j2": '{% extends "_daemonset.j2" %}\n',
+                "_daemonset.j2": '{% extends "node-daemonset.yaml.j2" %}\n',
+            },
+            "template '_daemonset.j2' extends or includes itself: "
+            "_daemonset.j2 → node-daemonset.yaml.j2 → _daemonset.j2",
+            "to build on gpuconf's template of that name, extend 'gpuconf/_daemonset.j2'",
+        ),
+        (
+            {"node-daemonset.yaml.j2": '{% extends "gpuconf/node-daemonset.yml.j2" %}\n'},
+            "template 'gpuconf/node-daemonset.yml.j2' not found",
+            "`gpuconf templates list` names gpuconf's templates; a site's template extends one "
+            "as gpuconf/<name>",
+        ),
+        (
+            {
+                "node-daemonset.yaml.j2": "{% macro again() %}{{ again() }}{% endmacro %}\n"
+                "{{ again() }}\n"
+            },
+            "the template never finishes: a macro or block calls itself without end",
+            "",
+        ),
+    ],
+    ids=[
+        "extends-itself",
+        "includes-itself",
+        "extends-in-a-cycle",
+        "extends-a-missing-one",
+        "calls-itself",
+    ],
+)
+def test_an_override_that_cannot_be_loaded_is_refused_at_its_line_with_what_to_extend(
+    tmp_path: Path, overrides: dict[str, str], message: str, hint: str
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    for name, text in overrides.items():
+        (site / name).write_text(text)
+    out = tmp_path / "out"
+    result = run_cli(
+        "render", "clusters/lab.yaml", "--templates", str(site), "-o", str(out), cwd=REPO
+    )
+    assert result.code == 1, result.err
+    first = result.err.splitlines()[0]
+    assert first.startswith(f"{site.as_posix()}/node-daemonset.yaml.j2:1:1: spec.nodePools[0]: ")
+    assert first.endswith(f": {message} (hint: {hint})" if hint else f": {message}")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("quantity", ["lots", "1Qi", "2 Gi", "1e", "--1"])
+def test_a_site_block_s_resource_quantity_the_api_server_cannot_parse_is_refused_at_its_line(
+    tmp_path: Path, quantity: str
+) -> None:
+    """The API server decodes a quantity with apimachinery's resource.ParseQuantity and refuses
+    the object ("quantities must match the regular expression …"); kubernetes-validate's
+    schema takes any string."""
+    site_block(
+        tmp_path, "node-daemonset.yaml.j2", "container_resources", f"limits:\n  cpu: '{quantity}'"
+    )
+    result = run_cli(
+        "render", "clusters/lab.yaml", "--templates", str(tmp_path), "--check", cwd=REPO
+    )
+    assert result.code == 1, result.err
+    first = result.err.splitlines()[0]
+    assert first.startswith(f"{tmp_path.as_posix()}/node-daemonset.yaml.j2:4:1: "), first
+    assert (
+        f"resources.limits.cpu: '{quantity}' is not a Kubernetes quantity (e.g. 500m, 2Gi, 1.5)"
+        in first
+    )
+
+
+@pytest.mark.parametrize("quantity", ["500m", "1.5", "2Gi", "1e3", "+.5", "4"])
+def test_a_site_block_s_resource_quantity_kubernetes_reads_is_kept(
+    tmp_path: Path, quantity: str
+) -> None:
+    site_block(
+        tmp_path, "node-daemonset.yaml.j2", "container_resources", f"limits:\n  cpu: '{quantity}'"
+    )
+    tree = render(plan(valid_lab(), "lab.yaml"), Templates(tmp_path))
+    daemonset = load_yaml(tree["pools/t4/daemonset-gpuconf-node.yaml"])
+    limits = daemonset["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert limits["cpu"] == quantity
+
+
+@pytest.mark.parametrize(
+    ("block", "text", "field"),
+    [
+        ("pod_spec", "nodeSelector: {gpu: 5}", "spec.template.spec.nodeSelector.gpu"),
+        ("container_resources", "limits: {cpu: lots}", "resources.limits.cpu"),
+        (
+            "extra_tolerations",
+            '[{key: dedicated, operator: Exists, tolerationSeconds: "x"}]',
+            "spec.template.spec.tolerations[1].tolerationSeconds",
+        ),
+    ],
+    ids=["mapping", "nested-mapping", "list-of-mappings"],
+)
+def test_a_wrong_value_in_a_site_block_s_flow_yaml_is_refused_at_the_block_s_line(
+    tmp_path: Path, block: str, text: str, field: str
+) -> None:
+    site_block(tmp_path, "node-daemonset.yaml.j2", block, text)
+    result = run_cli(
+        "render", "clusters/lab.yaml", "--templates", str(tmp_path), "--check", cwd=REPO
+    )
+    assert result.code == 1, result.err
+    first = result.err.splitlines()[0]
+    assert first.startswith(f"{tmp_path.as_posix()}/node-daemonset.yaml.j2:3:1: "), first
+    assert f"{field}: " in first

@@ -97,15 +97,22 @@ def test_a_malformed_event_line_names_the_line(fake_file: Path) -> None:
         nvml.wait_for_events(0.5)
 
 
-def test_a_malformed_file_says_where(tmp_path: Path) -> None:
+def test_a_malformed_file_says_where_in_the_words_of_cluster_files(tmp_path: Path) -> None:
     bad = write(
-        tmp_path / "fake.yaml", "gpus:\n  - {index: 0, uuid: GPU-0, name: T4, memoryMiB: lots}\n"
+        tmp_path / "fake.yaml",
+        "gpus:\n  - {index: 0, uuid: GPU-0, name: T4, memoryMiB: lots, migEnabled: null,\n"
+        '     computeCapability: "8", numaNode: -1, nvlinks: {}, bogus: 1}\n',
     )
     with pytest.raises(NvmlError) as raised:
         FakeNvml(bad)
-    message = str(raised.value)
-    assert "fake.yaml:2:5: gpus[0].pciBusId: Field required" in message
-    assert "fake.yaml:2:39: gpus[0].memoryMiB: Input should be a valid integer" in message
+    assert str(raised.value).splitlines()[1:] == [
+        f"{bad.as_posix()}:2:5: gpus[0].pciBusId: required key 'pciBusId' is missing",
+        f"{bad.as_posix()}:2:39: gpus[0].memoryMiB: should be an integer, not 'lots'",
+        f"{bad.as_posix()}:2:56: gpus[0].migEnabled: should be true or false, not null",
+        f"{bad.as_posix()}:3:6: gpus[0].computeCapability: '8' is not MAJOR.MINOR "
+        '(hint: write it quoted as nvidia-smi prints it, e.g. "8.0")',
+        f"{bad.as_posix()}:3:57: gpus[0].bogus: unknown key 'bogus'",
+    ]
 
 
 def test_invalid_yaml_says_where(tmp_path: Path) -> None:

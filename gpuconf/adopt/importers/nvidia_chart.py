@@ -24,6 +24,8 @@ from typing import Any, NamedTuple, get_args
 from gpuconf.adopt.importers.sources import Source, embedded
 from gpuconf.api.base import POOL_NAME_MAX
 from gpuconf.api.cluster.nvidia_components import NvidiaPluginRelease
+from gpuconf.api.cluster.pool import MAX_POOL_SIZE
+from gpuconf.api.node_facts import MAX_GPUS_PER_NODE
 from gpuconf.diagnostics import Diagnostic, KeyPath
 from gpuconf.errors import UsageError
 from gpuconf.gpus.nvidia_plugin_releases import (
@@ -100,6 +102,10 @@ def parse_gpus(given: Sequence[str]) -> dict[str, GpuShape]:
                 f"--gpus {argument}: write CONFIG=MODEL:COUNT:NODES, e.g. default=L4:2:10 "
                 "(10 nodes of 2 L4s run config default)"
             )
+        if not 1 <= int(count) <= MAX_GPUS_PER_NODE:
+            raise UsageError(f"--gpus {argument}: a node has 1 to {MAX_GPUS_PER_NODE} GPUs")
+        if not 1 <= int(nodes) <= MAX_POOL_SIZE:
+            raise UsageError(f"--gpus {argument}: a pool has 1 to {MAX_POOL_SIZE} nodes")
         shapes[name] = GpuShape(model, int(count), int(nodes))
     return shapes
 

@@ -47,14 +47,15 @@ class ClusterApi:
     def kubernetes_version(self) -> str:
         """The server's "major.minor", as `kubectl version` shows it (a trailing + dropped)."""
         from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
 
         try:
             response: Any = self._version.get_code(_preload_content=False)  # raw: no model
             info = json.loads(response.data)
         except ApiException as error:
             raise _refused(error, "the version", self.server) from None
-        except OSError as error:
-            raise UserError(f"{self.server}: cannot read the version: {error}") from None
+        except (OSError, HTTPError) as error:
+            raise UserError(f"{self.server}: cannot read the version: {_why(error)}") from None
         return f"{info['major']}.{str(info['minor']).rstrip('+')}"
 
     def nodes(self) -> list[dict[str, Any]]:
@@ -87,6 +88,7 @@ class ClusterApi:
         self, listing: Listing, what: str, may_be_absent: bool = False
     ) -> list[dict[str, Any]]:
         from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
 
         for _ in range(MAX_RESTARTS + 1):
             items: list[dict[str, Any]] = []
@@ -104,8 +106,8 @@ class ClusterApi:
                 if error.status == 404 and may_be_absent:
                     raise _NotServed(what) from None
                 raise _refused(error, what, self.server) from None
-            except OSError as error:
-                raise UserError(f"{self.server}: cannot list {what}: {error}") from None
+            except (OSError, HTTPError) as error:
+                raise UserError(f"{self.server}: cannot list {what}: {_why(error)}") from None
         raise UserError(f"{self.server}: {what} changed while listed {MAX_RESTARTS + 1} times")
 
     @staticmethod
@@ -127,6 +129,13 @@ def _refused(error: Any, what: str, server: str) -> UserError:
     return UserError(f"{server}: listing {what} failed ({error.status}): {message}")
 
 
+def _why(error: Exception) -> str:
+    """Why a request failed, without urllib3's retry wrapping (the client retries a refused
+    connection, then raises MaxRetryError around the reason)."""
+    reason = getattr(error, "reason", None)
+    return " ".join(str(reason if isinstance(reason, Exception) else error).split())
+
+
 def _status_message(body: Any) -> str:
     """The message of a Kubernetes Status object, the body of every API error."""
     try:
@@ -141,16 +150,30 @@ def connect(kubeconfig: Path | None, context: str | None) -> ClusterApi:
     from kubernetes.config.config_exception import ConfigException
 
     configuration = client.Configuration()
+    if kubeconfig is not None and not kubeconfig.is_file():
+        # kubectl too: an explicit --kubeconfig must exist (a $KUBECONFIG entry may be missing).
+        why = "not a file" if kubeconfig.exists() else "no such file"
+        raise UserError(f"cannot load the cluster's configuration: {kubeconfig}: {why}")
     try:
         if kubeconfig is None and context is None and _in_pod_without_kubeconfig():
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         else:
-            config.load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=_kubeconfig_files(kubeconfig),
-                context=context,
-                client_configuration=configuration,
-                persist_config=False,
-            )
+            files = _kubeconfig_files(kubeconfig)
+            try:
+                config.load_kube_config(  # type: ignore[no-untyped-call]
+                    config_file=files,
+                    context=context,
+                    client_configuration=configuration,
+                    persist_config=False,
+                )
+            except (ConfigException, OSError):
+                raise
+            except Exception as error:  # the client's loader indexes the file's data unchecked
+                summary = " ".join(str(error).split())
+                raise UserError(
+                    f"cannot load the cluster's configuration: {files}: not a kubeconfig "
+                    f"kubectl would read ({type(error).__name__}: {summary})"
+                ) from None
     except (ConfigException, OSError) as error:
         raise UserError(f"cannot load the cluster's configuration: {error}") from None
     return ClusterApi(client.ApiClient(configuration))

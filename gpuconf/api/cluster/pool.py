@@ -18,10 +18,12 @@ from gpuconf.api.base import (
     PoolName,
 )
 from gpuconf.api.gpu_model import GpuModelReference
-from gpuconf.api.node_facts import CONTAINERISED_DRIVER_ROOT
+from gpuconf.api.node_facts import CONTAINERISED_DRIVER_ROOT, MAX_GPUS_PER_NODE
 from gpuconf.api.record import Limits, field
 
-GpuIndex = Annotated[int, Limits(ge=0, le=63)]
+GpuIndex = Annotated[int, Limits(ge=0, le=MAX_GPUS_PER_NODE - 1)]
+MAX_POOL_SIZE = 100_000
+"""The most nodes a pool has."""
 ARCH_LABEL = "kubernetes.io/arch"
 """The well-known node label the kubelet sets to the node's CPU architecture."""
 
@@ -71,7 +73,7 @@ class Toleration(Model):
 class GpuShape(Model):
     model: GpuModelReference
     """A catalog model (e.g. "Tesla-T4", "Jetson-AGX-Orin-64GB") or one declared in spec.gpuModels."""
-    count: Annotated[int, Limits(ge=1, le=64)]
+    count: Annotated[int, Limits(ge=1, le=MAX_GPUS_PER_NODE)]
     """GPUs on each node of the pool."""
 
 
@@ -122,7 +124,7 @@ class NodePool(Model):
     """The NVIDIA driver; omit when the node image already has one and nothing is checked."""
     gpus: GpuShape | None = None
     """The pool-wide GPU shape; nodes listed under `nodes` may refine it."""
-    size: Annotated[int | None, Limits(ge=1, le=100_000)] = None
+    size: Annotated[int | None, Limits(ge=1, le=MAX_POOL_SIZE)] = None
     """How many nodes the pool has; defaults to the number of declared nodes."""
     nodes: list[DeclaredNode] = field(default_factory=list)
     """Nodes whose GPU inventory is declared one by one (UUIDs optional)."""

@@ -9,6 +9,8 @@ from gpuconf.compiler.rules.context import SPEC, RuleContext, class_path, pool_p
 from gpuconf.diagnostics import Diagnostic, KeyPath, format_path
 from gpuconf.gpus.model_checks import model_problems
 
+_ONE_GPU_TWO_NAMES = "two names for one GPU cannot be told apart on the node or by DRA selectors"
+
 
 def check(ctx: RuleContext) -> Iterator[Diagnostic]:
     yield from _declared(ctx)
@@ -41,6 +43,7 @@ def _declared(ctx: RuleContext) -> Iterator[Diagnostic]:
     """Each declared model once, under a name and an NVML name no catalog model has."""
     by_nvml_name = {m.nvml_name: m for m in ctx.catalog.builtin() if not m.integrated}
     first: dict[str, KeyPath] = {}
+    first_nvml: dict[str, tuple[str, KeyPath]] = {}
     for i, model in enumerate(ctx.cluster.spec.gpu_models):
         path = (*SPEC, "gpuModels", i)
         kept = ctx.catalog.get(model.name)
@@ -60,12 +63,19 @@ def _declared(ctx: RuleContext) -> Iterator[Diagnostic]:
         else:
             first[model.name] = path
         same_device = by_nvml_name.get(model.nvml_name)
+        declared = first_nvml.setdefault(model.nvml_name, (model.name, (*path, "nvmlName")))
         if same_device is not None and same_device.name != model.name:
             yield ctx.error(
                 (*path, "nvmlName"),
                 f"NVML name {model.nvml_name!r} is the catalog's {same_device.name!r}",
-                f"use {same_device.name!r}: two names for one GPU cannot be told apart on the "
-                "node or by DRA selectors",
+                f"use {same_device.name!r}: {_ONE_GPU_TWO_NAMES}",
+            )
+        elif declared[0] != model.name:
+            yield ctx.error(
+                (*path, "nvmlName"),
+                f"NVML name {model.nvml_name!r} is also declared for GPU model {declared[0]!r}",
+                f"{format_path(ctx.located.original(declared[1]))} declares it first: "
+                + _ONE_GPU_TWO_NAMES,
             )
         for problem in model_problems(model):
             yield ctx.error((*path, *problem.path), problem.message, problem.hint)

@@ -46,6 +46,10 @@ def _release(ctx: RuleContext, kueue: Kueue) -> Iterator[Diagnostic]:
 
 def _settings(ctx: RuleContext, index: int, queue: ClusterQueueSettings) -> Iterator[Diagnostic]:
     quotas = [q for q in ctx.cluster.spec.quotas if queue_name(q) == queue.name]
+    if ctx.set_aside.quotas:
+        # A quota set aside for its shape error may be what this queue lacks here.
+        yield from _preemption(ctx, index, queue)
+        return
     if not quotas:
         yield ctx.error(
             _queue_path(index, "name"),
@@ -66,6 +70,10 @@ def _settings(ctx: RuleContext, index: int, queue: ClusterQueueSettings) -> Iter
                     f"ClusterQueue {queue.name!r} has no quota of class {name!r}",
                     hint,
                 )
+    yield from _preemption(ctx, index, queue)
+
+
+def _preemption(ctx: RuleContext, index: int, queue: ClusterQueueSettings) -> Iterator[Diagnostic]:
     preemption = queue.preemption
     borrow = preemption.borrow_within_cohort
     if (

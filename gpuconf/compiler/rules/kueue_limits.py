@@ -225,7 +225,8 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
     if kueue is None:
         return
     planned = kueue_plan(ctx.cluster, ctx.classes)
-    yield from _lending(ctx, planned, kueue)
+    if not ctx.set_aside.quotas:  # without some quota, a queue may hold more than planned here
+        yield from _lending(ctx, planned, kueue)
     pools = {p.name: i for i, p in enumerate(ctx.cluster.spec.node_pools)}
     for name in planned.flavors:
         yield from _flavor(ctx, pools[name], ctx.cluster.spec.node_pools[pools[name]])

@@ -28,6 +28,7 @@ from gpuconf.compiler.templating.engine import TemplateFailed, TemplateSource, t
 from gpuconf.compiler.templating.filters import label_guards
 from gpuconf.diagnostics import format_path
 from gpuconf.formats.located_yaml import LoadFailed, Located, parse_text
+from gpuconf.formats.quantity import QUANTITY_PATTERN
 from gpuconf.formats.yaml_writer import dump
 
 CRDS = Path(__file__).parent / "crds"
@@ -253,7 +254,10 @@ def schema_failure(
         return None
     error = errors[0]
     path = tuple(error.absolute_path)
-    message = f"{format_path(path)}: {error.message} ({source})"
+    said = error.message
+    if error.validator == "pattern" and error.validator_value == QUANTITY_PATTERN:
+        said = f"{error.instance!r} is not a Kubernetes quantity (e.g. 500m, 2Gi, 1.5)"
+    message = f"{format_path(path)}: {said} ({source})"
     at_fault, value = _at_fault(error)
     if at_fault and isinstance(at_fault[-1], str):
         written = _line_writing(chain(), at_fault[-1], value)
@@ -291,22 +295,36 @@ def _at_fault(error: Any) -> tuple[tuple[Any, ...], Any]:
 
 
 def _line_writing(sources: list[TemplateSource], key: str, value: Any) -> tuple[str, int] | None:
-    """The first template line (override first) that reads, as YAML, `key: value`, or `key:`
-    opening that value on the lines below it."""
+    """The first template line (override first) that reads, as YAML, `key: value` (itself, or
+    inside the flow mappings and lists it writes), or `key:` opening that value on the lines
+    below it."""
     for source in sources:
         for number, line in enumerate(source.text.splitlines(), 1):
             entry = line.strip().removeprefix("- ")
             if key not in entry or "{{" in entry or "{%" in entry:
                 continue
+            if entry.startswith("["):
+                entry = f"list: {entry}"  # the loader reads a mapping: hold the flow list in one
             try:
                 data = parse_text(entry, "line").data
             except LoadFailed:
                 continue
-            if data == {key: value} or (
+            if _writes(data, key, value) or (
                 data == {key: None} and value and type(value) in (dict, list)
             ):
                 return source.display, number
     return None
+
+
+def _writes(data: Any, key: str, value: Any) -> bool:
+    """Whether `data` (a line's YAML) holds `key: value` at any depth."""
+    if isinstance(data, dict):
+        if key in data and data[key] == value and type(data[key]) is type(value):
+            return True
+        return any(_writes(child, key, value) for child in data.values())
+    if isinstance(data, list):
+        return any(_writes(child, key, value) for child in data)
+    return False
 
 
 def checked_toml(text: str, chain: Chain) -> str:

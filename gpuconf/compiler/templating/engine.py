@@ -53,6 +53,11 @@ ENCODING_HINT = (
     "print values through an encoding filter: | yaml (YAML and JSON), | toml, | md, | code"
 )
 
+NOT_FOUND_HINT = (
+    "`gpuconf templates list` names gpuconf's templates; a site's template extends one as "
+    f"{SHIPPED_PREFIX}/<name>"
+)
+
 
 class TemplateFailed(Exception):
     """A template could not be loaded or rendered, or its output was refused."""
@@ -252,6 +257,8 @@ class Templates:
         it prints no value whole, or its artifacts hardly share a skeleton."""
         self._analyses: dict[str, ChainAnalysis] = {}
         self._trees: dict[str, nodes.Template | None] = {}
+        self._acyclic: set[str] = set()
+        """Templates whose extends, includes and imports were followed and lead back to none."""
         self._site_shaped: dict[str, bool] = {}
 
     # pass_context: jinja2 folds a filter of a constant (`{{ "x" | yaml }}`) when it compiles a
@@ -267,13 +274,16 @@ class Templates:
 
     def template(self, name: str) -> Template:
         """The template, loaded once: jinja2's cache keeps it (auto_reload is off)."""
+        if self.overrides is not None and name not in self._acyclic:
+            self._refuse_a_cycle(name)
+            self._acyclic.add(name)
         try:
             return self.environment.get_template(name)
         except TemplateSyntaxError as error:
             raise self._failure(error, name) from None
         except TemplateNotFound as error:
             raise TemplateFailed(
-                self.display(name), 1, f"template {error.name!r} not found"
+                self.display(name), 1, f"template {error.name!r} not found", NOT_FOUND_HINT
             ) from None
 
     def render(self, name: str, values: dict[str, Any]) -> str:
@@ -289,7 +299,9 @@ class Templates:
                 return self.environment.concat(template.root_render_func(context))
             except Exception:
                 self.environment.handle_exception()
-        except (TemplateError, ArithmeticError, LookupError, TypeError, ValueError) as error:
+        except (
+            TemplateError, ArithmeticError, LookupError, TypeError, ValueError, RecursionError
+        ) as error:  # fmt: skip
             raise self._failure(error, name) from None
 
     def analysis(self, name: str) -> ChainAnalysis:
@@ -386,13 +398,51 @@ class Templates:
         current: str | None = name
         while current is not None and current not in seen:
             seen.add(current)
-            source, filename, _ = self.environment.loader.get_source(  # type: ignore[union-attr]
-                self.environment, current
-            )
+            try:
+                source, filename, _ = self.environment.loader.get_source(  # type: ignore[union-attr]
+                    self.environment, current
+                )
+            except TemplateNotFound:
+                break  # no file of the chain: loading the template says so, at its line
             sources.append(TemplateSource(current, self.display(filename or current), source))
             tree = self._tree(current, source)
             current = None if tree is None else _extended(tree)
         return sources
+
+    def _refuse_a_cycle(self, name: str) -> None:
+        """A site's template can extend, include or import a name its own folder answers for
+        (its own, say, for gpuconf's of the same name): jinja2 would follow that round until
+        Python's recursion limit. TemplateFailed at the statement that closes such a circle."""
+        path: list[str] = []
+
+        def follow(current: str) -> None:
+            path.append(current)
+            try:
+                source, filename, _ = self.environment.loader.get_source(  # type: ignore[union-attr]
+                    self.environment, current
+                )
+            except TemplateNotFound:
+                return  # rendering reports it, at the statement naming it
+            tree = self._tree(current, source)
+            for target, line in [] if tree is None else _referenced(tree):
+                if target in path:
+                    circle = " → ".join([*path[path.index(target) :], target])
+                    hint = (
+                        f"to build on gpuconf's template of that name, extend "
+                        f"'{SHIPPED_PREFIX}/{target}'"
+                        if (self.shipped / target).is_file()
+                        else ""
+                    )
+                    raise TemplateFailed(
+                        self.display(filename or current),
+                        line,
+                        f"template {target!r} extends or includes itself: {circle}",
+                        hint,
+                    )
+                follow(target)
+            path.pop()
+
+        follow(name)
 
     def _tree(self, name: str, source: str) -> nodes.Template | None:
         """`source` (template `name`'s text) parsed, once; None where it does not parse."""
@@ -408,6 +458,11 @@ class Templates:
             file = self.display(error.filename or error.name or name)
             return TemplateFailed(file, error.lineno, f"template syntax: {error.message}")
         hint = ENCODING_HINT if isinstance(error, Unencoded) else ""
+        message = _message(error)
+        if isinstance(error, TemplateNotFound):
+            message, hint = f"template {error.name!r} not found", NOT_FOUND_HINT
+        if isinstance(error, RecursionError):
+            message = "the template never finishes: a macro or block calls itself without end"
         if isinstance(error, BlockRefused):
             file, line = template_line(self.chain(name), error.line)
             return TemplateFailed(file, line, _message(error), error.hint)
@@ -416,9 +471,9 @@ class Templates:
         for frame in reversed(traceback.extract_tb(error.__traceback__)):
             if frame.filename.endswith(".j2"):
                 return TemplateFailed(
-                    self.display(frame.filename), frame.lineno or 1, _message(error), hint
+                    self.display(frame.filename), frame.lineno or 1, message, hint
                 )
-        return TemplateFailed(self.display(name), 1, _message(error), hint)
+        return TemplateFailed(self.display(name), 1, message, hint)
 
 
 _EXPRESSION = re.compile(r"\{\{.*?\}\}")
@@ -448,6 +503,18 @@ def template_line(chain: list[TemplateSource], output_line: str) -> tuple[str, i
 def _message(error: Exception) -> str:
     text = getattr(error, "message", None) or str(error)
     return " ".join(str(text).split())
+
+
+def _referenced(tree: nodes.Template) -> list[tuple[str, int]]:
+    """The templates `tree` extends, includes or imports by a plain name, with the line of each
+    statement."""
+    statements = tree.find_all((nodes.Extends, nodes.Include, nodes.Import, nodes.FromImport))
+    found = []
+    for node in statements:
+        named = getattr(node, "template", None)  # each of these four names its template so
+        if isinstance(named, nodes.Const) and isinstance(named.value, str):
+            found.append((named.value, node.lineno))
+    return found
 
 
 def _extended(tree: nodes.Template) -> str | None:

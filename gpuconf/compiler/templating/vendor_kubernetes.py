@@ -14,6 +14,7 @@ from importlib import metadata, resources
 from typing import Any
 
 from gpuconf.compiler.templating.kubernetes_schema import KUBERNETES, SCHEMAS, kind_key
+from gpuconf.formats.quantity import QUANTITY_PATTERN
 
 RELEASE = "1.34.0"
 """The release tests/control_plane/go.mod pins (k8s.io/kubernetes v1.34.x)."""
@@ -37,6 +38,7 @@ KINDS: tuple[tuple[str, str], ...] = (
         for kind in ("DeviceClass", "ResourceClaimTemplate")
     ),
 )
+QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _DEFINITIONS_REF = "/api/_definitions.json#/$defs/"
 _LOCAL_REF = "#/$defs/"
 # Maps whose keys are names (of fields, of definitions), not JSON Schema keywords.
@@ -106,6 +108,10 @@ def vendored() -> dict[str, Any]:
         name = waiting.pop()
         reached[name] = _trimmed(definitions[name])
         waiting |= _references(reached[name]) - reached.keys()
+    if QUANTITY in reached:
+        # kubernetes-validate takes any string (and refuses null, which both of its branches
+        # match); the API server parses it (resource.ParseQuantity) and refuses the object.
+        reached[QUANTITY] = {"type": ["string", "number", "null"], "pattern": QUANTITY_PATTERN}
     return {
         "kubernetes": RELEASE,
         "source": f"kubernetes-validate {metadata.version('kubernetes-validate')}, "

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic_core import SchemaValidator, ValidationError
 from pydantic_core import core_schema as cs
 
+from gpuconf.api.shape_errors import wording
 from gpuconf.diagnostics import Diagnostic
 from gpuconf.formats.located_yaml import LoadFailed, Located, parse_text
 from gpuconf.node.nvml.api import GpuInfo, MigAttributes, MigDevice, NvmlError, XidEvent
@@ -40,6 +41,7 @@ def _record(fields: dict[str, Any]) -> cs.TypedDictSchema:
 _TEXT = cs.str_schema(strict=True)
 # "8.0" as nvidia-smi --query-gpu=compute_cap prints it; "12.4" as it prints "CUDA Version".
 _MAJOR_MINOR = cs.nullable_schema(cs.str_schema(strict=True, pattern=r"^[0-9]+\.[0-9]+$"))
+MAJOR_MINOR_HINT = 'write it quoted as nvidia-smi prints it, e.g. "8.0"'
 _COUNT = cs.int_schema(ge=0, strict=True)
 # nvmlDeviceAttributes_t's field names.
 _MIG_ATTRIBUTES = _record({
@@ -148,8 +150,12 @@ def _validation_message(located: Located, error: ValidationError) -> str:
     diagnostics: list[Diagnostic] = []
     for problem in error.errors(include_url=False):
         path = tuple(part for part in problem["loc"] if part != "[key]")
-        message = str(problem["msg"]).removeprefix("Value error, ")
-        diagnostics.append(located.diagnostic(path, message))
+        value = located.value_at(path)
+        if problem["type"] == "string_pattern_mismatch":  # only _MAJOR_MINOR has a pattern
+            message, hint = f"{value!r} is not MAJOR.MINOR", MAJOR_MINOR_HINT
+        else:
+            message, hint = wording(problem, value)
+        diagnostics.append(located.diagnostic(path, message, hint))
     return "\n".join(d.as_text() for d in sorted(diagnostics))
 
 
