@@ -23,20 +23,23 @@ failed poll, which names nothing.
 
 An ID no such poll names is let go of once a poll that started RECORD_WAIT_SECONDS after the
 answer has been stored. That frees only IDs the kubelet never recorded: an answer lost on the
-way or refused by it, a pod whose admission failed after the Allocate (another resource
-refused it) or that ended before any poll saw it. The wait must exceed any plausible delay
-between the answer and the checkpoint write that records a plain init container; a longer one
-only keeps such a GPU's change waiting longer.
+way, a pod whose admission failed after the Allocate (another resource refused it) or that
+ended before any poll saw it. It must exceed any plausible delay between the answer and the
+checkpoint write that records a plain init container: a small file and an fsync, milliseconds
+on a healthy disk, seconds on a struggling one. A longer wait only keeps such a GPU's change
+waiting longer.
 
 A checkpoint entry an earlier pod left for the same ID (the pod ended; the file is rewritten
 only on the kubelet's next write) also counts as naming it, and that is still safe: the file
-names the ID until the kubelet next writes it, and the new allocation is in podDevices from
-the insert on, before the write that follows it (allocateContainerResources) takes its
-snapshot, so every write whose snapshot is taken after the insert names the ID, and List
-does too for an app container. What is left is a write whose snapshot was taken before the
-insert (a device-list update on another goroutine: genericDeviceUpdateCallback) landing after
-the poll: it drops the old entry without the new one, so a plain init container's ID (or an
-app container's, before the insert) is unnamed until the allocation's own write lands.
+names the ID until the kubelet writes it again, and the new allocation is in podDevices from
+the insert on, before the write that follows it in allocateContainerResources takes its
+snapshot; every write whose snapshot is taken after the insert names the ID, and List does
+too for an app container. What is left is the kubelet's own race: writeCheckpoint lets go of
+the mutex between the snapshot and the file, so a write whose snapshot predates the insert
+(a device-list update on another goroutine: genericDeviceUpdateCallback) can land after the
+poll, or after the allocation's own write; the file lacks the new allocation until the next
+write, and a plain init container's ID, which only the file shows, looks free meanwhile
+(docs/isolation.md, Limits).
 
 Allocate checks its view and records what it hands out under ``decision``; the supervisor
 reads what is held, decides and publishes the new views under it too, so an Allocate is either
