@@ -48,6 +48,16 @@ DECLARED_H20: dict[str, Any] = {
 """A GPU the catalog lacks, as spec.gpuModels declares it."""
 
 
+class Clock:
+    """A clock a test moves by hand (``clock.now += seconds``), for code given a ``clock``."""
+
+    def __init__(self, now: float = 0.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
 # --- reading ------------------------------------------------------------------------------
 
 

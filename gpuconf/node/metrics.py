@@ -103,7 +103,7 @@ class Metrics:
             "gpuconf_node_pending_gpu_changes",
             "GPUs whose config change waits for containers to release them (held: named by "
             "PodResources List or the kubelet's device checkpoint, or handed out by Allocate "
-            "since the last poll that can have seen it).",
+            "and not yet named by a poll begun after the answer, for at most 30 s).",
             registry=r,
         )
         self.mps_daemon_up = Gauge(

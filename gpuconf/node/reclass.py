@@ -3,7 +3,7 @@
 A node config change moves GPUs between resources, or changes how many replicas a GPU offers.
 Each GPU's part of the change applies at once unless it would withdraw a device ID a running
 container holds (the kubelet's PodResources API, its device checkpoint while List does not
-know its pods yet, and our own Allocate until a poll can have seen it, say which:
+know its pods yet, and our own Allocate until a poll names what it handed out, say which:
 kubelet/pod_resources_watch.py, kubelet/handed_out.py); then that GPU keeps its current
 assignment, its withdrawn IDs advertised Unhealthy so nothing new lands on them, until the
 holders are gone. Everything else applies at once. A GPU this process does not offer yet

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent import futures
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -36,21 +35,6 @@ class PodResourcesStub(podresources_pb2_grpc.PodResourcesListerServicer):
         self._lock = threading.Lock()
         self._held: dict[str, list[str]] = {}
         self.calls = 0
-        self._answering = threading.Event()
-        self._answering.set()
-        self._hanging = threading.Event()
-
-    @contextmanager
-    def hung(self) -> Iterator[None]:
-        """List calls hang, like a kubelet slow to answer, until the block ends; it begins once
-        one does. A hung call answers with what is held when the block ends."""
-        self._hanging.clear()
-        self._answering.clear()
-        try:
-            assert self._hanging.wait(5), "no List call came"
-            yield
-        finally:
-            self._answering.set()
 
     def hold(self, resource: str, *device_ids: str) -> None:
         with self._lock:
@@ -66,10 +50,6 @@ class PodResourcesStub(podresources_pb2_grpc.PodResourcesListerServicer):
         response = podresources_pb2.ListPodResourcesResponse()
         with self._lock:
             self.calls += 1
-        if not self._answering.is_set():
-            self._hanging.set()
-            self._answering.wait(30)
-        with self._lock:
             for n, (resource, ids) in enumerate(sorted(self._held.items())):
                 devices = podresources_pb2.ContainerDevices(resource_name=resource, device_ids=ids)
                 container = podresources_pb2.ContainerResources(name="main", devices=[devices])

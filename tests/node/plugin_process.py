@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import pytest
 from builders import H100, gpu_uuid
 from kubelet_stub import KubeletStub
 
@@ -180,6 +181,18 @@ def allocate(stub: Any, *containers: list[str]) -> api_pb2.AllocateResponse:
     )
     response: api_pb2.AllocateResponse = stub.Allocate(request, timeout=5)
     return response
+
+
+def assert_held_known(process: NodeProcess) -> None:
+    """Right after a decision a test set up: fail, saying why, if the runtime's List was
+    failing (timed out on a starved machine, say). What is held is unknown then and every
+    move waits, so a test that a held device keeps a change waiting would pass for the wrong
+    reason."""
+    if process.metric("gpuconf_node_pod_resources_up") != 1:
+        pytest.fail(
+            "gpuconf_node_pod_resources_up was 0 at the decision: the runtime could not say "
+            "what is held, so every move waited; this run proves nothing (machine too slow?)"
+        )
 
 
 def wait_until(check: Any, timeout: float = 5.0, what: str = "") -> Any:

@@ -1,4 +1,5 @@
-"""What our plugins handed out counts as held, and Allocate is atomic with a decision
+"""What our plugins handed out counts as held until a poll begun after the answer names it, or
+for RECORD_WAIT_SECONDS when none does, and Allocate is atomic with a decision
 (gpuconf/node/kubelet/handed_out.py, plugin_server.py Allocate): an Allocate is either
 recorded before the supervisor reads what is held, or checked against the views it publishes."""
 
@@ -6,17 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from types import TracebackType
 from typing import Any
 
-import pytest
-from builders import resource_settings
+from builders import Clock, resource_settings
 from grpclib.const import Status
 from grpclib.exceptions import GRPCError
 
 from gpuconf.node.devices import build_devices
-from gpuconf.node.kubelet.handed_out import SEEN_MARGIN_SECONDS, HandedOut
+from gpuconf.node.kubelet.handed_out import RECORD_WAIT_SECONDS, HandedOut
 from gpuconf.node.kubelet.plugin_server import DevicePluginService
 from gpuconf.node.kubelet.proto import api_pb2
 from gpuconf.node.latest import Latest
@@ -25,6 +26,7 @@ from gpuconf.node.nvml.api import GpuInfo
 from gpuconf.node.resource_view import ResourceView
 
 WHOLE = "gpuconf.dev/x"
+OTHER = "gpuconf.dev/y"
 GPUS = {i: GpuInfo(i, f"GPU-{i}", "x", 1, f"0000:0{i}:00.0") for i in range(2)}
 
 
@@ -39,15 +41,17 @@ def view(*indices: int) -> ResourceView:
 class AllocateStream:
     """The kubelet's side of one Allocate call."""
 
-    def __init__(self, *device_ids: str) -> None:
+    def __init__(self, *device_ids: str, sending: Callable[[], None] = lambda: None) -> None:
         container = api_pb2.ContainerAllocateRequest(devices_ids=list(device_ids))
         self.request = api_pb2.AllocateRequest(container_requests=[container])
         self.sent: list[Any] = []
+        self._sending = sending
 
     async def recv_message(self) -> Any:
         return self.request
 
     async def send_message(self, message: Any) -> None:
+        self._sending()
         self.sent.append(message)
 
 
@@ -109,16 +113,21 @@ def test_an_allocate_arriving_during_a_decision_is_checked_against_the_views_it_
     assert handed_out.held() == {}
 
 
-def test_an_allocate_answered_before_a_decision_is_held_when_the_decision_reads() -> None:
-    handed_out = HandedOut()
+def test_an_allocate_s_ids_count_from_when_its_answer_went_out() -> None:
+    """A poll that began while the answer was on its way read the kubelet's record from before
+    it: it frees nothing, even naming the ID (an earlier pod's checkpoint entry, say)."""
+    clock = Clock(100.0)
+    handed_out = HandedOut(clock)
     service = DevicePluginService(Latest(view(0, 1)), Metrics(), handed_out)
-    stream = AllocateStream("GPU-1")
+    stream = AllocateStream("GPU-1", sending=lambda: setattr(clock, "now", 101.0))
     thread, raised = allocate_on_a_thread(service, stream)
     thread.join(5)
     assert raised == []
     assert len(stream.sent) == 1
-    with handed_out.decision:
-        assert handed_out.held() == {WHOLE: frozenset({"GPU-1"})}
+    handed_out.seen_by_poll(100.5, {WHOLE: frozenset({"GPU-1"})})
+    assert handed_out.held() == {WHOLE: frozenset({"GPU-1"})}
+    handed_out.seen_by_poll(101.5, {WHOLE: frozenset({"GPU-1"})})
+    assert handed_out.held() == {}
 
 
 def test_an_allocate_refused_for_a_draining_id_records_nothing() -> None:
@@ -133,25 +142,38 @@ def test_an_allocate_refused_for_a_draining_id_records_nothing() -> None:
     assert handed_out.held() == {}
 
 
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.mark.parametrize("started_after_sent", [0.0, SEEN_MARGIN_SECONDS - 0.01])
-def test_a_poll_started_within_the_margin_after_the_answer_does_not_free_it(
-    started_after_sent: float,
-) -> None:
-    clock = Clock(100.0)
-    handed_out = HandedOut(clock)
+def test_a_poll_begun_before_the_answer_was_sent_frees_nothing() -> None:
+    handed_out = HandedOut(Clock(100.0))
     grant = handed_out.record(WHOLE, ["GPU-1"])
-    handed_out.seen_by_poll(1e9)  # the answer not sent yet: no poll can have seen it
+    handed_out.seen_by_poll(1e9, {WHOLE: frozenset({"GPU-1"})})  # not sent yet
     assert handed_out.held() == {WHOLE: frozenset({"GPU-1"})}
     handed_out.sent(grant)
-    handed_out.seen_by_poll(100.0 + started_after_sent)
+    handed_out.seen_by_poll(99.9 + RECORD_WAIT_SECONDS, {})  # stored late, begun in time
+    handed_out.seen_by_poll(99.9, {WHOLE: frozenset({"GPU-1"})})
     assert handed_out.held() == {WHOLE: frozenset({"GPU-1"})}
-    handed_out.seen_by_poll(100.0 + SEEN_MARGIN_SECONDS)
+    handed_out.seen_by_poll(100.1, {WHOLE: frozenset({"GPU-1"})})
+    assert handed_out.held() == {}
+
+
+def test_a_grant_for_several_containers_is_let_go_of_as_polls_name_its_ids() -> None:
+    """The kubelet records each container on its own (manager.go Allocate, one call per
+    container); an ID named once is the poll's to hold from then on."""
+    handed_out = HandedOut(Clock(100.0))
+    handed_out.sent(handed_out.record(WHOLE, ["GPU-0", "GPU-1"]))
+    handed_out.seen_by_poll(101.0, {WHOLE: frozenset({"GPU-0"}), OTHER: frozenset({"GPU-1"})})
+    assert handed_out.held() == {WHOLE: frozenset({"GPU-1"})}
+    handed_out.seen_by_poll(102.0, {})
+    assert handed_out.held() == {WHOLE: frozenset({"GPU-1"})}
+    handed_out.seen_by_poll(103.0, {WHOLE: frozenset({"GPU-1"})})
+    assert handed_out.held() == {}
+
+
+def test_an_id_no_poll_names_is_held_until_a_poll_begun_the_record_wait_after_the_answer() -> None:
+    """The kubelet never recorded it (an answer lost on the way, a pod gone before any poll saw
+    it): only time frees it, and no less than a checkpoint write can take."""
+    handed_out = HandedOut(Clock(100.0))
+    handed_out.sent(handed_out.record(WHOLE, ["GPU-1"]))
+    handed_out.seen_by_poll(100.0 + RECORD_WAIT_SECONDS - 0.01, {})
+    assert handed_out.held() == {WHOLE: frozenset({"GPU-1"})}
+    handed_out.seen_by_poll(100.0 + RECORD_WAIT_SECONDS, {})
     assert handed_out.held() == {}

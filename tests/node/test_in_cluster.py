@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 
 import pytest
+from builders import Clock
 
 from gpuconf.node import in_cluster
 from gpuconf.node.in_cluster import InClusterConfigError, TokenFile, load
@@ -20,14 +21,6 @@ def account(tmp_path: Path) -> Path:
     (tmp_path / "token").write_text("the-token\n", encoding="utf-8")
     (tmp_path / "ca.crt").write_text("-----BEGIN CERTIFICATE-----\n", encoding="utf-8")
     return tmp_path
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_the_server_is_https_on_the_service_host_and_port(account: Path) -> None:
@@ -86,7 +79,7 @@ def test_an_empty_token_or_ca_is_refused(account: Path, name: str) -> None:
 
 
 def test_the_token_is_re_read_once_a_minute_less_the_leeway(account: Path) -> None:
-    clock = Clock()
+    clock = Clock(1000.0)
     token = TokenFile(account / "token", clock)
     (account / "token").write_text("rotated", encoding="utf-8")
     clock.now += in_cluster.TOKEN_PERIOD_SECONDS - in_cluster.TOKEN_LEEWAY_SECONDS - 1
@@ -98,7 +91,7 @@ def test_the_token_is_re_read_once_a_minute_less_the_leeway(account: Path) -> No
 def test_a_failed_re_read_keeps_the_last_token_and_says_why(
     account: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    clock = Clock()
+    clock = Clock(1000.0)
     token = TokenFile(account / "token", clock)
     (account / "token").unlink()
     clock.now += in_cluster.TOKEN_PERIOD_SECONDS

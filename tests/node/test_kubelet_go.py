@@ -24,7 +24,7 @@ from control_plane.cluster import ControlPlaneError
 from go_kubelet import GoKubelet, KubeletRefused, build, devices_of, kubelet_for
 from google.protobuf.json_format import MessageToDict
 from kubelet_stub import Devices
-from plugin_process import NodeProcess, allocate, plain_gpu, wait_until
+from plugin_process import NodeProcess, allocate, assert_held_known, plain_gpu, wait_until
 
 from gpuconf.node.kubelet.device_checkpoint import CHECKPOINT_FILE, checkpointed_devices
 from gpuconf.node.kubelet.pod_resources import held_devices
@@ -488,30 +488,49 @@ def test_after_a_kubelet_restart_a_gpu_on_its_checkpoint_moves_only_once_its_pod
         new.stop()
 
 
+def first_devices(kubelet: GoKubelet, name: str, after: int) -> Devices:
+    """The first device list of a resource among events[after:]: a decision's, whatever later
+    ones say."""
+
+    def first() -> Devices | None:
+        lists = (e for e in kubelet.events[after:] if e["event"] == "devices")
+        return next((devices_of(e["response"]) for e in lists if e["resource"] == name), None)
+
+    return kubelet.wait(first, 10, f"a new device list of {name}")
+
+
 def test_a_gpu_the_kubelet_admits_a_pod_onto_between_two_polls_moves_only_once_it_is_gone(
     small_node: tuple[NodeProcess, GoKubelet],
 ) -> None:
     """The runtime's last List said GPU 1 free; the kubelet's device manager then admits a pod
     onto it through our Allocate (manager.go allocateContainerResources), and the config moves
-    it before the next List answers (here it hangs). What the plugin handed out holds the change
-    until a List that can have seen the pod no longer names it."""
+    it before the next List answers (here it hangs). What the plugin handed out holds GPU 1's
+    part until a List names the pod, and that List's successors until the pod is gone. The
+    same change moves GPU 3, which nothing holds: that part applies at once, as it does only
+    while what is held is known (a List that timed out would make every move wait)."""
     process, kubelet = small_node
+    sharing = {"strategy": "time-slicing", "replicas": 2}
+    moved = [resource("h100", [0, 2]), resource("h100-shared", [1, 3], sharing=sharing)]
     lists = kubelet.call("lists")
     wait_until(lambda: kubelet.call("lists") >= lists + 2, what="two pod-resources polls")
     kubelet.call("hang-lists")
     try:
         wait_until(lambda: kubelet.call("hanging") > 0, what="a List call hanging")
+        seen = len(kubelet.events)
         held = admit(kubelet, "pod-window", WHOLE, 2)["devices"]
-        assert held == [gpu_uuid(0), gpu_uuid(1)]  # doubly NVLinked
-        sharing = {"strategy": "time-slicing", "replicas": 2}
-        moved = [resource("h100", [0, 2, 3]), resource("h100-shared", [1], sharing=sharing)]
         process.write_config(node_config(moved, gpus=4, deviceListStrategy="envvar"))
         process.reload()
-        whole = kubelet.wait_devices(
-            WHOLE, lambda d: d.get(gpu_uuid(1), ("absent",))[0] == "Unhealthy"
-        )
-        assert sorted(whole) == [gpu_uuid(i) for i in range(4)]  # still listed for its holder
-        assert offered(kubelet, SHARED) == {}
+        whole = first_devices(kubelet, WHOLE, seen)
+        assert_held_known(process)
+        assert held == [gpu_uuid(0), gpu_uuid(1)]  # doubly NVLinked
+        assert {device: health for device, (health, _) in whole.items()} == {
+            gpu_uuid(0): "Healthy",
+            gpu_uuid(1): "Unhealthy",  # still listed for its holder
+            gpu_uuid(2): "Healthy",
+        }
+        assert sorted(first_devices(kubelet, SHARED, seen)) == [
+            f"{gpu_uuid(3)}::{n}" for n in range(2)
+        ]
         assert process.status()["pendingChanges"][0]["held"] == [f"{WHOLE}/{gpu_uuid(1)}"]
     finally:
         kubelet.call("answer-lists")
@@ -519,10 +538,10 @@ def test_a_gpu_the_kubelet_admits_a_pod_onto_between_two_polls_moves_only_once_i
     lists = kubelet.call("lists")
     wait_until(lambda: kubelet.call("lists") >= lists + 2, what="two pod-resources polls")
     assert held_devices(process.pod_resources_socket) == {WHOLE: frozenset(held)}
-    assert offered(kubelet, SHARED) == {}
+    assert len(offered(kubelet, SHARED)) == 2
     kubelet.call("release", pod="pod-window")
-    shared = kubelet.wait_devices(SHARED, lambda d: len(d) == 2)
-    assert sorted(shared) == [f"{gpu_uuid(1)}::{n}" for n in range(2)]
+    shared = kubelet.wait_devices(SHARED, lambda d: len(d) == 4)
+    assert sorted(shared) == [f"{gpu_uuid(i)}::{n}" for i in (1, 3) for n in range(2)]
     assert process.status()["pendingChanges"] == []
 
 

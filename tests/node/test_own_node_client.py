@@ -12,19 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from builders import Clock
 from in_pod import as_pod
 from node_api import NODE, TOKEN, NodeApi, make_pki
 
 from gpuconf.node import in_cluster
 from gpuconf.node.own_node_client import ApiError, ApiUnreachable, OwnNode
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _client(clock: Clock | None = None) -> OwnNode:

@@ -21,6 +21,7 @@ from kubelet_stub import Devices, KubeletStub
 from plugin_process import (
     NodeProcess,
     allocate,
+    assert_held_known,
     plain_gpu,
     serving,
     wait_until,
@@ -28,7 +29,6 @@ from plugin_process import (
 )
 
 from gpuconf.node.kubelet.device_checkpoint import CHECKPOINT_FILE
-from gpuconf.node.kubelet.handed_out import SEEN_MARGIN_SECONDS
 
 WHOLE = "gpuconf.dev/h100"
 SHARED = "gpuconf.dev/h100-shared"
@@ -111,78 +111,107 @@ def health_of(device_id: str, wanted: str) -> Callable[[Devices], bool]:
     return lambda devices: devices.get(device_id, ("absent",))[0] == wanted
 
 
-def test_a_gpu_allocated_since_the_last_poll_keeps_its_class_until_a_poll_shows_it_free(
+def first_list_after(kubelet: KubeletStub, resource_name: str, seen: int) -> Devices:
+    """The first device list of a resource after the ``seen`` ones: a decision's, whatever
+    later ones say."""
+
+    def first() -> Devices | None:
+        lists = kubelet.lists.get(resource_name, [])
+        return lists[seen] if len(lists) > seen else None
+
+    return kubelet.wait(first, 5, f"a new device list of {resource_name}")
+
+
+def polls_begun_after(kubelet: KubeletStub, moment: float) -> None:
+    """Wait until the runtime has stored a poll that began after ``moment`` (time.monotonic):
+    one whose List call came after it might have begun before it; the next began once that
+    one was stored, and is stored itself once a third one comes."""
+    wait_until(lambda: time.monotonic() > moment, timeout=moment - time.monotonic() + 1)
+    seen = kubelet.pod_resources.calls
+    wait_until(lambda: kubelet.pod_resources.calls >= seen + 3, what="three PodResources polls")
+
+
+def test_a_gpu_handed_out_keeps_its_class_until_list_names_its_pod_and_moves_once_it_ends(
     node: tuple[NodeProcess, KubeletStub],
 ) -> None:
     """The window a poll leaves: the last List said GPU 1 free, then the kubelet admitted a pod
-    onto it through our Allocate, and the config moved it before a List could say so (here the
-    next List hangs). What the plugin handed out holds the change until a poll that can have
-    seen the pod shows it gone."""
+    onto it through our Allocate, and the config moved it before a List named the pod (here
+    none does until the test says so). What the plugin handed out holds GPU 1's part until a
+    poll names it; from then on the polls hold it, so it moves once the pod ends, not when a
+    wait for unnamed IDs runs out. The same change lowers GPU 2's replicas, which nothing
+    holds: that part applies at once, as it does only while what is held is known."""
     process, kubelet = node
     hold(kubelet)  # stored: nothing held
-    with kubelet.pod_resources.hung():
-        with process.plugin(WHOLE) as plugin:
-            allocate(plugin, [gpu_uuid(1)])
-        process.write_config(config([0], [1, 2], 4))
-        process.reload()
-        whole = kubelet.wait_devices(WHOLE, health_of(gpu_uuid(1), "Unhealthy"), timeout=5)
-        assert health(whole) == {gpu_uuid(0): "Healthy", gpu_uuid(1): "Unhealthy"}
-        assert sorted(kubelet.wait_devices(SHARED)) == replicas(2, 4)
-        assert process.metric("gpuconf_node_pending_gpu_changes") == 1
-        assert process.status() == {
-            "pendingChanges": [
-                {
-                    "gpu": 1,
-                    "held": [f"{WHOLE}/{gpu_uuid(1)}"],
-                    "current": [WHOLE],
-                    "wanted": [SHARED],
-                }
-            ]
-        }
-        # Withdrawn: a second pod asking for it now is refused, not handed it as well.
-        with process.plugin(WHOLE) as plugin, pytest.raises(grpc.RpcError) as refused:
-            allocate(plugin, [gpu_uuid(1)])
-        assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-        kubelet.pod_resources.hold(WHOLE, gpu_uuid(1))  # the kubelet's record of the pod
-
-    hold(kubelet)  # polls that name the pod
+    whole_seen, shared_seen = len(kubelet.lists[WHOLE]), len(kubelet.lists[SHARED])
+    with process.plugin(WHOLE) as plugin:
+        allocate(plugin, [gpu_uuid(1)])
+    process.write_config(config([0], [1, 2], 2))
+    process.reload()
+    whole = first_list_after(kubelet, WHOLE, whole_seen)
+    assert_held_known(process)
+    assert health(whole) == {gpu_uuid(0): "Healthy", gpu_uuid(1): "Unhealthy"}
+    shared = first_list_after(kubelet, SHARED, shared_seen)
+    assert health(shared) == dict.fromkeys(replicas(2, 2), "Healthy")
     assert process.metric("gpuconf_node_pending_gpu_changes") == 1
-    assert sorted(kubelet.wait_devices(SHARED)) == replicas(2, 4)
+    assert process.status() == {
+        "pendingChanges": [
+            {"gpu": 1, "held": [f"{WHOLE}/{gpu_uuid(1)}"], "current": [WHOLE], "wanted": [SHARED]}
+        ]
+    }
+    # Withdrawn: a second pod asking for it now is refused, not handed it as well.
+    with process.plugin(WHOLE) as plugin, pytest.raises(grpc.RpcError) as refused:
+        allocate(plugin, [gpu_uuid(1)])
+    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+
+    hold(kubelet, WHOLE, gpu_uuid(1))  # polls that name the pod
+    assert process.metric("gpuconf_node_pending_gpu_changes") == 1
     kubelet.pod_resources.release_all()  # the pod ended
-    shared = kubelet.wait_devices(SHARED, lambda d: len(d) == 8, timeout=5)
-    assert sorted(shared) == sorted(replicas(1, 4) + replicas(2, 4))
+    shared = kubelet.wait_devices(SHARED, lambda d: len(d) == 4, timeout=10)
+    assert sorted(shared) == sorted(replicas(1, 2) + replicas(2, 2))
     assert sorted(kubelet.wait_devices(WHOLE, lambda d: len(d) == 1)) == [gpu_uuid(0)]
     wait_until(lambda: process.metric("gpuconf_node_pending_gpu_changes") == 0)
     assert process.status() == {"pendingChanges": []}
 
 
-def test_a_replica_handed_out_to_a_pod_no_list_ever_names_holds_a_change_for_a_margin_only(
+def test_a_replica_only_the_checkpoint_names_holds_a_change_however_late_and_until_it_goes(
     node: tuple[NodeProcess, KubeletStub],
 ) -> None:
-    """A pod whose admission failed after our Allocate answered (another resource refused it,
-    say) never shows in List: its replica keeps fewer replicas waiting only until a poll begun
-    SEEN_MARGIN_SECONDS after the answer has said so."""
+    """A plain init container: List never names it (podresources/server_v1.go skips init
+    containers that are not restartable), the kubelet's checkpoint does once its write, with
+    an fsync (util/store/filestore.go writeFile), has landed, however late. The replica handed
+    out holds the change past any margin after the answer, then the checkpoint holds it; the
+    entry gone (the pod ended, the file rewritten), the change applies at once, not when the
+    wait for unnamed IDs runs out. GPU 0, which nothing holds, moves at once."""
     process, kubelet = node
     hold(kubelet)
-    with kubelet.pod_resources.hung():
-        asked = time.monotonic()
-        with process.plugin(SHARED) as plugin:
-            allocate(plugin, [f"{gpu_uuid(2)}::3"])
-        process.write_config(config([0, 1], [2], 2))
-        process.reload()
-        devices = kubelet.wait_devices(
-            SHARED, health_of(f"{gpu_uuid(2)}::3", "Unhealthy"), timeout=5
-        )
-        assert health(devices) == {
-            f"{gpu_uuid(2)}::0": "Healthy",
-            f"{gpu_uuid(2)}::1": "Healthy",
-            f"{gpu_uuid(2)}::2": "Unhealthy",
-            f"{gpu_uuid(2)}::3": "Unhealthy",
-        }
-        assert process.status()["pendingChanges"][0]["held"] == [f"{SHARED}/{gpu_uuid(2)}::3"]
-    devices = kubelet.wait_devices(SHARED, lambda d: len(d) == 2, timeout=SEEN_MARGIN_SECONDS + 5)
-    assert time.monotonic() - asked >= SEEN_MARGIN_SECONDS
-    assert sorted(devices) == replicas(2, 2)
+    whole_seen, shared_seen = len(kubelet.lists[WHOLE]), len(kubelet.lists[SHARED])
+    with process.plugin(SHARED) as plugin:
+        allocate(plugin, [f"{gpu_uuid(2)}::3"])
+    answered = time.monotonic()
+    process.write_config(config([1], [0, 2], 2))
+    process.reload()
+    shared = first_list_after(kubelet, SHARED, shared_seen)
+    assert_held_known(process)
+    assert health(shared) == {
+        **dict.fromkeys(replicas(0, 2), "Healthy"),
+        f"{gpu_uuid(2)}::0": "Healthy",
+        f"{gpu_uuid(2)}::1": "Healthy",
+        f"{gpu_uuid(2)}::2": "Unhealthy",
+        f"{gpu_uuid(2)}::3": "Unhealthy",
+    }
+    assert sorted(first_list_after(kubelet, WHOLE, whole_seen)) == [gpu_uuid(1)]
+    pending = [{"gpu": 2, "held": [f"{SHARED}/{gpu_uuid(2)}::3"], "current": [SHARED],
+                "wanted": [SHARED]}]  # fmt: skip
+    assert process.status()["pendingChanges"] == pending
+
+    polls_begun_after(kubelet, answered + 2.0)  # the margin gpuconf once gave the kubelet
+    assert process.status()["pendingChanges"] == pending
+    write_checkpoint(process, checkpoint_holding(SHARED, f"{gpu_uuid(2)}::3"))
+    hold(kubelet)
+    assert process.status()["pendingChanges"] == pending
+    write_checkpoint(process, checkpoint_holding(SHARED))  # the pod ended; the file rewritten
+    devices = kubelet.wait_devices(SHARED, lambda d: len(d) == 4, timeout=10)
+    assert sorted(devices) == sorted(replicas(0, 2) + replicas(2, 2))
     wait_until(lambda: process.metric("gpuconf_node_pending_gpu_changes") == 0)
 
 

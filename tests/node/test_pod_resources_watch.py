@@ -11,11 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from builders import gpu_uuid
+from builders import Clock, gpu_uuid
 
 from gpuconf.node.kubelet import pod_resources_watch
 from gpuconf.node.kubelet.checkpoint_nudge import NudgeBackoff
-from gpuconf.node.kubelet.handed_out import SEEN_MARGIN_SECONDS, HandedOut
+from gpuconf.node.kubelet.handed_out import HandedOut
 from gpuconf.node.kubelet.pod_resources import HeldDevices, PodResourcesUnavailable
 from gpuconf.node.kubelet.pod_resources_watch import PodResourcesWatch
 from gpuconf.node.metrics import Metrics
@@ -43,14 +43,16 @@ def listed(monkeypatch: pytest.MonkeyPatch) -> FakeList:
     return fake
 
 
-def watch_of(tmp_path: Path) -> tuple[PodResourcesWatch, Metrics]:
+def watch_of(
+    tmp_path: Path, handed_out: HandedOut | None = None, changed: threading.Event | None = None
+) -> tuple[PodResourcesWatch, Metrics]:
     metrics = Metrics()
     watch = PodResourcesWatch(
         tmp_path / "pod-resources.sock",
         tmp_path / "kubelet_internal_checkpoint",
         metrics,
-        threading.Event(),
-        HandedOut(),
+        changed or threading.Event(),
+        handed_out or HandedOut(),
     )
     return watch, metrics
 
@@ -199,44 +201,61 @@ def test_an_unreadable_checkpoint_is_warned_about_once_through_a_list_outage(
     assert caplog.text.count(UNREADABLE) == 2
 
 
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def test_an_id_handed_out_is_held_until_a_poll_begun_the_margin_after_its_answer_is_stored(
+def test_a_handed_out_id_is_held_until_list_names_it_and_then_by_list_alone(
     tmp_path: Path, listed: FakeList
 ) -> None:
-    """The kubelet's record shows in List only once our answer has reached it
-    (devicemanager/manager.go allocateContainerResources): a poll that began before can not
-    have seen it; a failed poll saw nothing. The poll that frees it wakes the supervisor."""
+    """An app container: List names it once the kubelet has recorded our answer
+    (devicemanager/manager.go allocateContainerResources, podDevices.insert). From the poll
+    that names it on, the poll holds it, so its pod ending frees it at once; a failed poll in
+    between frees nothing. The poll that frees it wakes the supervisor."""
     clock = Clock(100.0)
     handed_out = HandedOut(clock)
     changed = threading.Event()
-    watch = PodResourcesWatch(
-        tmp_path / "pod-resources.sock",
-        tmp_path / "kubelet_internal_checkpoint",
-        Metrics(),
-        changed,
-        handed_out,
-    )
+    watch, _ = watch_of(tmp_path, handed_out, changed)
+    listed.answer = {}
     watch.poll_once()
     handed_out.sent(handed_out.record(WHOLE, [gpu_uuid(1)]))
-    both = {WHOLE: frozenset({gpu_uuid(0), gpu_uuid(1)})}
-    assert watch.held() == both  # before any poll
-    clock.now += SEEN_MARGIN_SECONDS - 0.1
+    clock.now += 0.5
+    watch.poll_once()  # the kubelet has not recorded it yet
+    assert watch.held() == {WHOLE: frozenset({gpu_uuid(1)})}
+    listed.answer = {WHOLE: frozenset({gpu_uuid(1)})}
+    clock.now += 1
     watch.poll_once()
-    assert watch.held() == both
-    clock.now += 0.1
+    assert handed_out.held() == {}  # the poll holds it now
+    assert watch.held() == {WHOLE: frozenset({gpu_uuid(1)})}
     listed.answer = None
     watch.poll_once()
     assert watch.held() is None
-    assert handed_out.held() == {WHOLE: frozenset({gpu_uuid(1)})}
-    listed.answer = {WHOLE: frozenset({gpu_uuid(0)})}
+    listed.answer = {}  # the pod ended
     changed.clear()
+    clock.now += 1
     watch.poll_once()
-    assert watch.held() == {WHOLE: frozenset({gpu_uuid(0)})}
+    assert watch.held() == {}
     assert changed.is_set()
+
+
+def test_a_handed_out_id_only_the_checkpoint_names_is_held_however_late_the_write_comes(
+    tmp_path: Path, listed: FakeList
+) -> None:
+    """A plain init container: List never names it (podresources/server_v1.go skips
+    containers that are not restartable init containers), the checkpoint does once the
+    kubelet's write, an fsync, has landed (util/store/filestore.go writeFile)."""
+    clock = Clock(100.0)
+    handed_out = HandedOut(clock)
+    watch, _ = watch_of(tmp_path, handed_out)
+    listed.answer = {}
+    checkpoint = tmp_path / "kubelet_internal_checkpoint"
+    handed_out.sent(handed_out.record(WHOLE, [gpu_uuid(1)]))
+    clock.now += 10  # a slow disk
+    watch.poll_once()
+    assert watch.held() == {WHOLE: frozenset({gpu_uuid(1)})}
+    checkpoint.write_text(checkpoint_holding(gpu_uuid(1)))
+    clock.now += 1
+    watch.poll_once()
+    assert handed_out.held() == {}
+    assert watch.held() == {WHOLE: frozenset({gpu_uuid(1)})}
+    assert watch.awaits_checkpoint({(WHOLE, gpu_uuid(1))}) == {(WHOLE, gpu_uuid(1))}
+    checkpoint.write_text(checkpoint_holding())  # the pod ended, the kubelet rewrote the file
+    clock.now += 1
+    watch.poll_once()
+    assert watch.held() == {WHOLE: frozenset()}

@@ -1,22 +1,45 @@
-"""Device IDs our plugins handed out in Allocate that no PodResources poll can have seen yet.
+"""Device IDs our plugins handed out in Allocate that no PodResources poll has named yet.
 
 A poll is up to a second old, so a pod admitted just before a config change is read would be
 missed by it; every Allocate the kubelet sends comes through our own plugins, so they say what
-they handed out instead, and it counts as held until a poll that can have seen it says
-otherwise. When the kubelet's record of an allocation is visible: the kubelet's device manager
-(k8s.io/kubernetes 1.34 pkg/kubelet/cm/devicemanager/manager.go allocateContainerResources)
-calls the plugin's Allocate, and once the answer is back records it (podDevices.insert) after
-in-memory work only under its mutex (writeCheckpoint, which follows, writes the file after
-letting go of it); the pod itself is in the pod manager from before its admission
-(pkg/kubelet/kubelet.go HandlePodAdditions: podManager.AddPod, then the admit handlers). List
-(pkg/kubelet/apis/podresources/server_v1.go) reads the pods and then each container's devices
-(GetDevices: podDevices) when it is called. So a List that starts once the answer has reached
-the kubelet and it has been scheduled to record it names the devices for as long as the pod
-is active, and one that names them no longer means the pod is gone or was refused admission.
-An allocation is held until a poll that started SEEN_MARGIN_SECONDS after our answer was sent
-has been stored: the margin covers the answer's way to the kubelet and the scheduling of the
-goroutine that records it, with room for a starved kubelet; a longer one would only delay a
-change after an admission that failed (a held GPU is held by the poll itself).
+they handed out instead, and it counts as held until a poll shows the kubelet's record of it.
+Where that record shows (k8s.io/kubernetes v1.34 pkg/kubelet/cm/devicemanager/manager.go):
+Allocate calls allocateContainerResources, which calls the plugin's Allocate and, once the
+answer is back, puts it in podDevices (podDevices.insert), then writes the checkpoint
+(writeCheckpoint: a snapshot of podDevices under the manager's mutex, then the file, with an
+fsync: pkg/kubelet/util/store/filestore.go writeFile). List
+(pkg/kubelet/apis/podresources/server_v1.go) names an app container's or a restartable init
+container's devices from podDevices once the insert is done, but skips plain init containers
+(``if !podutil.IsRestartableInitContainer(&container) { continue }``), though the kubelet
+calls Allocate for them too (manager.go Allocate); those are seen only on the checkpoint, after
+a disk write with no time bound. So no time after the answer says the kubelet's record shows.
+
+The rule goes by what polls name instead. A grant (one Allocate's IDs) lets go of an ID once
+a stored poll that started after the answer was sent names it, in List or on the checkpoint;
+from then on each poll itself holds it, for as long as it names it. A grant for several
+containers may be named in parts: each ID goes as it is named. A poll that started before the
+answer was sent read the kubelet's record from before it, so it frees nothing; nor does a
+failed poll, which names nothing.
+
+An ID no such poll names is let go of once a poll that started RECORD_WAIT_SECONDS after the
+answer has been stored. That frees only IDs the kubelet never recorded: an answer lost on the
+way, a pod whose admission failed after the Allocate (another resource refused it) or that
+ended before any poll saw it. It must exceed any plausible delay between the answer and the
+checkpoint write that records a plain init container: a small file and an fsync, milliseconds
+on a healthy disk, seconds on a struggling one. A longer wait only keeps such a GPU's change
+waiting longer.
+
+A checkpoint entry an earlier pod left for the same ID (the pod ended; the file is rewritten
+only on the kubelet's next write) also counts as naming it, and that is still safe: the file
+names the ID until the kubelet writes it again, and the new allocation is in podDevices from
+the insert on, before the write that follows it in allocateContainerResources takes its
+snapshot; every write whose snapshot is taken after the insert names the ID, and List does
+too for an app container. What is left is the kubelet's own race: writeCheckpoint lets go of
+the mutex between the snapshot and the file, so a write whose snapshot predates the insert
+(a device-list update on another goroutine: genericDeviceUpdateCallback) can land after the
+poll, or after the allocation's own write; the file lacks the new allocation until the next
+write, and a plain init container's ID, which only the file shows, looks free meanwhile
+(docs/isolation.md, Limits).
 
 Allocate checks its view and records what it hands out under ``decision``; the supervisor
 reads what is held, decides and publishes the new views under it too, so an Allocate is either
@@ -34,12 +57,13 @@ from dataclasses import dataclass
 
 from gpuconf.node.kubelet.pod_resources import HeldDevices
 
-SEEN_MARGIN_SECONDS = 2.0
+RECORD_WAIT_SECONDS = 30.0
 
 
 @dataclass
 class Grant:
-    """One Allocate's device IDs; ``sent_at`` is infinite until the answer has gone out."""
+    """One Allocate's device IDs not named by a poll yet; ``sent_at`` is infinite until the
+    answer has gone out."""
 
     resource: str
     ids: frozenset[str]
@@ -61,7 +85,7 @@ class HandedOut:
         return grant
 
     def sent(self, grant: Grant) -> None:
-        """The answer has gone out (or failed to): its margin starts now."""
+        """The answer has gone out (or failed to): polls that start from now on count."""
         with self._lock:
             grant.sent_at = self.clock()
 
@@ -72,7 +96,16 @@ class HandedOut:
                 held[grant.resource] = held.get(grant.resource, frozenset()) | grant.ids
             return held
 
-    def seen_by_poll(self, started: float) -> None:
-        """A poll that started at ``started`` has been stored: forget what it can have seen."""
+    def seen_by_poll(self, started: float, named: HeldDevices) -> None:
+        """A poll that started at ``started`` and found ``named`` held has been stored: let go
+        of what it names of the answers sent before it began, and of everything of those sent
+        RECORD_WAIT_SECONDS before."""
         with self._lock:
-            self._grants = [g for g in self._grants if g.sent_at + SEEN_MARGIN_SECONDS > started]
+            for grant in self._grants:
+                if started > grant.sent_at:
+                    grant.ids -= named.get(grant.resource, frozenset())
+            self._grants = [
+                grant
+                for grant in self._grants
+                if grant.ids and started < grant.sent_at + RECORD_WAIT_SECONDS
+            ]

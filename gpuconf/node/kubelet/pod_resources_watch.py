@@ -16,8 +16,9 @@ the next device list; waiting on them would only stop every change for good. A r
 here instead (permission, not a file, I/O) says nothing of the kubelet's record, which is
 likely whole: held is unknown, as when List fails, and every move waits.
 
-Held also has what our plugins handed out that no stored poll can have seen yet
-(kubelet/handed_out.py): each poll notes when it started, and once stored lets go of those.
+Held also has what our plugins handed out that no stored poll has named yet
+(kubelet/handed_out.py): each poll notes when it started, and once stored lets go of the IDs
+it names (in List or on the checkpoint) that were handed out before it began.
 """
 
 from __future__ import annotations
@@ -75,8 +76,8 @@ class PodResourcesWatch:
         self._thread.join(timeout=POLL_SECONDS + 3)
 
     def held(self) -> HeldDevices | None:
-        """Device IDs held by running containers or handed out to them since the last poll that
-        can have seen it; None while the kubelet cannot say."""
+        """Device IDs held by running containers or handed out to them and not named by a poll
+        since; None while the kubelet cannot say."""
         with self._lock:
             return self._with_handed_out(self._held)
 
@@ -108,7 +109,7 @@ class PodResourcesWatch:
         # (server_v1.go List calls UpdateAllocatedDevices), so a write after it is current.
         checkpointed = self._read_checkpoint()
         if listed is None or checkpointed is None:  # nothing is known free
-            self._store(None, frozenset(), None)
+            self._store(None, frozenset(), started)
             return
         self._store(
             _union(listed, checkpointed),
@@ -124,15 +125,15 @@ class PodResourcesWatch:
         self,
         held: HeldDevices | None,
         unconfirmed: frozenset[tuple[str, str]],
-        started: float | None,
+        started: float,
     ) -> None:
-        """Store a poll's answer; ``started``: when a poll that knows what is held began."""
+        """Store the answer of a poll that began at ``started``."""
         with self._lock:
             before = self._with_handed_out(self._held)
             self._held = held
             self._unconfirmed = unconfirmed
-            if started is not None:  # in one step with the answer: held() never sees neither
-                self._handed_out.seen_by_poll(started)
+            if held is not None:  # in one step: held() never sees neither poll nor grant
+                self._handed_out.seen_by_poll(started, held)
             changed = self._with_handed_out(held) != before
         if changed:
             self._changed.set()
