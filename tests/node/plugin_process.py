@@ -183,16 +183,23 @@ def allocate(stub: Any, *containers: list[str]) -> api_pb2.AllocateResponse:
     return response
 
 
+HELD_UNKNOWN = (
+    "gpuconf_node_pod_resources_up was 0 at the decision: the runtime could not say what is "
+    "held, so every move waited; this run proves nothing (machine too slow?)"
+)
+
+
+def held_known(process: NodeProcess) -> bool:
+    """Whether the runtime's List answered at its last poll: where it fails (times out on a
+    starved machine, say) what is held is unknown and every move waits, so a test that a held
+    device keeps a change waiting would pass for the wrong reason."""
+    return bool(process.metric("gpuconf_node_pod_resources_up") == 1)
+
+
 def assert_held_known(process: NodeProcess) -> None:
-    """Right after a decision a test set up: fail, saying why, if the runtime's List was
-    failing (timed out on a starved machine, say). What is held is unknown then and every
-    move waits, so a test that a held device keeps a change waiting would pass for the wrong
-    reason."""
-    if process.metric("gpuconf_node_pod_resources_up") != 1:
-        pytest.fail(
-            "gpuconf_node_pod_resources_up was 0 at the decision: the runtime could not say "
-            "what is held, so every move waited; this run proves nothing (machine too slow?)"
-        )
+    """Right after a decision a test set up: fail, saying why, if what is held was unknown."""
+    if not held_known(process):
+        pytest.fail(HELD_UNKNOWN)
 
 
 def wait_until(check: Any, timeout: float = 5.0, what: str = "") -> Any:
