@@ -567,10 +567,15 @@ def parse_text(text: str, file: str, document_hint: str = DOCUMENT_HINT) -> Loca
 
 
 def _too_big(file: str, size: int) -> LoadFailed:
+    """`size`: the file's, or what was read of a stream, one byte past the limit."""
+    shown = (
+        f"the file is {size / 2**20:.1f} MiB"
+        if size > MAX_FILE_BYTES + 1
+        else f"the file is more than {MAX_FILE_BYTES // 2**20} MiB"
+    )
     return _whole_file(
         file,
-        f"the file is {size / 2**20:.1f} MiB; gpuconf reads files up to "
-        f"{MAX_FILE_BYTES // 2**20} MiB",
+        f"{shown}; gpuconf reads files up to {MAX_FILE_BYTES // 2**20} MiB",
         "split it into several files, or describe nodes by pool size instead of one by one",
     )
 
@@ -588,8 +593,9 @@ def read_text(path: Path, name: str) -> str:
         with path.open("rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)
             if len(data) > MAX_FILE_BYTES:
-                handle.seek(0, 2)
-                raise _too_big(name, handle.tell())
+                # A pipe or device (/dev/stdin, <(…)) has no size to seek to: say only "more".
+                size = handle.seek(0, 2) if handle.seekable() else 0
+                raise _too_big(name, max(size, len(data)))
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise _whole_file(name, "the file is not UTF-8 text") from None

@@ -246,6 +246,15 @@ def test_a_file_over_the_size_cap_is_refused_unread(tmp_path: Path) -> None:
     )
 
 
+def test_a_stream_over_the_size_cap_is_refused_without_a_size_it_cannot_know() -> None:
+    # /dev/zero stands for a pipe (/dev/stdin, a shell's <(…)): nothing to seek to.
+    with pytest.raises(LoadFailed) as failed:
+        load_file(Path("/dev/zero"), "/dev/zero")
+    assert failed.value.diagnostic.message == (
+        "the file is more than 16 MiB; gpuconf reads files up to 16 MiB"
+    )
+
+
 def test_a_file_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "latin1.yaml"
     path.write_bytes(b"a: \xe9\n")
