@@ -28,7 +28,10 @@ Command = Callable[[argparse.Namespace], int]
 
 def _gpu_count(text: str) -> int:
     """--gpus N, held to what a node may have before a list of N GPUs is built."""
-    count = int(text)
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text}: not a whole number") from None
     if not 1 <= count <= MAX_GPUS_PER_NODE:
         raise argparse.ArgumentTypeError(f"{text}: a node has 1 to {MAX_GPUS_PER_NODE} GPUs")
     return count

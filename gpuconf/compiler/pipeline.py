@@ -62,10 +62,12 @@ def find_cluster_files(paths: Sequence[Path], relative_to: Path | None = None) -
             files.append(path)  # a regular file, or one a pipe or device stands for (/dev/stdin)
         else:
             raise UserError(f"{display_path(path, relative_to)}: no such file or directory")
-    # A file named twice (overlapping globs, a folder and a file in it) is one file, read once.
-    first: dict[str, Path] = {}
+    # A file named twice (overlapping globs, a folder and a file in it, a symbolic or hard
+    # link) is one file, read once.
+    first: dict[tuple[int, int], Path] = {}
     for file in files:
-        first.setdefault(os.path.realpath(file), file)
+        stat = file.stat()
+        first.setdefault((stat.st_dev, stat.st_ino), file)
     return list(first.values())
 
 

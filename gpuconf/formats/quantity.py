@@ -30,9 +30,12 @@ _QUANTITY = re.compile(
     r"(?:[eE](?P<exponent>[+-]?[0-9]+)|(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?)$"
 )
 
-QUANTITY_PATTERN = re.sub(r"\(\?P<\w+>", "(?:", _QUANTITY.pattern)
-"""The same grammar as a plain regular expression (JSON Schema's `pattern`): apimachinery's
-resource.ParseQuantity, whose refusal makes the API server refuse the object."""
+QUANTITY_PATTERN = re.sub(r"\(\?P<\w+>", "(?:", _QUANTITY.pattern).removesuffix("$") + r"(?!\n)$"
+"""The same grammar as a plain regular expression (JSON Schema's `pattern`, matched with a
+search: `(?!\\n)$` keeps Python's `$` from taking a final line break, which ParseQuantity
+refuses): apimachinery's resource.ParseQuantity (v0.34, pkg/api/resource/quantity.go), whose
+refusal makes the API server refuse the object, less the forms without digits it reads as zero
+('.', '+', 'm')."""
 
 
 class Quantity(NamedTuple):

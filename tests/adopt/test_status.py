@@ -4,6 +4,8 @@ in fake_api_server.py, over real HTTP) and compares it with the cluster file."""
 from __future__ import annotations
 
 import json
+import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -267,6 +269,38 @@ def test_status_of_a_server_that_cannot_be_reached_is_a_user_error(
     )
     assert "Connection refused" in result.err
     assert result.err.count("\n") == 1
+
+
+def test_status_reads_a_kubeconfig_given_through_a_pipe_as_kubectl_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--kubeconfig <(…): not a regular file, yet kubectl and the client read it."""
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    kubeconfig = tmp_path / "kubeconfig"
+    os.mkfifo(kubeconfig)
+    text = (
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: x}}]\n"
+        "contexts: [{name: a, context: {cluster: c, user: u}}]\ncurrent-context: a\n"
+    )
+    writer = threading.Thread(target=kubeconfig.write_text, args=(text,), daemon=True)
+    writer.start()
+    result = run_cli("status", LAB, "--kubeconfig", str(kubeconfig))
+    writer.join(5)
+    assert result.code == 1, result.err
+    assert result.err.startswith("gpuconf: https://127.0.0.1:1: cannot list nodes: "), result.err
+
+
+def test_status_with_a_folder_for_kubeconfig_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    result = run_cli("status", LAB, "--kubeconfig", str(tmp_path))
+    assert result.code == 1, result.err
+    assert result.err == (
+        f"gpuconf: cannot load the cluster's configuration: {tmp_path}: a folder, not a file\n"
+    )
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -234,6 +235,17 @@ def test_an_empty_device_is_read_as_an_empty_file() -> None:
 )
 def test_a_file_named_twice_is_read_once_not_a_clash_with_itself(paths: tuple[str, ...]) -> None:
     result = run_cli("validate", *paths, cwd=REPO)
+    assert result.code == 0, result.err
+    assert "also defined" not in result.err
+
+
+@pytest.mark.parametrize("link", [os.link, os.symlink], ids=["hard-link", "symbolic-link"])
+def test_a_file_and_a_link_to_it_in_one_folder_are_read_once(
+    tmp_path: Path, link: Callable[[Path, Path], None]
+) -> None:
+    shutil.copy(REPO / "clusters" / "lab.yaml", tmp_path / "a.yaml")
+    link(tmp_path / "a.yaml", tmp_path / "b.yaml")
+    result = run_cli("validate", str(tmp_path), cwd=REPO)
     assert result.code == 0, result.err
     assert "also defined" not in result.err
 

@@ -649,6 +649,19 @@ def test_a_site_block_s_resource_quantity_the_api_server_cannot_parse_is_refused
     )
 
 
+def test_a_site_block_s_quantity_ending_in_a_line_break_is_refused(tmp_path: Path) -> None:
+    """ParseQuantity("2Gi\\n") fails; a JSON Schema pattern matched by search with Python's `$`
+    would take the line break."""
+    site_block(
+        tmp_path, "node-daemonset.yaml.j2", "container_resources", 'limits:\n  cpu: "2Gi\\n"'
+    )
+    result = run_cli(
+        "render", "clusters/lab.yaml", "--templates", str(tmp_path), "--check", cwd=REPO
+    )
+    assert result.code == 1, result.err
+    assert "resources.limits.cpu: '2Gi\\n' is not a Kubernetes quantity" in result.err
+
+
 @pytest.mark.parametrize("quantity", ["500m", "1.5", "2Gi", "1e3", "+.5", "4"])
 def test_a_site_block_s_resource_quantity_kubernetes_reads_is_kept(
     tmp_path: Path, quantity: str

@@ -150,9 +150,10 @@ def connect(kubeconfig: Path | None, context: str | None) -> ClusterApi:
     from kubernetes.config.config_exception import ConfigException
 
     configuration = client.Configuration()
-    if kubeconfig is not None and not kubeconfig.is_file():
-        # kubectl too: an explicit --kubeconfig must exist (a $KUBECONFIG entry may be missing).
-        why = "not a file" if kubeconfig.exists() else "no such file"
+    if kubeconfig is not None and (kubeconfig.is_dir() or not kubeconfig.exists()):
+        # kubectl too: an explicit --kubeconfig must exist (a $KUBECONFIG entry may be missing);
+        # a pipe (--kubeconfig <(…)) is read as kubectl and the client read it.
+        why = "a folder, not a file" if kubeconfig.is_dir() else "no such file"
         raise UserError(f"cannot load the cluster's configuration: {kubeconfig}: {why}")
     try:
         if kubeconfig is None and context is None and _in_pod_without_kubeconfig():
