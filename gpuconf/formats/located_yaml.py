@@ -566,11 +566,11 @@ def parse_text(text: str, file: str, document_hint: str = DOCUMENT_HINT) -> Loca
     return _parse(text, file, document_hint)
 
 
-def _too_big(file: str, size: int) -> LoadFailed:
-    """`size`: the file's, or what was read of a stream, one byte past the limit."""
+def _too_big(file: str, size: int | None) -> LoadFailed:
+    """`size`: the file's; None where it is unknown (a stream read past the limit)."""
     shown = (
         f"the file is {size / 2**20:.1f} MiB"
-        if size > MAX_FILE_BYTES + 1
+        if size is not None
         else f"the file is more than {MAX_FILE_BYTES // 2**20} MiB"
     )
     return _whole_file(
@@ -593,9 +593,9 @@ def read_text(path: Path, name: str) -> str:
         with path.open("rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)
             if len(data) > MAX_FILE_BYTES:
-                # A pipe or device (/dev/stdin, <(…)) has no size to seek to: say only "more".
-                size = handle.seek(0, 2) if handle.seekable() else 0
-                raise _too_big(name, max(size, len(data)))
+                # A pipe or device (/dev/stdin, <(…)) has no end to seek to, or one at 0.
+                end = handle.seek(0, 2) if handle.seekable() else 0
+                raise _too_big(name, end if end > MAX_FILE_BYTES else None)
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise _whole_file(name, "the file is not UTF-8 text") from None
