@@ -16,7 +16,7 @@ from typing import Any
 
 import grpc
 import pytest
-from builders import gpu_uuid, node_config, nvlink_box, resource
+from builders import dump, gpu_uuid, node_config, nvlink_box, resource, run_cli
 from grpclib.const import Status
 from kubelet_stub import KubeletStub
 from plugin_process import NODE, NodeProcess, allocate, serving, wait_until
@@ -216,3 +216,16 @@ def test_a_list_and_watch_still_reading_its_request_when_the_plugin_stops_is_end
     assert stream.sent == []
     assert stream.trailers == (Status.UNAVAILABLE, "the gpuconf.dev/h100 plugin stopped serving")
     assert service.streams == 0
+
+
+@pytest.mark.parametrize("port", ["65536", "-1", "http"])
+@pytest.mark.parametrize("command", ["run", "setup"])
+def test_a_metrics_port_out_of_range_is_a_usage_error_not_an_internal_one(
+    tmp_path: Path, command: str, port: str
+) -> None:
+    config = tmp_path / "node-config.yaml"
+    config.write_text(dump(CONFIG))
+    more = ["--node-name", NODE, "--nvml", "fake:/nonexistent"] if command == "run" else []
+    result = run_cli("node", command, "--config", str(config), *more, f"--metrics-port={port}")
+    assert result.code == 2, result.err
+    assert "--metrics-port: a TCP port is 0 to 65535" in result.err
