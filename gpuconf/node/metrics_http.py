@@ -12,6 +12,7 @@ import socket
 import threading
 from collections.abc import Callable, Mapping
 
+from gpuconf.errors import UserError
 from gpuconf.node.prometheus_text import CONTENT_TYPE, Registry
 
 Status = Callable[[], Mapping[str, object]]
@@ -20,6 +21,10 @@ MAX_REQUEST_HEAD = 8192
 CLIENT_TIMEOUT_SECONDS = 5.0
 _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed"}
 _REASONS[503] = "Service Unavailable"
+
+
+class MetricsPortUnavailable(UserError):
+    """The metrics port cannot be listened on (another process has it, or it is not allowed)."""
 
 
 class MetricsServer:
@@ -33,7 +38,12 @@ class MetricsServer:
         self._registry = registry
         self._healthy = healthy
         self._status = status
-        self._listener = socket.create_server(("", port), reuse_port=False)
+        try:
+            self._listener = socket.create_server(("", port), reuse_port=False)
+        except OSError as error:
+            raise MetricsPortUnavailable(
+                f"cannot serve metrics on port {port}: {error.strerror or error}"
+            ) from None
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._serve, name="metrics", daemon=True)
 

@@ -12,7 +12,7 @@ from gpuconf.errors import ExitCode
 from gpuconf.node import log
 from gpuconf.node.config_watch import ConfigInvalid, read_config
 from gpuconf.node.metrics import Metrics
-from gpuconf.node.metrics_http import MetricsServer
+from gpuconf.node.metrics_http import MetricsPortUnavailable, MetricsServer
 from gpuconf.node.nvml.api import Nvml
 from gpuconf.node.supervisor import RunSettings, Supervisor
 
@@ -104,7 +104,7 @@ def _open_nvml(spec: str) -> Nvml:
 def _start_metrics(port: int, metrics: Metrics, supervisor: Supervisor) -> MetricsServer:
     try:
         server = MetricsServer(port, metrics.registry, supervisor.alive, supervisor.status)
-    except OSError as error:
-        raise _StartFailed(f"cannot serve metrics on port {port}: {error.strerror}") from None
+    except MetricsPortUnavailable as error:
+        raise _StartFailed(str(error)) from None
     server.start()
     return server

@@ -150,6 +150,19 @@ def test_setup_s_metrics_port_says_it_is_ready_and_what_it_changed(host: HostTre
     assert 'gpuconf_setup_engine_reloads_total{engine="docker",mode="none"} 1.0\n' in text
 
 
+def test_a_metrics_port_in_use_is_a_message_and_exit_1_with_nothing_written(
+    host: HostTree,
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = host.setup(setup_config("docker"), "--once", f"--metrics-port={port}")
+    assert result.code == 1, result.err
+    assert f"cannot serve metrics on port {port}: Address already in use" in result.err
+    assert not host.at(MARKER).exists()
+
+
 def test_revert_on_stop_puts_back_the_first_originals(host: HostTree) -> None:
     original = (RUNTIME_FACTS / "containerd-1.6-main-systemd.toml").read_bytes()
     host.write(MAIN, original)
