@@ -25,6 +25,11 @@ STATUS_TIMEOUT = 2.0
 
 def run(options: argparse.Namespace) -> int:
     config = read_config(Path(options.config)).config
+    host = (
+        Host(Path(options.root), chroot=options.host_commands == "chroot")
+        if options.root is not None
+        else None
+    )
     expected = config.inventory.for_node(options.node_name)
     try:
         nvml = open_nvml(options.nvml)
@@ -46,8 +51,7 @@ def run(options: argparse.Namespace) -> int:
     url = options.runtime_url or f"http://127.0.0.1:{config.metrics_port}"
     print(pending_text(url), end="")
     runtime_ok = True
-    if options.root is not None:
-        host = Host(Path(options.root), chroot=options.host_commands == "chroot")
+    if host is not None:
         runtime_ok, text = host_runtime_text(config, host)
         print(text)
     annotate_node(options.node_name, report)

@@ -33,6 +33,13 @@ class Host:
     proc: Path = Path("/proc")
     """The host's /proc (the pod shares the host's PID namespace)."""
 
+    def __post_init__(self) -> None:
+        if not self.root.is_dir():
+            raise HostPathError(
+                f"the host root {self.root} is not a folder (--root: where the host's / is "
+                "mounted); nothing read, nothing written"
+            )
+
     def path(self, host_path: str) -> Path:
         """Where this process reaches ``host_path``, every symlink on the way resolved in the root."""
         return self.root / resolve_in_root(self.root, host_path).relative_to("/")

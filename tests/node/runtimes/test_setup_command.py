@@ -15,7 +15,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from builders import NVIDIA_RUNTIME, RUNTIME_FACTS, HostTree, setup_config
+from builders import NVIDIA_RUNTIME, RUNTIME_FACTS, HostTree, run_cli, setup_config
 
 DAEMON = "/etc/docker/daemon.json"
 MARKER = "/run/gpuconf/setup-ready"
@@ -161,6 +161,32 @@ def test_a_metrics_port_in_use_is_a_message_and_exit_1_with_nothing_written(
     assert result.code == 1, result.err
     assert f"cannot serve metrics on port {port}: Address already in use" in result.err
     assert not host.at(MARKER).exists()
+
+
+@pytest.mark.parametrize("command", ["setup --dry-run", "setup --once", "check"])
+def test_a_root_that_is_not_a_folder_is_named_not_taken_for_a_host_without_the_toolkit(
+    tmp_path: Path, command: str
+) -> None:
+    config = HostTree(tmp_path).config_file(setup_config("docker"))
+    fake = tmp_path / "fake-nvml.yaml"
+    fake.write_text("gpus: []\n")
+    action, *flags = command.split()
+    if action == "setup":
+        flags += ["--host-commands", "direct", "--proc", str(tmp_path / "proc")]
+    else:
+        flags += [
+            "--node-name",
+            "n1",
+            "--nvml",
+            f"fake:{fake}",
+            "--runtime-url",
+            "http://127.0.0.1:9",
+        ]
+    missing = tmp_path / "no-such-host"
+    result = run_cli("node", action, "--config", str(config), "--root", str(missing), *flags)
+    assert result.code == 1, result.err
+    assert f"the host root {missing} is not a folder" in result.out + result.err
+    assert "install the NVIDIA container toolkit" not in result.out + result.err
 
 
 def test_revert_on_stop_puts_back_the_first_originals(host: HostTree) -> None:
