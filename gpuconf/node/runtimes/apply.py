@@ -9,7 +9,12 @@ from gpuconf.errors import UserError
 from gpuconf.node.atomic_files import remove, write_atomically
 from gpuconf.node.runtimes.changes import FileChange
 from gpuconf.node.runtimes.host import Host
-from gpuconf.node.runtimes.host_files import back_up_once, original_of, read_optional
+from gpuconf.node.runtimes.host_files import (
+    back_up_once,
+    forget_original,
+    original_of,
+    read_optional,
+)
 
 
 def write_changes(host: Host, changes: Iterable[FileChange]) -> list[str]:
@@ -32,7 +37,8 @@ def write_changes(host: Host, changes: Iterable[FileChange]) -> list[str]:
 
 
 def revert(host: Host, host_paths: Iterable[str]) -> list[str]:
-    """Put back the first originals of ``host_paths``; returns the paths that changed."""
+    """Put back the first originals of ``host_paths`` and forget them; returns the paths that
+    changed."""
     backup_dir = host.path(BACKUP_DIR)
     reverted = []
     for host_path in host_paths:
@@ -40,13 +46,13 @@ def revert(host: Host, host_paths: Iterable[str]) -> list[str]:
         if not known:
             continue
         path = host.path(host_path)
-        if read_optional(path) == original:
-            continue
-        if original is None:
-            remove(path)
-        else:
-            write_atomically(path, original)
-        reverted.append(host_path)
+        if read_optional(path) != original:
+            if original is None:
+                remove(path)
+            else:
+                write_atomically(path, original)
+            reverted.append(host_path)
+        forget_original(backup_dir, host_path)
     return reverted
 
 

@@ -204,6 +204,23 @@ def test_revert_on_stop_puts_back_the_first_originals(host: HostTree) -> None:
     assert host.read("/etc/nvidia-container-runtime/config.toml") == "disable-require = false\n"
 
 
+def test_a_host_edit_made_between_a_revert_and_the_next_setup_survives_the_next_revert(
+    host: HostTree,
+) -> None:
+    config = setup_config("docker", revertOnStop=True)
+    host.write(DAEMON, '{"log-level": "warn"}\n')
+    first = start_setup(host, config)
+    wait_for(host.at(MARKER))
+    assert "reverted" in stop(first)
+    edited = '{"log-level": "warn", "registry-mirrors": ["https://mirror.example"]}\n'
+    host.write(DAEMON, edited)  # the admin's change while gpuconf is not set up
+    second = start_setup(host, config)
+    wait_for(host.at(MARKER))
+    assert "registry-mirrors" in host.read(DAEMON)
+    assert "reverted" in stop(second)
+    assert host.read(DAEMON) == edited
+
+
 def test_setup_waits_for_the_containerised_driver_s_marker(host: HostTree) -> None:
     config = setup_config("docker", driverRoot="/run/nvidia/driver")
     timer = threading.Timer(0.3, lambda: host.write("/run/nvidia/validations/driver-ready", ""))
