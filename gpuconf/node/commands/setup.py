@@ -20,6 +20,7 @@ from types import FrameType
 from gpuconf.api.node_config import NodeConfig
 from gpuconf.api.node_facts import CONTAINERISED_DRIVER_ROOT
 from gpuconf.api.runtime_files import (
+    BACKUP_DIR,
     DRIVER_READY_MARKER,
     SETUP_MARKER_DIR,
     SETUP_READY_MARKER,
@@ -155,10 +156,15 @@ def _tear_down(config: NodeConfig, host: Host, host_plan: HostPlan, metrics: Set
     if not config.runtime.revert_on_stop:
         return
     with exclusive_lock(host.path(LOCK_FILE)):
-        reverted = apply.revert(host, [change.host_path for change in host_plan.files])
-        for host_path in reverted:
+        reverted = apply.revert(host, host_plan.files)
+        for host_path in reverted.put_back:
             _log.info("reverted", extra=log.kv(file=host_path))
-        if {change.host_path for change in host_plan.engine}.intersection(reverted):
+        for host_path in reverted.left:
+            _log.warning(
+                "not reverted: changed on the host since setup wrote it",
+                extra=log.kv(file=host_path, original=f"{BACKUP_DIR}{host_path}"),
+            )
+        if {change.host_path for change in host_plan.engine}.intersection(reverted.put_back):
             what = reload.chosen(config.runtime, host)
             _log.info(
                 "engine reload", extra=log.kv(done=reload.perform(config.runtime, host, what))

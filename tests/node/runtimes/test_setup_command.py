@@ -221,6 +221,22 @@ def test_a_host_edit_made_between_a_revert_and_the_next_setup_survives_the_next_
     assert host.read(DAEMON) == edited
 
 
+def test_a_file_changed_on_the_host_after_setup_wrote_it_is_not_reverted_over(
+    host: HostTree,
+) -> None:
+    host.write(DAEMON, '{"log-level": "warn"}\n')
+    process = start_setup(host, setup_config("docker", revertOnStop=True))
+    wait_for(host.at(MARKER))
+    edited = host.read(DAEMON).replace('"log-level"', '"debug": true,\n  "log-level"')
+    host.write(DAEMON, edited)  # the admin's change while setup runs
+    log = stop(process)
+    assert host.read(DAEMON) == edited
+    assert "changed on the host since setup wrote it" in log
+    assert host.at("/var/lib/gpuconf/backup/etc/docker/daemon.json").read_text() == (
+        '{"log-level": "warn"}\n'
+    )
+
+
 def test_setup_waits_for_the_containerised_driver_s_marker(host: HostTree) -> None:
     config = setup_config("docker", driverRoot="/run/nvidia/driver")
     timer = threading.Timer(0.3, lambda: host.write("/run/nvidia/validations/driver-ready", ""))
