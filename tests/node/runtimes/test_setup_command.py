@@ -86,6 +86,33 @@ def test_docker_is_reloaded_by_sighup_to_dockerd_only(host: HostTree) -> None:
             process.wait()
 
 
+@pytest.mark.parametrize("engine", ["docker", "containerd"])
+def test_only_the_host_s_own_daemon_is_signalled_not_one_inside_a_container(
+    host: HostTree, engine: str
+) -> None:
+    # With hostPID setup sees every process on the node, Docker-in-Docker and kind's containerd
+    # too; containerd does not handle SIGHUP, so signalling a nested one kills it.
+    name = {"docker": "dockerd", "containerd": "containerd"}[engine]
+    daemon = subprocess.Popen(["sleep", "60"])
+    nested = subprocess.Popen(["sleep", "60"])
+    try:
+        (host.proc / "1" / "ns").mkdir(parents=True)
+        (host.proc / "1" / "ns" / "pid").symlink_to("pid:[4026531836]")
+        for process, namespace in ((daemon, "pid:[4026531836]"), (nested, "pid:[4026532999]")):
+            (host.proc / str(process.pid) / "ns").mkdir(parents=True)
+            (host.proc / str(process.pid) / "comm").write_text(name + "\n")
+            (host.proc / str(process.pid) / "ns" / "pid").symlink_to(namespace)
+        result = host.setup(setup_config(engine, restart="signal"))
+        assert result.code == 0, result.err
+        assert daemon.wait(timeout=10) == -signal.SIGHUP
+        assert nested.poll() is None
+        assert f"sent SIGHUP to {name} (pid {daemon.pid})" in result.err
+    finally:
+        for process in (daemon, nested):
+            process.kill()
+            process.wait()
+
+
 def test_a_failed_restart_leaves_no_ready_marker(host: HostTree) -> None:
     host.program("systemctl", "echo 'Unit containerd.service not found.' >&2; exit 5")
     result = host.setup(setup_config("containerd", restart="systemd"))
