@@ -39,6 +39,10 @@ from gpuconf.node.runtimes.host_files import exclusive_lock
 from gpuconf.node.runtimes.host_plan import HostPlan, plan_host
 
 LOCK_FILE = f"{SETUP_MARKER_DIR}/setup.lock"
+# Written before the engine's files, removed once the engine was reloaded: a run that wrote
+# them but failed to reload (or was killed) leaves it, and the next run reloads though
+# nothing changes then. Under /run: a reboot restarts the engine anyway.
+RELOAD_OWED = f"{SETUP_MARKER_DIR}/reload-owed"
 
 _log = log.get("setup")
 
@@ -100,15 +104,18 @@ def _dry_run(config: NodeConfig, host: Host) -> int:
     host_plan = plan_host(config, host)
     changed = host_plan.changed
     sys.stdout.writelines(unified_diff(change) for change in changed)
+    reload_text = None
+    if host_plan.engine_changed or host.path(RELOAD_OWED).exists():
+        what = reload.chosen(config.runtime, host)
+        reload_text = f"reload {config.runtime.engine} by {what.mode} ({what.why})"
     if not changed:
-        print(f"{config.runtime.engine}: already configured; nothing to write, nothing to reload")
+        owed = f"an earlier run did not reload it: would {reload_text}"
+        print(
+            f"{config.runtime.engine}: already configured; nothing to write; "
+            + (owed if reload_text else "nothing to reload")
+        )
         return 0
-    what = reload.chosen(config.runtime, host)
-    action = (
-        f"then reload {config.runtime.engine} by {what.mode} ({what.why})"
-        if host_plan.engine_changed
-        else "no engine reload needed"
-    )
+    action = f"then {reload_text}" if reload_text else "no engine reload needed"
     paths = ", ".join(change.host_path for change in changed)
     print(f"dry run: nothing written; would change {paths}; {action}")
     return 0
@@ -118,12 +125,16 @@ def _set_up(config: NodeConfig, host: Host, metrics: SetupMetrics) -> HostPlan:
     engine = config.runtime.engine
     with exclusive_lock(host.path(LOCK_FILE)):
         host_plan = plan_host(config, host)
+        owed = host.path(RELOAD_OWED)
+        if host_plan.engine_changed:
+            write_atomically(owed, f"{engine}\n".encode())
         kept = apply.write_changes(host, host_plan.files)
         for host_path in kept:
             _log.info("kept the original", extra=log.kv(file=host_path))
         for change in host_plan.changed:
             _log.info("wrote", extra=log.kv(file=change.host_path))
-        outcome = _reload_if_needed(config, host, host_plan, metrics)
+        outcome = _reload_if_needed(config, host, host_plan, metrics, owed=owed.exists())
+        remove(owed)
         digest = config_hash(host_plan.files)
         write_atomically(host.path(SETUP_READY_MARKER), apply.marker_text(digest, engine, outcome))
     metrics.changed_files.set(len(host_plan.changed))
@@ -133,13 +144,20 @@ def _set_up(config: NodeConfig, host: Host, metrics: SetupMetrics) -> HostPlan:
 
 
 def _reload_if_needed(
-    config: NodeConfig, host: Host, host_plan: HostPlan, metrics: SetupMetrics
+    config: NodeConfig, host: Host, host_plan: HostPlan, metrics: SetupMetrics, *, owed: bool
 ) -> str:
-    if not host_plan.engine_changed:
+    """Reload the engine if its config changed now, or an earlier run changed it and did not
+    get to reload it (``owed``)."""
+    if not host_plan.engine_changed and not owed:
         _log.info(
             "engine config unchanged; nothing restarted", extra=log.kv(engine=config.runtime.engine)
         )
         return "unchanged"
+    if not host_plan.engine_changed:
+        _log.info(
+            "engine config written by an earlier run that did not reload it",
+            extra=log.kv(engine=config.runtime.engine),
+        )
     what = reload.chosen(config.runtime, host)
     done = reload.perform(config.runtime, host, what)
     metrics.reloads.labels(config.runtime.engine, what.mode).inc()

@@ -124,6 +124,30 @@ def test_a_failed_restart_leaves_no_ready_marker(host: HostTree) -> None:
     assert not host.at(MARKER).exists()
 
 
+def test_a_restart_that_failed_is_done_by_the_next_run_though_the_files_are_written(
+    host: HostTree,
+) -> None:
+    calls = host.folder / "systemctl-calls"
+    host.program(
+        "systemctl",
+        f'echo "$@" >> {calls}\n[ -e {host.folder}/unit-fixed ] || {{ echo "Job failed" >&2; exit 1; }}',
+    )
+    config = setup_config("containerd", restart="systemd")
+    assert host.setup(config).code == 1
+    assert host.at(DROPIN).exists()  # written before the restart failed
+    preview = host.setup(config, "--dry-run")
+    assert "an earlier run did not reload it: would reload containerd by systemd" in preview.out
+    (host.folder / "unit-fixed").touch()
+    retried = host.setup(config)
+    assert retried.code == 0, retried.err
+    assert calls.read_text().splitlines() == ["restart containerd", "restart containerd"]
+    assert marker(host)["reload"] == "systemd"
+    settled = host.setup(config)
+    assert settled.code == 0, settled.err
+    assert len(calls.read_text().splitlines()) == 2
+    assert marker(host)["reload"] == "unchanged"
+
+
 def start_setup(host: HostTree, config: dict[str, object]) -> subprocess.Popen[str]:
     argv = [sys.executable, "-m", "gpuconf", *host.setup_argv(config)]
     return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
