@@ -7,6 +7,7 @@ email and ssl (2.5 MiB of the runtime's resident memory) for the same three answ
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import socket
 import threading
@@ -39,7 +40,7 @@ class MetricsServer:
         self._healthy = healthy
         self._status = status
         try:
-            self._listener = socket.create_server(("", port), reuse_port=False)
+            self._listener = _listen(port)
         except OSError as error:
             raise MetricsPortUnavailable(
                 f"cannot serve metrics on port {port}: {error.strerror or error}"
@@ -101,6 +102,18 @@ class MetricsServer:
             body = b"not found: try /metrics, /healthz or /status\n"
             response = _response(404, "text/plain", body)
         return response.split(b"\r\n\r\n", 1)[0] + b"\r\n\r\n" if method == "HEAD" else response
+
+
+def _listen(port: int) -> socket.socket:
+    """Every address of the pod, IPv6 ones too: on an IPv6-only cluster the kubelet's probes and
+    Prometheus reach the pod at its IPv6 address. IPv4 alone where the kernel has no IPv6."""
+    if socket.has_dualstack_ipv6():
+        try:
+            return socket.create_server(("", port), family=socket.AF_INET6, dualstack_ipv6=True)
+        except OSError as error:
+            if error.errno not in (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL):
+                raise
+    return socket.create_server(("", port))
 
 
 def _read_head(client: socket.socket) -> bytes:
