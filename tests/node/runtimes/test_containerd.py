@@ -140,6 +140,21 @@ def test_imports_are_added_without_touching_any_other_byte(host: HostTree) -> No
     )
 
 
+@pytest.mark.parametrize("rest", ["\r\n[plugins]\r\n", ""], ids=["before-a-table", "at-the-end"])
+def test_imports_added_to_a_crlf_file_end_their_line_as_the_file_does(
+    host: HostTree, rest: str
+) -> None:
+    original = "# written on Windows\r\nversion = 2\r\n" + rest
+    host.write(MAIN, original.encode())
+    host.setup(setup_config("containerd"))
+    assert (
+        host.at(MAIN).read_bytes()
+        == original.replace(
+            "version = 2\r\n", 'version = 2\r\nimports = ["/etc/containerd/conf.d/*.toml"]\r\n'
+        ).encode()
+    )
+
+
 def test_other_imported_files_count_as_the_host_s_cri_table_in_load_order(host: HostTree) -> None:
     host.write(
         MAIN,
