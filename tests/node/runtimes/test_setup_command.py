@@ -288,6 +288,27 @@ def test_a_file_changed_on_the_host_after_setup_wrote_it_is_not_reverted_over(
     )
 
 
+def test_a_consumer_waiting_for_the_marker_says_what_it_waits_for_while_it_waits(
+    tmp_path: Path,
+) -> None:
+    # docs/operations.md: `kubectl logs <pod> -c wait-for-setup` is where an operator looks
+    # when a pod is stuck in Init.
+    marker_file = tmp_path / "setup-ready"
+    argv = [sys.executable, "-m", "gpuconf", "node", "wait", str(marker_file), "--interval", "0.05"]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    setup_done = threading.Timer(3, marker_file.touch)
+    setup_done.start()
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline() == f"waiting for: {marker_file}\n"
+        assert process.wait(timeout=30) == 0
+        assert process.stdout.read() == f"ready: {marker_file}\n"
+    finally:
+        setup_done.cancel()
+        process.kill()
+        process.communicate()
+
+
 def test_setup_waits_for_the_containerised_driver_s_marker(host: HostTree) -> None:
     config = setup_config("docker", driverRoot="/run/nvidia/driver")
     timer = threading.Timer(0.3, lambda: host.write("/run/nvidia/validations/driver-ready", ""))
