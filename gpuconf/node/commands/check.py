@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpuconf.api.node_config import ExpectedGpu, NodeConfig
+from gpuconf.api.runtime_files import RELOAD_OWED_MARKER
 from gpuconf.errors import ExitCode, UsageError, UserError
 from gpuconf.node.config_watch import read_config
 from gpuconf.node.drift import DriftReport, compare
@@ -71,6 +72,11 @@ def host_runtime_text(config: NodeConfig, host: Host) -> tuple[bool, str]:
         return False, (
             f"host runtime ({engine}): not configured: setup would change {files} "
             "(`gpuconf node setup --dry-run` shows how)"
+        )
+    if host.path(RELOAD_OWED_MARKER).exists():
+        return False, (
+            f"host runtime ({engine}): configured, not loaded: setup wrote its config but "
+            f"did not get to reload {engine} (the next setup run does; {RELOAD_OWED_MARKER})"
         )
     return True, f"host runtime ({engine}): configured as setup leaves it"
 

@@ -22,6 +22,7 @@ from gpuconf.api.node_facts import CONTAINERISED_DRIVER_ROOT
 from gpuconf.api.runtime_files import (
     BACKUP_DIR,
     DRIVER_READY_MARKER,
+    RELOAD_OWED_MARKER,
     SETUP_MARKER_DIR,
     SETUP_READY_MARKER,
 )
@@ -39,10 +40,6 @@ from gpuconf.node.runtimes.host_files import exclusive_lock
 from gpuconf.node.runtimes.host_plan import HostPlan, plan_host
 
 LOCK_FILE = f"{SETUP_MARKER_DIR}/setup.lock"
-# Written before the engine's files, removed once the engine was reloaded: a run that wrote
-# them but failed to reload (or was killed) leaves it, and the next run reloads though
-# nothing changes then. Under /run: a reboot restarts the engine anyway.
-RELOAD_OWED = f"{SETUP_MARKER_DIR}/reload-owed"
 
 _log = log.get("setup")
 
@@ -105,7 +102,7 @@ def _dry_run(config: NodeConfig, host: Host) -> int:
     changed = host_plan.changed
     sys.stdout.writelines(unified_diff(change) for change in changed)
     reload_text = None
-    if host_plan.engine_changed or host.path(RELOAD_OWED).exists():
+    if host_plan.engine_changed or host.path(RELOAD_OWED_MARKER).exists():
         what = reload.chosen(config.runtime, host)
         reload_text = f"reload {config.runtime.engine} by {what.mode} ({what.why})"
     if not changed:
@@ -125,7 +122,7 @@ def _set_up(config: NodeConfig, host: Host, metrics: SetupMetrics) -> HostPlan:
     engine = config.runtime.engine
     with exclusive_lock(host.path(LOCK_FILE)):
         host_plan = plan_host(config, host)
-        owed = host.path(RELOAD_OWED)
+        owed = host.path(RELOAD_OWED_MARKER)
         if host_plan.engine_changed:
             write_atomically(owed, f"{engine}\n".encode())
         kept = apply.write_changes(host, host_plan.files)

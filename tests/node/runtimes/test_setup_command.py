@@ -137,6 +137,15 @@ def test_a_restart_that_failed_is_done_by_the_next_run_though_the_files_are_writ
     assert host.at(DROPIN).exists()  # written before the restart failed
     preview = host.setup(config, "--dry-run")
     assert "an earlier run did not reload it: would reload containerd by systemd" in preview.out
+    fake = host.folder / "fake-nvml.yaml"
+    fake.write_text("gpus: []\n")
+    check = run_cli(
+        "node", "check", "--config", str(host.config_file(config)), "--node-name", "n1",
+        "--nvml", f"fake:{fake}", "--runtime-url", "http://127.0.0.1:9", "--root", str(host.root),
+        "--host-commands", "direct",
+    )  # fmt: skip
+    assert check.code == 1
+    assert "host runtime (containerd): configured, not loaded" in check.out
     (host.folder / "unit-fixed").touch()
     retried = host.setup(config)
     assert retried.code == 0, retried.err
