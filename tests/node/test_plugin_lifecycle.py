@@ -179,6 +179,23 @@ def test_a_bad_config_at_start_is_a_message_and_exit_1(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_a_folder_where_a_plugin_socket_goes_is_a_message_naming_it_and_exit_1(
+    tmp_path: Path,
+) -> None:
+    process = NodeProcess(tmp_path, CONFIG, nvlink_box())
+    socket_path = process.plugin_dir / "gpuconf-gpuconf.dev_h100.sock"
+    socket_path.mkdir()
+    try:
+        process.start()
+        assert process.process is not None
+        assert process.process.wait(timeout=30) == 1
+        assert f"{socket_path}: cannot serve the device plugin here" in process.log()
+        assert "internal error" not in process.log()
+    finally:
+        process.stop()
+        socket_path.rmdir()
+
+
 class _StreamReadingItsRequest:
     """A ListAndWatch call whose request has not arrived yet: the kubelet opens one right after
     Register returns (devicemanager/plugin/v1beta1 handler.go), so a stop can land there."""

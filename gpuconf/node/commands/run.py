@@ -8,7 +8,7 @@ from pathlib import Path
 from types import FrameType
 
 from gpuconf.api.node_facts import MAX_UNIX_SOCKET_PATH
-from gpuconf.errors import ExitCode
+from gpuconf.errors import ExitCode, UserError
 from gpuconf.node import log
 from gpuconf.node.config_watch import ConfigInvalid, read_config
 from gpuconf.node.metrics import Metrics
@@ -31,7 +31,7 @@ def run(options: argparse.Namespace) -> int:
         for problem in invalid.diagnostics:
             _log.error("cannot start", extra=log.kv(problem=problem.as_text()))
         return int(ExitCode.INVALID_INPUT)
-    except _StartFailed as failed:
+    except (_StartFailed, UserError) as failed:
         _log.error("cannot start", extra=log.kv(problem=str(failed)))
         return int(ExitCode.INVALID_INPUT)
     except KeyboardInterrupt:
