@@ -113,6 +113,35 @@ def test_only_the_host_s_own_daemon_is_signalled_not_one_inside_a_container(
             process.wait()
 
 
+@pytest.mark.parametrize(
+    ("program", "config", "command"),
+    [
+        ("containerd", setup_config("containerd"), "containerd --version"),
+        (
+            "systemctl",
+            setup_config("containerd", restart="systemd"),
+            "systemctl restart containerd",
+        ),
+        ("nvidia-ctk", setup_config("docker", "cdi"), "nvidia-ctk cdi generate"),
+    ],
+    ids=["version", "restart", "cdi"],
+)
+def test_a_host_command_that_hangs_is_a_message_naming_it_not_an_internal_error(
+    host: HostTree,
+    monkeypatch: pytest.MonkeyPatch,
+    program: str,
+    config: dict[str, object],
+    command: str,
+) -> None:
+    monkeypatch.setattr("gpuconf.node.runtimes.host.COMMAND_TIMEOUT_SECONDS", 0.5)
+    host.program(program, "exec sleep 30")
+    result = host.setup(config)
+    assert result.code == 1, result.err
+    assert f"`{command}" in result.err
+    assert "did not finish within 0.5 s" in result.err
+    assert not host.at(MARKER).exists()
+
+
 def test_a_failed_restart_leaves_no_ready_marker(host: HostTree) -> None:
     host.program("systemctl", "echo 'Unit containerd.service not found.' >&2; exit 5")
     result = host.setup(setup_config("containerd", restart="systemd"))
