@@ -179,6 +179,23 @@ def test_a_bad_config_at_start_is_a_message_and_exit_1(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("what", "said"), [("file", "is not a folder"), ("none", "does not exist")]
+)
+def test_a_plugin_dir_that_is_not_a_folder_is_named_for_what_it_is(
+    tmp_path: Path, what: str, said: str
+) -> None:
+    process = NodeProcess(tmp_path, CONFIG, nvlink_box())
+    plugin_dir = tmp_path / "device-plugins"
+    if what == "file":
+        plugin_dir.write_text("")
+    command = process.command()
+    command[command.index("--plugin-dir") + 1] = str(plugin_dir)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 1
+    assert f"{plugin_dir}: the kubelet device-plugin directory {said}" in result.stderr
+
+
 def test_a_folder_where_a_plugin_socket_goes_is_a_message_naming_it_and_exit_1(
     tmp_path: Path,
 ) -> None:

@@ -82,7 +82,8 @@ def _run(options: argparse.Namespace) -> int:
 
 def _check_plugin_dir(plugin_dir: Path, socket_names: list[str]) -> None:
     if not plugin_dir.is_dir():
-        raise _StartFailed(f"{plugin_dir}: the kubelet device-plugin directory does not exist")
+        said = "is not a folder" if plugin_dir.exists() else "does not exist"
+        raise _StartFailed(f"{plugin_dir}: the kubelet device-plugin directory {said}")
     for name in socket_names:
         path = plugin_dir.absolute() / name
         if len(str(path).encode()) > MAX_UNIX_SOCKET_PATH:
