@@ -32,6 +32,9 @@ CDI_SPEC = "/var/run/cdi/nvidia.json"
 # Ready markers under /run (tmpfs): gone after a reboot, when nothing is configured yet.
 SETUP_MARKER_DIR = "/run/gpuconf"
 SETUP_READY_MARKER = f"{SETUP_MARKER_DIR}/setup-ready"
+# Written before the engine's files, removed once the engine was reloaded: a setup run that
+# wrote them but failed to reload (or was killed) leaves it for the next run to reload.
+RELOAD_OWED_MARKER = f"{SETUP_MARKER_DIR}/reload-owed"
 DRIVER_VALIDATIONS_DIR = "/run/nvidia/validations"
 DRIVER_READY_MARKER = f"{DRIVER_VALIDATIONS_DIR}/driver-ready"
 # The kernel module publishes this as soon as a host driver is loaded.

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpuconf.api.node_config import NodeConfig
-from gpuconf.node import log
+from gpuconf.node import in_cluster, log
 from gpuconf.node.labels import MACHINE_TYPE_FILE, NodeFacts, machine_type, node_labels
 from gpuconf.node.nvml.api import GpuInfo, Nvml, NvmlError
 
@@ -60,7 +60,14 @@ class LabelWatch:
 
             if node_labels.publish_labels(self._node_name, wanted):
                 self._published, self._failed_at = wanted, None
-                _log.info("node labels published", extra=log.kv(labels=len(wanted)))
+                if in_cluster.in_a_pod():
+                    _log.info("node labels published", extra=log.kv(labels=len(wanted)))
+                else:
+                    _log.info(
+                        "node labels not published: not in a pod (`gpuconf node labels` prints "
+                        "them)",
+                        extra=log.kv(labels=len(wanted)),
+                    )
             else:
                 self._failed_at = now
         finally:

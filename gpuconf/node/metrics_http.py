@@ -7,11 +7,13 @@ email and ssl (2.5 MiB of the runtime's resident memory) for the same three answ
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import socket
 import threading
 from collections.abc import Callable, Mapping
 
+from gpuconf.errors import UserError
 from gpuconf.node.prometheus_text import CONTENT_TYPE, Registry
 
 Status = Callable[[], Mapping[str, object]]
@@ -20,6 +22,10 @@ MAX_REQUEST_HEAD = 8192
 CLIENT_TIMEOUT_SECONDS = 5.0
 _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed"}
 _REASONS[503] = "Service Unavailable"
+
+
+class MetricsPortUnavailable(UserError):
+    """The metrics port cannot be listened on (another process has it, or it is not allowed)."""
 
 
 class MetricsServer:
@@ -33,7 +39,12 @@ class MetricsServer:
         self._registry = registry
         self._healthy = healthy
         self._status = status
-        self._listener = socket.create_server(("", port), reuse_port=False)
+        try:
+            self._listener = _listen(port)
+        except OSError as error:
+            raise MetricsPortUnavailable(
+                f"cannot serve metrics on port {port}: {error.strerror or error}"
+            ) from None
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._serve, name="metrics", daemon=True)
 
@@ -91,6 +102,18 @@ class MetricsServer:
             body = b"not found: try /metrics, /healthz or /status\n"
             response = _response(404, "text/plain", body)
         return response.split(b"\r\n\r\n", 1)[0] + b"\r\n\r\n" if method == "HEAD" else response
+
+
+def _listen(port: int) -> socket.socket:
+    """Every address of the pod, IPv6 ones too: on an IPv6-only cluster the kubelet's probes and
+    Prometheus reach the pod at its IPv6 address. IPv4 alone where the kernel has no IPv6."""
+    if socket.has_dualstack_ipv6():
+        try:
+            return socket.create_server(("", port), family=socket.AF_INET6, dualstack_ipv6=True)
+        except OSError as error:
+            if error.errno not in (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL):
+                raise
+    return socket.create_server(("", port))
 
 
 def _read_head(client: socket.socket) -> bytes:

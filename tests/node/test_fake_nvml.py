@@ -90,10 +90,26 @@ def test_waiting_without_events_returns_empty_after_the_timeout(fake_file: Path)
     assert FakeNvml(fake_file).wait_for_events(0.1) == []
 
 
-def test_a_malformed_event_line_names_the_line(fake_file: Path) -> None:
+def test_a_malformed_event_line_names_its_line_in_the_file_and_costs_no_other_event(
+    fake_file: Path,
+) -> None:
+    events = fake_file.parent / "xid.jsonl"
+    events.write_text('{"uuid": "GPU-0", "xid": 31}\n{"uuid": "GPU-0", "xid": 43}\n')
     nvml = FakeNvml(fake_file)
-    append(fake_file.parent / "xid.jsonl", '{"uuid": "GPU-0", "xid": 79}\n{"xid": "79"}\n')
-    with pytest.raises(NvmlError, match=r"xid\.jsonl:2: an event is"):
+    append(events, '{"uuid": "GPU-0", "xid": 79}\n{"xid": "79"}\n{"uuid": "GPU-1", "xid": 48}\n')
+    assert nvml.wait_for_events(0.5) == [XidEvent("GPU-0", 79)]
+    with pytest.raises(NvmlError, match=r"xid\.jsonl:4: an event is"):
+        nvml.wait_for_events(0.5)
+    assert nvml.wait_for_events(0.5) == [XidEvent("GPU-1", 48)]
+
+
+def test_line_numbers_start_again_when_the_event_file_is_truncated(fake_file: Path) -> None:
+    events = fake_file.parent / "xid.jsonl"
+    nvml = FakeNvml(fake_file)
+    append(events, '{"uuid": "GPU-0", "xid": 79}\n{"uuid": "GPU-0", "xid": 48}\n')
+    assert len(nvml.wait_for_events(0.5)) == 2
+    events.write_text("not json\n")
+    with pytest.raises(NvmlError, match=r"xid\.jsonl:1: not a JSON event line"):
         nvml.wait_for_events(0.5)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from builders import gpu_uuid, node_config, read_node_config, resource
 
-from gpuconf.node import label_watch, node_labels
+from gpuconf.node import in_cluster, label_watch, node_labels
 from gpuconf.node.label_watch import LabelWatch
 from gpuconf.node.nvml.api import GpuInfo
 
@@ -78,3 +78,18 @@ def test_labels_are_published_on_change_only_and_retried_after_a_failure(
     watch.tick(time.monotonic() + 2 * label_watch.RETRY_SECONDS + 2)
     _settle(watch)
     assert len(published) == 3, "published: nothing more to do"
+
+
+def test_away_from_a_cluster_the_log_does_not_claim_the_labels_were_published(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # `gpuconf node run --nvml fake:FILE` on a laptop: there is no Node to label.
+    monkeypatch.delenv(in_cluster.HOST_ENV, raising=False)
+    config = read_node_config(node_config([resource("t4", [0, 1])], gpus=2))
+    watch = LabelWatch("node-a", Driver(), tmp_path / "product_name")
+    with caplog.at_level("INFO"):
+        watch.update(config, _gpus(2))
+        _settle(watch)
+    messages = [record.getMessage() for record in caplog.records]
+    assert "node labels published" not in messages
+    assert "node labels not published: not in a pod (`gpuconf node labels` prints them)" in messages

@@ -16,7 +16,7 @@ from typing import Any
 
 import grpc
 import pytest
-from builders import gpu_uuid, node_config, nvlink_box, resource
+from builders import dump, gpu_uuid, node_config, nvlink_box, resource, run_cli
 from grpclib.const import Status
 from kubelet_stub import KubeletStub
 from plugin_process import NODE, NodeProcess, allocate, serving, wait_until
@@ -179,6 +179,40 @@ def test_a_bad_config_at_start_is_a_message_and_exit_1(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("what", "said"), [("file", "is not a folder"), ("none", "does not exist")]
+)
+def test_a_plugin_dir_that_is_not_a_folder_is_named_for_what_it_is(
+    tmp_path: Path, what: str, said: str
+) -> None:
+    process = NodeProcess(tmp_path, CONFIG, nvlink_box())
+    plugin_dir = tmp_path / "device-plugins"
+    if what == "file":
+        plugin_dir.write_text("")
+    command = process.command()
+    command[command.index("--plugin-dir") + 1] = str(plugin_dir)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 1
+    assert f"{plugin_dir}: the kubelet device-plugin directory {said}" in result.stderr
+
+
+def test_a_folder_where_a_plugin_socket_goes_is_a_message_naming_it_and_exit_1(
+    tmp_path: Path,
+) -> None:
+    process = NodeProcess(tmp_path, CONFIG, nvlink_box())
+    socket_path = process.plugin_dir / "gpuconf-gpuconf.dev_h100.sock"
+    socket_path.mkdir()
+    try:
+        process.start()
+        assert process.process is not None
+        assert process.process.wait(timeout=30) == 1
+        assert f"{socket_path}: cannot serve the device plugin here" in process.log()
+        assert "internal error" not in process.log()
+    finally:
+        process.stop()
+        socket_path.rmdir()
+
+
 class _StreamReadingItsRequest:
     """A ListAndWatch call whose request has not arrived yet: the kubelet opens one right after
     Register returns (devicemanager/plugin/v1beta1 handler.go), so a stop can land there."""
@@ -216,3 +250,16 @@ def test_a_list_and_watch_still_reading_its_request_when_the_plugin_stops_is_end
     assert stream.sent == []
     assert stream.trailers == (Status.UNAVAILABLE, "the gpuconf.dev/h100 plugin stopped serving")
     assert service.streams == 0
+
+
+@pytest.mark.parametrize("port", ["65536", "-1", "http"])
+@pytest.mark.parametrize("command", ["run", "setup"])
+def test_a_metrics_port_out_of_range_is_a_usage_error_not_an_internal_one(
+    tmp_path: Path, command: str, port: str
+) -> None:
+    config = tmp_path / "node-config.yaml"
+    config.write_text(dump(CONFIG))
+    more = ["--node-name", NODE, "--nvml", "fake:/nonexistent"] if command == "run" else []
+    result = run_cli("node", command, "--config", str(config), *more, f"--metrics-port={port}")
+    assert result.code == 2, result.err
+    assert "--metrics-port: a TCP port is 0 to 65535" in result.err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import socket
 import subprocess
 import urllib.error
 import urllib.request
@@ -75,6 +76,20 @@ def test_the_metrics_port_answers_metrics_health_and_status_over_http() -> None:
             urllib.request.urlopen(f"{base}/healthz", timeout=5)
         unhealthy.value.close()
         assert unhealthy.value.code == 503
+    finally:
+        server.stop()
+
+
+@pytest.mark.skipif(not socket.has_dualstack_ipv6(), reason="no IPv6 on this machine")
+def test_the_metrics_port_answers_on_ipv6_as_on_ipv4() -> None:
+    # On an IPv6-only cluster the kubelet probes /healthz, and Prometheus scrapes, at the pod's
+    # IPv6 address: a listener on 0.0.0.0 alone refuses both.
+    server = MetricsServer(0, Registry(), lambda: True)
+    server.start()
+    try:
+        for host in ("127.0.0.1", "[::1]"):
+            with urllib.request.urlopen(f"http://{host}:{server.port}/healthz", timeout=5) as reply:
+                assert reply.status == 200
     finally:
         server.stop()
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpuconf.api.node_config import ExpectedGpu, NodeConfig
+from gpuconf.api.runtime_files import RELOAD_OWED_MARKER
 from gpuconf.errors import ExitCode, UsageError, UserError
 from gpuconf.node.config_watch import read_config
 from gpuconf.node.drift import DriftReport, compare
@@ -25,6 +26,11 @@ STATUS_TIMEOUT = 2.0
 
 def run(options: argparse.Namespace) -> int:
     config = read_config(Path(options.config)).config
+    host = (
+        Host(Path(options.root), chroot=options.host_commands == "chroot")
+        if options.root is not None
+        else None
+    )
     expected = config.inventory.for_node(options.node_name)
     try:
         nvml = open_nvml(options.nvml)
@@ -46,8 +52,7 @@ def run(options: argparse.Namespace) -> int:
     url = options.runtime_url or f"http://127.0.0.1:{config.metrics_port}"
     print(pending_text(url), end="")
     runtime_ok = True
-    if options.root is not None:
-        host = Host(Path(options.root), chroot=options.host_commands == "chroot")
+    if host is not None:
         runtime_ok, text = host_runtime_text(config, host)
         print(text)
     annotate_node(options.node_name, report)
@@ -67,6 +72,11 @@ def host_runtime_text(config: NodeConfig, host: Host) -> tuple[bool, str]:
         return False, (
             f"host runtime ({engine}): not configured: setup would change {files} "
             "(`gpuconf node setup --dry-run` shows how)"
+        )
+    if host.path(RELOAD_OWED_MARKER).exists():
+        return False, (
+            f"host runtime ({engine}): configured, not loaded: setup wrote its config but "
+            f"did not get to reload {engine} (the next setup run does; {RELOAD_OWED_MARKER})"
         )
     return True, f"host runtime ({engine}): configured as setup leaves it"
 

@@ -53,6 +53,11 @@ def run(options: argparse.Namespace) -> int:
     ready = DeclaredDriverReady(
         Path(options.driver_ready), Path(options.setup_ready), options.version
     )
+    if not ready():
+        log.info(
+            "waiting for %s to name driver %s, and for %s",
+            ready.driver_ready, ready.version, ready.setup_ready,
+        )  # fmt: skip
     if not wait_until(ready, options.interval):
         return 1
     version = options.version

@@ -16,6 +16,17 @@ DEFAULT_POD_RESOURCES_SOCKET = "/var/lib/kubelet/pod-resources/kubelet.sock"
 DEFAULT_STATE_DIR = "/run/gpuconf"
 
 
+def _tcp_port(text: str) -> int:
+    """A --metrics-port value: argparse reports anything else as a usage error."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a TCP port is 0 to 65535 (0: off), not {text!r}")
+    return port
+
+
 def build_parser(prog: str = "gpuconf node") -> ArgumentParser:
     parser = ArgumentParser(prog=prog, description="The gpuconf node runtime.")
     commands = parser.add_subparsers(
@@ -41,7 +52,7 @@ def build_parser(prog: str = "gpuconf node") -> ArgumentParser:
     )
     run.add_argument(
         "--metrics-port",
-        type=int,
+        type=_tcp_port,
         default=None,
         help="Prometheus metrics and /healthz port (0: off)",
     )
@@ -68,7 +79,9 @@ def build_parser(prog: str = "gpuconf node") -> ArgumentParser:
         "--driver-timeout", type=float, default=0, help="seconds to wait for the driver (0: ever)"
     )
     setup.add_argument("--wait-interval", type=float, default=5.0, help=argparse.SUPPRESS)
-    setup.add_argument("--metrics-port", type=int, default=0, help="Prometheus metrics (0: off)")
+    setup.add_argument(
+        "--metrics-port", type=_tcp_port, default=0, help="Prometheus metrics (0: off)"
+    )
 
     wait = commands.add_parser("wait", help="wait until every FILE exists (init containers)")
     wait.add_argument("files", nargs="+", metavar="FILE")

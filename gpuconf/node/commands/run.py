@@ -8,11 +8,11 @@ from pathlib import Path
 from types import FrameType
 
 from gpuconf.api.node_facts import MAX_UNIX_SOCKET_PATH
-from gpuconf.errors import ExitCode
+from gpuconf.errors import ExitCode, UserError
 from gpuconf.node import log
 from gpuconf.node.config_watch import ConfigInvalid, read_config
 from gpuconf.node.metrics import Metrics
-from gpuconf.node.metrics_http import MetricsServer
+from gpuconf.node.metrics_http import MetricsPortUnavailable, MetricsServer
 from gpuconf.node.nvml.api import Nvml
 from gpuconf.node.supervisor import RunSettings, Supervisor
 
@@ -31,7 +31,7 @@ def run(options: argparse.Namespace) -> int:
         for problem in invalid.diagnostics:
             _log.error("cannot start", extra=log.kv(problem=problem.as_text()))
         return int(ExitCode.INVALID_INPUT)
-    except _StartFailed as failed:
+    except (_StartFailed, UserError) as failed:
         _log.error("cannot start", extra=log.kv(problem=str(failed)))
         return int(ExitCode.INVALID_INPUT)
     except KeyboardInterrupt:
@@ -82,7 +82,8 @@ def _run(options: argparse.Namespace) -> int:
 
 def _check_plugin_dir(plugin_dir: Path, socket_names: list[str]) -> None:
     if not plugin_dir.is_dir():
-        raise _StartFailed(f"{plugin_dir}: the kubelet device-plugin directory does not exist")
+        said = "is not a folder" if plugin_dir.exists() else "does not exist"
+        raise _StartFailed(f"{plugin_dir}: the kubelet device-plugin directory {said}")
     for name in socket_names:
         path = plugin_dir.absolute() / name
         if len(str(path).encode()) > MAX_UNIX_SOCKET_PATH:
@@ -104,7 +105,7 @@ def _open_nvml(spec: str) -> Nvml:
 def _start_metrics(port: int, metrics: Metrics, supervisor: Supervisor) -> MetricsServer:
     try:
         server = MetricsServer(port, metrics.registry, supervisor.alive, supervisor.status)
-    except OSError as error:
-        raise _StartFailed(f"cannot serve metrics on port {port}: {error.strerror}") from None
+    except MetricsPortUnavailable as error:
+        raise _StartFailed(str(error)) from None
     server.start()
     return server

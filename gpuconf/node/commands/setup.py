@@ -20,7 +20,9 @@ from types import FrameType
 from gpuconf.api.node_config import NodeConfig
 from gpuconf.api.node_facts import CONTAINERISED_DRIVER_ROOT
 from gpuconf.api.runtime_files import (
+    BACKUP_DIR,
     DRIVER_READY_MARKER,
+    RELOAD_OWED_MARKER,
     SETUP_MARKER_DIR,
     SETUP_READY_MARKER,
 )
@@ -99,15 +101,18 @@ def _dry_run(config: NodeConfig, host: Host) -> int:
     host_plan = plan_host(config, host)
     changed = host_plan.changed
     sys.stdout.writelines(unified_diff(change) for change in changed)
+    reload_text = None
+    if host_plan.engine_changed or host.path(RELOAD_OWED_MARKER).exists():
+        what = reload.chosen(config.runtime, host)
+        reload_text = f"reload {config.runtime.engine} by {what.mode} ({what.why})"
     if not changed:
-        print(f"{config.runtime.engine}: already configured; nothing to write, nothing to reload")
+        owed = f"an earlier run did not reload it: would {reload_text}"
+        print(
+            f"{config.runtime.engine}: already configured; nothing to write; "
+            + (owed if reload_text else "nothing to reload")
+        )
         return 0
-    what = reload.chosen(config.runtime, host)
-    action = (
-        f"then reload {config.runtime.engine} by {what.mode} ({what.why})"
-        if host_plan.engine_changed
-        else "no engine reload needed"
-    )
+    action = f"then {reload_text}" if reload_text else "no engine reload needed"
     paths = ", ".join(change.host_path for change in changed)
     print(f"dry run: nothing written; would change {paths}; {action}")
     return 0
@@ -117,12 +122,16 @@ def _set_up(config: NodeConfig, host: Host, metrics: SetupMetrics) -> HostPlan:
     engine = config.runtime.engine
     with exclusive_lock(host.path(LOCK_FILE)):
         host_plan = plan_host(config, host)
+        owed = host.path(RELOAD_OWED_MARKER)
+        if host_plan.engine_changed:
+            write_atomically(owed, f"{engine}\n".encode())
         kept = apply.write_changes(host, host_plan.files)
         for host_path in kept:
             _log.info("kept the original", extra=log.kv(file=host_path))
         for change in host_plan.changed:
             _log.info("wrote", extra=log.kv(file=change.host_path))
-        outcome = _reload_if_needed(config, host, host_plan, metrics)
+        outcome = _reload_if_needed(config, host, host_plan, metrics, owed=owed.exists())
+        remove(owed)
         digest = config_hash(host_plan.files)
         write_atomically(host.path(SETUP_READY_MARKER), apply.marker_text(digest, engine, outcome))
     metrics.changed_files.set(len(host_plan.changed))
@@ -132,13 +141,20 @@ def _set_up(config: NodeConfig, host: Host, metrics: SetupMetrics) -> HostPlan:
 
 
 def _reload_if_needed(
-    config: NodeConfig, host: Host, host_plan: HostPlan, metrics: SetupMetrics
+    config: NodeConfig, host: Host, host_plan: HostPlan, metrics: SetupMetrics, *, owed: bool
 ) -> str:
-    if not host_plan.engine_changed:
+    """Reload the engine if its config changed now, or an earlier run changed it and did not
+    get to reload it (``owed``)."""
+    if not host_plan.engine_changed and not owed:
         _log.info(
             "engine config unchanged; nothing restarted", extra=log.kv(engine=config.runtime.engine)
         )
         return "unchanged"
+    if not host_plan.engine_changed:
+        _log.info(
+            "engine config written by an earlier run that did not reload it",
+            extra=log.kv(engine=config.runtime.engine),
+        )
     what = reload.chosen(config.runtime, host)
     done = reload.perform(config.runtime, host, what)
     metrics.reloads.labels(config.runtime.engine, what.mode).inc()
@@ -155,10 +171,15 @@ def _tear_down(config: NodeConfig, host: Host, host_plan: HostPlan, metrics: Set
     if not config.runtime.revert_on_stop:
         return
     with exclusive_lock(host.path(LOCK_FILE)):
-        reverted = apply.revert(host, [change.host_path for change in host_plan.files])
-        for host_path in reverted:
+        reverted = apply.revert(host, host_plan.files)
+        for host_path in reverted.put_back:
             _log.info("reverted", extra=log.kv(file=host_path))
-        if {change.host_path for change in host_plan.engine}.intersection(reverted):
+        for host_path in reverted.left:
+            _log.warning(
+                "not reverted: changed on the host since setup wrote it",
+                extra=log.kv(file=host_path, original=f"{BACKUP_DIR}{host_path}"),
+            )
+        if {change.host_path for change in host_plan.engine}.intersection(reverted.put_back):
             what = reload.chosen(config.runtime, host)
             _log.info(
                 "engine reload", extra=log.kv(done=reload.perform(config.runtime, host, what))

@@ -11,6 +11,9 @@ from gpuconf.node.wait_until import wait_until
 
 def run(options: argparse.Namespace) -> int:
     files = [Path(path) for path in options.files]
+    absent = [str(p) for p in files if not p.exists()]
+    if absent:  # what `kubectl logs` shows while a pod sits in Init
+        print("waiting for: " + ", ".join(absent), flush=True)
     try:
         if not wait_until(
             lambda: all(p.exists() for p in files), options.interval, options.timeout

@@ -13,6 +13,7 @@ from grpclib.const import Cardinality, Handler, Status
 from grpclib.exceptions import GRPCError
 from grpclib.server import Server, Stream
 
+from gpuconf.errors import UserError
 from gpuconf.node import log
 from gpuconf.node.kubelet.allocation import (
     AllocationRefused,
@@ -205,6 +206,10 @@ class DevicePluginService:
         await stream.send_message(api_pb2.PreStartContainerResponse())
 
 
+class PluginSocketUnavailable(UserError):
+    """Something in the plugin directory stands where the socket goes (a folder, say)."""
+
+
 class PluginServer:
     """Serve a resource's views on ``plugin_dir/socket_name``; restartable after stop()."""
 
@@ -223,10 +228,17 @@ class PluginServer:
         self._lock = threading.Lock()
 
     def start(self) -> None:
+        """Raises PluginSocketUnavailable when the socket cannot be made there."""
         self.stop()
-        self.socket_path.unlink(missing_ok=True)
         service = DevicePluginService(self._views, self._metrics, self._handed_out)
-        server = io_loop().run(_started(service, self.socket_path), START_TIMEOUT_SECONDS)
+        try:
+            self.socket_path.unlink(missing_ok=True)
+            server = io_loop().run(_started(service, self.socket_path), START_TIMEOUT_SECONDS)
+        except OSError as error:
+            raise PluginSocketUnavailable(
+                f"{self.socket_path}: cannot serve the device plugin here: "
+                f"{error.strerror or error}"
+            ) from None
         with self._lock:
             self._server = (server, service)
 

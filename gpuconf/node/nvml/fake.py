@@ -189,15 +189,17 @@ class _EventTail:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.offset = _size_or_zero(path)
+        # Bytes and complete lines read so far: a line is named by its number in the file.
+        self.offset, self.line_number = _size_and_lines(path)
         self.pending = b""
-        self.line_number = 0
 
     def read_new(self) -> list[XidEvent]:
+        """The events of the lines appended since the last read. A malformed line raises, once
+        the events before it are returned; the lines after it are read next time."""
         try:
             with self.path.open("rb") as stream:
                 if os.fstat(stream.fileno()).st_size < self.offset:
-                    self.offset, self.pending = 0, b""  # truncated: start over
+                    self.offset, self.line_number, self.pending = 0, 0, b""  # truncated
                 stream.seek(self.offset)
                 chunk = stream.read()
         except FileNotFoundError:
@@ -206,15 +208,27 @@ class _EventTail:
             raise NvmlError(f"{self.path}: cannot read fake XID events: {error}") from None
         self.offset += len(chunk)
         *lines, self.pending = (self.pending + chunk).split(b"\n")
-        events = []
-        for line in lines:
+        events: list[XidEvent] = []
+        for index, line in enumerate(lines):
+            try:
+                event = self._event(line) if line.strip() else None
+            except NvmlError:
+                if events:
+                    self._read_again(lines[index:])
+                    return events
+                self._read_again(lines[index + 1 :])
+                self.line_number += 1
+                raise
             self.line_number += 1
-            if line.strip():
-                events.append(self._event(line))
+            if event is not None:
+                events.append(event)
         return events
 
+    def _read_again(self, lines: list[bytes]) -> None:
+        self.pending = b"".join(line + b"\n" for line in lines) + self.pending
+
     def _event(self, line: bytes) -> XidEvent:
-        where = f"{self.path}:{self.line_number}"
+        where = f"{self.path}:{self.line_number + 1}"
         try:
             data: Any = json.loads(line)
         except ValueError as error:
@@ -236,11 +250,17 @@ def _optional_int(value: object) -> bool:
     return value is None or type(value) is int
 
 
-def _size_or_zero(path: Path) -> int:
+def _size_and_lines(path: Path) -> tuple[int, int]:
+    """The file's size and how many complete lines it holds; (0, 0) when it cannot be read."""
+    size = lines = 0
     try:
-        return path.stat().st_size
+        with path.open("rb") as stream:
+            while chunk := stream.read(1 << 16):
+                size += len(chunk)
+                lines += chunk.count(b"\n")
     except OSError:
-        return 0
+        return 0, 0
+    return size, lines
 
 
 class FakeNvml:

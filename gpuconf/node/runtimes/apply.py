@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from gpuconf.api.runtime_files import BACKUP_DIR
 from gpuconf.errors import UserError
 from gpuconf.node.atomic_files import remove, write_atomically
 from gpuconf.node.runtimes.changes import FileChange
 from gpuconf.node.runtimes.host import Host
-from gpuconf.node.runtimes.host_files import back_up_once, original_of, read_optional
+from gpuconf.node.runtimes.host_files import (
+    back_up_once,
+    forget_original,
+    original_of,
+    read_optional,
+)
 
 
 def write_changes(host: Host, changes: Iterable[FileChange]) -> list[str]:
@@ -31,23 +37,37 @@ def write_changes(host: Host, changes: Iterable[FileChange]) -> list[str]:
     return kept
 
 
-def revert(host: Host, host_paths: Iterable[str]) -> list[str]:
-    """Put back the first originals of ``host_paths``; returns the paths that changed."""
+@dataclass(frozen=True)
+class Reverted:
+    put_back: list[str]
+    """Host paths whose first original is back."""
+    left: list[str]
+    """Host paths changed on the host since setup wrote them: left as they are, originals kept."""
+
+
+def revert(host: Host, changes: Iterable[FileChange]) -> Reverted:
+    """Put back the first originals of the files setup wrote, and forget them. A file that is
+    no longer what setup wrote was changed by someone else since: writing the original over it
+    would lose that change, so it stays."""
     backup_dir = host.path(BACKUP_DIR)
-    reverted = []
-    for host_path in host_paths:
-        known, original = original_of(backup_dir, host_path)
+    put_back, left = [], []
+    for change in changes:
+        known, original = original_of(backup_dir, change.host_path)
         if not known:
             continue
-        path = host.path(host_path)
-        if read_optional(path) == original:
+        path = host.path(change.host_path)
+        now = read_optional(path)
+        if now not in (change.new, original):
+            left.append(change.host_path)
             continue
-        if original is None:
-            remove(path)
-        else:
-            write_atomically(path, original)
-        reverted.append(host_path)
-    return reverted
+        if now != original:
+            if original is None:
+                remove(path)
+            else:
+                write_atomically(path, original)
+            put_back.append(change.host_path)
+        forget_original(backup_dir, change.host_path)
+    return Reverted(put_back, left)
 
 
 def marker_text(config_hash: str, engine: str, reload: str) -> bytes:

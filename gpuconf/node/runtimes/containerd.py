@@ -43,7 +43,7 @@ from gpuconf.node.runtimes.containerd_imports import (
     new_main_config,
 )
 from gpuconf.node.runtimes.host import Host, HostPathError
-from gpuconf.node.runtimes.toml_files import parse_toml
+from gpuconf.node.runtimes.toml_files import parse_toml, string_at, table_at
 from gpuconf.node.runtimes.versions import Version, engine_version, shown
 
 log = logging.getLogger(__name__)
@@ -71,6 +71,9 @@ def plan(settings: RuntimeSettings, host: Host) -> list[FileChange]:
     version = config_version(settings, main, main_old is not None, binary)
     order = load_order(host, main, globs_from_importer(binary), len(main_old or b""))
     plugin = cri_runtime_plugin(version)
+    for path, table in order:
+        if table is not None:
+            _check_cri_shape(path, table, plugin)
     # 2.x merges a version-2 file as it merges a version-3 one; an unknown binary may be 1.x.
     replaced = version == 2 and (binary is None or binary < (2, 0, 0))
     tables = [table for _, table in order if table is not None]
@@ -86,6 +89,17 @@ def plan(settings: RuntimeSettings, host: Host) -> list[FileChange]:
         FileChange(CONTAINERD_DROPIN, dropin_path, dropin_old, dropin_new),
         FileChange(CONTAINERD_CONFIG, main_path, main_old, _main_with_import(main_old, version)),
     ]
+
+
+def _check_cri_shape(host_path: str, document: dict[str, Any], plugin: str) -> None:
+    """Every table setup reads from the CRI plugin is one (containerd refuses the file otherwise:
+    "Can't convert 1(int64) to map[string]toml.Tree(map)")."""
+    containerd = ("plugins", plugin, "containerd")
+    string_at(
+        host_path, table_at(host_path, document, containerd), (*containerd, "default_runtime_name")
+    )
+    for name in table_at(host_path, document, (*containerd, "runtimes")):
+        table_at(host_path, document, (*containerd, "runtimes", name, "options"))
 
 
 def config_version(

@@ -52,10 +52,11 @@ def ensure_imported(text: str, glob: str) -> str:
 
 
 def _insert_imports_key(text: str, glob: str) -> str:
-    line = f"imports = [{_quoted(glob)}]\n"
+    newline = "\r\n" if text.partition("\n")[0].endswith("\r") else "\n"  # the file's own
+    line = f"imports = [{_quoted(glob)}]{newline}"
     table = _first_table_line_start(text)
     if table is None:
-        separator = "" if not text or text.endswith("\n") else "\n"
+        separator = "" if not text or text.endswith("\n") else newline
         return text + separator + line
     # After the last top-level line, not after the blank lines that set the first table apart.
     while table > 0 and not text[text.rfind("\n", 0, table - 1) + 1 : table].strip():

@@ -20,7 +20,7 @@ from gpuconf.api.runtime_files import CRIO_CONFIG, CRIO_DROPIN, CRIO_DROPIN_DIR,
 from gpuconf.formats import toml_writer
 from gpuconf.node.runtimes.changes import FileChange, current
 from gpuconf.node.runtimes.host import Host, HostPathError
-from gpuconf.node.runtimes.toml_files import parse_toml
+from gpuconf.node.runtimes.toml_files import parse_toml, string_at, table_at
 from gpuconf.node.runtimes.versions import Version
 
 RELOADS_RUNTIMES_FROM = (1, 26, 0)
@@ -47,12 +47,10 @@ def plan(settings: RuntimeSettings, host: Host) -> list[FileChange]:
     return [FileChange(CRIO_DROPIN, path, old, dropin)]
 
 
-def effective_runtime_config(tables: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
+def effective_runtime_config(tables: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """`[crio.runtime]` as the host's files leave it, read in order (our drop-in left out)."""
     runtime: dict[str, Any] = {}
     for table in tables:
-        if table is None:
-            continue
         runtimes = {**runtime.get("runtimes", {}), **table.get("runtimes", {})}
         runtime = {**runtime, **table, "runtimes": runtimes}
     return runtime
@@ -72,17 +70,22 @@ def dropin_tables(settings: RuntimeSettings, effective: dict[str, Any]) -> dict[
     return {"crio": {"runtime": table}}
 
 
-def _runtime_table(host: Host, host_path: str) -> dict[str, Any] | None:
+def _runtime_table(host: Host, host_path: str) -> dict[str, Any]:
+    """`[crio.runtime]` of one file; a part of the wrong type is refused, as CRI-O refuses it."""
     _, data = current(host, host_path)
-    table = parse_toml(host_path, data).get("crio", {}).get("runtime", {})
-    return table if isinstance(table, dict) else None
+    document = parse_toml(host_path, data)
+    table = table_at(host_path, document, ("crio", "runtime"))
+    string_at(host_path, table, ("crio", "runtime", "default_runtime"))
+    for name in table_at(host_path, document, ("crio", "runtime", "runtimes")):
+        table_at(host_path, document, ("crio", "runtime", "runtimes", name))
+    return table
 
 
 def _refuse_overrides_after_dropin(
-    settings: RuntimeSettings, order: list[str], tables: dict[str, dict[str, Any] | None]
+    settings: RuntimeSettings, order: list[str], tables: dict[str, dict[str, Any]]
 ) -> None:
     for host_path in order[order.index(CRIO_DROPIN) + 1 :]:
-        table = tables[host_path] or {}
+        table = tables[host_path]
         runtimes = table.get("runtimes")
         overridden = []
         if settings.set_as_default and "default_runtime" in table:

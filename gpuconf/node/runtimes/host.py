@@ -23,6 +23,10 @@ class HostPathError(UserError):
     """A host path cannot be resolved inside the host root; nothing was written."""
 
 
+class HostCommandHung(UserError):
+    """A host program did not finish in time; setup stops there, the ready marker unwritten."""
+
+
 @dataclass(frozen=True)
 class Host:
     root: Path
@@ -33,12 +37,20 @@ class Host:
     proc: Path = Path("/proc")
     """The host's /proc (the pod shares the host's PID namespace)."""
 
+    def __post_init__(self) -> None:
+        if not self.root.is_dir():
+            raise HostPathError(
+                f"the host root {self.root} is not a folder (--root: where the host's / is "
+                "mounted); nothing read, nothing written"
+            )
+
     def path(self, host_path: str) -> Path:
         """Where this process reaches ``host_path``, every symlink on the way resolved in the root."""
         return self.root / resolve_in_root(self.root, host_path).relative_to("/")
 
     def run(self, argv: list[str]) -> subprocess.CompletedProcess[str] | None:
-        """Run a host command; None when the host has no such program."""
+        """Run a host command; None when the host has no such program. Raises HostCommandHung
+        when it does not finish within COMMAND_TIMEOUT_SECONDS."""
         if self._chrooted:
             command = ["chroot", str(self.root), *argv]
         else:
@@ -56,6 +68,12 @@ class Host:
             )
         except FileNotFoundError:
             return None
+        except subprocess.TimeoutExpired:
+            # nvidia-ctk, say, waiting on a GPU that fell off the bus: killed, and said so.
+            raise HostCommandHung(
+                f"`{' '.join(argv)}` on the host did not finish within "
+                f"{COMMAND_TIMEOUT_SECONDS} s; it was stopped"
+            ) from None
 
     def program(self, name: str) -> Path | None:
         """The host's ``name`` on the host's usual PATH, as this process reaches it."""

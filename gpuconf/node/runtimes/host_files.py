@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from gpuconf.node.atomic_files import write_atomically
+from gpuconf.node.atomic_files import remove, write_atomically
 
 ABSENT_SUFFIX = ".gpuconf-absent"
 
@@ -52,6 +52,14 @@ def original_of(backup_dir: Path, host_path: str) -> tuple[bool, bytes | None]:
         return True, None
     kept = read_optional(backup)
     return (kept is not None, kept)
+
+
+def forget_original(backup_dir: Path, host_path: str) -> None:
+    """Drop the kept original once it is back in place: the next setup keeps the file as it is
+    then (with whatever was changed on the host meanwhile), not this older copy."""
+    backup = backup_of(backup_dir, host_path)
+    remove(backup)
+    remove(backup.with_name(backup.name + ABSENT_SUFFIX))
 
 
 @contextlib.contextmanager

@@ -78,21 +78,22 @@ def _to_slice(held: _Setting | list[_Setting]) -> list[_Setting]:
     return [] if held.text is None else [held]
 
 
-def _setting(at: str, node: yaml.Node) -> _Setting:
+def _setting(at: str, node: yaml.Node, text: str) -> _Setting:
     if not isinstance(node, yaml.ScalarNode):
-        return _Setting(f"<{type(node).__name__}>", at)  # convert.ToString of a map: never nvidia
+        # convert.ToString of a map is never "nvidia": shown as the file writes it.
+        return _Setting(" ".join(text[node.start_mark.index : node.end_mark.index].split()), at)
     return _Setting(None if node.tag == _NULL_TAG else node.value, at)
 
 
 def _fold(
-    held: _Setting | list[_Setting], at: str, key: str, value: yaml.Node
+    held: _Setting | list[_Setting], at: str, key: str, value: yaml.Node, text: str
 ) -> _Setting | list[_Setting]:
     """readConfigFile's fold for one entry: k3s strips one trailing `+`; a `+` key appends to the
     value held so far, a plain key replaces it."""
     given: _Setting | list[_Setting] = (
-        [_setting(at, item) for item in value.value]
+        [_setting(at, item, text) for item in value.value]
         if isinstance(value, yaml.SequenceNode)
-        else _setting(at, value)
+        else _setting(at, value, text)
     )
     return _to_slice(held) + _to_slice(given) if key.endswith("+") else given
 
@@ -114,12 +115,13 @@ def refuse_a_later_default_runtime(host: Host) -> None:
         _, data = current(host, host_path)
         if data is None:
             continue
-        for key, value in _entries(host_path, data.decode("utf-8", "replace")):
+        text = data.decode("utf-8", "replace")
+        for key, value in _entries(host_path, text):
             if key.value.removesuffix("+") != DEFAULT_RUNTIME_KEY:
                 continue
             line, column = key.start_mark.line + 1, key.start_mark.column + 1
             last_at = f"{host_path}:{line}:{column}: {key.value}"
-            held = _fold(held, last_at, key.value, value)
+            held = _fold(held, last_at, key.value, value, text)
     final = _final(held, last_at)
     if final.text != RUNTIME_NAME:
         raise HostPathError(

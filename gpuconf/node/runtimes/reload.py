@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import signal
 from dataclasses import dataclass
+from pathlib import Path
 
 from gpuconf.api.node_config import RuntimeSettings
 from gpuconf.api.runtime_files import default_restart
@@ -68,8 +69,11 @@ def perform(settings: RuntimeSettings, host: Host, reload: Reload) -> str:
 
 
 def engine_processes(engine: str, host: Host) -> list[int]:
-    """PIDs whose command name is exactly the engine's daemon (never its shims)."""
+    """PIDs whose command name is exactly the engine's daemon (never its shims), in the host's
+    PID namespace: with hostPID every process on the node shows, and a dockerd or containerd
+    in a container (Docker-in-Docker, kind) is not the host's engine."""
     name = PROCESS_NAMES[engine]
+    host_namespace = _pid_namespace(host.proc / "1")
     found = []
     for entry in host.proc.iterdir():
         if not entry.name.isdigit():
@@ -78,9 +82,17 @@ def engine_processes(engine: str, host: Host) -> list[int]:
             command = (entry / "comm").read_text().strip()
         except OSError:
             continue
-        if command == name:
+        if command == name and host_namespace in (None, _pid_namespace(entry)):
             found.append(int(entry.name))
     return sorted(found)
+
+
+def _pid_namespace(process: Path) -> str | None:
+    """The PID namespace a /proc entry's process lives in ("pid:[4026531836]"); None if unknown."""
+    try:
+        return os.readlink(process / "ns" / "pid")
+    except OSError:
+        return None
 
 
 def _signal(engine: str, host: Host) -> str:

@@ -16,7 +16,7 @@ from gpuconf.api.runtime_files import TOOLKIT_CLI, TOOLKIT_CONFIG, toolkit_setti
 from gpuconf.formats import toml_writer
 from gpuconf.node.runtimes.changes import FileChange, current
 from gpuconf.node.runtimes.host import Host
-from gpuconf.node.runtimes.toml_files import parse_toml
+from gpuconf.node.runtimes.toml_files import parse_toml, string_at, table_at
 
 DEFAULT_LDCONFIG = "@/sbin/ldconfig"
 
@@ -27,9 +27,19 @@ def plan(config: NodeConfig, host: Host) -> list[FileChange]:
         return []  # the host's file is neither read nor judged
     path, old = current(host, TOOLKIT_CONFIG)
     existing = parse_toml(TOOLKIT_CONFIG, old)
+    _check_shape(existing, wanted)
     merged = merged_config(existing, wanted)
     new = old if old is not None and merged == existing else toml_writer.dumps(merged).encode()
     return [FileChange(TOOLKIT_CONFIG, path, old, new)]
+
+
+def _check_shape(existing: dict[str, Any], wanted: dict[str, Any]) -> None:
+    """The tables setup merges into, and the ldconfig it moves, are of the type the toolkit reads."""
+    for key, value in wanted.items():
+        if isinstance(value, dict):
+            table = table_at(TOOLKIT_CONFIG, existing, (key,))
+            if key == TOOLKIT_CLI:
+                string_at(TOOLKIT_CONFIG, table, (key, "ldconfig"))
 
 
 def merged_config(existing: dict[str, Any], wanted: dict[str, Any]) -> dict[str, Any]:

@@ -140,6 +140,21 @@ def test_imports_are_added_without_touching_any_other_byte(host: HostTree) -> No
     )
 
 
+@pytest.mark.parametrize("rest", ["\r\n[plugins]\r\n", ""], ids=["before-a-table", "at-the-end"])
+def test_imports_added_to_a_crlf_file_end_their_line_as_the_file_does(
+    host: HostTree, rest: str
+) -> None:
+    original = "# written on Windows\r\nversion = 2\r\n" + rest
+    host.write(MAIN, original.encode())
+    host.setup(setup_config("containerd"))
+    assert (
+        host.at(MAIN).read_bytes()
+        == original.replace(
+            "version = 2\r\n", 'version = 2\r\nimports = ["/etc/containerd/conf.d/*.toml"]\r\n'
+        ).encode()
+    )
+
+
 def test_other_imported_files_count_as_the_host_s_cri_table_in_load_order(host: HostTree) -> None:
     host.write(
         MAIN,
@@ -355,3 +370,41 @@ def test_more_imported_files_than_setup_reads_are_refused_not_guessed(host: Host
     result = host.setup(setup_config("containerd"))
     assert result.code == 1
     assert "imports more than 256 files" in result.err
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("version = 2\nplugins = 1\n", "plugins"),
+        (f'version = 2\n[plugins."{V2}"]\ncontainerd = 3\n', f"plugins.{V2}.containerd"),
+        (
+            f'version = 2\n[plugins."{V2}".containerd]\nruntimes = "runc"\n',
+            f"plugins.{V2}.containerd.runtimes",
+        ),
+        (
+            f'version = 2\n[plugins."{V2}".containerd.runtimes]\nrunc = 3\n',
+            f"plugins.{V2}.containerd.runtimes.runc",
+        ),
+        (
+            f'version = 2\n[plugins."{V2}".containerd.runtimes.runc]\noptions = []\n',
+            f"plugins.{V2}.containerd.runtimes.runc.options",
+        ),
+        (
+            f'version = 2\n[plugins."{V2}".containerd]\ndefault_runtime_name = ["runc"]\n',
+            f"plugins.{V2}.containerd.default_runtime_name",
+        ),
+    ],
+    ids=["plugins", "cri", "runtimes", "runc", "options", "default-runtime-name"],
+)
+def test_a_cri_table_of_the_wrong_type_is_refused_naming_the_file_and_key(
+    host: HostTree, text: str, key: str
+) -> None:
+    # containerd refuses these too: "failed to unmarshal TOML: (2, 1): Can't convert 1(int64)
+    # to map[string]toml.Tree(map)" (containerd 1.6.20, `containerd --config F config dump`).
+    host.write(MAIN, 'version = 2\nimports = ["/etc/containerd/site.toml"]\n')
+    host.write("/etc/containerd/site.toml", text)
+    result = host.setup(setup_config("containerd"))
+    assert result.code == 1, result.err
+    assert f"/etc/containerd/site.toml: `{key}` is " in result.err
+    assert "left untouched" in result.err
+    assert not host.at(DROPIN).exists()

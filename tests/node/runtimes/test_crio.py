@@ -135,3 +135,24 @@ def test_a_link_to_a_folder_among_the_drop_ins_is_refused_as_crio_cannot_read_it
     assert result.code == 1
     assert "/etc/crio/crio.conf.d/site is a link to a folder" in result.err
     assert not host.at(DROPIN).exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("crio = 1\n", "crio"),
+        ("[crio]\nruntime = []\n", "crio.runtime"),
+        ("[crio.runtime]\nruntimes = 1\n", "crio.runtime.runtimes"),
+        ("[crio.runtime.runtimes]\nrunc = 1\n", "crio.runtime.runtimes.runc"),
+    ],
+    ids=["crio", "runtime", "runtimes", "runc"],
+)
+@pytest.mark.parametrize("where", ["/etc/crio/crio.conf", "/etc/crio/crio.conf.d/50-site.conf"])
+def test_a_runtime_table_of_the_wrong_type_is_refused_naming_the_file_and_key(
+    host: HostTree, text: str, key: str, where: str
+) -> None:
+    host.write(where, text)
+    result = host.setup(setup_config("cri-o"))
+    assert result.code == 1, result.err
+    assert f"{where}: `{key}` is " in result.err
+    assert not host.at(DROPIN).exists()

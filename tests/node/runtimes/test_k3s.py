@@ -253,6 +253,17 @@ def test_a_later_dropin_appending_another_default_runtime_is_refused(
     assert f"{later}:1:1: default-runtime+: 'runc' wins over {DEFAULT_DROPIN}" in result.err
 
 
+def test_a_later_dropin_setting_the_default_runtime_to_a_mapping_is_shown_as_written(
+    host: HostTree,
+) -> None:
+    host.write(NVIDIA_RUNTIME, "#!/bin/sh\n")
+    later = "/etc/rancher/k3s/config.yaml.d/95-site.yaml"
+    host.write(later, "default-runtime:\n  name: nvidia\n")
+    result = host.setup(setup_config("k3s"))
+    assert result.code == 1
+    assert f"{later}:1:1: default-runtime: 'name: nvidia' wins over {DEFAULT_DROPIN}" in result.err
+
+
 @pytest.mark.parametrize(
     ("name", "text"),
     [

@@ -15,7 +15,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from builders import NVIDIA_RUNTIME, RUNTIME_FACTS, HostTree, setup_config
+from builders import NVIDIA_RUNTIME, RUNTIME_FACTS, HostTree, run_cli, setup_config
 
 DAEMON = "/etc/docker/daemon.json"
 MARKER = "/run/gpuconf/setup-ready"
@@ -86,6 +86,62 @@ def test_docker_is_reloaded_by_sighup_to_dockerd_only(host: HostTree) -> None:
             process.wait()
 
 
+@pytest.mark.parametrize("engine", ["docker", "containerd"])
+def test_only_the_host_s_own_daemon_is_signalled_not_one_inside_a_container(
+    host: HostTree, engine: str
+) -> None:
+    # With hostPID setup sees every process on the node, Docker-in-Docker and kind's containerd
+    # too; containerd does not handle SIGHUP, so signalling a nested one kills it.
+    name = {"docker": "dockerd", "containerd": "containerd"}[engine]
+    daemon = subprocess.Popen(["sleep", "60"])
+    nested = subprocess.Popen(["sleep", "60"])
+    try:
+        (host.proc / "1" / "ns").mkdir(parents=True)
+        (host.proc / "1" / "ns" / "pid").symlink_to("pid:[4026531836]")
+        for process, namespace in ((daemon, "pid:[4026531836]"), (nested, "pid:[4026532999]")):
+            (host.proc / str(process.pid) / "ns").mkdir(parents=True)
+            (host.proc / str(process.pid) / "comm").write_text(name + "\n")
+            (host.proc / str(process.pid) / "ns" / "pid").symlink_to(namespace)
+        result = host.setup(setup_config(engine, restart="signal"))
+        assert result.code == 0, result.err
+        assert daemon.wait(timeout=10) == -signal.SIGHUP
+        assert nested.poll() is None
+        assert f"sent SIGHUP to {name} (pid {daemon.pid})" in result.err
+    finally:
+        for process in (daemon, nested):
+            process.kill()
+            process.wait()
+
+
+@pytest.mark.parametrize(
+    ("program", "config", "command"),
+    [
+        ("containerd", setup_config("containerd"), "containerd --version"),
+        (
+            "systemctl",
+            setup_config("containerd", restart="systemd"),
+            "systemctl restart containerd",
+        ),
+        ("nvidia-ctk", setup_config("docker", "cdi"), "nvidia-ctk cdi generate"),
+    ],
+    ids=["version", "restart", "cdi"],
+)
+def test_a_host_command_that_hangs_is_a_message_naming_it_not_an_internal_error(
+    host: HostTree,
+    monkeypatch: pytest.MonkeyPatch,
+    program: str,
+    config: dict[str, object],
+    command: str,
+) -> None:
+    monkeypatch.setattr("gpuconf.node.runtimes.host.COMMAND_TIMEOUT_SECONDS", 0.5)
+    host.program(program, "exec sleep 30")
+    result = host.setup(config)
+    assert result.code == 1, result.err
+    assert f"`{command}" in result.err
+    assert "did not finish within 0.5 s" in result.err
+    assert not host.at(MARKER).exists()
+
+
 def test_a_failed_restart_leaves_no_ready_marker(host: HostTree) -> None:
     host.program("systemctl", "echo 'Unit containerd.service not found.' >&2; exit 5")
     result = host.setup(setup_config("containerd", restart="systemd"))
@@ -95,6 +151,39 @@ def test_a_failed_restart_leaves_no_ready_marker(host: HostTree) -> None:
         in result.err
     )
     assert not host.at(MARKER).exists()
+
+
+def test_a_restart_that_failed_is_done_by_the_next_run_though_the_files_are_written(
+    host: HostTree,
+) -> None:
+    calls = host.folder / "systemctl-calls"
+    host.program(
+        "systemctl",
+        f'echo "$@" >> {calls}\n[ -e {host.folder}/unit-fixed ] || {{ echo "Job failed" >&2; exit 1; }}',
+    )
+    config = setup_config("containerd", restart="systemd")
+    assert host.setup(config).code == 1
+    assert host.at(DROPIN).exists()  # written before the restart failed
+    preview = host.setup(config, "--dry-run")
+    assert "an earlier run did not reload it: would reload containerd by systemd" in preview.out
+    fake = host.folder / "fake-nvml.yaml"
+    fake.write_text("gpus: []\n")
+    check = run_cli(
+        "node", "check", "--config", str(host.config_file(config)), "--node-name", "n1",
+        "--nvml", f"fake:{fake}", "--runtime-url", "http://127.0.0.1:9", "--root", str(host.root),
+        "--host-commands", "direct",
+    )  # fmt: skip
+    assert check.code == 1
+    assert "host runtime (containerd): configured, not loaded" in check.out
+    (host.folder / "unit-fixed").touch()
+    retried = host.setup(config)
+    assert retried.code == 0, retried.err
+    assert calls.read_text().splitlines() == ["restart containerd", "restart containerd"]
+    assert marker(host)["reload"] == "systemd"
+    settled = host.setup(config)
+    assert settled.code == 0, settled.err
+    assert len(calls.read_text().splitlines()) == 2
+    assert marker(host)["reload"] == "unchanged"
 
 
 def start_setup(host: HostTree, config: dict[str, object]) -> subprocess.Popen[str]:
@@ -150,6 +239,45 @@ def test_setup_s_metrics_port_says_it_is_ready_and_what_it_changed(host: HostTre
     assert 'gpuconf_setup_engine_reloads_total{engine="docker",mode="none"} 1.0\n' in text
 
 
+def test_a_metrics_port_in_use_is_a_message_and_exit_1_with_nothing_written(
+    host: HostTree,
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = host.setup(setup_config("docker"), "--once", f"--metrics-port={port}")
+    assert result.code == 1, result.err
+    assert f"cannot serve metrics on port {port}: Address already in use" in result.err
+    assert not host.at(MARKER).exists()
+
+
+@pytest.mark.parametrize("command", ["setup --dry-run", "setup --once", "check"])
+def test_a_root_that_is_not_a_folder_is_named_not_taken_for_a_host_without_the_toolkit(
+    tmp_path: Path, command: str
+) -> None:
+    config = HostTree(tmp_path).config_file(setup_config("docker"))
+    fake = tmp_path / "fake-nvml.yaml"
+    fake.write_text("gpus: []\n")
+    action, *flags = command.split()
+    if action == "setup":
+        flags += ["--host-commands", "direct", "--proc", str(tmp_path / "proc")]
+    else:
+        flags += [
+            "--node-name",
+            "n1",
+            "--nvml",
+            f"fake:{fake}",
+            "--runtime-url",
+            "http://127.0.0.1:9",
+        ]
+    missing = tmp_path / "no-such-host"
+    result = run_cli("node", action, "--config", str(config), "--root", str(missing), *flags)
+    assert result.code == 1, result.err
+    assert f"the host root {missing} is not a folder" in result.out + result.err
+    assert "install the NVIDIA container toolkit" not in result.out + result.err
+
+
 def test_revert_on_stop_puts_back_the_first_originals(host: HostTree) -> None:
     original = (RUNTIME_FACTS / "containerd-1.6-main-systemd.toml").read_bytes()
     host.write(MAIN, original)
@@ -163,6 +291,60 @@ def test_revert_on_stop_puts_back_the_first_originals(host: HostTree) -> None:
     assert host.at(MAIN).read_bytes() == original
     assert not host.at(DROPIN).exists()
     assert host.read("/etc/nvidia-container-runtime/config.toml") == "disable-require = false\n"
+
+
+def test_a_host_edit_made_between_a_revert_and_the_next_setup_survives_the_next_revert(
+    host: HostTree,
+) -> None:
+    config = setup_config("docker", revertOnStop=True)
+    host.write(DAEMON, '{"log-level": "warn"}\n')
+    first = start_setup(host, config)
+    wait_for(host.at(MARKER))
+    assert "reverted" in stop(first)
+    edited = '{"log-level": "warn", "registry-mirrors": ["https://mirror.example"]}\n'
+    host.write(DAEMON, edited)  # the admin's change while gpuconf is not set up
+    second = start_setup(host, config)
+    wait_for(host.at(MARKER))
+    assert "registry-mirrors" in host.read(DAEMON)
+    assert "reverted" in stop(second)
+    assert host.read(DAEMON) == edited
+
+
+def test_a_file_changed_on_the_host_after_setup_wrote_it_is_not_reverted_over(
+    host: HostTree,
+) -> None:
+    host.write(DAEMON, '{"log-level": "warn"}\n')
+    process = start_setup(host, setup_config("docker", revertOnStop=True))
+    wait_for(host.at(MARKER))
+    edited = host.read(DAEMON).replace('"log-level"', '"debug": true,\n  "log-level"')
+    host.write(DAEMON, edited)  # the admin's change while setup runs
+    log = stop(process)
+    assert host.read(DAEMON) == edited
+    assert "changed on the host since setup wrote it" in log
+    assert host.at("/var/lib/gpuconf/backup/etc/docker/daemon.json").read_text() == (
+        '{"log-level": "warn"}\n'
+    )
+
+
+def test_a_consumer_waiting_for_the_marker_says_what_it_waits_for_while_it_waits(
+    tmp_path: Path,
+) -> None:
+    # docs/operations.md: `kubectl logs <pod> -c wait-for-setup` is where an operator looks
+    # when a pod is stuck in Init.
+    marker_file = tmp_path / "setup-ready"
+    argv = [sys.executable, "-m", "gpuconf", "node", "wait", str(marker_file), "--interval", "0.05"]
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    setup_done = threading.Timer(3, marker_file.touch)
+    setup_done.start()
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline() == f"waiting for: {marker_file}\n"
+        assert process.wait(timeout=30) == 0
+        assert process.stdout.read() == f"ready: {marker_file}\n"
+    finally:
+        setup_done.cancel()
+        process.kill()
+        process.communicate()
 
 
 def test_setup_waits_for_the_containerised_driver_s_marker(host: HostTree) -> None:

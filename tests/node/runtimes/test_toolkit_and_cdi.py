@@ -117,3 +117,22 @@ def test_cdi_without_nvidia_ctk_on_the_host_says_what_to_install(host: HostTree)
     result = host.setup(setup_config("cri-o", device_list_strategy="cdi"))
     assert result.code == 1
     assert "needs nvidia-ctk on the host" in result.err
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("nvidia-container-cli = 1\n", "nvidia-container-cli"),
+        ("[nvidia-container-cli]\nldconfig = 5\n", "nvidia-container-cli.ldconfig"),
+    ],
+    ids=["cli", "ldconfig"],
+)
+def test_a_toolkit_setting_of_the_wrong_type_is_refused_naming_the_key(
+    host: HostTree, text: str, key: str
+) -> None:
+    host.write(TOOLKIT, text)
+    host.write("/run/nvidia/validations/driver-ready", "")
+    result = host.setup(setup_config("docker", driverRoot="/run/nvidia/driver"))
+    assert result.code == 1, result.err
+    assert f"{TOOLKIT}: `{key}` is " in result.err
+    assert host.read(TOOLKIT) == text
