@@ -25,6 +25,13 @@ DEFAULT_OUTPUT = Path("rendered")
 DEFAULT_SCHEMAS = Path("schemas")
 
 
+def _folder_named(text: str) -> Path:
+    """A folder argument: Path('') is '.', so an empty one would name the working folder."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path names no folder")
+    return Path(text)
+
+
 def build_parser() -> ArgumentParser:
     parser = ArgumentParser(
         prog="gpuconf", description="Compile typed GPU cluster descriptions into GitOps manifests."
@@ -57,7 +64,7 @@ def build_parser() -> ArgumentParser:
     def with_templates(sub: argparse.ArgumentParser) -> None:
         sub.add_argument(
             "--templates",
-            type=Path,
+            type=_folder_named,
             default=None,
             metavar="DIR",
             help="a folder of site templates: one named like gpuconf's replaces or extends it "

@@ -188,6 +188,16 @@ def test_a_cluster_naming_a_missing_templates_folder_is_refused_there(tmp_path: 
     assert "spec.templates: no folder 'nowhere' beside this file" in result.err
 
 
+@pytest.mark.parametrize("command", ["render", "diff"])
+def test_an_empty_templates_path_is_a_usage_error_not_the_working_folder(
+    command: str, tmp_path: Path
+) -> None:
+    (tmp_path / "node-daemonset.yaml.j2").write_text("{{ broken\n")
+    result = run_cli(command, str(REPO / "clusters" / "lab.yaml"), "--templates", "", cwd=tmp_path)
+    assert result.code == 2
+    assert "--templates: an empty path names no folder" in result.err
+
+
 def test_an_override_that_breaks_a_manifest_is_refused_with_its_file_and_line(
     tmp_path: Path,
 ) -> None:
