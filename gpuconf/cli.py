@@ -350,7 +350,8 @@ def _schema(options: argparse.Namespace) -> int:
     ]
     if options.check:
         for name in stale:
-            print(f"{options.output_shown / name} is stale: run gpuconf schema", file=sys.stderr)
+            state = "stale" if (options.output / name).is_file() else "missing"
+            print(f"{options.output_shown / name} is {state}: run gpuconf schema", file=sys.stderr)
         return ExitCode.INVALID_INPUT if stale else ExitCode.OK
     try:
         options.output.mkdir(parents=True, exist_ok=True)

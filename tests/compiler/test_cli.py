@@ -145,6 +145,22 @@ def test_explain_shows_capacity_quota_and_headroom() -> None:
     assert "  research: 8" in lines
 
 
+def test_schema_check_calls_a_missing_schema_missing_and_a_changed_one_stale(
+    tmp_path: Path,
+) -> None:
+    assert run_cli("schema", "-o", "schemas", cwd=tmp_path).code == 0
+    (tmp_path / "schemas" / "cluster.schema.json").write_text("{}")
+    (tmp_path / "schemas" / "node-config.schema.json").unlink()
+    result = run_cli("schema", "--check", "-o", "schemas", cwd=tmp_path)
+    assert result.code == 1
+    assert "schemas/cluster.schema.json is stale: run gpuconf schema\n" in result.err
+    assert "schemas/node-config.schema.json is missing: run gpuconf schema\n" in result.err
+    nowhere = run_cli("schema", "--check", "-o", "nowhere", cwd=tmp_path)
+    assert nowhere.code == 1
+    assert "is stale" not in nowhere.err
+    assert "nowhere/cluster.schema.json is missing: run gpuconf schema\n" in nowhere.err
+
+
 def test_explain_accepts_a_file_path() -> None:
     result = run_cli("explain", str(CLUSTERS / "fleet.yaml"))
     assert result.code == 0
