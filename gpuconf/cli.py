@@ -275,7 +275,7 @@ def _render(options: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         return _check(options, compiled.rendered, compiled.whole_directories)
-    emit.write(options.output, compiled.rendered, compiled.whole_directories)
+    emit.write(options.output, compiled.rendered, compiled.whole_directories, options.base)
     files = sum(len(tree) for tree in compiled.rendered.values())
     print(
         f"rendered {len(compiled.rendered)} cluster(s), {files} files, into {options.output_shown}",
@@ -317,7 +317,7 @@ def _gitops(options: argparse.Namespace) -> int:
         ) from None
     if options.check:
         return _check(options, folders, compiled.whole_directories)
-    emit.write(options.output, folders, compiled.whole_directories)
+    emit.write(options.output, folders, compiled.whole_directories, options.base)
     files = sum(len(tree) for tree in folders.values())
     print(
         f"wrote {options.agent} objects for {len(compiled.rendered)} cluster(s), {files} files, into {options.output_shown}",
@@ -358,7 +358,7 @@ def _schema(options: argparse.Namespace) -> int:
         for name in stale:
             (options.output / name).write_text(texts[name], encoding="utf-8")
     except OSError as error:
-        raise cannot_write(error) from None
+        raise cannot_write(error, relative_to=options.base) from None
     print(
         f"wrote {len(stale)} schema(s) to {options.output_shown}"
         if stale

@@ -122,5 +122,5 @@ def write(edits: Sequence[Edited]) -> list[Diagnostic]:
             try:
                 write_atomically(edit.path, edit.after.encode("utf-8"))
             except OSError as error:
-                raise cannot_write(error, edit.path) from None
+                raise cannot_write(error, Path(edit.shown)) from None
     return diagnostics

@@ -447,7 +447,7 @@ def test_a_cluster_file_that_cannot_be_written_is_a_user_error_and_nothing_is_wr
         cwd=tmp_path,
     )  # fmt: skip
     assert result.code == 1, result.err
-    assert f"gpuconf: cannot write {tmp_path / 'clusters' / 'a.yaml'}: " in result.err
+    assert "gpuconf: cannot write clusters/a.yaml: " in result.err
     assert result.err.endswith("(hint: a file stands where a folder must go)\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["clusters", "values.yaml"]
 

@@ -315,6 +315,33 @@ def test_render_refuses_to_replace_a_folder_it_did_not_write(tmp_path: Path) -> 
     assert (tmp_path / "lab" / "mine.txt").read_text() == "keep me"
 
 
+def test_a_folder_not_written_by_gpuconf_is_named_as_given(tmp_path: Path) -> None:
+    (tmp_path / "out" / "lab").mkdir(parents=True)
+    result = run_cli("render", str(CLUSTERS / "lab.yaml"), "-o", "out", cwd=tmp_path)
+    assert result.code == 1
+    assert result.err == (
+        "gpuconf: out/lab exists and was not written by gpuconf; move it away first\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("render", str(CLUSTERS / "lab.yaml")),
+        ("schema",),
+        ("gitops", "flux", str(CLUSTERS / "lab.yaml"), "--repo", "https://git.example.com/gpu.git"),
+    ],
+    ids=["render", "schema", "gitops"],
+)
+def test_an_output_that_cannot_be_written_is_named_as_given(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    (tmp_path / "taken").write_text("not a folder")
+    result = run_cli(*command, "-o", "taken/out", cwd=tmp_path)
+    assert result.code == 1, result.err
+    assert result.err.startswith("gpuconf: cannot write taken/out: "), result.err
+
+
 @pytest.mark.parametrize(
     "command",
     [
