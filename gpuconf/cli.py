@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import gc
+import io
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, TextIO, cast
 
 if TYPE_CHECKING:
     from gpuconf.compiler.pipeline import Compiled
@@ -205,6 +206,52 @@ def _cycle_collector_paused() -> Iterator[None]:
             gc.unfreeze()  # …and back, all in the oldest generation
         if was_enabled:
             gc.enable()
+
+
+class _UntilReaderGoes(io.TextIOBase):
+    """A standard stream that, once its reader has gone (`gpuconf diff --exit-code | head`),
+    drops what is still written, so the command runs to its end and exits with what it found.
+    (git and diff(1) die of SIGPIPE there: neither reports success either.)"""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__()
+        self._stream = stream
+        self._gone = False
+
+    def write(self, text: str) -> int:
+        if not self._gone:
+            try:
+                self._stream.write(text)
+            except BrokenPipeError:
+                self._reader_gone()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._reader_gone()
+
+    def _reader_gone(self) -> None:
+        self._gone = True
+        # What the stream still buffers would fail again when Python flushes it at exit.
+        with suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+
+
+@contextmanager
+def _readers_may_go() -> Iterator[None]:
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = (cast("TextIO", _UntilReaderGoes(s)) for s in streams)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        sys.stdout, sys.stderr = streams
 
 
 def _text(options: argparse.Namespace) -> TextIO:
@@ -443,6 +490,11 @@ def _run(argv: list[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    with _readers_may_go():
+        return _guarded(args)
+
+
+def _guarded(args: list[str]) -> int:
     try:
         return _run(args)
     except InvalidInput as invalid:
@@ -456,8 +508,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("gpuconf: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
-    except BrokenPipeError:
-        return ExitCode.OK
     except Exception as error:
         if os.environ.get("GPUCONF_DEBUG"):
             import traceback

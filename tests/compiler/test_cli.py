@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from builders import CASES, CLUSTERS, RENDERED, REPO, load_yaml, read_tree, run_cli
+from builders import CASES, CLUSTERS, RENDERED, REPO, load_yaml, read_tree, run_cli, run_reader_gone
 
 import gpuconf.compiler.pipeline
 
@@ -159,6 +159,16 @@ def test_schema_check_calls_a_missing_schema_missing_and_a_changed_one_stale(
     assert nowhere.code == 1
     assert "is stale" not in nowhere.err
     assert "nowhere/cluster.schema.json is missing: run gpuconf schema\n" in nowhere.err
+
+
+def test_diff_exit_code_is_kept_when_the_reader_of_stdout_goes_early(tmp_path: Path) -> None:
+    """`gpuconf diff --exit-code | head`: the changes were found; git diff and diff(1) do not
+    report success either when their reader goes (they die of SIGPIPE)."""
+    result = run_reader_gone(
+        "diff", str(CLUSTERS / "lab.yaml"), "-o", str(tmp_path / "empty"), "--exit-code"
+    )
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == ""
 
 
 def test_explain_accepts_a_file_path() -> None:
