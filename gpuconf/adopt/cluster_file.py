@@ -19,6 +19,8 @@ from gpuconf.formats.located_yaml import LoadFailed, Located, parse_text, read_t
 from gpuconf.gpus.catalog import Catalog
 from gpuconf.node.atomic_files import write_atomically
 
+BOM = "\ufeff"
+
 
 class ClusterFile(NamedTuple):
     path: Path
@@ -31,6 +33,8 @@ class ClusterFile(NamedTuple):
     indentation: round_trip_yaml.Indentation
     newline: str
     """How its lines end ("\r\n" or "\n"): an edit's lines end the same way."""
+    bom: str
+    """The UTF-8 byte order mark it starts with, or "": an edit starts the same way."""
 
 
 class Edited(NamedTuple):
@@ -66,7 +70,9 @@ def read(path: Path, shown: str, catalog: Catalog | None = None) -> ClusterFile:
     if isinstance(outcome, list) and has_errors(outcome):
         raise InvalidInput(outcome)
     newline = "\r\n" if "\r\n" in text else "\n"
-    lines = text.replace("\r\n", "\n")  # ruamel writes LF: it reads LF, and the ends go back on
+    bom = BOM if text.startswith(BOM) else ""
+    # ruamel writes LF and drops a BOM: it reads neither, and both go back on in edited().
+    lines = text.removeprefix(bom).replace("\r\n", "\n")
     return ClusterFile(
         path,
         shown,
@@ -75,6 +81,7 @@ def read(path: Path, shown: str, catalog: Catalog | None = None) -> ClusterFile:
         round_trip_yaml.load(lines),
         round_trip_yaml.guess_indentation(lines),
         newline,
+        bom,
     )
 
 
@@ -84,9 +91,10 @@ def edited(
     newline: str | None = None,
 ) -> Edited:
     """The document as text again, in the file's own indentation and line ends unless told
-    otherwise."""
+    otherwise, after its byte order mark if it has one."""
     text = round_trip_yaml.dump(file.document, indentation or file.indentation)
-    return Edited(file.path, file.shown, file.text, text.replace("\n", newline or file.newline))
+    after = file.bom + text.replace("\n", newline or file.newline)
+    return Edited(file.path, file.shown, file.text, after)
 
 
 def new_file(path: Path, shown: str, document: CommentedMap) -> Edited:
