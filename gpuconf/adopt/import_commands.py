@@ -110,8 +110,9 @@ def run_import(options: argparse.Namespace) -> int:
     if options.source == "gpu-operator":
         from gpuconf.adopt.importers import gpu_operator
 
-        engine = gpu_operator.engine(values)
-        values, policy_left_out = gpu_operator.as_chart_values(values)
+        policy = values
+        values, policy_left_out = gpu_operator.as_chart_values(policy)
+        engine = gpu_operator.engine(policy)
     configs = [
         (source, path)
         for path in (options.base / p for p in options.configs)
