@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import NamedTuple
 
@@ -120,15 +121,28 @@ def check(edits: Iterable[Edited], catalog: Catalog | None = None) -> list[Diagn
 
 
 def write(edits: Sequence[Edited]) -> list[Diagnostic]:
-    """Validate every new text, then write those that changed; write none when any is invalid.
-    Returns the warnings."""
+    """All or nothing: validate every new text, then write those that changed; write none when
+    any is invalid, and put back those written when a later write fails. Returns the warnings."""
     diagnostics = check(edits)
     if has_errors(diagnostics):
         raise InvalidInput(diagnostics)
-    for edit in edits:
-        if edit.changed:
-            try:
-                write_atomically(edit.path, edit.after.encode("utf-8"))
-            except OSError as error:
-                raise cannot_write(error, Path(edit.shown)) from None
+    written: list[tuple[Edited, bool]] = []
+    for edit in (e for e in edits if e.changed):
+        existed = edit.path.exists()
+        try:
+            write_atomically(edit.path, edit.after.encode("utf-8"))
+        except OSError as error:
+            _put_back(written)
+            raise cannot_write(error, Path(edit.shown)) from None
+        written.append((edit, existed))
     return diagnostics
+
+
+def _put_back(written: Sequence[tuple[Edited, bool]]) -> None:
+    """Each file as it was before this write (a new one removed), as far as it can be."""
+    for edit, existed in reversed(written):
+        with suppress(OSError):
+            if existed:
+                write_atomically(edit.path, edit.before.encode("utf-8"))
+            else:
+                edit.path.unlink()
