@@ -686,6 +686,31 @@ def test_a_site_block_s_resource_quantity_kubernetes_reads_is_kept(
 
 
 @pytest.mark.parametrize(
+    ("text", "key", "hint"),
+    [
+        ("tolerations: []", "tolerations", "add tolerations in the extra_tolerations block"),
+        ("hostNetwork: true\ntolerations:\n  - operator: Exists", "tolerations", "add tolerations in the extra_tolerations block"),
+        ("containers: []", "containers", "change containers in the container_image, container_env and container_resources blocks"),
+    ],
+    ids=["tolerations", "tolerations-after-another-entry", "containers"],
+)  # fmt: skip
+def test_a_pod_spec_block_setting_what_gpuconf_lays_out_apart_is_refused_at_its_line(
+    tmp_path: Path, text: str, key: str, hint: str
+) -> None:
+    site_block(tmp_path, "node-daemonset.yaml.j2", "pod_spec", text)
+    result = run_cli(
+        "render", "clusters/lab.yaml", "--templates", str(tmp_path), "--check", cwd=REPO
+    )
+    assert result.code == 1, result.err
+    first = result.err.splitlines()[0]
+    line = 3 + text.split("\n").index(next(t for t in text.split("\n") if t.startswith(key)))
+    assert first.startswith(f"{tmp_path.as_posix()}/node-daemonset.yaml.j2:{line}:1: "), first
+    assert f"the block sets {key}, which gpuconf lays out apart" in first
+    assert f"(hint: {hint} (docs/templates.md))" in first
+    assert "duplicate key" not in result.err
+
+
+@pytest.mark.parametrize(
     ("block", "text", "field"),
     [
         ("pod_spec", "nodeSelector: {gpu: 5}", "spec.template.spec.nodeSelector.gpu"),
