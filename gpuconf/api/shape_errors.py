@@ -259,6 +259,17 @@ def _quote_float_hint(value: float) -> str:
     return f'quote it: "{text}" (YAML reads it as a number)'
 
 
+def pattern_wording(pattern: str, value: Any) -> tuple[str, str]:
+    """The message and hint for `value`, which does not match `pattern` (one of api/base.py's):
+    what it is not, and which of Kubernetes' rules it breaks where the pattern holds several."""
+    what, hint = _PATTERNS.get(pattern, ("has the wrong format", ""))
+    why = _WHY.get(pattern)
+    reason = why(value) if why is not None and isinstance(value, str) else None
+    if reason:
+        return f"{as_yaml_spells(value)} {what}: {reason}", hint
+    return f"{as_yaml_spells(value)} {what}", hint
+
+
 def _message(error: ErrorDetails, value: Any, root: type[Record] | None) -> tuple[str, str]:
     kind = error["type"]
     ctx: dict[str, Any] = dict(error.get("ctx") or {})
@@ -271,13 +282,7 @@ def _message(error: ErrorDetails, value: Any, root: type[Record] | None) -> tupl
         hint = did_you_mean(str(loc[-1]), allowed, otherwise=listed)
         return f"unknown key {loc[-1]!r}", hint
     if kind == "string_pattern_mismatch":
-        pattern = ctx.get("pattern", "")
-        what, hint = _PATTERNS.get(pattern, ("has the wrong format", ""))
-        why = _WHY.get(pattern)
-        reason = why(value) if why is not None and isinstance(value, str) else None
-        if reason:
-            return f"{as_yaml_spells(value)} {what}: {reason}", hint
-        return f"{as_yaml_spells(value)} {what}", hint
+        return pattern_wording(ctx.get("pattern", ""), value)
     if kind == "literal_error":
         expected = ctx.get("expected", "")
         options = [o.strip().strip("'") for o in expected.replace(" or ", ", ").split(",")]

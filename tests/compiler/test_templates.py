@@ -686,6 +686,56 @@ def test_a_site_block_s_resource_quantity_kubernetes_reads_is_kept(
 
 
 @pytest.mark.parametrize(
+    ("block", "text", "message"),
+    [
+        (
+            "pod_labels",
+            'foo: "a b"',
+            "spec.template.metadata.labels.foo: 'a b' is not a valid label value",
+        ),
+        (
+            "extra_tolerations",
+            "[{key: a, operator: Bogus}]",
+            "spec.template.spec.tolerations[1].operator: 'Bogus' is not one of Equal, Exists",
+        ),
+        (
+            "extra_tolerations",
+            "[{key: a, operator: Exists, effect: noSchedule}]",
+            "spec.template.spec.tolerations[1].effect: 'noSchedule' is not one of NoSchedule, "
+            "PreferNoSchedule, NoExecute (kube-apiserver refuses it) (hint: did you mean "
+            "'NoSchedule'?)",
+        ),
+        (
+            "pod_spec",
+            'nodeSelector: {"a b": c}',
+            "'a b' is not a valid label key: a qualified name's name part must be letters",
+        ),
+        ("extra_labels", "team: -x", "metadata.labels.team: '-x' is not a valid label value"),
+    ],
+    ids=[
+        "pod-label-value",
+        "toleration-operator",
+        "toleration-effect",
+        "node-selector-key",
+        "label",
+    ],
+)
+def test_a_site_block_the_api_server_would_refuse_is_refused_at_its_line(
+    tmp_path: Path, block: str, text: str, message: str
+) -> None:
+    """Kubernetes' JSON schemas hold none of these; kube-apiserver does
+    (tests/control_plane/test_server_label_rules.py pins the rules against it)."""
+    site_block(tmp_path, "node-daemonset.yaml.j2", block, text)
+    result = run_cli(
+        "render", "clusters/lab.yaml", "--templates", str(tmp_path), "--check", cwd=REPO
+    )
+    assert result.code == 1, result.err
+    first = result.err.splitlines()[0]
+    assert first.startswith(f"{tmp_path.as_posix()}/node-daemonset.yaml.j2:3:1: "), first
+    assert message in first
+
+
+@pytest.mark.parametrize(
     ("text", "key", "hint"),
     [
         ("tolerations: []", "tolerations", "add tolerations in the extra_tolerations block"),
