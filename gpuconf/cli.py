@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import gc
+import io
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, TextIO, cast
 
 if TYPE_CHECKING:
     from gpuconf.compiler.pipeline import Compiled
@@ -23,6 +24,13 @@ from gpuconf.errors import ArgumentParser, ExitCode, GpuconfError, UsageError, c
 DEFAULT_CLUSTERS = Path("clusters")
 DEFAULT_OUTPUT = Path("rendered")
 DEFAULT_SCHEMAS = Path("schemas")
+
+
+def _folder_named(text: str) -> Path:
+    """A folder argument: Path('') is '.', so an empty one would name the working folder."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path names no folder")
+    return Path(text)
 
 
 def build_parser() -> ArgumentParser:
@@ -57,7 +65,7 @@ def build_parser() -> ArgumentParser:
     def with_templates(sub: argparse.ArgumentParser) -> None:
         sub.add_argument(
             "--templates",
-            type=Path,
+            type=_folder_named,
             default=None,
             metavar="DIR",
             help="a folder of site templates: one named like gpuconf's replaces or extends it "
@@ -200,6 +208,52 @@ def _cycle_collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+class _UntilReaderGoes(io.TextIOBase):
+    """A standard stream that, once its reader has gone (`gpuconf diff --exit-code | head`),
+    drops what is still written, so the command runs to its end and exits with what it found.
+    (git and diff(1) die of SIGPIPE there: neither reports success either.)"""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__()
+        self._stream = stream
+        self._gone = False
+
+    def write(self, text: str) -> int:
+        if not self._gone:
+            try:
+                self._stream.write(text)
+            except BrokenPipeError:
+                self._reader_gone()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._reader_gone()
+
+    def _reader_gone(self) -> None:
+        self._gone = True
+        # What the stream still buffers would fail again when Python flushes it at exit.
+        with suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+
+
+@contextmanager
+def _readers_may_go() -> Iterator[None]:
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = (cast("TextIO", _UntilReaderGoes(s)) for s in streams)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        sys.stdout, sys.stderr = streams
+
+
 def _text(options: argparse.Namespace) -> TextIO:
     """Where a command prints what it has to say besides diagnostics: stdout, except where
     --format json keeps stdout for the one JSON document."""
@@ -268,7 +322,7 @@ def _render(options: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         return _check(options, compiled.rendered, compiled.whole_directories)
-    emit.write(options.output, compiled.rendered, compiled.whole_directories)
+    emit.write(options.output, compiled.rendered, compiled.whole_directories, options.base)
     files = sum(len(tree) for tree in compiled.rendered.values())
     print(
         f"rendered {len(compiled.rendered)} cluster(s), {files} files, into {options.output_shown}",
@@ -310,7 +364,7 @@ def _gitops(options: argparse.Namespace) -> int:
         ) from None
     if options.check:
         return _check(options, folders, compiled.whole_directories)
-    emit.write(options.output, folders, compiled.whole_directories)
+    emit.write(options.output, folders, compiled.whole_directories, options.base)
     files = sum(len(tree) for tree in folders.values())
     print(
         f"wrote {options.agent} objects for {len(compiled.rendered)} cluster(s), {files} files, into {options.output_shown}",
@@ -343,14 +397,15 @@ def _schema(options: argparse.Namespace) -> int:
     ]
     if options.check:
         for name in stale:
-            print(f"{options.output_shown / name} is stale: run gpuconf schema", file=sys.stderr)
+            state = "stale" if (options.output / name).is_file() else "missing"
+            print(f"{options.output_shown / name} is {state}: run gpuconf schema", file=sys.stderr)
         return ExitCode.INVALID_INPUT if stale else ExitCode.OK
     try:
         options.output.mkdir(parents=True, exist_ok=True)
         for name in stale:
             (options.output / name).write_text(texts[name], encoding="utf-8")
     except OSError as error:
-        raise cannot_write(error) from None
+        raise cannot_write(error, relative_to=options.base) from None
     print(
         f"wrote {len(stale)} schema(s) to {options.output_shown}"
         if stale
@@ -435,6 +490,11 @@ def _run(argv: list[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    with _readers_may_go():
+        return _guarded(args)
+
+
+def _guarded(args: list[str]) -> int:
     try:
         return _run(args)
     except InvalidInput as invalid:
@@ -448,8 +508,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("gpuconf: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
-    except BrokenPipeError:
-        return ExitCode.OK
     except Exception as error:
         if os.environ.get("GPUCONF_DEBUG"):
             import traceback

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 from collections.abc import Mapping, Sequence
 from enum import IntEnum
+from pathlib import Path
 from typing import NoReturn
 
 
@@ -29,10 +31,24 @@ class UserError(GpuconfError):
     exit_code = ExitCode.INVALID_INPUT
 
 
-def cannot_write(error: OSError, target: object = None) -> UserError:
+def display_path(path: Path, relative_to: Path | None) -> str:
+    """Relative to `relative_to` when inside it, else as given, so editors and CI can open it."""
+    if relative_to is not None:
+        try:
+            return path.resolve().relative_to(relative_to.resolve()).as_posix()
+        except ValueError:
+            pass
+    return os.path.normpath(path.as_posix())
+
+
+def cannot_write(
+    error: OSError, target: Path | None = None, relative_to: Path | None = None
+) -> UserError:
     """An output gpuconf cannot write (a read-only folder, a file where a folder must go): the
-    user's to fix, not a bug. `target`: the file meant, where the error names a temporary."""
-    where = target if target is not None else error.filename
+    user's to fix, not a bug. `target`: the file meant, where the error names a temporary;
+    shown as display_path shows it."""
+    meant = target if target is not None else error.filename
+    where = display_path(Path(meant), relative_to) if meant is not None else "the output"
     hint = (
         " (hint: a file stands where a folder must go)"
         if error.errno in (errno.EEXIST, errno.ENOTDIR)

@@ -7,6 +7,9 @@ import contextlib
 import copy
 import io
 import json
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -243,6 +246,25 @@ def run_cli(*argv: str, cwd: Path | None = None) -> CliResult:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main([*prefix, *argv])
     return CliResult(int(code), out.getvalue(), err.getvalue())
+
+
+def run_reader_gone(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `python -m gpuconf ARGV…` with stdout a pipe whose reader has already gone, as in
+    `gpuconf … | head` once head has read its lines: every write to stdout fails with EPIPE."""
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "gpuconf", *argv],
+            stdout=writer,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=cwd,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(writer)
 
 
 # --- node configs as data -----------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import NamedTuple
 
@@ -19,6 +20,8 @@ from gpuconf.formats.located_yaml import LoadFailed, Located, parse_text, read_t
 from gpuconf.gpus.catalog import Catalog
 from gpuconf.node.atomic_files import write_atomically
 
+BOM = "\ufeff"
+
 
 class ClusterFile(NamedTuple):
     path: Path
@@ -31,6 +34,8 @@ class ClusterFile(NamedTuple):
     indentation: round_trip_yaml.Indentation
     newline: str
     """How its lines end ("\r\n" or "\n"): an edit's lines end the same way."""
+    bom: str
+    """The UTF-8 byte order mark it starts with, or "": an edit starts the same way."""
 
 
 class Edited(NamedTuple):
@@ -66,7 +71,9 @@ def read(path: Path, shown: str, catalog: Catalog | None = None) -> ClusterFile:
     if isinstance(outcome, list) and has_errors(outcome):
         raise InvalidInput(outcome)
     newline = "\r\n" if "\r\n" in text else "\n"
-    lines = text.replace("\r\n", "\n")  # ruamel writes LF: it reads LF, and the ends go back on
+    bom = BOM if text.startswith(BOM) else ""
+    # ruamel writes LF and drops a BOM: it reads neither, and both go back on in edited().
+    lines = text.removeprefix(bom).replace("\r\n", "\n")
     return ClusterFile(
         path,
         shown,
@@ -75,6 +82,7 @@ def read(path: Path, shown: str, catalog: Catalog | None = None) -> ClusterFile:
         round_trip_yaml.load(lines),
         round_trip_yaml.guess_indentation(lines),
         newline,
+        bom,
     )
 
 
@@ -84,9 +92,10 @@ def edited(
     newline: str | None = None,
 ) -> Edited:
     """The document as text again, in the file's own indentation and line ends unless told
-    otherwise."""
+    otherwise, after its byte order mark if it has one."""
     text = round_trip_yaml.dump(file.document, indentation or file.indentation)
-    return Edited(file.path, file.shown, file.text, text.replace("\n", newline or file.newline))
+    after = file.bom + text.replace("\n", newline or file.newline)
+    return Edited(file.path, file.shown, file.text, after)
 
 
 def new_file(path: Path, shown: str, document: CommentedMap) -> Edited:
@@ -112,15 +121,28 @@ def check(edits: Iterable[Edited], catalog: Catalog | None = None) -> list[Diagn
 
 
 def write(edits: Sequence[Edited]) -> list[Diagnostic]:
-    """Validate every new text, then write those that changed; write none when any is invalid.
-    Returns the warnings."""
+    """All or nothing: validate every new text, then write those that changed; write none when
+    any is invalid, and put back those written when a later write fails. Returns the warnings."""
     diagnostics = check(edits)
     if has_errors(diagnostics):
         raise InvalidInput(diagnostics)
-    for edit in edits:
-        if edit.changed:
-            try:
-                write_atomically(edit.path, edit.after.encode("utf-8"))
-            except OSError as error:
-                raise cannot_write(error, edit.path) from None
+    written: list[tuple[Edited, bool]] = []
+    for edit in (e for e in edits if e.changed):
+        existed = edit.path.exists()
+        try:
+            write_atomically(edit.path, edit.after.encode("utf-8"))
+        except OSError as error:
+            _put_back(written)
+            raise cannot_write(error, Path(edit.shown)) from None
+        written.append((edit, existed))
     return diagnostics
+
+
+def _put_back(written: Sequence[tuple[Edited, bool]]) -> None:
+    """Each file as it was before this write (a new one removed), as far as it can be."""
+    for edit, existed in reversed(written):
+        with suppress(OSError):
+            if existed:
+                write_atomically(edit.path, edit.before.encode("utf-8"))
+            else:
+                edit.path.unlink()

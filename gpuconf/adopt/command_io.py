@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuconf.errors import ExitCode
+from gpuconf.errors import ExitCode, display_path
 
 if TYPE_CHECKING:
     from gpuconf.adopt.cluster_file import ClusterFile, Edited
@@ -48,7 +48,6 @@ def validated_cluster(
 
 def read_cluster_file(options: argparse.Namespace, path: Path) -> ClusterFile:
     from gpuconf.adopt.cluster_file import read
-    from gpuconf.compiler.pipeline import display_path
 
     path = options.base / path
     return read(path, display_path(path, options.base))

@@ -39,7 +39,9 @@ def _gpu_count(text: str) -> int:
 
 def add_parsers(commands: argparse._SubParsersAction[ArgumentParser]) -> dict[str, Command]:
     fmt = commands.add_parser(
-        "fmt", help="write cluster files in canonical style, keeping comments and order"
+        "fmt",
+        help="write cluster files in canonical style, keeping comments and order; every file "
+        "or none",
     )
     fmt.add_argument(
         "paths", nargs="*", type=Path, metavar="PATH", help="files or folders (default: clusters/)"

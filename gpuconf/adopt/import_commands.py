@@ -15,7 +15,7 @@ from gpuconf.adopt.command_io import (
     warn,
     written,
 )
-from gpuconf.errors import ArgumentParser, ExitCode, UsageError
+from gpuconf.errors import ArgumentParser, ExitCode, UsageError, display_path
 
 if TYPE_CHECKING:
     from gpuconf.diagnostics import Diagnostic
@@ -100,7 +100,6 @@ def run_import(options: argparse.Namespace) -> int:
     from gpuconf.adopt.importers.cluster_document import cluster_document
     from gpuconf.adopt.importers.nvidia_chart import import_chart, parse_gpus
     from gpuconf.adopt.importers.sources import read_documents, read_one
-    from gpuconf.compiler.pipeline import display_path
 
     target, shown = _new_target(options)
     first = options.values if options.source == "nvidia-chart" else options.policy
@@ -111,8 +110,9 @@ def run_import(options: argparse.Namespace) -> int:
     if options.source == "gpu-operator":
         from gpuconf.adopt.importers import gpu_operator
 
-        engine = gpu_operator.engine(values)
-        values, policy_left_out = gpu_operator.as_chart_values(values)
+        policy = values
+        values, policy_left_out = gpu_operator.as_chart_values(policy)
+        engine = gpu_operator.engine(policy)
     configs = [
         (source, path)
         for path in (options.base / p for p in options.configs)
@@ -139,7 +139,6 @@ def run_import(options: argparse.Namespace) -> int:
 
 
 def _new_target(options: argparse.Namespace) -> tuple[Path, str]:
-    from gpuconf.compiler.pipeline import display_path
 
     target = options.base / (options.cluster_file or Path("clusters") / f"{options.name}.yaml")
     shown = display_path(target, options.base)
@@ -172,7 +171,6 @@ def _import_quotas(options: argparse.Namespace) -> int:
     from gpuconf.adopt.cluster_file import edited
     from gpuconf.adopt.importers.quotas import import_quotas
     from gpuconf.adopt.importers.sources import read_documents
-    from gpuconf.compiler.pipeline import display_path
 
     file = read_cluster_file(options, options.into)  # a file: no cluster is looked up by name
     validated = validated_cluster(

@@ -14,6 +14,8 @@ QUALIFIED_PREFIX_MAX = 253
 """IsQualifiedName: the prefix is a DNS subdomain (DNS1123SubdomainMaxLength)."""
 QUALIFIED_NAME_MAX = 63
 """IsQualifiedName: qualifiedNameMaxLength."""
+LABEL_VALUE_MAX = 63
+"""IsValidLabelValue: LabelValueMaxLength."""
 QUOTA_PREFIX = "requests."
 """core.DefaultResourceRequestsPrefix: an extended resource's quota name is requests.<name>."""
 EXTENDED_RESOURCE_PREFIX_MAX = QUALIFIED_PREFIX_MAX - len(QUOTA_PREFIX)

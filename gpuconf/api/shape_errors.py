@@ -125,7 +125,7 @@ _KEYED = frozenset({"missing", "extra_forbidden"})
 """Error types whose loc ends in a key of the document, present or missing."""
 
 
-def _show(value: Any) -> str:
+def as_yaml_spells(value: Any) -> str:
     """The value as YAML spells it (true, null, {"a": 1}), not as Python does (True, None)."""
     if value is None or isinstance(value, (bool, dict, list)):
         text = json.dumps(value, ensure_ascii=False, default=repr)
@@ -259,6 +259,17 @@ def _quote_float_hint(value: float) -> str:
     return f'quote it: "{text}" (YAML reads it as a number)'
 
 
+def pattern_wording(pattern: str, value: Any) -> tuple[str, str]:
+    """The message and hint for `value`, which does not match `pattern` (one of api/base.py's):
+    what it is not, and which of Kubernetes' rules it breaks where the pattern holds several."""
+    what, hint = _PATTERNS.get(pattern, ("has the wrong format", ""))
+    why = _WHY.get(pattern)
+    reason = why(value) if why is not None and isinstance(value, str) else None
+    if reason:
+        return f"{as_yaml_spells(value)} {what}: {reason}", hint
+    return f"{as_yaml_spells(value)} {what}", hint
+
+
 def _message(error: ErrorDetails, value: Any, root: type[Record] | None) -> tuple[str, str]:
     kind = error["type"]
     ctx: dict[str, Any] = dict(error.get("ctx") or {})
@@ -271,17 +282,11 @@ def _message(error: ErrorDetails, value: Any, root: type[Record] | None) -> tupl
         hint = did_you_mean(str(loc[-1]), allowed, otherwise=listed)
         return f"unknown key {loc[-1]!r}", hint
     if kind == "string_pattern_mismatch":
-        pattern = ctx.get("pattern", "")
-        what, hint = _PATTERNS.get(pattern, ("has the wrong format", ""))
-        why = _WHY.get(pattern)
-        reason = why(value) if why is not None and isinstance(value, str) else None
-        if reason:
-            return f"{_show(value)} {what}: {reason}", hint
-        return f"{_show(value)} {what}", hint
+        return pattern_wording(ctx.get("pattern", ""), value)
     if kind == "literal_error":
         expected = ctx.get("expected", "")
         options = [o.strip().strip("'") for o in expected.replace(" or ", ", ").split(",")]
-        return f"{_show(value)} is not one of {expected}", did_you_mean(
+        return f"{as_yaml_spells(value)} is not one of {expected}", did_you_mean(
             str(value), options, cutoff=0.5
         )
     if kind in ("union_tag_invalid", "union_tag_not_found"):
@@ -295,7 +300,7 @@ def _message(error: ErrorDetails, value: Any, root: type[Record] | None) -> tupl
         key = str(ctx.get("discriminator", "")).strip("'")
         # pydantic's tag is the value as str() spells it ('None' for null): show the file's.
         tag = value[key] if isinstance(value, dict) and key in value else ctx.get("tag")
-        return f"unknown {key} {_show(tag)}", f"one of {expected}"
+        return f"unknown {key} {as_yaml_spells(tag)}", f"one of {expected}"
     if kind in _TYPE_NOUNS:
         hint = ""
         if kind == "string_type" and loc and loc[-1] == "pciDeviceId":
@@ -305,7 +310,7 @@ def _message(error: ErrorDetails, value: Any, root: type[Record] | None) -> tupl
             hint = f'quote it: "{value}" (YAML reads it as a number)'
         elif kind == "string_type" and isinstance(value, float):
             hint = _quote_float_hint(value)
-        return f"should be {_TYPE_NOUNS[kind]}, not {_show(value)}", hint
+        return f"should be {_TYPE_NOUNS[kind]}, not {as_yaml_spells(value)}", hint
     bounds = {
         "greater_than_equal": ("must be at least", "ge"),
         "less_than_equal": ("must be at most", "le"),
@@ -314,7 +319,7 @@ def _message(error: ErrorDetails, value: Any, root: type[Record] | None) -> tupl
     }
     if kind in bounds:
         words, key = bounds[kind]
-        return f"{words} {ctx.get(key)}, not {_show(value)}", ""
+        return f"{words} {ctx.get(key)}, not {as_yaml_spells(value)}", ""
     if kind == "too_short":
         return f"needs at least {ctx.get('min_length')} item(s)", ""
     if kind == "too_long":
@@ -330,7 +335,10 @@ def _message(error: ErrorDetails, value: Any, root: type[Record] | None) -> tupl
         known = _PATTERNS.get(_pattern_at(root, loc) or "")
         if known is not None and isinstance(value, str) and isinstance(longest, int):
             what, hint = known
-            return f"{_show(value)} {what}: {kubernetes_names.too_long(longest)(value)}", hint
+            return (
+                f"{as_yaml_spells(value)} {what}: {kubernetes_names.too_long(longest)(value)}",
+                hint,
+            )
         return f"is longer than {longest} characters", ""
     return error["msg"], ""
 
@@ -374,7 +382,9 @@ def diagnostics_from(
             nouns = sorted({_TYPE_NOUNS.get(d["type"], "") for d, _ in details} - {""})
             if nouns:
                 diagnostics.append(
-                    located.diagnostic(path, f"should be {' or '.join(nouns)}, not {_show(value)}")
+                    located.diagnostic(
+                        path, f"should be {' or '.join(nouns)}, not {as_yaml_spells(value)}"
+                    )
                 )
                 continue
         seen: set[str] = set()

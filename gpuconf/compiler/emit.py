@@ -10,7 +10,7 @@ from pathlib import Path
 
 from gpuconf.compiler.plan.readme import GENERATED_MARK, README
 from gpuconf.compiler.render import RenderedTree
-from gpuconf.errors import UserError, cannot_write
+from gpuconf.errors import UserError, cannot_write, display_path
 
 STAGING_PREFIX = ".gpuconf-staging-"
 STAGING_MAX_AGE_S = 3600
@@ -98,19 +98,25 @@ def stale_clusters(out: Path, clusters: Mapping[str, RenderedTree]) -> list[Path
     )
 
 
-def write(out: Path, clusters: Mapping[str, RenderedTree], prune: bool) -> None:
-    """Stage every cluster, then swap each into place; on failure the old tree is left as it was."""
-    try:
-        _write(out, clusters, prune)
-    except OSError as error:
-        raise cannot_write(error) from None
-
-
-def _write(out: Path, clusters: Mapping[str, RenderedTree], prune: bool) -> None:
+def write(
+    out: Path, clusters: Mapping[str, RenderedTree], prune: bool, relative_to: Path | None = None
+) -> None:
+    """Stage every cluster, then swap each into place; on failure the old tree is left as it was.
+    Paths in errors are shown as display_path shows them."""
     for name in clusters:
         existing = out / name
         if existing.exists() and not written_by_gpuconf(existing):
-            raise UserError(f"{existing} exists and was not written by gpuconf; move it away first")
+            raise UserError(
+                f"{display_path(existing, relative_to)} exists and was not written by gpuconf; "
+                "move it away first"
+            )
+    try:
+        _write(out, clusters, prune)
+    except OSError as error:
+        raise cannot_write(error, relative_to=relative_to) from None
+
+
+def _write(out: Path, clusters: Mapping[str, RenderedTree], prune: bool) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for leftover in interrupted_staging(out):
         shutil.rmtree(leftover, ignore_errors=True)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuconf.compiler.validate import Validated, validate
 from gpuconf.diagnostics import Diagnostic, Severity, has_errors
-from gpuconf.errors import UsageError, UserError
+from gpuconf.errors import UsageError, UserError, display_path
 from gpuconf.formats.located_yaml import LoadFailed, load_file
 from gpuconf.gpus.catalog import Catalog
 
@@ -37,16 +36,6 @@ class Compiled:
     @property
     def ok(self) -> bool:
         return not has_errors(self.diagnostics)
-
-
-def display_path(path: Path, relative_to: Path | None) -> str:
-    """Relative to `relative_to` when inside it, else as given, so editors and CI can open it."""
-    if relative_to is not None:
-        try:
-            return path.resolve().relative_to(relative_to.resolve()).as_posix()
-        except ValueError:
-            pass
-    return os.path.normpath(path.as_posix())
 
 
 def find_cluster_files(paths: Sequence[Path], relative_to: Path | None = None) -> list[Path]:

@@ -389,8 +389,9 @@ class _Document:
                     event.start_mark,
                     path,
                     "this integer does not fit in 64 bits",
-                    f"use a value between {INT64_MIN:,} and {INT64_MAX:,}, or quote it to make "
-                    "it a string",
+                    # The loader knows no field: the quoting advice holds only for text ones.
+                    f"use a value between {INT64_MIN:,} and {INT64_MAX:,}; where the field "
+                    "takes text, quote it",
                 )
             return number
         special = _SPECIAL_FLOAT.get(text)

@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from gpuconf.api.kubernetes_names import LABEL_VALUE_MAX
 from gpuconf.api.node_facts import POOL_LABEL
 from gpuconf.gpus.resource_names import MIG_PREFIX, NVIDIA_GPU
 
@@ -115,7 +116,23 @@ def sanitise(text: str) -> str:
 def product_name(nvml_name: str, shared: bool) -> str:
     """GFD's getProductName: the sanitised name, -SHARED when shared and not renamed."""
     name = sanitise(nvml_name)
-    return f"{name}-SHARED" if shared and name else name
+    return _within_label_limit([name, "SHARED"] if shared and name else [name])
+
+
+def _within_label_limit(parts: list[str]) -> str:
+    """GFD's limitProductName (commit 871fb493, after v0.20.0: before it the value was written
+    whole and NFD dropped the label): the parts joined with '-', and, over a label value's 63
+    characters, only the model (the first part) cut, then stripped of a trailing '-', '.', '_'."""
+    whole = "-".join(parts)
+    if len(whole) <= LABEL_VALUE_MAX:
+        return whole
+    suffix = "-".join(parts[1:])
+    if not suffix:
+        return whole[:LABEL_VALUE_MAX].rstrip("-._")
+    room = LABEL_VALUE_MAX - len(suffix) - 1
+    if room <= 0:
+        return whole[:LABEL_VALUE_MAX].rstrip("-._")
+    return f"{parts[0][:room].rstrip('-._')}-{suffix}"
 
 
 def mig_resource(profile: str) -> str:
@@ -176,7 +193,7 @@ def mig_product_name(parent_name: str, profile: str, shared: bool) -> str:
     """GFD's getProductName(parent model, "MIG", profile): "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb";
     with profile MIG_INVALID, newInvalidMigStrategyLabeler's "<model>-MIG-INVALID"."""
     parts = [sanitise(p) for p in (parent_name, "MIG", profile.replace("+", ".")) if p]
-    return "-".join([*parts, "SHARED"] if shared else parts)
+    return _within_label_limit([*parts, "SHARED"] if shared else parts)
 
 
 def family(major: int, minor: int) -> str:

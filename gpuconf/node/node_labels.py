@@ -32,7 +32,7 @@ class LabelChange(NamedTuple):
     foreign: tuple[str, ...]
     """Keys gpuconf wants but leaves alone: someone else set them."""
     invalid: tuple[str, ...]
-    """Keys gpuconf wants with a value Kubernetes refuses (a product name past 63 characters):
+    """Keys gpuconf wants with a value Kubernetes refuses (a machine type past 63 characters):
     not written, as NFD's worker ignores such a label (nfd-worker.go, IsValidLabelValue), so
     the rest of the patch is not refused with it."""
 

@@ -3,6 +3,8 @@ the indentation and whitespace gpuconf's style fixes; a second run changes nothi
 
 from __future__ import annotations
 
+import errno
+import os
 import shutil
 from pathlib import Path
 
@@ -124,6 +126,27 @@ def test_every_invalid_file_is_reported_not_only_the_first_and_none_is_written(
         "2 errors, 0 warnings",
     ]
     assert messy.read_text() == MESSY
+
+
+def test_fmt_writes_every_file_or_none_when_a_later_write_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpuconf.adopt import cluster_file
+
+    for name in ("a.yaml", "b.yaml", "c.yaml"):
+        (tmp_path / name).write_text(MESSY)
+    real_write = cluster_file.write_atomically
+
+    def full_disk_at_c(path: Path, data: bytes) -> None:
+        if path.name == "c.yaml":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        real_write(path, data)
+
+    monkeypatch.setattr(cluster_file, "write_atomically", full_disk_at_c)
+    result = run_cli("fmt", "a.yaml", "b.yaml", "c.yaml", cwd=tmp_path)
+    assert result.code == 1
+    assert result.err == "gpuconf: cannot write c.yaml: No space left on device\n"
+    assert [(tmp_path / n).read_text() for n in ("a.yaml", "b.yaml", "c.yaml")] == [MESSY] * 3
 
 
 def test_fmt_keeps_an_anchor_no_alias_names(tmp_path: Path) -> None:

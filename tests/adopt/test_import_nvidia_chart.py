@@ -377,6 +377,30 @@ def test_the_gpu_operator_import_renders_to_what_nvidias_parser_reads_from_the_p
 
 
 @pytest.mark.parametrize(
+    ("spec", "diagnostic"),
+    [
+        ("spec: 5", "policy.yaml:4:1: spec: should be a mapping, not 5"),
+        ("spec: {devicePlugin: [a]}", 'policy.yaml:4:8: spec.devicePlugin: should be a mapping, not ["a"]'),
+        ("spec: {mig: none}", "policy.yaml:4:8: spec.mig: should be a mapping, not 'none'"),
+        ("spec: {devicePlugin: {config: 5}}", "policy.yaml:4:23: spec.devicePlugin.config: should be a mapping, not 5"),
+        ("spec: {devicePlugin: {env: {a: b}}}", 'policy.yaml:4:23: spec.devicePlugin.env: should be a list, not {"a": "b"}'),
+        ("spec: {operator: true}", "policy.yaml:4:8: spec.operator: should be a mapping, not true"),
+    ],
+    ids=["spec", "devicePlugin", "mig", "config", "env", "operator"],
+)  # fmt: skip
+def test_a_cluster_policy_of_the_wrong_shape_is_refused_where_it_is_wrong(
+    spec: str, diagnostic: str, tmp_path: Path
+) -> None:
+    policy = "apiVersion: nvidia.com/v1\nkind: ClusterPolicy\nmetadata: {name: p}\n"
+    (tmp_path / "policy.yaml").write_text(policy + spec + "\n")
+    argv = ["import", "gpu-operator", "policy.yaml", "--name", "op", "--gpus", "default=L4:1:1"]
+    result = run_cli(*argv, cwd=tmp_path)
+    assert result.code == 1, result.err
+    assert result.err.startswith(diagnostic + "\n"), result.err
+    assert not (tmp_path / "clusters").exists()
+
+
+@pytest.mark.parametrize(
     ("config", "warning", "pool"),
     [
         (
@@ -447,7 +471,7 @@ def test_a_cluster_file_that_cannot_be_written_is_a_user_error_and_nothing_is_wr
         cwd=tmp_path,
     )  # fmt: skip
     assert result.code == 1, result.err
-    assert f"gpuconf: cannot write {tmp_path / 'clusters' / 'a.yaml'}: " in result.err
+    assert "gpuconf: cannot write clusters/a.yaml: " in result.err
     assert result.err.endswith("(hint: a file stands where a folder must go)\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["clusters", "values.yaml"]
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from builders import CASES, CLUSTERS, RENDERED, REPO, load_yaml, read_tree, run_cli
+from builders import CASES, CLUSTERS, RENDERED, REPO, load_yaml, read_tree, run_cli, run_reader_gone
 
 import gpuconf.compiler.pipeline
 
@@ -143,6 +143,32 @@ def test_explain_shows_capacity_quota_and_headroom() -> None:
     ]
     assert lines[2].split() == ["t4-shared", "gpuconf.dev/t4-shared", "4", "4", "16", "12", "4"]
     assert "  research: 8" in lines
+
+
+def test_schema_check_calls_a_missing_schema_missing_and_a_changed_one_stale(
+    tmp_path: Path,
+) -> None:
+    assert run_cli("schema", "-o", "schemas", cwd=tmp_path).code == 0
+    (tmp_path / "schemas" / "cluster.schema.json").write_text("{}")
+    (tmp_path / "schemas" / "node-config.schema.json").unlink()
+    result = run_cli("schema", "--check", "-o", "schemas", cwd=tmp_path)
+    assert result.code == 1
+    assert "schemas/cluster.schema.json is stale: run gpuconf schema\n" in result.err
+    assert "schemas/node-config.schema.json is missing: run gpuconf schema\n" in result.err
+    nowhere = run_cli("schema", "--check", "-o", "nowhere", cwd=tmp_path)
+    assert nowhere.code == 1
+    assert "is stale" not in nowhere.err
+    assert "nowhere/cluster.schema.json is missing: run gpuconf schema\n" in nowhere.err
+
+
+def test_diff_exit_code_is_kept_when_the_reader_of_stdout_goes_early(tmp_path: Path) -> None:
+    """`gpuconf diff --exit-code | head`: the changes were found; git diff and diff(1) do not
+    report success either when their reader goes (they die of SIGPIPE)."""
+    result = run_reader_gone(
+        "diff", str(CLUSTERS / "lab.yaml"), "-o", str(tmp_path / "empty"), "--exit-code"
+    )
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == ""
 
 
 def test_explain_accepts_a_file_path() -> None:
@@ -297,6 +323,33 @@ def test_render_refuses_to_replace_a_folder_it_did_not_write(tmp_path: Path) -> 
     assert result.code == 1
     assert "was not written by gpuconf" in result.err
     assert (tmp_path / "lab" / "mine.txt").read_text() == "keep me"
+
+
+def test_a_folder_not_written_by_gpuconf_is_named_as_given(tmp_path: Path) -> None:
+    (tmp_path / "out" / "lab").mkdir(parents=True)
+    result = run_cli("render", str(CLUSTERS / "lab.yaml"), "-o", "out", cwd=tmp_path)
+    assert result.code == 1
+    assert result.err == (
+        "gpuconf: out/lab exists and was not written by gpuconf; move it away first\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("render", str(CLUSTERS / "lab.yaml")),
+        ("schema",),
+        ("gitops", "flux", str(CLUSTERS / "lab.yaml"), "--repo", "https://git.example.com/gpu.git"),
+    ],
+    ids=["render", "schema", "gitops"],
+)
+def test_an_output_that_cannot_be_written_is_named_as_given(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    (tmp_path / "taken").write_text("not a folder")
+    result = run_cli(*command, "-o", "taken/out", cwd=tmp_path)
+    assert result.code == 1, result.err
+    assert result.err.startswith("gpuconf: cannot write taken/out: "), result.err
 
 
 @pytest.mark.parametrize(

@@ -188,6 +188,16 @@ def test_a_cluster_naming_a_missing_templates_folder_is_refused_there(tmp_path: 
     assert "spec.templates: no folder 'nowhere' beside this file" in result.err
 
 
+@pytest.mark.parametrize("command", ["render", "diff"])
+def test_an_empty_templates_path_is_a_usage_error_not_the_working_folder(
+    command: str, tmp_path: Path
+) -> None:
+    (tmp_path / "node-daemonset.yaml.j2").write_text("{{ broken\n")
+    result = run_cli(command, str(REPO / "clusters" / "lab.yaml"), "--templates", "", cwd=tmp_path)
+    assert result.code == 2
+    assert "--templates: an empty path names no folder" in result.err
+
+
 def test_an_override_that_breaks_a_manifest_is_refused_with_its_file_and_line(
     tmp_path: Path,
 ) -> None:
@@ -673,6 +683,81 @@ def test_a_site_block_s_resource_quantity_kubernetes_reads_is_kept(
     daemonset = load_yaml(tree["pools/t4/daemonset-gpuconf-node.yaml"])
     limits = daemonset["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
     assert limits["cpu"] == quantity
+
+
+@pytest.mark.parametrize(
+    ("block", "text", "message"),
+    [
+        (
+            "pod_labels",
+            'foo: "a b"',
+            "spec.template.metadata.labels.foo: 'a b' is not a valid label value",
+        ),
+        (
+            "extra_tolerations",
+            "[{key: a, operator: Bogus}]",
+            "spec.template.spec.tolerations[1].operator: 'Bogus' is not one of Equal, Exists",
+        ),
+        (
+            "extra_tolerations",
+            "[{key: a, operator: Exists, effect: noSchedule}]",
+            "spec.template.spec.tolerations[1].effect: 'noSchedule' is not one of NoSchedule, "
+            "PreferNoSchedule, NoExecute (kube-apiserver refuses it) (hint: did you mean "
+            "'NoSchedule'?)",
+        ),
+        (
+            "pod_spec",
+            'nodeSelector: {"a b": c}',
+            "'a b' is not a valid label key: a qualified name's name part must be letters",
+        ),
+        ("extra_labels", "team: -x", "metadata.labels.team: '-x' is not a valid label value"),
+    ],
+    ids=[
+        "pod-label-value",
+        "toleration-operator",
+        "toleration-effect",
+        "node-selector-key",
+        "label",
+    ],
+)
+def test_a_site_block_the_api_server_would_refuse_is_refused_at_its_line(
+    tmp_path: Path, block: str, text: str, message: str
+) -> None:
+    """Kubernetes' JSON schemas hold none of these; kube-apiserver does
+    (tests/control_plane/test_server_label_rules.py pins the rules against it)."""
+    site_block(tmp_path, "node-daemonset.yaml.j2", block, text)
+    result = run_cli(
+        "render", "clusters/lab.yaml", "--templates", str(tmp_path), "--check", cwd=REPO
+    )
+    assert result.code == 1, result.err
+    first = result.err.splitlines()[0]
+    assert first.startswith(f"{tmp_path.as_posix()}/node-daemonset.yaml.j2:3:1: "), first
+    assert message in first
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "hint"),
+    [
+        ("tolerations: []", "tolerations", "add tolerations in the extra_tolerations block"),
+        ("hostNetwork: true\ntolerations:\n  - operator: Exists", "tolerations", "add tolerations in the extra_tolerations block"),
+        ("containers: []", "containers", "change containers in the container_image, container_env and container_resources blocks"),
+    ],
+    ids=["tolerations", "tolerations-after-another-entry", "containers"],
+)  # fmt: skip
+def test_a_pod_spec_block_setting_what_gpuconf_lays_out_apart_is_refused_at_its_line(
+    tmp_path: Path, text: str, key: str, hint: str
+) -> None:
+    site_block(tmp_path, "node-daemonset.yaml.j2", "pod_spec", text)
+    result = run_cli(
+        "render", "clusters/lab.yaml", "--templates", str(tmp_path), "--check", cwd=REPO
+    )
+    assert result.code == 1, result.err
+    first = result.err.splitlines()[0]
+    line = 3 + text.split("\n").index(next(t for t in text.split("\n") if t.startswith(key)))
+    assert first.startswith(f"{tmp_path.as_posix()}/node-daemonset.yaml.j2:{line}:1: "), first
+    assert f"the block sets {key}, which gpuconf lays out apart" in first
+    assert f"(hint: {hint} (docs/templates.md))" in first
+    assert "duplicate key" not in result.err
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from builders import run_reader_gone
 
 H100 = "NVIDIA H100 80GB HBM3"
 
@@ -83,6 +84,17 @@ def test_drift_exits_1_and_lists_the_problems(tmp_path: Path) -> None:
     assert "GPU 2: found but not declared" in result.stdout
     assert "DRIFT" in result.stdout
     assert "Traceback" not in result.stderr
+
+
+def test_drift_exits_1_when_the_reader_of_stdout_goes_early(tmp_path: Path) -> None:
+    """`gpuconf node check … | head`: the drift was found, whoever stopped reading."""
+    fake = fake_inventory(tmp_path, H100, "Tesla T4", H100)
+    config = node_config(tmp_path)
+    result = run_reader_gone(
+        "node", "check", "--config", str(config), "--node-name", "node-a", "--nvml", f"fake:{fake}"
+    )
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == ""
 
 
 def test_a_node_with_its_own_inventory_is_checked_against_it(tmp_path: Path) -> None:

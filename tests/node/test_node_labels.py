@@ -20,7 +20,7 @@ import pytest
 import yaml
 from builders import GFD_MIG_SHARED, gpu_uuid, node_config, resource
 
-from gpuconf.gpus.gfd_labels import mig_key, mig_product_name, sanitise
+from gpuconf.gpus.gfd_labels import mig_key, mig_product_name, product_name, sanitise
 from gpuconf.node.commands.parser import main
 
 # resource_test.go TestGPUResourceLabeler, "no sharing".
@@ -387,6 +387,48 @@ def test_a_profile_with_a_plus_is_named_as_gfd_names_it() -> None:
     assert mig_product_name("NVIDIA H100 80GB HBM3", "1g.10gb+me", shared=False) == (
         "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb.me"
     )
+
+
+# NVIDIA/k8s-device-plugin commit 871fb493 (after v0.20.0; tagged releases write the long
+# value, which NFD then drops): internal/lm/resource_test.go TestGetProductName's cases.
+LONG_MODEL = "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition"  # 55 sanitised
+
+
+@pytest.mark.parametrize(
+    ("name", "profile", "shared", "expected"),
+    [
+        ("MOCKMODEL", "1g.300gb", False, "MOCKMODEL-MIG-1g.300gb"),
+        ("MOCKMODEL", None, False, "MOCKMODEL"),
+        (LONG_MODEL, "1g.24gb", False, "NVIDIA-RTX-PRO-6000-Blackwell-Max-Q-Workstation-Edi-MIG-1g.24gb"),
+        (LONG_MODEL, "1g.24gb+me", False, "NVIDIA-RTX-PRO-6000-Blackwell-Max-Q-Workstation-MIG-1g.24gb.me"),
+        ("A" * 51 + "." + "B" * 10, "1g.5gb", False, "A" * 51 + "-MIG-1g.5gb"),
+        ("A" * 80, None, False, "A" * 63),
+        (LONG_MODEL, "1g.24gb", True, "NVIDIA-RTX-PRO-6000-Blackwell-Max-Q-Workstat-MIG-1g.24gb-SHARED"),
+        ("A" * 70 + " B", None, True, "A" * 56 + "-SHARED"),
+    ],
+    ids=[
+        "short-mig", "short-bare", "long-mig", "trailing-separator-trimmed", "trailing-dot-trimmed",
+        "long-bare", "long-mig-shared", "long-bare-shared",
+    ],
+)  # fmt: skip
+def test_a_product_name_over_63_characters_is_cut_at_the_model_as_gfd_cuts_it(
+    name: str, profile: str | None, shared: bool, expected: str
+) -> None:
+    made = (
+        product_name(name, shared) if profile is None else mig_product_name(name, profile, shared)
+    )
+    assert made == expected
+    assert len(made) <= 63
+
+
+def test_a_gpu_whose_nvml_name_is_long_gets_a_product_label_the_api_server_takes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    long_name = "NVIDIA " + "Very Long Engineering Sample " * 3 + "80GB"
+    printed = labels(tmp_path, capsys, [resource("whole", [0])], [_fake_gpu(0, name=long_name)])
+    product = printed["nvidia.com/gpu.product"]
+    assert product == sanitise(long_name)[:63].rstrip("-._")
+    assert len(product) <= 63
 
 
 def test_gpu_count_counts_a_models_gpus_whatever_their_mig_mode(

@@ -17,6 +17,7 @@ from typing import Any
 
 from gpuconf.adopt.importers.nvidia_chart import VALUE_FLAGS
 from gpuconf.adopt.importers.sources import Source
+from gpuconf.api.shape_errors import as_yaml_spells
 from gpuconf.diagnostics import Diagnostic, KeyPath
 
 # The chart's environment names (daemonset-device-plugin.yml) → its values' keys.
@@ -35,6 +36,16 @@ FROM_POLICY: Mapping[KeyPath, KeyPath] = {
     ("config", "name"): ("spec", "devicePlugin", "config", "name"),
     ("config", "default"): ("spec", "devicePlugin", "config", "default"),
 }
+# What is read above, as the ClusterPolicy CRD types it (gpu-operator v26.7.0,
+# config/crd/bases/nvidia.com_clusterpolicies.yaml: objects, env an array), parents first.
+SHAPES: Mapping[KeyPath, tuple[type, str]] = {
+    ("spec",): (dict, "a mapping"),
+    ("spec", "operator"): (dict, "a mapping"),
+    ("spec", "mig"): (dict, "a mapping"),
+    ("spec", "devicePlugin"): (dict, "a mapping"),
+    ("spec", "devicePlugin", "config"): (dict, "a mapping"),
+    ("spec", "devicePlugin", "env"): (list, "a list"),
+}
 IMPORTED = frozenset({"devicePlugin", "mig"})
 # spec.operator.defaultRuntime (OperatorSpec) → gpuconf's engine.
 ENGINES = {"containerd": "containerd", "docker": "docker", "crio": "cri-o"}
@@ -45,9 +56,14 @@ def engine(policy: Source) -> str | None:
 
 
 def as_chart_values(policy: Source) -> tuple[Source, list[Diagnostic]]:
-    """The chart values the ClusterPolicy amounts to, located where the ClusterPolicy says each."""
+    """The chart values the ClusterPolicy amounts to, located where the ClusterPolicy says each.
+    A policy the API server would refuse the shape of is refused here (InvalidInput)."""
     if policy.at("kind") != "ClusterPolicy":
         raise policy.wrong(("kind",), "not a ClusterPolicy (nvidia.com/v1)")
+    for path, (kind, noun) in SHAPES.items():
+        value = policy.at(*path)
+        if value is not None and not isinstance(value, kind):
+            raise policy.wrong(path, f"should be {noun}, not {as_yaml_spells(value)}")
     values: dict[str, Any] = {"config": {"fallbackStrategies": ["empty"]}}
     positions: dict[KeyPath, tuple[int, int]] = dict(policy.located.positions)
     for key, source_path in FROM_POLICY.items():

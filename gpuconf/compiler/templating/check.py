@@ -259,11 +259,25 @@ def schema_failure(
         said = f"{error.instance!r} is not a Kubernetes quantity (e.g. 500m, 2Gi, 1.5)"
     message = f"{format_path(path)}: {said} ({source})"
     at_fault, value = _at_fault(error)
-    if at_fault and isinstance(at_fault[-1], str):
-        written = _line_writing(chain(), at_fault[-1], value)
+    return failure_at(located, at_fault, value, message, text, chain)
+
+
+def failure_at(
+    located: Located,
+    path: tuple[Any, ...],
+    value: Any,
+    message: str,
+    text: str,
+    chain: Chain,
+    hint: str = "",
+) -> TemplateFailed:
+    """The output's refusal of `value` at `path`: at the line that writes it as it stands (a
+    site block's plain YAML), else at the template line that wrote it in `text`."""
+    if path and isinstance(path[-1], str):
+        written = _line_writing(chain(), path[-1], value)
         if written is not None:
-            return TemplateFailed(*written, message)
-    return refused_at(located, at_fault, message, text, chain)
+            return TemplateFailed(*written, message, hint)
+    return refused_at(located, path, message, text, chain, hint)
 
 
 def refused_at(

@@ -89,14 +89,30 @@ def _block_data(text: str, key: str) -> Any:
         ) from None
 
 
-def with_entries(mapping: Mapping[str, Any], block: str) -> Mapping[str, Any]:
-    """`mapping` with the entries a site's block (YAML text) sets, replacing those it names."""
+def with_entries(
+    mapping: Mapping[str, Any], block: str, apart: Mapping[str, str] | None = None
+) -> Mapping[str, Any]:
+    """`mapping` with the entries a site's block (YAML text) sets, replacing those it names.
+    `apart`: keys the template lays out beside `mapping` in the same object, each with the hint
+    saying which block changes it; the block may not set them (the object would hold them twice)."""
     if not block.strip():
         return mapping
     extra = _block_data(block, "entries")
     if not isinstance(extra, dict):
         raise BlockRefused("the block must hold YAML entries (key: value)", block.strip())
+    for key, how in (apart or {}).items():
+        if key in extra:
+            raise BlockRefused(
+                f"the block sets {key}, which gpuconf lays out apart",
+                _line_of(block, key),
+                f"{how} (docs/templates.md)",
+            )
     return {**mapping, **extra}
+
+
+def _line_of(block: str, key: str) -> str:
+    """The block's line that sets `key`, as near as its text tells."""
+    return next((line for line in block.splitlines() if key in line), block.strip())
 
 
 def _with_guarded(
@@ -109,7 +125,7 @@ def _with_guarded(
     for refusal in refusals(written, added, guards):
         raise BlockRefused(
             f"the block {refusal.message(kind)}",
-            next((line for line in block.splitlines() if refusal.key in line), block.strip()),
+            _line_of(block, refusal.key),
             refusal.hint(kind),
         )
     return {**written, **added}

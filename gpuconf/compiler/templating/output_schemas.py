@@ -8,7 +8,8 @@ alone costs a render a third of its floor). Two outputs are checked here, before
 written, as an API server with strict field validation would: what a site's template shapes,
 and what carries input no gpuconf schema checked (`Artifact.outside_input`: `gpuconf gitops`'s
 command-line values). A wrong type or a misspelt field is refused at the template line that
-wrote it, not at `kubectl apply`.
+wrote it, not at `kubectl apply`; so are the label and toleration rules the API server holds
+beyond the schemas (server_rules.py).
 """
 
 from __future__ import annotations
@@ -16,13 +17,20 @@ from __future__ import annotations
 from typing import Any
 
 from gpuconf.compiler.plan.artifact import Artifact
-from gpuconf.compiler.templating.check import crd_validator, refused_at, schema_failure
+from gpuconf.compiler.templating.check import (
+    crd_validator,
+    failure_at,
+    refused_at,
+    schema_failure,
+)
 from gpuconf.compiler.templating.engine import Templates, TemplateSource
 from gpuconf.compiler.templating.kubernetes_schema import (
     kubernetes_validator,
     vendored_kinds,
     vendored_release,
 )
+from gpuconf.compiler.templating.server_rules import problems
+from gpuconf.diagnostics import format_path
 from gpuconf.formats.located_yaml import parse_text
 
 
@@ -53,7 +61,11 @@ class OutputSchemas:
             validator = crd_validator(api_version, kind)
             if validator is None:
                 return  # no schema here (Kueue's kinds: kueue_check, with the declared release's)
-        if validator is not None and validator.is_valid(data):
+        if (
+            validator is not None
+            and validator.is_valid(data)
+            and next(problems(data), None) is None
+        ):
             return
         # Refused: render the values in place once more, so each key path has its line.
         name = artifact.template
@@ -72,3 +84,8 @@ class OutputSchemas:
         failure = schema_failure(located, validator, source, text, chain)
         if failure is not None:
             raise failure
+        for problem in problems(located.data):
+            message = f"{format_path(problem.path)}: {problem.message} (kube-apiserver refuses it)"
+            raise failure_at(
+                located, problem.path, problem.value, message, text, chain, problem.hint
+            )

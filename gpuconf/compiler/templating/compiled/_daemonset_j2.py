@@ -41,6 +41,7 @@ def block_body(context, missing=missing, environment=environment):
     l_0_tolerations = resolve('tolerations')
     l_0_pod = resolve('pod')
     l_0_container_groups = resolve('container_groups')
+    l_0_apart = missing
     try:
         t_1 = environment.filters['default']
     except KeyError:
@@ -105,7 +106,9 @@ def block_body(context, missing=missing, environment=environment):
     yield '    spec:\n      tolerations: '
     yield str(environment.finalize(t_7(context, t_5((undefined(name='tolerations') if l_0_tolerations is missing else l_0_tolerations), environment.call(context, environment.getattr(l_0_self, 'extra_tolerations'), _block_vars=_block_vars)))))
     yield '\n'
-    for (l_1_key, l_1_value) in t_2(t_4((undefined(name='pod') if l_0_pod is missing else l_0_pod), environment.call(context, environment.getattr(l_0_self, 'pod_spec'), _block_vars=_block_vars))):
+    l_0_apart = {'tolerations': 'add tolerations in the extra_tolerations block', 'containers': 'change containers in the container_image, container_env and container_resources blocks'}
+    _block_vars['apart'] = l_0_apart
+    for (l_1_key, l_1_value) in t_2(t_4((undefined(name='pod') if l_0_pod is missing else l_0_pod), environment.call(context, environment.getattr(l_0_self, 'pod_spec'), _block_vars=_block_vars), (undefined(name='apart') if l_0_apart is missing else l_0_apart))):
         _loop_vars = {}
         pass
         yield '      '
@@ -128,7 +131,7 @@ def block_body(context, missing=missing, environment=environment):
             pass
             t_9 = []
             pass
-            gen = context.blocks['container_env'][0](context.derived({'container': l_2_container, 'env': l_2_env, 'loop': l_2_loop, 'resources': l_2_resources, 'containers': l_1_containers, 'field': l_1_field, 'self': l_0_self}))
+            gen = context.blocks['container_env'][0](context.derived({'container': l_2_container, 'env': l_2_env, 'loop': l_2_loop, 'resources': l_2_resources, 'containers': l_1_containers, 'field': l_1_field, 'apart': l_0_apart, 'self': l_0_self}))
             try:
                 for event in gen:
                     t_9.append(event)
@@ -137,7 +140,7 @@ def block_body(context, missing=missing, environment=environment):
             _loop_vars['env'] = l_2_env
             t_10 = []
             pass
-            gen = context.blocks['container_resources'][0](context.derived({'container': l_2_container, 'env': l_2_env, 'loop': l_2_loop, 'resources': l_2_resources, 'containers': l_1_containers, 'field': l_1_field, 'self': l_0_self}))
+            gen = context.blocks['container_resources'][0](context.derived({'container': l_2_container, 'env': l_2_env, 'loop': l_2_loop, 'resources': l_2_resources, 'containers': l_1_containers, 'field': l_1_field, 'apart': l_0_apart, 'self': l_0_self}))
             try:
                 for event in gen:
                     t_10.append(event)
@@ -147,7 +150,7 @@ def block_body(context, missing=missing, environment=environment):
             yield '        - name: '
             yield str(environment.finalize(t_7(context, environment.getitem(l_2_container, 'name'))))
             yield '\n          image: '
-            yield from context.blocks['container_image'][0](context.derived({'container': l_2_container, 'env': l_2_env, 'loop': l_2_loop, 'resources': l_2_resources, 'containers': l_1_containers, 'field': l_1_field, 'self': l_0_self}))
+            yield from context.blocks['container_image'][0](context.derived({'container': l_2_container, 'env': l_2_env, 'loop': l_2_loop, 'resources': l_2_resources, 'containers': l_1_containers, 'field': l_1_field, 'apart': l_0_apart, 'self': l_0_self}))
             yield '\n'
             if (t_8(environment.getitem(l_2_container, 'env')) or t_3((undefined(name='env') if l_2_env is missing else l_2_env))):
                 pass
@@ -234,4 +237,4 @@ def block_extra_tolerations(context, missing=missing, environment=environment):
     pass
 
 blocks = {'kind': block_kind, 'body': block_body, 'container_env': block_container_env, 'container_resources': block_container_resources, 'container_image': block_container_image, 'pod_labels': block_pod_labels, 'pod_spec': block_pod_spec, 'extra_tolerations': block_extra_tolerations}
-debug_info = '12=12&52=15&13=19&17=29&20=93&21=95&24=97&25=99&26=102&29=105&30=107&31=111&33=117&34=121&35=124&36=132&37=141&38=147&39=149&40=151&41=154&43=156&44=159&46=161&47=165&36=173&37=182&39=191&52=208'
+debug_info = '13=12&57=15&14=19&18=29&21=94&22=96&25=98&26=100&27=103&30=106&31=108&35=110&36=114&38=120&39=124&40=127&41=135&42=144&43=150&44=152&45=154&46=157&48=159&49=162&51=164&52=168&41=176&42=185&44=194&57=211'
