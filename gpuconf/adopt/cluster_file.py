@@ -4,6 +4,7 @@ compiler's own validator, and write it atomically, or write nothing and say wher
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Iterable, Sequence
 from contextlib import suppress
 from pathlib import Path
@@ -14,7 +15,7 @@ from ruamel.yaml.comments import CommentedMap
 from gpuconf.compiler.pipeline import CLUSTER_DOCUMENT_HINT
 from gpuconf.compiler.validate import validate
 from gpuconf.diagnostics import Diagnostic, InvalidInput, has_errors
-from gpuconf.errors import cannot_write
+from gpuconf.errors import UserError, cannot_write
 from gpuconf.formats import round_trip_yaml
 from gpuconf.formats.located_yaml import LoadFailed, Located, parse_text, read_text
 from gpuconf.gpus.catalog import Catalog
@@ -126,23 +127,35 @@ def write(edits: Sequence[Edited]) -> list[Diagnostic]:
     diagnostics = check(edits)
     if has_errors(diagnostics):
         raise InvalidInput(diagnostics)
-    written: list[tuple[Edited, bool]] = []
-    for edit in (e for e in edits if e.changed):
-        existed = edit.path.exists()
+    targets = [(edit, _target(edit)) for edit in edits if edit.changed]
+    written: list[tuple[Edited, Path, bool]] = []
+    for edit, target in targets:
+        existed = target.exists()
         try:
-            write_atomically(edit.path, edit.after.encode("utf-8"))
+            write_atomically(target, edit.after.encode("utf-8"))
         except OSError as error:
             _put_back(written)
             raise cannot_write(error, Path(edit.shown)) from None
-        written.append((edit, existed))
+        written.append((edit, target, existed))
     return diagnostics
 
 
-def _put_back(written: Sequence[tuple[Edited, bool]]) -> None:
+def _target(edit: Edited) -> Path:
+    """The file an edit rewrites: the one a symbolic link names (renaming over the link would
+    replace it with a copy), never a pipe or device (/dev/stdin: renaming over it replaces it)."""
+    target = Path(os.path.realpath(edit.path))
+    if target.exists() and not target.is_file():
+        raise UserError(
+            f"{edit.shown}: not a regular file; gpuconf rewrites cluster files in place"
+        )
+    return target
+
+
+def _put_back(written: Sequence[tuple[Edited, Path, bool]]) -> None:
     """Each file as it was before this write (a new one removed), as far as it can be."""
-    for edit, existed in reversed(written):
+    for edit, target, existed in reversed(written):
         with suppress(OSError):
             if existed:
-                write_atomically(edit.path, edit.before.encode("utf-8"))
+                write_atomically(target, edit.before.encode("utf-8"))
             else:
-                edit.path.unlink()
+                target.unlink()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -154,3 +155,33 @@ def test_fmt_keeps_an_anchor_no_alias_names(tmp_path: Path) -> None:
     (tmp_path / "a.yaml").write_text(text)
     result = run_cli("fmt", "--check", "a.yaml", cwd=tmp_path)
     assert (result.code, result.out) == (0, ""), result.out + result.err
+
+
+def test_fmt_rewrites_the_file_a_symbolic_link_names_and_keeps_the_link(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "lab.yaml").write_text(MESSY)
+    (tmp_path / "clusters").mkdir()
+    (tmp_path / "clusters" / "lab.yaml").symlink_to("../shared/lab.yaml")
+    result = run_cli("fmt", "clusters/lab.yaml", cwd=tmp_path)
+    assert result.code == 0, result.err
+    assert (tmp_path / "clusters" / "lab.yaml").is_symlink()
+    assert (shared / "lab.yaml").read_text() != MESSY
+    assert run_cli("fmt", "--check", "shared/lab.yaml", cwd=tmp_path).code == 0
+
+
+def test_fmt_refuses_to_rewrite_a_pipe_and_writes_nothing(tmp_path: Path) -> None:
+    """`gpuconf fmt /dev/stdin < file` would rename the new text over /dev/stdin itself."""
+    fifo = tmp_path / "in.yaml"
+    os.mkfifo(fifo)
+    (tmp_path / "b.yaml").write_text(MESSY)
+    writer = threading.Thread(target=fifo.write_text, args=(MESSY,), daemon=True)
+    writer.start()
+    result = run_cli("fmt", "b.yaml", "in.yaml", cwd=tmp_path)
+    writer.join(5)
+    assert result.code == 1, result.err
+    assert result.err == (
+        "gpuconf: in.yaml: not a regular file; gpuconf rewrites cluster files in place\n"
+    )
+    assert fifo.is_fifo()
+    assert (tmp_path / "b.yaml").read_text() == MESSY
