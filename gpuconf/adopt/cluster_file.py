@@ -95,8 +95,35 @@ def edited(
     """The document as text again, in the file's own indentation and line ends unless told
     otherwise, after its byte order mark if it has one."""
     text = round_trip_yaml.dump(file.document, indentation or file.indentation)
-    after = file.bom + text.replace("\n", newline or file.newline)
+    if newline is None and _mixed_line_ends(file.text):
+        after = file.bom + _line_ends_kept(file.text.removeprefix(file.bom), text)
+    else:
+        after = file.bom + text.replace("\n", newline or file.newline)
     return Edited(file.path, file.shown, file.text, after)
+
+
+def _mixed_line_ends(text: str) -> bool:
+    crlf = text.count("\r\n")
+    return 0 < crlf < text.count("\n")
+
+
+def _line_ends_kept(original: str, text: str) -> str:
+    """`text` (LF line ends) with each line `original` has too ending as it did there, and the
+    others as most of `original`'s lines do: an edit of a file of mixed line ends changes the
+    ends of the lines it changes only."""
+    old = original.split("\n")
+    old_lines = [line.removesuffix("\r") for line in old]
+    new_lines = text.split("\n")
+    usual = "\r\n" if original.count("\r\n") * 2 > original.count("\n") else "\n"
+    ends = [usual] * (len(new_lines) - 1)
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for kind, old_from, old_to, new_from, _ in matcher.get_opcodes():
+        if kind == "equal":
+            for offset in range(old_to - old_from):
+                at_old, at_new = old_from + offset, new_from + offset
+                if at_new < len(ends) and at_old < len(old) - 1:
+                    ends[at_new] = "\r\n" if old[at_old].endswith("\r") else "\n"
+    return "".join(line + end for line, end in zip(new_lines, ends, strict=False)) + new_lines[-1]
 
 
 def new_file(path: Path, shown: str, document: CommentedMap) -> Edited:

@@ -156,6 +156,21 @@ def test_nodes_add_then_remove_keeps_a_crlf_file_crlf_throughout(tmp_path: Path)
     assert file.read_bytes() == source
 
 
+def test_nodes_add_then_remove_keeps_each_line_end_of_a_file_of_mixed_ends(tmp_path: Path) -> None:
+    lines = (REPO / "clusters" / "lab.yaml").read_bytes().split(b"\n")
+    source = b"".join(  # every third line CRLF, the others LF
+        line + (b"\r\n" if n % 3 == 0 else b"\n") for n, line in enumerate(lines[:-1])
+    )
+    file = tmp_path / "lab.yaml"
+    file.write_bytes(source)
+    assert run_cli("nodes", "add", "lab.yaml", "t4", "lab-gpu-3", cwd=tmp_path).code == 0
+    removed, new = _changed_lines(source.decode(), file.read_bytes().decode())
+    assert removed == []
+    assert [line.strip() for line in new] == ["- name: lab-gpu-3", "gpus: [{index: 0}, {index: 1}]"]
+    assert run_cli("nodes", "remove", "lab.yaml", "lab-gpu-3", cwd=tmp_path).code == 0
+    assert file.read_bytes() == source
+
+
 def test_nodes_add_then_remove_keeps_a_utf8_byte_order_mark(tmp_path: Path) -> None:
     source = b"\xef\xbb\xbf" + (REPO / "clusters" / "lab.yaml").read_bytes()
     file = tmp_path / "lab.yaml"
