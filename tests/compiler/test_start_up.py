@@ -98,6 +98,9 @@ def test_render_imports_the_sandbox_not_pydantic_nor_jsonschema(tmp_path: Path) 
     assert {"gpuconf.compiler.render", "jinja2.sandbox"} <= imported
     heavy = {m for m in imported if m == "pydantic" or m.startswith(("pydantic.", "jsonschema"))}
     assert sorted(heavy) == []
+    # Quantities (decimal, fractions) are read where a cluster's values need them, or where
+    # an output is refused: not for every render.
+    assert sorted(imported & {"decimal", "fractions", "gpuconf.formats.quantity"}) == []
 
 
 @pytest.mark.parametrize("cluster", ["lab", "fleet"])

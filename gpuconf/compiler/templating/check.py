@@ -28,7 +28,6 @@ from gpuconf.compiler.templating.engine import TemplateFailed, TemplateSource, t
 from gpuconf.compiler.templating.filters import label_guards
 from gpuconf.diagnostics import format_path
 from gpuconf.formats.located_yaml import LoadFailed, Located, parse_text
-from gpuconf.formats.quantity import QUANTITY_PATTERN
 from gpuconf.formats.yaml_writer import dump
 
 CRDS = Path(__file__).parent / "crds"
@@ -255,6 +254,9 @@ def schema_failure(
     error = errors[0]
     path = tuple(error.absolute_path)
     said = error.message
+    # Only on a refusal: quantity.py's decimal and fractions cost every render otherwise.
+    from gpuconf.formats.quantity import QUANTITY_PATTERN
+
     if error.validator == "pattern" and error.validator_value == QUANTITY_PATTERN:
         said = f"{error.instance!r} is not a Kubernetes quantity (e.g. 500m, 2Gi, 1.5)"
     message = f"{format_path(path)}: {said} ({source})"
