@@ -326,6 +326,55 @@ def test_a_file_changed_on_the_host_after_setup_wrote_it_is_not_reverted_over(
     )
 
 
+def test_a_host_edit_left_at_one_stop_survives_the_next_setup_and_stop(host: HostTree) -> None:
+    config = setup_config("docker", revertOnStop=True)
+    host.write(DAEMON, '{"log-level": "warn"}\n')
+    first = start_setup(host, config)
+    wait_for(host.at(MARKER))
+    edited = host.read(DAEMON).replace('"log-level"', '"debug": true,\n  "log-level"')
+    host.write(DAEMON, edited)
+    assert "changed on the host since setup wrote it" in stop(first)
+    second = start_setup(host, config)  # finds the file configured: writes nothing
+    wait_for(host.at(MARKER))
+    stop(second)
+    assert host.read(DAEMON) == edited
+
+
+def test_a_host_edit_made_before_setup_was_killed_survives_the_next_setup_s_revert(
+    host: HostTree,
+) -> None:
+    config = setup_config("docker", revertOnStop=True)
+    host.write(DAEMON, '{"log-level": "warn"}\n')
+    first = start_setup(host, config)
+    wait_for(host.at(MARKER))
+    edited = host.read(DAEMON).replace('"log-level"', '"debug": true,\n  "log-level"')
+    host.write(DAEMON, edited)
+    first.kill()  # SIGKILL: no tear-down, the original stays kept
+    first.communicate(timeout=30)
+    host.at(MARKER).unlink()  # to wait for the next setup's own
+    second = start_setup(host, config)
+    wait_for(host.at(MARKER))
+    stop(second)
+    assert host.read(DAEMON) == edited
+
+
+def test_a_file_setup_rewrites_after_a_host_edit_reverts_to_that_edit(host: HostTree) -> None:
+    config = setup_config("docker", revertOnStop=True)
+    host.write(DAEMON, '{"log-level": "warn"}\n')
+    first = start_setup(host, config)
+    wait_for(host.at(MARKER))
+    first.kill()
+    first.communicate(timeout=30)
+    host.at(MARKER).unlink()
+    edited = '{"log-level": "debug"}\n'  # the admin starts over; gpuconf's runtime is gone
+    host.write(DAEMON, edited)
+    second = start_setup(host, config)
+    wait_for(host.at(MARKER))
+    assert "nvidia" in host.read(DAEMON)
+    assert "reverted" in stop(second)
+    assert host.read(DAEMON) == edited
+
+
 def test_a_consumer_waiting_for_the_marker_says_what_it_waits_for_while_it_waits(
     tmp_path: Path,
 ) -> None:
