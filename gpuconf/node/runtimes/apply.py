@@ -52,7 +52,9 @@ def write_changes(host: Host, changes: Iterable[FileChange]) -> list[str]:
 def _still_ours(backup_dir: Path, change: FileChange) -> bool:
     """Whether the file holds its kept original or what setup last wrote (True with no original)."""
     known, original = original_of(backup_dir, change.host_path)
-    return not known or change.old == original or _is_what_setup_wrote(backup_dir, change, change.old)
+    return (
+        not known or change.old == original or _is_what_setup_wrote(backup_dir, change, change.old)
+    )
 
 
 def _is_what_setup_wrote(backup_dir: Path, change: FileChange, data: bytes | None) -> bool:
