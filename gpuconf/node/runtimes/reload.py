@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +28,13 @@ from gpuconf.node.runtimes.versions import engine_version
 PROCESS_NAMES = {"docker": "dockerd", "containerd": "containerd", "cri-o": "crio"}
 SYSTEMD_UNITS = {"docker": ["docker"], "containerd": ["containerd"], "cri-o": ["crio"]}
 K3S_UNITS = ["k3s", "k3s-agent"]
+ENGINE_SOCKETS = {
+    # Each daemon's default listening socket: containerd defaults/defaults_unix.go
+    # DefaultAddress, docker opts/hosts.go DefaultUnixSocket, CRI-O crio.conf(5) `listen`.
+    "docker": "/var/run/docker.sock",
+    "containerd": "/run/containerd/containerd.sock",
+    "cri-o": "/var/run/crio/crio.sock",
+}
 
 
 class ReloadError(UserError):
@@ -98,7 +107,7 @@ def _pid_namespace(process: Path) -> str | None:
 def _signal(engine: str, host: Host) -> str:
     pids = engine_processes(engine, host)
     if not pids:
-        return f"{PROCESS_NAMES[engine]} is not running; it reads the new config when it starts"
+        return _not_found(engine, host)
     for pid in pids:
         try:
             os.kill(pid, signal.SIGHUP)
@@ -109,6 +118,41 @@ def _signal(engine: str, host: Host) -> str:
                 f"cannot signal {PROCESS_NAMES[engine]} (pid {pid}): {error}"
             ) from None
     return f"sent SIGHUP to {PROCESS_NAMES[engine]} (pid {', '.join(map(str, pids))})"
+
+
+def _not_found(engine: str, host: Host) -> str:
+    """No daemon in the host's /proc as this process sees it: not running, or not visible (a pod
+    without hostPID, a wrong --proc). Its socket answering under the host root tells them apart."""
+    daemon, address = PROCESS_NAMES[engine], ENGINE_SOCKETS[engine]
+    if not _answers(host.path(address)):
+        return f"{daemon} is not running; it reads the new config when it starts"
+    raise ReloadError(
+        f"{daemon} answers on {address} but is not among the processes in {host.proc}: setup "
+        "cannot signal it without the host's PID namespace (hostPID: true in the setup "
+        "DaemonSet, --proc naming the host's /proc); the config is written, the reload still owed"
+    )
+
+
+def _answers(path: Path) -> bool:
+    """Whether a Unix socket at ``path`` accepts a connection (a stale one left by a daemon that
+    died refuses). Reached through a descriptor of its folder: sun_path holds 108 bytes."""
+    try:
+        if not stat.S_ISSOCK(path.stat().st_mode):
+            return False
+        folder = os.open(path.parent, os.O_PATH | os.O_DIRECTORY)
+    except OSError:
+        return False
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+            client.settimeout(5)
+            client.connect(f"/proc/self/fd/{folder}/{path.name}")
+        return True
+    except (ConnectionRefusedError, FileNotFoundError):
+        return False
+    except OSError:
+        return True  # there, but not ours to connect to (permissions, a full backlog): running
+    finally:
+        os.close(folder)
 
 
 def _systemd_restart(engine: str, host: Host) -> str:

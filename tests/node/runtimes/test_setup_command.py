@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import signal
@@ -111,6 +112,46 @@ def test_only_the_host_s_own_daemon_is_signalled_not_one_inside_a_container(
         for process in (daemon, nested):
             process.kill()
             process.wait()
+
+
+def _listen_at(host: HostTree, host_path: str) -> socket.socket:
+    """A Unix socket listening at ``host_path`` (bound through its folder's descriptor: a
+    test's temporary path can exceed sun_path's 108 bytes)."""
+    path = host.at(host_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    folder = os.open(path.parent, os.O_PATH | os.O_DIRECTORY)
+    try:
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(f"/proc/self/fd/{folder}/{path.name}")
+        listener.listen()
+        return listener
+    finally:
+        os.close(folder)
+
+
+@pytest.mark.parametrize(
+    ("engine", "socket_path"),
+    [("docker", "/var/run/docker.sock"), ("containerd", "/run/containerd/containerd.sock")],
+)
+def test_a_daemon_that_answers_but_is_not_visible_fails_the_signal_reload_keeping_it_owed(
+    host: HostTree, engine: str, socket_path: str
+) -> None:
+    # A setup pod without hostPID sees none of the host's processes.
+    with _listen_at(host, socket_path):
+        result = host.setup(setup_config(engine, restart="signal"))
+    assert result.code == 1, result.err
+    assert f"answers on {socket_path} but is not among the processes in {host.proc}" in result.err
+    assert "hostPID: true" in result.err
+    assert host.at("/run/gpuconf/reload-owed").exists()
+    assert not host.at(MARKER).exists()
+
+
+def test_a_stale_socket_of_a_daemon_that_died_is_not_running(host: HostTree) -> None:
+    _listen_at(host, "/var/run/docker.sock").close()  # the file stays; nothing listens
+    result = host.setup(setup_config("docker", restart="signal"))
+    assert result.code == 0, result.err
+    assert "dockerd is not running; it reads the new config when it starts" in result.err
+    assert not host.at("/run/gpuconf/reload-owed").exists()
 
 
 @pytest.mark.parametrize(
