@@ -23,6 +23,7 @@ from gpuconf.api.runtime_files import default_restart
 from gpuconf.errors import UserError
 from gpuconf.node.runtimes import crio
 from gpuconf.node.runtimes.host import Host
+from gpuconf.node.runtimes.systemd import UnitRestartFailed, restart_unit, unit_state
 from gpuconf.node.runtimes.versions import engine_version
 
 PROCESS_NAMES = {"docker": "dockerd", "containerd": "containerd", "cri-o": "crio"}
@@ -68,13 +69,16 @@ def chosen(settings: RuntimeSettings, host: Host) -> Reload:
     return Reload(default_restart(engine), why)
 
 
-def perform(settings: RuntimeSettings, host: Host, reload: Reload) -> str:
-    """Do ``reload``; returns what was done, in words for the log."""
+def perform(
+    settings: RuntimeSettings, host: Host, reload: Reload, owed_since: float | None = None
+) -> str:
+    """Do ``reload``; returns what was done, in words for the log. ``owed_since``: when an
+    earlier run wrote the config it did not get to load (see systemd.restart_unit)."""
     if reload.mode == "none":
         return f"{settings.engine} not reloaded ({reload.why})"
     if reload.mode == "signal":
         return _signal(settings.engine, host)
-    return _systemd_restart(settings.engine, host)
+    return _systemd_restart(settings.engine, host, owed_since)
 
 
 def engine_processes(engine: str, host: Host) -> list[int]:
@@ -155,20 +159,32 @@ def _answers(path: Path) -> bool:
         os.close(folder)
 
 
-def _systemd_restart(engine: str, host: Host) -> str:
+def _systemd_restart(engine: str, host: Host, owed_since: float | None) -> str:
     units = K3S_UNITS if engine == "k3s" else SYSTEMD_UNITS[engine]
-    for unit in units:
-        if len(units) > 1:
-            active = host.run(["systemctl", "is-active", "--quiet", unit])
-            if active is None or active.returncode != 0:
+    try:
+        for unit in units:
+            if len(units) > 1 and not unit_state(host, unit).up:
                 continue
-        result = host.run(["systemctl", "restart", unit])
-        if result is None:
-            raise ReloadError("systemctl is not on the host; use restart: signal or none")
-        if result.returncode != 0:
-            raise ReloadError(
-                f"systemctl restart {unit} failed (exit {result.returncode}): "
-                f"{result.stderr.strip()[-300:]}"
-            )
-        return f"restarted {unit} (systemctl restart {unit})"
+            return restart_unit(host, unit, owed_since)
+    except UnitRestartFailed as failed:
+        raise ReloadError(str(failed)) from None
     raise ReloadError(f"none of the units {', '.join(units)} is active on the host")
+
+
+def owed_marker_text(engine: str, written_at: float) -> bytes:
+    """The reload-owed marker: the engine, and when its config was written (CLOCK_MONOTONIC
+    seconds, the clock systemd stamps units with) so a later run can tell whether the engine
+    came up since."""
+    return f"engine: {engine}\nwritten-monotonic: {written_at:.6f}\n".encode()
+
+
+def owed_since(marker: bytes) -> float | None:
+    """When the owed config was written; None for a marker that does not say (an older setup)."""
+    for line in marker.decode(errors="replace").splitlines():
+        key, _, value = line.partition(": ")
+        if key == "written-monotonic":
+            try:
+                return float(value)
+            except ValueError:
+                return None
+    return None
