@@ -478,11 +478,26 @@ def _anchor(options: argparse.Namespace) -> None:
         options.output = base / output
 
 
+def _node_command(argv: list[str]) -> tuple[Path | None, list[str]] | None:
+    """(-C DIR, the node command's arguments) when argv runs `node`, after any -C DIR."""
+    directory = None
+    rest = argv
+    while rest[:1] != ["node"]:
+        if rest[:1] == ["-C"] and len(rest) > 1:
+            directory, rest = Path(rest[1]), rest[2:]
+        elif rest and rest[0].startswith("-C") and len(rest[0]) > 2:
+            directory, rest = Path(rest[0][2:]), rest[1:]
+        else:
+            return None
+    return directory, rest[1:]
+
+
 def _run(argv: list[str]) -> int:
-    if argv[:1] == ["node"]:
+    node = _node_command(argv)
+    if node is not None:
         from gpuconf.node.commands.parser import main as node_main
 
-        return node_main(argv[1:])
+        return node_main(node[1], directory=node[0])
     options = build_parser().parse_command_line(argv)
     _anchor(options)
     return {**_COMMANDS, **_ADOPT_COMMANDS}[options.command](options)

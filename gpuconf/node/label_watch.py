@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpuconf.api.node_config import NodeConfig
-from gpuconf.node import in_cluster, log
+from gpuconf.node import log
 from gpuconf.node.labels import MACHINE_TYPE_FILE, NodeFacts, machine_type, node_labels
 from gpuconf.node.nvml.api import GpuInfo, Nvml, NvmlError
 
@@ -58,18 +58,18 @@ class LabelWatch:
         try:
             from gpuconf.node import node_labels
 
-            if node_labels.publish_labels(self._node_name, wanted):
-                self._published, self._failed_at = wanted, None
-                if in_cluster.in_a_pod():
-                    _log.info("node labels published", extra=log.kv(labels=len(wanted)))
-                else:
-                    _log.info(
-                        "node labels not published: not in a pod (`gpuconf node labels` prints "
-                        "them)",
-                        extra=log.kv(labels=len(wanted)),
-                    )
-            else:
+            outcome = node_labels.publish_labels(self._node_name, wanted)
+            if outcome is node_labels.Published.FAILED:
                 self._failed_at = now
+                return
+            self._published, self._failed_at = wanted, None
+            if outcome is node_labels.Published.YES:
+                _log.info("node labels published", extra=log.kv(labels=len(wanted)))
+            else:
+                _log.info(
+                    "node labels not published: not in a pod (`gpuconf node labels` prints them)",
+                    extra=log.kv(labels=len(wanted)),
+                )
         finally:
             self._busy.release()
 

@@ -68,6 +68,13 @@ class Metrics:
             ["resource"],
             registry=r,
         )
+        self.plugin_socket_unavailable = Gauge(
+            "gpuconf_node_plugin_socket_unavailable",
+            "1 while the resource's device-plugin socket cannot be made (something stands where "
+            "it goes; the log names it): the resource is not offered, retried every tick.",
+            ["resource"],
+            registry=r,
+        )
         self.config_refused = Gauge(
             "gpuconf_node_config_refused",
             "1 while the node config on disk is refused as invalid (the last good one serves).",
@@ -129,3 +136,5 @@ class Metrics:
                 self.devices.remove(resource, health)
         with contextlib.suppress(KeyError):
             self.registered.remove(resource)
+        with contextlib.suppress(KeyError):
+            self.plugin_socket_unavailable.remove(resource)

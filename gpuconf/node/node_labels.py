@@ -9,6 +9,7 @@ it rather than fight NFD's master over it.
 
 from __future__ import annotations
 
+import enum
 import logging
 import re
 from collections.abc import Mapping
@@ -91,19 +92,26 @@ def reconcile(
     return LabelChange(patch, tuple(sorted(owned)), tuple(foreign), invalid)
 
 
-def publish_labels(node_name: str, wanted: Mapping[str, str]) -> bool:
-    """Bring the Node's labels to `wanted` where gpuconf owns them. True when done (or not in
-    a cluster); False after a failure, logged: the caller tries again later."""
+class Published(enum.Enum):
+    """What publish_labels did: the caller logs from this, not from a second look around."""
+
+    YES = "published"
+    NOT_IN_A_POD = "not in a pod: no Node to label"
+    FAILED = "failed (logged); try again later"
+
+
+def publish_labels(node_name: str, wanted: Mapping[str, str]) -> Published:
+    """Bring the Node's labels to `wanted` where gpuconf owns them."""
     if not in_cluster.in_a_pod():
-        return True
+        return Published.NOT_IN_A_POD
     try:
         from gpuconf.node.own_node_client import OwnNode  # in a pod only: urllib.request is ~1 MiB
 
         _reconcile_node(OwnNode(node_name, in_cluster.load()), wanted)
     except Exception as error:  # labels are a courtesy; the node runtime must keep running
         log.warning("could not label node %s: %s", node_name, error)
-        return False
-    return True
+        return Published.FAILED
+    return Published.YES
 
 
 def _reconcile_node(node: OwnNode, wanted: Mapping[str, str]) -> None:

@@ -112,6 +112,7 @@ class Supervisor:
         self._draining: frozenset[tuple[str, str]] = frozenset()
         self._built: dict[str, BuiltDevices] = {}
         self._plugins: dict[str, ResourcePlugin] = {}
+        self._started = False
         self._stop_requested = False
         self._reload_requested = False
         self._last_turn = time.monotonic()
@@ -132,11 +133,22 @@ class Supervisor:
         pending = self._pending
         return {"pendingChanges": [change.as_dict() for change in pending]}
 
-    def run(self) -> None:
+    def start(self) -> None:
+        """Start watching and serve the config's resources. Raises a UserError (a plugin socket
+        that cannot be made, say) after undoing what started: the process cannot start."""
         self._pod_resources.start()
         self._mps.start()
-        self._poll_inventory(force=True)
+        try:
+            self._poll_inventory(force=True)
+        except BaseException:
+            self._shut_down(health_started=False)
+            raise
         self._health.start()
+        self._started = True
+
+    def run(self) -> None:
+        """Serve until stopped. From here a plugin socket that cannot be made is retried, never
+        the end of the process."""
         next_config = next_inventory = time.monotonic()
         try:
             while not self._stop_requested:
@@ -167,8 +179,9 @@ class Supervisor:
         finally:
             self._shut_down()
 
-    def _shut_down(self) -> None:
-        self._health.stop()
+    def _shut_down(self, health_started: bool = True) -> None:
+        if health_started:
+            self._health.stop()
         self._pod_resources.stop()
         for plugin in self._plugins.values():
             plugin.stop()
@@ -385,7 +398,10 @@ class Supervisor:
             plugin = ResourcePlugin(
                 self._settings.plugin_dir, self._view(name, now), self._metrics, self._handed_out
             )
-            plugin.start()
+            if self._started:
+                plugin.start_when_possible()
+            else:
+                plugin.start()
             self._plugins[name] = plugin
 
     def _restore_awaiting_reset(self) -> frozenset[str]:

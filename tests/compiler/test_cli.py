@@ -490,3 +490,14 @@ def test_json_format_leaves_stdout_one_json_document_and_the_rest_on_stderr(
     assert result.code == (1 if "--check" in command else 0)
     text = run_cli(*argv, *paths, cwd=REPO)
     assert result.err == text.out + text.err
+
+
+@pytest.mark.parametrize("joined", [False, True], ids=["-C DIR", "-CDIR"])
+def test_node_commands_run_after_minus_c_with_relative_paths_under_it(
+    tmp_path: Path, joined: bool
+) -> None:
+    (tmp_path / "ready").touch()
+    directory = [f"-C{tmp_path}"] if joined else ["-C", str(tmp_path)]
+    result = run_cli(*directory, "node", "wait", "ready", "--timeout", "0.2")
+    assert result.code == 0, result.err
+    assert result.out == f"ready: {tmp_path / 'ready'}\n"

@@ -21,7 +21,7 @@ from in_pod import as_pod_of
 from many_pools import many_pools
 
 from gpuconf.node.node_annotation import PENDING_ANNOTATION, annotate_pending
-from gpuconf.node.node_labels import publish_labels
+from gpuconf.node.node_labels import Published, publish_labels
 
 LAB = RENDERED / "lab"
 POLICY_FILES = [
@@ -253,15 +253,18 @@ def test_the_node_runtime_publishes_its_own_labels_and_takes_back_only_those(
         "gpuconf.dev/pool": "t4",
         "class.gpuconf.dev/t4-shared": "true",
     }
-    assert publish_labels(OWN, wanted)
+    assert publish_labels(OWN, wanted) is Published.YES
     assert _labels(api_server, OWN) == {"pool": "h100", **wanted}
-    assert publish_labels(OWN, {k: v for k, v in wanted.items() if k != "nvidia.com/gpu.count"})
+    published = publish_labels(
+        OWN, {k: v for k, v in wanted.items() if k != "nvidia.com/gpu.count"}
+    )
+    assert published is Published.YES
     labels = _labels(api_server, OWN)
     assert "nvidia.com/gpu.count" not in labels
     assert labels["pool"] == "h100"
     # The same writer on another Node is refused by the policy, and nothing there changes.
     before = _labels(api_server, OTHER)
-    assert not publish_labels(OTHER, wanted)
+    assert publish_labels(OTHER, wanted) is Published.FAILED
     assert _labels(api_server, OTHER) == before
 
 

@@ -11,6 +11,7 @@ from builders import gpu_uuid, node_config, read_node_config, resource
 
 from gpuconf.node import in_cluster, label_watch, node_labels
 from gpuconf.node.label_watch import LabelWatch
+from gpuconf.node.node_labels import Published
 from gpuconf.node.nvml.api import GpuInfo
 
 
@@ -29,11 +30,19 @@ def _gpus(count: int) -> list[GpuInfo]:
 class Recorder:
     def __init__(self) -> None:
         self.calls: list[dict[str, str]] = []
-        self.ok = True
+        self.outcome = Published.YES
 
-    def publish(self, node: str, wanted: Mapping[str, str]) -> bool:
+    @property
+    def ok(self) -> bool:
+        return self.outcome is not Published.FAILED
+
+    @ok.setter
+    def ok(self, value: bool) -> None:
+        self.outcome = Published.YES if value else Published.FAILED
+
+    def publish(self, node: str, wanted: Mapping[str, str]) -> Published:
         self.calls.append(dict(wanted))
-        return self.ok
+        return self.outcome
 
 
 @pytest.fixture
@@ -85,6 +94,24 @@ def test_away_from_a_cluster_the_log_does_not_claim_the_labels_were_published(
 ) -> None:
     # `gpuconf node run --nvml fake:FILE` on a laptop: there is no Node to label.
     monkeypatch.delenv(in_cluster.HOST_ENV, raising=False)
+    config = read_node_config(node_config([resource("t4", [0, 1])], gpus=2))
+    watch = LabelWatch("node-a", Driver(), tmp_path / "product_name")
+    with caplog.at_level("INFO"):
+        watch.update(config, _gpus(2))
+        _settle(watch)
+    messages = [record.getMessage() for record in caplog.records]
+    assert "node labels published" not in messages
+    assert "node labels not published: not in a pod (`gpuconf node labels` prints them)" in messages
+
+
+def test_the_log_says_what_the_publish_decided_not_a_second_look_at_the_environment(
+    recorder: Recorder,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setenv(in_cluster.HOST_ENV, "10.0.0.1")  # changed after publish looked
+    recorder.outcome = Published.NOT_IN_A_POD
     config = read_node_config(node_config([resource("t4", [0, 1])], gpus=2))
     watch = LabelWatch("node-a", Driver(), tmp_path / "product_name")
     with caplog.at_level("INFO"):

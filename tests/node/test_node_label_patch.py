@@ -14,13 +14,13 @@ import pytest
 from node_api import TOKEN, NodeApi
 
 from gpuconf.gpus.gfd_labels import OWNED_ANNOTATION
-from gpuconf.node.node_labels import publish_labels
+from gpuconf.node.node_labels import Published, publish_labels
 
 
 @pytest.mark.usefixtures("pod")
 def test_one_patch_sets_removes_and_records_the_owned_keys(node_api: NodeApi) -> None:
     wanted = {"nvidia.com/gpu.product": "Tesla-T4", "gpuconf.dev/pool": "t4"}
-    assert publish_labels("node-a", wanted)
+    assert publish_labels("node-a", wanted) is Published.YES
     read, patched = node_api.seen
     assert (read.method, read.path) == ("GET", "/api/v1/nodes/node-a")
     assert (patched.method, patched.path) == ("PATCH", "/api/v1/nodes/node-a")
@@ -38,7 +38,7 @@ def test_one_patch_sets_removes_and_records_the_owned_keys(node_api: NodeApi) ->
 
 @pytest.mark.usefixtures("pod")
 def test_labels_already_published_are_not_patched_again(node_api: NodeApi) -> None:
-    assert publish_labels("node-a", {"nvidia.com/gpu.replicas": "4"})
+    assert publish_labels("node-a", {"nvidia.com/gpu.replicas": "4"}) is Published.YES
     assert [seen.method for seen in node_api.seen] == ["GET"]
 
 
@@ -48,7 +48,7 @@ def test_a_refused_patch_is_logged_and_reported_for_a_retry(
 ) -> None:
     node_api.statuses = [200, 409]  # the Node is read, the patch conflicts
     with caplog.at_level(logging.WARNING, logger="gpuconf.node.node_labels"):
-        assert not publish_labels("node-a", {"gpuconf.dev/pool": "t4"})
+        assert publish_labels("node-a", {"gpuconf.dev/pool": "t4"}) is Published.FAILED
     assert [seen.method for seen in node_api.seen] == ["GET", "PATCH"]
     (record,) = caplog.records
     assert record.getMessage() == (
@@ -60,7 +60,7 @@ def test_outside_a_cluster_publishing_is_done_with_nothing_sent(
     monkeypatch: pytest.MonkeyPatch, node_api: NodeApi
 ) -> None:
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    assert publish_labels("node-a", {"gpuconf.dev/pool": "t4"})
+    assert publish_labels("node-a", {"gpuconf.dev/pool": "t4"}) is Published.NOT_IN_A_POD
     assert node_api.seen == []
 
 
@@ -71,7 +71,7 @@ from pathlib import Path
 from gpuconf.node import in_cluster, node_annotation, node_labels
 
 in_cluster.SERVICE_ACCOUNT_DIR = Path(sys.argv[1])
-assert node_labels.publish_labels("node-a", {"gpuconf.dev/pool": "t4"})
+assert node_labels.publish_labels("node-a", {"gpuconf.dev/pool": "t4"}) is node_labels.Published.YES
 node_annotation.annotate_pending("node-a", [])
 print(sorted({name.split(".")[0] for name in sys.modules}))
 """

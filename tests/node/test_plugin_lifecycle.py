@@ -213,6 +213,50 @@ def test_a_folder_where_a_plugin_socket_goes_is_a_message_naming_it_and_exit_1(
         socket_path.rmdir()
 
 
+def test_a_folder_where_the_socket_goes_after_a_kubelet_restart_is_retried_not_fatal(
+    running: tuple[NodeProcess, KubeletStub],
+) -> None:
+    process, old = running
+    old.stop()
+    socket_path = process.socket(WHOLE)
+    socket_path.unlink()
+    socket_path.mkdir()  # the kubelet restarted; something else took the socket's place
+    new = KubeletStub(process.plugin_dir).start()
+    try:
+        wait_until(
+            lambda: process.metric("gpuconf_node_plugin_socket_unavailable", resource=WHOLE) == 1,
+            what="the socket reported unavailable",
+        )
+        assert process.alive()
+        assert "cannot start" not in process.log()
+        assert f"{socket_path}: cannot serve the device plugin here" in process.log()
+        socket_path.rmdir()
+        new.wait_registered(WHOLE, timeout=5)
+        assert len(new.wait_devices(WHOLE)) == 4
+        assert process.metric("gpuconf_node_plugin_socket_unavailable", resource=WHOLE) == 0
+        assert process.log().count("cannot serve the device plugin here") == 1  # said once
+    finally:
+        new.stop()
+
+
+def test_a_resource_added_by_a_reload_whose_socket_cannot_be_made_waits_for_it(
+    running: tuple[NodeProcess, KubeletStub],
+) -> None:
+    process, kubelet = running
+    extra_socket = process.socket(EXTRA)
+    extra_socket.mkdir()
+    process.write_config(node_config([resource("h100", [0, 1, 2]), resource("h100-extra", [3])]))
+    wait_until(
+        lambda: process.metric("gpuconf_node_plugin_socket_unavailable", resource=EXTRA) == 1,
+        what="the new resource's socket reported unavailable",
+    )
+    assert process.alive()
+    assert len(kubelet.wait_devices(WHOLE, lambda d: len(d) == 3)) == 3
+    extra_socket.rmdir()
+    kubelet.wait_registered(EXTRA, timeout=5)
+    assert sorted(kubelet.wait_devices(EXTRA)) == [gpu_uuid(3)]
+
+
 class _StreamReadingItsRequest:
     """A ListAndWatch call whose request has not arrived yet: the kubelet opens one right after
     Register returns (devicemanager/plugin/v1beta1 handler.go), so a stop can land there."""

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import shutil
 import socket
 import subprocess
 import urllib.error
 import urllib.request
+from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -80,7 +83,20 @@ def test_the_metrics_port_answers_metrics_health_and_status_over_http() -> None:
         server.stop()
 
 
-@pytest.mark.skipif(not socket.has_dualstack_ipv6(), reason="no IPv6 on this machine")
+def _ipv6_loopback_reachable() -> bool:
+    """Whether ::1 can be used here: with net.ipv6.conf.all.disable_ipv6=1 the kernel still has
+    AF_INET6 (has_dualstack_ipv6 says True) but binding or connecting to ::1 is EADDRNOTAVAIL."""
+    if not socket.has_dualstack_ipv6():
+        return False
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _ipv6_loopback_reachable(), reason="no IPv6 loopback (::1) on this machine")
 def test_the_metrics_port_answers_on_ipv6_as_on_ipv4() -> None:
     # On an IPv6-only cluster the kubelet probes /healthz, and Prometheus scrapes, at the pod's
     # IPv6 address: a listener on 0.0.0.0 alone refuses both.
@@ -90,6 +106,28 @@ def test_the_metrics_port_answers_on_ipv6_as_on_ipv4() -> None:
         for host in ("127.0.0.1", "[::1]"):
             with urllib.request.urlopen(f"http://{host}:{server.port}/healthz", timeout=5) as reply:
                 assert reply.status == 200
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("refusal", [errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL])
+def test_where_the_dual_stack_listener_is_refused_the_metrics_port_answers_on_ipv4(
+    monkeypatch: pytest.MonkeyPatch, refusal: int
+) -> None:
+    create_server = socket.create_server
+
+    def no_ipv6(address: tuple[str, int], **options: Any) -> socket.socket:
+        if options.get("family") == socket.AF_INET6:
+            raise OSError(refusal, os.strerror(refusal))
+        return create_server(address, **options)
+
+    monkeypatch.setattr(socket, "has_dualstack_ipv6", lambda: True)
+    monkeypatch.setattr(socket, "create_server", no_ipv6)
+    server = MetricsServer(0, Registry(), lambda: True)
+    server.start()
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/healthz", timeout=5) as reply:
+            assert reply.status == 200
     finally:
         server.stop()
 

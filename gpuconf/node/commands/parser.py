@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from pathlib import Path
 
 from gpuconf.api.driver_upgrade import CONFIG_STATE_FILE
 from gpuconf.api.node_facts import KUBELET_PLUGIN_DIR
@@ -183,8 +184,34 @@ def build_parser(prog: str = "gpuconf node") -> ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str]) -> int:
+_PATH_OPTIONS = (
+    "config", "root", "proc", "plugin_dir", "state_dir", "pod_resources_socket",
+    "machine_type_file", "sys_module", "state_file", "host_root", "driver_ready", "setup_ready",
+    "done_file",
+)  # fmt: skip
+_NVML_WITH_PATH = ("fake:", "tegra:")
+
+
+def _anchor(options: argparse.Namespace, base: Path) -> None:
+    """`gpuconf -C DIR node …`: relative paths given are relative to DIR, as for the compiler's
+    commands (absolute ones, every default among them, stay)."""
+    for name in _PATH_OPTIONS:
+        value = getattr(options, name, None)
+        if isinstance(value, str):
+            setattr(options, name, str(base / value))
+    if getattr(options, "files", None):
+        options.files = [str(base / path) for path in options.files]
+    nvml = getattr(options, "nvml", None)
+    for prefix in _NVML_WITH_PATH:
+        if isinstance(nvml, str) and nvml.startswith(prefix) and len(nvml) > len(prefix):
+            options.nvml = prefix + str(base / nvml[len(prefix) :])
+
+
+def main(argv: Sequence[str], directory: Path | None = None) -> int:
+    """Run a node command; ``directory``: the -C DIR given before `node`."""
     options = build_parser().parse_command_line(argv)
+    if directory is not None:
+        _anchor(options, directory.absolute())
     if options.command == "run":
         from gpuconf.node.commands.run import run
     elif options.command == "setup":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
@@ -31,7 +32,7 @@ def run(options: argparse.Namespace) -> int:
         for problem in invalid.diagnostics:
             _log.error("cannot start", extra=log.kv(problem=problem.as_text()))
         return int(ExitCode.INVALID_INPUT)
-    except (_StartFailed, UserError) as failed:
+    except _StartFailed as failed:
         _log.error("cannot start", extra=log.kv(problem=str(failed)))
         return int(ExitCode.INVALID_INPUT)
     except KeyboardInterrupt:
@@ -41,7 +42,31 @@ def run(options: argparse.Namespace) -> int:
         return int(ExitCode.INTERNAL)
 
 
+@dataclass(frozen=True)
+class _Started:
+    supervisor: Supervisor
+    nvml: Nvml
+    http: MetricsServer | None
+
+
 def _run(options: argparse.Namespace) -> int:
+    try:
+        started = _start(options)
+    except ConfigInvalid:
+        raise
+    except UserError as failed:  # only here: once serving, problems are retried where they arise
+        raise _StartFailed(str(failed)) from None
+    try:
+        started.supervisor.run()
+    finally:
+        if started.http is not None:
+            started.http.stop()
+        started.nvml.close()
+    _log.info("stopped; sockets removed")
+    return int(ExitCode.OK)
+
+
+def _start(options: argparse.Namespace) -> _Started:
     settings = RunSettings(
         options.node_name,
         Path(options.plugin_dir),
@@ -71,13 +96,13 @@ def _run(options: argparse.Namespace) -> int:
         ),
     )
     try:
-        supervisor.run()
-    finally:
+        supervisor.start()
+    except BaseException:
         if http is not None:
             http.stop()
         nvml.close()
-    _log.info("stopped; sockets removed")
-    return int(ExitCode.OK)
+        raise
+    return _Started(supervisor, nvml, http)
 
 
 def _check_plugin_dir(plugin_dir: Path, socket_names: list[str]) -> None:

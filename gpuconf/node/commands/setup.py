@@ -36,7 +36,7 @@ from gpuconf.node.prometheus_text import Counter, Gauge, Registry
 from gpuconf.node.runtimes import apply, reload
 from gpuconf.node.runtimes.changes import config_hash, unified_diff
 from gpuconf.node.runtimes.host import Host
-from gpuconf.node.runtimes.host_files import exclusive_lock
+from gpuconf.node.runtimes.host_files import exclusive_lock, read_optional
 from gpuconf.node.runtimes.host_plan import HostPlan, plan_host
 
 LOCK_FILE = f"{SETUP_MARKER_DIR}/setup.lock"
@@ -124,13 +124,13 @@ def _set_up(config: NodeConfig, host: Host, metrics: SetupMetrics) -> HostPlan:
         host_plan = plan_host(config, host)
         owed = host.path(RELOAD_OWED_MARKER)
         if host_plan.engine_changed:
-            write_atomically(owed, f"{engine}\n".encode())
+            write_atomically(owed, reload.owed_marker_text(engine, time.monotonic()))
         kept = apply.write_changes(host, host_plan.files)
         for host_path in kept:
             _log.info("kept the original", extra=log.kv(file=host_path))
         for change in host_plan.changed:
             _log.info("wrote", extra=log.kv(file=change.host_path))
-        outcome = _reload_if_needed(config, host, host_plan, metrics, owed=owed.exists())
+        outcome = _reload_if_needed(config, host, host_plan, metrics, owed=read_optional(owed))
         remove(owed)
         digest = config_hash(host_plan.files)
         write_atomically(host.path(SETUP_READY_MARKER), apply.marker_text(digest, engine, outcome))
@@ -141,11 +141,16 @@ def _set_up(config: NodeConfig, host: Host, metrics: SetupMetrics) -> HostPlan:
 
 
 def _reload_if_needed(
-    config: NodeConfig, host: Host, host_plan: HostPlan, metrics: SetupMetrics, *, owed: bool
+    config: NodeConfig,
+    host: Host,
+    host_plan: HostPlan,
+    metrics: SetupMetrics,
+    *,
+    owed: bytes | None,
 ) -> str:
     """Reload the engine if its config changed now, or an earlier run changed it and did not
-    get to reload it (``owed``)."""
-    if not host_plan.engine_changed and not owed:
+    get to reload it (``owed``: the reload-owed marker's bytes)."""
+    if not host_plan.engine_changed and owed is None:
         _log.info(
             "engine config unchanged; nothing restarted", extra=log.kv(engine=config.runtime.engine)
         )
@@ -156,7 +161,8 @@ def _reload_if_needed(
             extra=log.kv(engine=config.runtime.engine),
         )
     what = reload.chosen(config.runtime, host)
-    done = reload.perform(config.runtime, host, what)
+    since = None if host_plan.engine_changed or owed is None else reload.owed_since(owed)
+    done = reload.perform(config.runtime, host, what, owed_since=since)
     metrics.reloads.labels(config.runtime.engine, what.mode).inc()
     _log.info(
         "engine reload", extra=log.kv(engine=config.runtime.engine, mode=what.mode, done=done)

@@ -249,7 +249,8 @@ class PluginServer:
             return
         with contextlib.suppress(TimeoutError):
             io_loop().run(_closed(*serving), START_TIMEOUT_SECONDS)
-        self.socket_path.unlink(missing_ok=True)
+        if self.socket_path.is_socket():  # anything else put there since is not ours to remove
+            self.socket_path.unlink(missing_ok=True)
 
     @property
     def serving(self) -> bool:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from gpuconf.node import log
 from gpuconf.node.kubelet.handed_out import HandedOut
-from gpuconf.node.kubelet.plugin_server import PluginServer
+from gpuconf.node.kubelet.plugin_server import PluginServer, PluginSocketUnavailable
 from gpuconf.node.kubelet.registration import RegistrationFailed, register
 from gpuconf.node.latest import Latest
 from gpuconf.node.metrics import Metrics
@@ -41,10 +41,14 @@ class ResourcePlugin:
         self._in_flight = False
         self._next_attempt = 0.0
         self._failures_logged = 0
+        self._unavailable: str | None = None
+        """Why the socket could not be made at the last try; None while serving."""
         self._count(view)
         metrics.registered.labels(self.name).set(0)
 
     def start(self) -> None:
+        """Serve the socket anew. Raises PluginSocketUnavailable when it cannot be made there:
+        at start-up that stops the process; later, start_when_possible keeps it running."""
         self._server.start()
         with self._lock:
             self._generation += 1
@@ -59,9 +63,31 @@ class ResourcePlugin:
         self._metrics.forget_resource(self.name)
         _log.info("stopped", extra=log.kv(resource=self.name))
 
+    def start_when_possible(self) -> None:
+        """Start; if the socket cannot be made, say why once and leave the resource unoffered
+        (not served, not registered) until a later tick's try succeeds."""
+        try:
+            self.start()
+        except PluginSocketUnavailable as unavailable:
+            with self._lock:
+                self._registered = False
+            self._metrics.registered.labels(self.name).set(0)
+            self._metrics.plugin_socket_unavailable.labels(self.name).set(1)
+            if str(unavailable) != self._unavailable:
+                _log.warning(
+                    "not offered: retrying every tick",
+                    extra=log.kv(resource=self.name, problem=str(unavailable)),
+                )
+            self._unavailable = str(unavailable)
+            return
+        if self._unavailable is not None:
+            self._unavailable = None
+            self._metrics.plugin_socket_unavailable.labels(self.name).set(0)
+
     def restart(self, reason: str) -> None:
-        _log.warning("restarting", extra=log.kv(resource=self.name, reason=reason))
-        self.start()
+        if self._unavailable is None:
+            _log.warning("restarting", extra=log.kv(resource=self.name, reason=reason))
+        self.start_when_possible()
 
     def publish(self, view: ResourceView) -> None:
         """Send the list to ListAndWatch clients when anything about it changed."""
@@ -109,6 +135,8 @@ class ResourcePlugin:
     def tick(self, now: float) -> None:
         if not self._server.serving:
             self.restart("our socket was deleted (kubelet restart?)")
+            if not self._server.serving:
+                return
         with self._lock:
             if self._registered or self._in_flight or now < self._next_attempt:
                 return

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,8 @@ from pathlib import Path
 from gpuconf.node.atomic_files import remove, write_atomically
 
 ABSENT_SUFFIX = ".gpuconf-absent"
+WRITTEN_SUFFIX = ".gpuconf-written"
+"""Beside a kept original: the sha256 of the bytes setup last wrote to the file."""
 
 
 def read_optional(path: Path, limit: int = -1) -> bytes | None:
@@ -54,12 +57,31 @@ def original_of(backup_dir: Path, host_path: str) -> tuple[bool, bytes | None]:
     return (kept is not None, kept)
 
 
+def digest(data: bytes | None) -> str | None:
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+def record_written(backup_dir: Path, host_path: str, data: bytes) -> None:
+    """Remember what setup wrote to the file, so a later run tells its own bytes from a host edit."""
+    backup = backup_of(backup_dir, host_path)
+    write_atomically(backup.with_name(backup.name + WRITTEN_SUFFIX), f"{digest(data)}\n".encode())
+
+
+def written_digest(backup_dir: Path, host_path: str) -> str | None:
+    """The sha256 of what setup last wrote to the file; None when not recorded (an older setup)."""
+    backup = backup_of(backup_dir, host_path)
+    recorded = read_optional(backup.with_name(backup.name + WRITTEN_SUFFIX))
+    return None if recorded is None else recorded.decode().strip()
+
+
 def forget_original(backup_dir: Path, host_path: str) -> None:
-    """Drop the kept original once it is back in place: the next setup keeps the file as it is
-    then (with whatever was changed on the host meanwhile), not this older copy."""
+    """Drop the kept original once it is back in place, or once the host changed the file: the
+    next setup keeps the file as it is then (with whatever was changed on the host meanwhile),
+    not this older copy."""
     backup = backup_of(backup_dir, host_path)
     remove(backup)
     remove(backup.with_name(backup.name + ABSENT_SUFFIX))
+    remove(backup.with_name(backup.name + WRITTEN_SUFFIX))
 
 
 @contextlib.contextmanager

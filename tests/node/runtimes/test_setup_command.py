@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import signal
@@ -14,6 +15,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import fake_systemctl
 import pytest
 from builders import NVIDIA_RUNTIME, RUNTIME_FACTS, HostTree, run_cli, setup_config
 
@@ -47,19 +49,19 @@ def test_dry_run_prints_the_exact_diff_and_writes_nothing(host: HostTree, tmp_pa
     patched = tmp_path / "patched"
     shutil.copytree(host.root, patched, symlinks=True)
     subprocess.run(["patch", "-s", "-p1", "-d", str(patched)], input=diff, text=True, check=True)
-    host.program("systemctl", "true")
+    fake_systemctl.install(host)
     host.setup(setup_config("containerd", restart="systemd"))
     for host_path in (MAIN, DROPIN):
         assert (patched / host_path.lstrip("/")).read_text() == host.read(host_path)
 
 
 def test_a_second_run_changes_nothing_and_restarts_nothing(host: HostTree) -> None:
-    host.program("systemctl", f'echo "$@" >> {host.folder}/systemctl-calls')
+    fake_systemctl.install(host)
     config = setup_config("containerd", restart="systemd")
     first = host.setup(config)
     written, first_marker = host.files(), marker(host)
     second = host.setup(config)
-    assert (host.folder / "systemctl-calls").read_text() == "restart containerd\n"
+    assert fake_systemctl.restarts(host) == ["restart --no-block containerd"]
     assert "engine config unchanged; nothing restarted" in second.err
     assert {**host.files(), MARKER: b""} == {**written, MARKER: b""}
     assert first.code == second.code == 0
@@ -113,6 +115,46 @@ def test_only_the_host_s_own_daemon_is_signalled_not_one_inside_a_container(
             process.wait()
 
 
+def _listen_at(host: HostTree, host_path: str) -> socket.socket:
+    """A Unix socket listening at ``host_path`` (bound through its folder's descriptor: a
+    test's temporary path can exceed sun_path's 108 bytes)."""
+    path = host.at(host_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    folder = os.open(path.parent, os.O_PATH | os.O_DIRECTORY)
+    try:
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(f"/proc/self/fd/{folder}/{path.name}")
+        listener.listen()
+        return listener
+    finally:
+        os.close(folder)
+
+
+@pytest.mark.parametrize(
+    ("engine", "socket_path"),
+    [("docker", "/var/run/docker.sock"), ("containerd", "/run/containerd/containerd.sock")],
+)
+def test_a_daemon_that_answers_but_is_not_visible_fails_the_signal_reload_keeping_it_owed(
+    host: HostTree, engine: str, socket_path: str
+) -> None:
+    # A setup pod without hostPID sees none of the host's processes.
+    with _listen_at(host, socket_path):
+        result = host.setup(setup_config(engine, restart="signal"))
+    assert result.code == 1, result.err
+    assert f"answers on {socket_path} but is not among the processes in {host.proc}" in result.err
+    assert "hostPID: true" in result.err
+    assert host.at("/run/gpuconf/reload-owed").exists()
+    assert not host.at(MARKER).exists()
+
+
+def test_a_stale_socket_of_a_daemon_that_died_is_not_running(host: HostTree) -> None:
+    _listen_at(host, "/var/run/docker.sock").close()  # the file stays; nothing listens
+    result = host.setup(setup_config("docker", restart="signal"))
+    assert result.code == 0, result.err
+    assert "dockerd is not running; it reads the new config when it starts" in result.err
+    assert not host.at("/run/gpuconf/reload-owed").exists()
+
+
 @pytest.mark.parametrize(
     ("program", "config", "command"),
     [
@@ -120,7 +162,7 @@ def test_only_the_host_s_own_daemon_is_signalled_not_one_inside_a_container(
         (
             "systemctl",
             setup_config("containerd", restart="systemd"),
-            "systemctl restart containerd",
+            "systemctl restart --no-block containerd",
         ),
         ("nvidia-ctk", setup_config("docker", "cdi"), "nvidia-ctk cdi generate"),
     ],
@@ -147,7 +189,7 @@ def test_a_failed_restart_leaves_no_ready_marker(host: HostTree) -> None:
     result = host.setup(setup_config("containerd", restart="systemd"))
     assert result.code == 1
     assert (
-        "systemctl restart containerd failed (exit 5): Unit containerd.service not found."
+        "systemctl restart --no-block containerd failed (exit 5): Unit containerd.service not found."
         in result.err
     )
     assert not host.at(MARKER).exists()
@@ -156,11 +198,8 @@ def test_a_failed_restart_leaves_no_ready_marker(host: HostTree) -> None:
 def test_a_restart_that_failed_is_done_by_the_next_run_though_the_files_are_written(
     host: HostTree,
 ) -> None:
-    calls = host.folder / "systemctl-calls"
-    host.program(
-        "systemctl",
-        f'echo "$@" >> {calls}\n[ -e {host.folder}/unit-fixed ] || {{ echo "Job failed" >&2; exit 1; }}',
-    )
+    units = fake_systemctl.install(host)
+    (units / "restart-refused").touch()
     config = setup_config("containerd", restart="systemd")
     assert host.setup(config).code == 1
     assert host.at(DROPIN).exists()  # written before the restart failed
@@ -175,15 +214,71 @@ def test_a_restart_that_failed_is_done_by_the_next_run_though_the_files_are_writ
     )  # fmt: skip
     assert check.code == 1
     assert "host runtime (containerd): configured, not loaded" in check.out
-    (host.folder / "unit-fixed").touch()
+    (units / "restart-refused").unlink()
     retried = host.setup(config)
     assert retried.code == 0, retried.err
-    assert calls.read_text().splitlines() == ["restart containerd", "restart containerd"]
+    assert fake_systemctl.restarts(host) == ["restart --no-block containerd"] * 2
     assert marker(host)["reload"] == "systemd"
     settled = host.setup(config)
     assert settled.code == 0, settled.err
-    assert len(calls.read_text().splitlines()) == 2
+    assert len(fake_systemctl.restarts(host)) == 2
     assert marker(host)["reload"] == "unchanged"
+
+
+@pytest.fixture
+def quick_restart_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("gpuconf.node.runtimes.systemd.RESTART_TIMEOUT_SECONDS", 1.0)
+    monkeypatch.setattr("gpuconf.node.runtimes.systemd.POLL_SECONDS", 0.05)
+
+
+@pytest.mark.usefixtures("quick_restart_wait")
+def test_a_slow_restart_is_waited_for_by_later_runs_never_restarted_again(host: HostTree) -> None:
+    units = fake_systemctl.install(host)
+    (units / "containerd.slow").touch()  # k3s-like: TimeoutStartSec=0, systemd never gives up
+    config = setup_config("containerd", restart="systemd")
+    first = host.setup(config)
+    assert first.code == 1, first.err
+    assert "containerd is still activating (start) 1 s after its restart was queued" in first.err
+    assert host.at("/run/gpuconf/reload-owed").exists()
+    second = host.setup(config)  # the restart is still under way
+    assert second.code == 1, second.err
+    assert not host.at(MARKER).exists()
+    (units / "containerd.slow").unlink()  # it comes up
+    third = host.setup(config)
+    assert third.code == 0, third.err
+    assert fake_systemctl.restarts(host) == ["restart --no-block containerd"]
+    assert "not restarted" in third.err
+    assert not host.at("/run/gpuconf/reload-owed").exists()
+    assert marker(host)["reload"] == "systemd"
+
+
+@pytest.mark.usefixtures("quick_restart_wait")
+def test_a_unit_that_came_up_after_the_owed_config_was_written_is_not_restarted_again(
+    host: HostTree,
+) -> None:
+    units = fake_systemctl.install(host)
+    (units / "containerd.slow").touch()
+    config = setup_config("containerd", restart="systemd")
+    assert host.setup(config).code == 1
+    (units / "containerd.slow").unlink()
+    fake_systemctl.show(host, "containerd")  # systemd finished the job between two runs
+    settled = host.setup(config)
+    assert settled.code == 0, settled.err
+    assert "containerd came up after the config was written; not restarted again" in settled.err
+    assert fake_systemctl.restarts(host) == ["restart --no-block containerd"]
+
+
+@pytest.mark.usefixtures("quick_restart_wait")
+def test_a_unit_that_fails_to_come_back_is_a_message_naming_its_result(host: HostTree) -> None:
+    units = fake_systemctl.install(host)
+    (units / "containerd.fails").touch()
+    result = host.setup(setup_config("containerd", restart="systemd"))
+    assert result.code == 1, result.err
+    assert (
+        "containerd did not come back after its restart: failed (result exit-code); "
+        "see `journalctl -u containerd` on the host"
+    ) in result.err
+    assert not host.at(MARKER).exists()
 
 
 def start_setup(host: HostTree, config: dict[str, object]) -> subprocess.Popen[str]:
@@ -324,6 +419,55 @@ def test_a_file_changed_on_the_host_after_setup_wrote_it_is_not_reverted_over(
     assert host.at("/var/lib/gpuconf/backup/etc/docker/daemon.json").read_text() == (
         '{"log-level": "warn"}\n'
     )
+
+
+def test_a_host_edit_left_at_one_stop_survives_the_next_setup_and_stop(host: HostTree) -> None:
+    config = setup_config("docker", revertOnStop=True)
+    host.write(DAEMON, '{"log-level": "warn"}\n')
+    first = start_setup(host, config)
+    wait_for(host.at(MARKER))
+    edited = host.read(DAEMON).replace('"log-level"', '"debug": true,\n  "log-level"')
+    host.write(DAEMON, edited)
+    assert "changed on the host since setup wrote it" in stop(first)
+    second = start_setup(host, config)  # finds the file configured: writes nothing
+    wait_for(host.at(MARKER))
+    stop(second)
+    assert host.read(DAEMON) == edited
+
+
+def test_a_host_edit_made_before_setup_was_killed_survives_the_next_setup_s_revert(
+    host: HostTree,
+) -> None:
+    config = setup_config("docker", revertOnStop=True)
+    host.write(DAEMON, '{"log-level": "warn"}\n')
+    first = start_setup(host, config)
+    wait_for(host.at(MARKER))
+    edited = host.read(DAEMON).replace('"log-level"', '"debug": true,\n  "log-level"')
+    host.write(DAEMON, edited)
+    first.kill()  # SIGKILL: no tear-down, the original stays kept
+    first.communicate(timeout=30)
+    host.at(MARKER).unlink()  # to wait for the next setup's own
+    second = start_setup(host, config)
+    wait_for(host.at(MARKER))
+    stop(second)
+    assert host.read(DAEMON) == edited
+
+
+def test_a_file_setup_rewrites_after_a_host_edit_reverts_to_that_edit(host: HostTree) -> None:
+    config = setup_config("docker", revertOnStop=True)
+    host.write(DAEMON, '{"log-level": "warn"}\n')
+    first = start_setup(host, config)
+    wait_for(host.at(MARKER))
+    first.kill()
+    first.communicate(timeout=30)
+    host.at(MARKER).unlink()
+    edited = '{"log-level": "debug"}\n'  # the admin starts over; gpuconf's runtime is gone
+    host.write(DAEMON, edited)
+    second = start_setup(host, config)
+    wait_for(host.at(MARKER))
+    assert "nvidia" in host.read(DAEMON)
+    assert "reverted" in stop(second)
+    assert host.read(DAEMON) == edited
 
 
 def test_a_consumer_waiting_for_the_marker_says_what_it_waits_for_while_it_waits(
