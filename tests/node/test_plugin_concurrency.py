@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -107,9 +106,11 @@ def test_with_a_hung_kubelet_an_xid_still_reaches_open_streams_at_once(
             streams.open(1)
             streams.wait(lambda: streams.latest[0], timeout=5)
             process.send_xid(gpu_uuid(1), 48)
-            sent = time.monotonic()
-            streams.wait(lambda: streams.latest[0].get(gpu_uuid(1)) == "Unhealthy", timeout=5)
-            assert time.monotonic() - sent < 1.0  # bench/node.py measures the real figure
+            streams.wait(lambda: streams.latest[0].get(gpu_uuid(1)) == "Unhealthy", timeout=30)
+            # Delivered while the registration still hangs: its first attempt gives up only
+            # after REGISTER_TIMEOUT_SECONDS, and has not. (bench/node.py times the delivery.)
+            failed = {"resource": WHOLE, "result": "failed"}
+            assert process.metric("gpuconf_node_registrations_total", **failed) == 0
             url = f"http://127.0.0.1:{process.metrics_port}/healthz"
             with urllib.request.urlopen(url, timeout=5) as reply:
                 assert reply.status == 200
