@@ -741,8 +741,9 @@ def test_a_site_block_the_api_server_would_refuse_is_refused_at_its_line(
         ("tolerations: []", "tolerations", "add tolerations in the extra_tolerations block"),
         ("hostNetwork: true\ntolerations:\n  - operator: Exists", "tolerations", "add tolerations in the extra_tolerations block"),
         ("containers: []", "containers", "change containers in the container_image, container_env and container_resources blocks"),
+        ("initContainers: []", "initContainers", "change initContainers in the container_image, container_env and container_resources blocks"),
     ],
-    ids=["tolerations", "tolerations-after-another-entry", "containers"],
+    ids=["tolerations", "tolerations-after-another-entry", "containers", "initContainers"],
 )  # fmt: skip
 def test_a_pod_spec_block_setting_what_gpuconf_lays_out_apart_is_refused_at_its_line(
     tmp_path: Path, text: str, key: str, hint: str
