@@ -35,24 +35,17 @@ class Problem(NamedTuple):
     hint: str = ""
 
 
-WORKLOADS = frozenset(
-    {
-        ("apps/v1", "DaemonSet"),
-        ("apps/v1", "Deployment"),
-        ("apps/v1", "StatefulSet"),
-        ("apps/v1", "ReplicaSet"),
-        ("batch/v1", "Job"),
-    }
-)
-"""Kinds whose spec.selector is a LabelSelector and spec.template a pod template (another
-kind's spec.template, such as an ApplicationSet's, is not a pod's)."""
+WORKLOAD = ("apps/v1", "DaemonSet")
+"""The one workload kind gpuconf plans (an output must be its artifact's kind): its
+spec.selector is a LabelSelector and spec.template a pod template (another kind's spec.template,
+such as an ApplicationSet's, is not a pod's)."""
 
 
 def problems(data: Mapping[str, Any]) -> Iterator[Problem]:
     """What the API server would refuse in `data`, a manifest, in the order it validates.
     A value of the wrong type is left to the kind's schema."""
     yield from _labels(data, ("metadata", "labels"))
-    if (data.get("apiVersion"), data.get("kind")) in WORKLOADS:
+    if (data.get("apiVersion"), data.get("kind")) == WORKLOAD:
         yield from _selector(data, ("spec", "selector"))
         yield from _labels(data, ("spec", "template", "metadata", "labels"))
         yield from _labels(data, ("spec", "template", "spec", "nodeSelector"))
