@@ -211,46 +211,54 @@ def _cycle_collector_paused() -> Iterator[None]:
 class _UntilReaderGoes(io.TextIOBase):
     """A standard stream that, once its reader has gone (`gpuconf diff --exit-code | head`),
     drops what is still written, so the command runs to its end and exits with what it found.
-    (git and diff(1) die of SIGPIPE there: neither reports success either.)"""
+    (git and diff(1) die of SIGPIPE there: neither reports success either.) Any other failure to
+    write (`> /dev/full`) is kept in `failure`, and said as a user error when `says_why`."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, says_why: bool) -> None:
         super().__init__()
         self._stream = stream
+        self._says_why = says_why
         self._gone = False
+        self.failure: OSError | None = None
 
     def write(self, text: str) -> int:
         if not self._gone:
             try:
                 self._stream.write(text)
-            except BrokenPipeError:
-                self._reader_gone()
+            except OSError as error:
+                self._stopped(error)
         return len(text)
 
     def flush(self) -> None:
         if not self._gone:
             try:
                 self._stream.flush()
-            except BrokenPipeError:
-                self._reader_gone()
+            except OSError as error:
+                self._stopped(error)
 
-    def _reader_gone(self) -> None:
+    def _stopped(self, error: OSError) -> None:
         self._gone = True
         # What the stream still buffers would fail again when Python flushes it at exit.
         with suppress(OSError, ValueError):
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, self._stream.fileno())
             os.close(devnull)
+        if not isinstance(error, BrokenPipeError):
+            self.failure = error
+            if self._says_why:
+                raise cannot_write(error) from None
 
 
 @contextmanager
-def _readers_may_go() -> Iterator[None]:
+def _readers_may_go() -> Iterator[_UntilReaderGoes]:
+    """stdout and stderr wrapped for the command, and given back whatever happens. stdout's
+    failure is said on stderr; stderr's can be said nowhere: its wrapper, yielded, keeps it."""
     streams = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = (cast("TextIO", _UntilReaderGoes(s)) for s in streams)
+    out, err = _UntilReaderGoes(sys.stdout, says_why=True), _UntilReaderGoes(sys.stderr, False)
+    sys.stdout, sys.stderr = cast("TextIO", out), cast("TextIO", err)
     try:
-        yield
+        yield err
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
         sys.stdout, sys.stderr = streams
 
 
@@ -505,13 +513,25 @@ def _run(argv: list[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    with _readers_may_go():
-        return _guarded(args)
+    with _readers_may_go() as err:
+        code = _guarded(lambda: _run(args))
+        flushed = _guarded(_flush_output)
+        if code == ExitCode.OK and err.failure is not None:
+            return ExitCode.INVALID_INPUT
+        return code if code != ExitCode.OK else flushed
 
 
-def _guarded(args: list[str]) -> int:
+def _flush_output() -> int:
+    """What stdout still buffers written out: a write that fails here (`> /dev/full`) is the
+    user's to hear of, after the command itself has returned."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return ExitCode.OK
+
+
+def _guarded(run: Callable[[], int]) -> int:
     try:
-        return _run(args)
+        return run()
     except InvalidInput as invalid:
         sys.stderr.write(
             report_text(invalid.diagnostics) + summary_line(invalid.diagnostics) + "\n"

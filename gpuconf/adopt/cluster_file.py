@@ -6,7 +6,6 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Iterable, Sequence
-from contextlib import suppress
 from pathlib import Path
 from typing import NamedTuple
 
@@ -19,7 +18,7 @@ from gpuconf.errors import UserError, cannot_write
 from gpuconf.formats import round_trip_yaml
 from gpuconf.formats.located_yaml import LoadFailed, Located, parse_text, read_text
 from gpuconf.gpus.catalog import Catalog
-from gpuconf.node.atomic_files import write_atomically
+from gpuconf.node.atomic_files import Staged, discard, put_in_place, stage
 
 BOM = "\ufeff"
 
@@ -149,21 +148,30 @@ def check(edits: Iterable[Edited], catalog: Catalog | None = None) -> list[Diagn
 
 
 def write(edits: Sequence[Edited]) -> list[Diagnostic]:
-    """All or nothing: validate every new text, then write those that changed; write none when
-    any is invalid, and put back those written when a later write fails. Returns the warnings."""
+    """All or nothing: validate every new text, then stage each changed one in a temporary beside
+    its file and replace the files only once all are staged; write none when any is invalid or
+    cannot be staged (a full disk). Returns the warnings."""
     diagnostics = check(edits)
     if has_errors(diagnostics):
         raise InvalidInput(diagnostics)
     targets = [(edit, _target(edit)) for edit in edits if edit.changed]
-    written: list[tuple[Edited, Path, bool]] = []
-    for edit, target in targets:
-        existed = target.exists()
-        try:
-            write_atomically(target, edit.after.encode("utf-8"))
-        except OSError as error:
-            _put_back(written)
-            raise cannot_write(error, Path(edit.shown)) from None
-        written.append((edit, target, existed))
+    staged: list[tuple[Edited, Staged]] = []
+    try:
+        for edit, target in targets:
+            try:
+                staged.append((edit, stage(target, edit.after.encode("utf-8"))))
+            except OSError as error:
+                raise cannot_write(error, Path(edit.shown)) from None
+        while staged:
+            edit, waiting = staged[0]
+            try:
+                put_in_place(waiting)
+            except OSError as error:
+                raise cannot_write(error, Path(edit.shown)) from None
+            staged.pop(0)
+    finally:
+        for _, waiting in staged:
+            discard(waiting)
     return diagnostics
 
 
@@ -176,13 +184,3 @@ def _target(edit: Edited) -> Path:
             f"{edit.shown}: not a regular file; gpuconf rewrites cluster files in place"
         )
     return target
-
-
-def _put_back(written: Sequence[tuple[Edited, Path, bool]]) -> None:
-    """Each file as it was before this write (a new one removed), as far as it can be."""
-    for edit, target, existed in reversed(written):
-        with suppress(OSError):
-            if existed:
-                write_atomically(target, edit.before.encode("utf-8"))
-            else:
-                target.unlink()

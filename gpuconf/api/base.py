@@ -7,6 +7,7 @@ from typing import Annotated
 
 from gpuconf.api.kubernetes_names import (
     EXTENDED_RESOURCE_PREFIX_MAX,
+    LABEL_VALUE_MAX,
     NATIVE_DOMAIN,
     QUALIFIED_NAME_MAX,
     QUALIFIED_PREFIX_MAX,
@@ -26,7 +27,7 @@ _NAME_PART = rf"[A-Za-z0-9]([-A-Za-z0-9_.]{{0,{QUALIFIED_NAME_MAX - 2}}}[A-Za-z0
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 DNS_SUBDOMAIN = rf"^{SUBDOMAIN}$"
 LABEL_KEY = rf"^((?=[^/]{{1,{QUALIFIED_PREFIX_MAX}}}/){SUBDOMAIN}/)?{_NAME_PART}{_END}"
-LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$"
+LABEL_VALUE = rf"^(([A-Za-z0-9][-A-Za-z0-9_.]{{0,{LABEL_VALUE_MAX - 2}}})?[A-Za-z0-9])?$"
 _NOT_QUOTA = rf"(?!{re.escape(QUOTA_PREFIX)})"
 EXTENDED_RESOURCE = (
     rf"^{_NOT_QUOTA}(?![^/]*{re.escape(NATIVE_DOMAIN)}/)(?=[^/]{{1,{EXTENDED_RESOURCE_PREFIX_MAX}}}/){SUBDOMAIN}"

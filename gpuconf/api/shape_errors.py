@@ -101,7 +101,7 @@ _PATTERNS: dict[str, tuple[str, str]] = {
 _WHY: dict[str, Callable[[str], str | None]] = {
     base.DNS_LABEL: kubernetes_names.too_long(63),
     base.POOL_NAME: kubernetes_names.too_long(base.POOL_NAME_MAX),
-    base.LABEL_VALUE: kubernetes_names.too_long(63),
+    base.LABEL_VALUE: kubernetes_names.too_long(kubernetes_names.LABEL_VALUE_MAX),
     base.LABEL_KEY: kubernetes_names.qualified_name,
     base.EXTENDED_RESOURCE: kubernetes_names.extended_resource_name,
     base.RESOURCE_DOMAIN: kubernetes_names.resource_domain,

@@ -6,12 +6,32 @@ import contextlib
 import os
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 NEW_FILE_MODE = 0o644
 
 
+class Staged(NamedTuple):
+    """New bytes waiting, synced and with their target's mode and owner, in a temporary beside
+    the target: `put_in_place` renames them over it (a rename needs no room on the disk)."""
+
+    target: Path
+    temporary: Path
+
+
 def write_atomically(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data``, keeping its mode and owner when it exists."""
+    staged = stage(path, data)
+    try:
+        put_in_place(staged)
+    except BaseException:
+        discard(staged)
+        raise
+
+
+def stage(path: Path, data: bytes) -> Staged:
+    """``data`` written and synced to a temporary that can replace ``path``, with the mode and
+    owner ``path`` has (a new file's when it does not exist); nothing left behind if it fails."""
     try:
         stat: os.stat_result | None = path.stat()
     except FileNotFoundError:
@@ -19,19 +39,33 @@ def write_atomically(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=_staging(path.parent))
     try:
-        with os.fdopen(descriptor, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
+        _fill(descriptor, data)
         os.chmod(temporary, (stat.st_mode & 0o7777) if stat is not None else NEW_FILE_MODE)
         if stat is not None and (stat.st_uid, stat.st_gid) != _owner(temporary):
             os.chown(temporary, stat.st_uid, stat.st_gid)
-        os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
         raise
-    _fsync_directory(path.parent)
+    return Staged(path, Path(temporary))
+
+
+def put_in_place(staged: Staged) -> None:
+    os.replace(staged.temporary, staged.target)
+    _fsync_directory(staged.target.parent)
+
+
+def discard(staged: Staged) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(staged.temporary)
+
+
+def _fill(descriptor: int, data: bytes) -> None:
+    """Write ``data`` to the open temporary and sync it; closes the descriptor."""
+    with os.fdopen(descriptor, "wb") as stream:
+        stream.write(data)
+        stream.flush()
+        os.fsync(stream.fileno())
 
 
 def _staging(folder: Path) -> Path:

@@ -129,25 +129,35 @@ def test_every_invalid_file_is_reported_not_only_the_first_and_none_is_written(
     assert messy.read_text() == MESSY
 
 
-def test_fmt_writes_every_file_or_none_when_a_later_write_fails(
+def test_fmt_writes_every_file_or_none_when_the_disk_fills_and_stays_full(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gpuconf.adopt import cluster_file
+    """Once c.yaml's new text finds no room, no later write finds any either: putting a and b
+    back by writing their old text again would fail too, so nothing may be replaced before every
+    new text is on the disk."""
+    from gpuconf.node import atomic_files
 
     for name in ("a.yaml", "b.yaml", "c.yaml"):
         (tmp_path / name).write_text(MESSY)
-    real_write = cluster_file.write_atomically
+    real_fill = atomic_files._fill
+    full = False
 
-    def full_disk_at_c(path: Path, data: bytes) -> None:
-        if path.name == "c.yaml":
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
-        real_write(path, data)
+    def disk_full_from_c_on(descriptor: int, data: bytes) -> None:
+        nonlocal full
+        full = full or os.readlink(f"/proc/self/fd/{descriptor}").split("/")[-1].startswith(
+            ".c.yaml."
+        )
+        if full:
+            os.close(descriptor)
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_fill(descriptor, data)
 
-    monkeypatch.setattr(cluster_file, "write_atomically", full_disk_at_c)
+    monkeypatch.setattr(atomic_files, "_fill", disk_full_from_c_on)
     result = run_cli("fmt", "a.yaml", "b.yaml", "c.yaml", cwd=tmp_path)
     assert result.code == 1
     assert result.err == "gpuconf: cannot write c.yaml: No space left on device\n"
     assert [(tmp_path / n).read_text() for n in ("a.yaml", "b.yaml", "c.yaml")] == [MESSY] * 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.yaml", "b.yaml", "c.yaml"]
 
 
 def test_fmt_keeps_an_anchor_no_alias_names(tmp_path: Path) -> None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
 import shutil
 import stat
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -169,6 +172,57 @@ def test_diff_exit_code_is_kept_when_the_reader_of_stdout_goes_early(tmp_path: P
     )
     assert result.returncode == 1, result.stderr
     assert result.stderr == ""
+
+
+@pytest.mark.parametrize("buffered", [True, False], ids=["buffered", "unbuffered"])
+def test_a_stdout_that_cannot_be_written_is_a_user_error_not_a_traceback(buffered: bool) -> None:
+    """`gpuconf validate … > /dev/full`: buffered, the write fails at the last flush, after the
+    command returned; unbuffered, inside the command. Either way the user is told, exit 1."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if not buffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            [sys.executable, "-m", "gpuconf", "validate", str(CLUSTERS / "lab.yaml")],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+    assert (result.returncode, result.stderr) == (
+        1,
+        "gpuconf: cannot write the output: No space left on device\n",
+    )
+
+
+def test_a_stderr_that_cannot_be_written_fails_the_command_quietly() -> None:
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(
+            [sys.executable, "-m", "gpuconf", "validate", str(CLUSTERS / "lab.yaml")],
+            stdout=full,
+            stderr=full,
+            timeout=120,
+            check=False,
+        )
+    assert result.returncode == 1
+
+
+def test_the_standard_streams_are_given_back_after_a_failed_write() -> None:
+    from gpuconf.cli import main
+
+    full = open("/dev/full", "w")  # noqa: SIM115 -- closed below, after main has given it back
+    saved = sys.stdout
+    sys.stdout = full
+    try:
+        code = main(["validate", str(CLUSTERS / "lab.yaml")])
+        assert sys.stdout is full
+    finally:
+        sys.stdout = saved
+        with contextlib.suppress(OSError):
+            full.close()
+    assert code == 1
 
 
 def test_explain_accepts_a_file_path() -> None:

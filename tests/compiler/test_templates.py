@@ -711,6 +711,18 @@ def test_a_site_block_s_resource_quantity_kubernetes_reads_is_kept(
             "'a b' is not a valid label key: a qualified name's name part must be letters",
         ),
         ("extra_labels", "team: -x", "metadata.labels.team: '-x' is not a valid label value"),
+        (
+            "pod_spec",
+            "affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+            "{nodeSelectorTerms: [{matchExpressions: [{key: gpus, operator: Gt, values: ['1', '2']}]}]}}}",
+            "matchExpressions[0].values: operator Gt needs exactly one value",
+        ),
+        (
+            "pod_spec",
+            "topologySpreadConstraints: [{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: "
+            "DoNotSchedule, labelSelector: {matchExpressions: [{key: app, operator: Bogus}]}}]",
+            "operator: 'Bogus' is not one of In, NotIn, Exists, DoesNotExist",
+        ),
     ],
     ids=[
         "pod-label-value",
@@ -718,6 +730,8 @@ def test_a_site_block_s_resource_quantity_kubernetes_reads_is_kept(
         "toleration-effect",
         "node-selector-key",
         "label",
+        "node-affinity-gt",
+        "spread-selector",
     ],
 )
 def test_a_site_block_the_api_server_would_refuse_is_refused_at_its_line(
@@ -741,8 +755,9 @@ def test_a_site_block_the_api_server_would_refuse_is_refused_at_its_line(
         ("tolerations: []", "tolerations", "add tolerations in the extra_tolerations block"),
         ("hostNetwork: true\ntolerations:\n  - operator: Exists", "tolerations", "add tolerations in the extra_tolerations block"),
         ("containers: []", "containers", "change containers in the container_image, container_env and container_resources blocks"),
+        ("initContainers: []", "initContainers", "change initContainers in the container_image, container_env and container_resources blocks"),
     ],
-    ids=["tolerations", "tolerations-after-another-entry", "containers"],
+    ids=["tolerations", "tolerations-after-another-entry", "containers", "initContainers"],
 )  # fmt: skip
 def test_a_pod_spec_block_setting_what_gpuconf_lays_out_apart_is_refused_at_its_line(
     tmp_path: Path, text: str, key: str, hint: str

@@ -1,7 +1,9 @@
-"""gpuconf holds a site-shaped workload's labels, selector, nodeSelector and tolerations to what
-kube-apiserver 1.34 refuses (compiler/templating/server_rules.py): a DaemonSet the server's
-dry-run create refuses (ValidateLabels, ValidateLabelSelector, ValidatePodSpec's nodeSelector,
-ValidateTolerations) is one gpuconf finds a problem in, and the other way round."""
+"""gpuconf holds a site-shaped workload's labels, annotations, selector, nodeSelector,
+tolerations, affinity and topologySpreadConstraints to what kube-apiserver 1.34 refuses
+(compiler/templating/server_rules.py): a DaemonSet the server's dry-run create refuses
+(ValidateLabels, ValidateAnnotations, ValidateLabelSelector, ValidatePodSpec's nodeSelector,
+ValidateTolerations, validateAffinity, validateTopologySpreadConstraints) is one gpuconf finds a
+problem in, at the field the server blames, and the other way round."""
 
 from __future__ import annotations
 
@@ -65,6 +67,9 @@ TOLERATIONS: list[dict[str, Any]] = [
     {"key": "a", "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 5},
     {"key": "a", "operator": "Exists", "tolerationSeconds": 5},
     {"operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 0},
+    {"key": "a", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": -5},
+    {"key": "", "operator": "Equal", "value": "b"},
+    {"key": "", "operator": "Exists"},
 ]
 EXPRESSIONS: list[dict[str, Any]] = [
     {"key": "app", "operator": "In", "values": ["x"]},
@@ -77,6 +82,53 @@ EXPRESSIONS: list[dict[str, Any]] = [
     {"key": "app", "operator": "In", "values": ["x", "a b"]},
     {"key": "a b", "operator": "NotIn", "values": ["y"]},
 ]
+NODE_EXPRESSIONS: list[dict[str, Any]] = [
+    *EXPRESSIONS,
+    {"key": "app", "operator": "DoesNotExist"},
+    {"key": "gpus", "operator": "Gt", "values": ["1"]},
+    {"key": "gpus", "operator": "Lt", "values": ["8"]},
+    {"key": "gpus", "operator": "Gt", "values": ["many"]},
+    {"key": "gpus", "operator": "Gt", "values": ["1", "2"]},
+    {"key": "gpus", "operator": "Lt", "values": []},
+    {"key": "gpus", "operator": "Lt"},
+    {"key": "gpus", "operator": "Gt", "values": ["a b"]},
+]
+ANNOTATION_KEYS = ["Team", "example.com/Team", "Example.com/team", "a b", "a" * 64, "example.com/"]
+ANNOTATIONS_AT_LIMIT = {"big": "x" * (256 * 1024 - len("big"))}
+ANNOTATIONS_PAST_LIMIT = {"big": "x" * (256 * 1024 - len("big") + 1)}
+
+
+def _required_node_affinity(expression: dict[str, Any]) -> dict[str, Any]:
+    terms = {"nodeSelectorTerms": [{"matchExpressions": [expression]}]}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": terms}}
+
+
+def _preferred_node_affinity(expression: dict[str, Any]) -> dict[str, Any]:
+    term = {"weight": 1, "preference": {"matchExpressions": [expression]}}
+    return {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+def _pod_affinity(expression: dict[str, Any], topology_key: str = "zone") -> dict[str, Any]:
+    term = {"topologyKey": topology_key, "labelSelector": {"matchExpressions": [expression]}}
+    return {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+def _pod_anti_affinity(expression: dict[str, Any]) -> dict[str, Any]:
+    term = {"topologyKey": "zone", "namespaceSelector": {"matchExpressions": [expression]}}
+    weighted = {"weight": 1, "podAffinityTerm": term}
+    return {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [weighted]}}
+
+
+def _spread(expression: dict[str, Any]) -> list[dict[str, Any]]:
+    selector = {"matchExpressions": [expression]}
+    return [
+        {
+            "maxSkew": 1,
+            "topologyKey": "zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": selector,
+        }
+    ]
 
 
 def _with(path: tuple[str, ...], value: Any) -> dict[str, Any]:
@@ -95,6 +147,10 @@ def _with(path: tuple[str, ...], value: Any) -> dict[str, Any]:
 
 
 POD_LABELS = ("spec", "template", "metadata", "labels")
+POD_ANNOTATIONS = ("spec", "template", "metadata", "annotations")
+AFFINITY = ("spec", "template", "spec", "affinity")
+SPREAD = ("spec", "template", "spec", "topologySpreadConstraints")
+ANY = {"key": "app", "operator": "Exists"}
 CASES = [
     *(("labels", ("metadata", "labels"), {key: "x"}) for key in KEYS),
     *(("labels", ("metadata", "labels"), {"team": value}) for value in VALUES),
@@ -104,6 +160,17 @@ CASES = [
     *(("nodeSelector", ("spec", "template", "spec", "nodeSelector"), {"a": v}) for v in VALUES),
     *(("tolerations", ("spec", "template", "spec", "tolerations"), [t]) for t in TOLERATIONS),
     *(("matchExpressions", ("spec", "selector", "matchExpressions"), [e]) for e in EXPRESSIONS),
+    *(("annotations", ("metadata", "annotations"), {key: "x"}) for key in ANNOTATION_KEYS),
+    *(("pod-annotations", POD_ANNOTATIONS, {key: "x"}) for key in ANNOTATION_KEYS),
+    ("annotations-at-limit", ("metadata", "annotations"), ANNOTATIONS_AT_LIMIT),
+    ("annotations-past-limit", ("metadata", "annotations"), ANNOTATIONS_PAST_LIMIT),
+    ("pod-annotations-past-limit", POD_ANNOTATIONS, ANNOTATIONS_PAST_LIMIT),
+    *(("required-node-affinity", AFFINITY, _required_node_affinity(e)) for e in NODE_EXPRESSIONS),
+    *(("preferred-node-affinity", AFFINITY, _preferred_node_affinity(e)) for e in NODE_EXPRESSIONS),
+    *(("pod-affinity", AFFINITY, _pod_affinity(e)) for e in EXPRESSIONS),
+    *(("pod-affinity-topologyKey", AFFINITY, _pod_affinity(ANY, key)) for key in ("a b", "")),
+    *(("pod-anti-affinity", AFFINITY, _pod_anti_affinity(e)) for e in EXPRESSIONS),
+    *(("topologySpreadConstraints", SPREAD, _spread(e)) for e in EXPRESSIONS),
 ]
 
 
@@ -121,23 +188,31 @@ def _server_refusal(server: Server, daemonset: dict[str, Any]) -> Refused | None
     return None
 
 
-def _server_admits(server: Server, daemonset: dict[str, Any]) -> bool:
-    refused = _server_refusal(server, daemonset)
-    if refused is None:
-        return True
-    assert refused.status == 422, refused.message  # its validation's Invalid, no other refusal
-    return False
+def _dotted(path: tuple[str | int, ...]) -> str:
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path)[1:]
 
 
 def test_the_unchanged_daemonset_is_admitted_and_gpuconf_finds_nothing(api_server: Server) -> None:
-    assert _server_admits(api_server, DAEMONSET)
+    assert _server_refusal(api_server, DAEMONSET) is None
     assert list(problems(DAEMONSET)) == []
 
 
-@pytest.mark.parametrize(("where", "path", "added"), CASES, ids=[f"{c[0]}-{c[2]!r}" for c in CASES])
+@pytest.mark.parametrize(
+    ("where", "path", "added"), CASES, ids=[f"{c[0]}-{c[2]!r}"[:120] for c in CASES]
+)
 def test_gpuconf_finds_a_problem_exactly_where_the_server_refuses_the_daemonset(
     api_server: Server, where: str, path: tuple[str, ...], added: Any
 ) -> None:
     daemonset = _with(path, added)
     found = list(problems(daemonset))
-    assert _server_admits(api_server, daemonset) is not bool(found), found
+    refused = _server_refusal(api_server, daemonset)
+    assert (refused is None) is not bool(found), found
+    if refused is None:
+        return
+    assert refused.status == 422, refused.message  # its validation's Invalid, no other refusal
+    # The entry gpuconf blames (its key or index) holds a field the server blames.
+    blamed = [cause.get("field", "") for cause in refused.body["details"]["causes"]]
+    # ValidatePodTemplateSpec checks the template's metadata at spec.template, not
+    # spec.template.metadata: the server names its labels spec.template.labels.
+    entry = _dotted(found[0].path[:-1]).replace("spec.template.metadata", "spec.template")
+    assert any(field.startswith(entry) for field in blamed), (entry, blamed)

@@ -39,9 +39,10 @@ def block_body(context, missing=missing, environment=environment):
     l_0_update_strategy = resolve('update_strategy')
     l_0_pod_meta = resolve('pod_meta')
     l_0_tolerations = resolve('tolerations')
-    l_0_pod = resolve('pod')
+    l_0_namespace = resolve('namespace')
     l_0_container_groups = resolve('container_groups')
-    l_0_apart = missing
+    l_0_pod = resolve('pod')
+    l_0_laid_out = missing
     try:
         t_1 = environment.filters['default']
     except KeyError:
@@ -106,9 +107,17 @@ def block_body(context, missing=missing, environment=environment):
     yield '    spec:\n      tolerations: '
     yield str(environment.finalize(t_7(context, t_5((undefined(name='tolerations') if l_0_tolerations is missing else l_0_tolerations), environment.call(context, environment.getattr(l_0_self, 'extra_tolerations'), _block_vars=_block_vars)))))
     yield '\n'
-    l_0_apart = {'tolerations': 'add tolerations in the extra_tolerations block', 'containers': 'change containers in the container_image, container_env and container_resources blocks'}
-    _block_vars['apart'] = l_0_apart
-    for (l_1_key, l_1_value) in t_2(t_4((undefined(name='pod') if l_0_pod is missing else l_0_pod), environment.call(context, environment.getattr(l_0_self, 'pod_spec'), _block_vars=_block_vars), (undefined(name='apart') if l_0_apart is missing else l_0_apart))):
+    l_0_laid_out = environment.call(context, (undefined(name='namespace') if l_0_namespace is missing else l_0_namespace), apart={'tolerations': 'add tolerations in the extra_tolerations block'}, _block_vars=_block_vars)
+    _block_vars['laid_out'] = l_0_laid_out
+    for (l_1_field, l_1__) in (undefined(name='container_groups') if l_0_container_groups is missing else l_0_container_groups):
+        l_1_dict = resolve('dict')
+        _loop_vars = {}
+        pass
+        if not isinstance(l_0_laid_out, Namespace):
+            raise TemplateRuntimeError("cannot assign attribute on non-namespace object")
+        l_0_laid_out['apart'] = environment.call(context, (undefined(name='dict') if l_1_dict is missing else l_1_dict), environment.getattr((undefined(name='laid_out') if l_0_laid_out is missing else l_0_laid_out), 'apart'), _loop_vars=_loop_vars, **{l_1_field: str_join(('change ', l_1_field, ' in the container_image, container_env and container_resources blocks', ))})
+    l_1_field = l_1__ = l_1_dict = missing
+    for (l_1_key, l_1_value) in t_2(t_4((undefined(name='pod') if l_0_pod is missing else l_0_pod), environment.call(context, environment.getattr(l_0_self, 'pod_spec'), _block_vars=_block_vars), environment.getattr((undefined(name='laid_out') if l_0_laid_out is missing else l_0_laid_out), 'apart'))):
         _loop_vars = {}
         pass
         yield '      '
@@ -131,7 +140,7 @@ def block_body(context, missing=missing, environment=environment):
             pass
             t_9 = []
             pass
-            gen = context.blocks['container_env'][0](context.derived({'container': l_2_container, 'env': l_2_env, 'loop': l_2_loop, 'resources': l_2_resources, 'containers': l_1_containers, 'field': l_1_field, 'apart': l_0_apart, 'self': l_0_self}))
+            gen = context.blocks['container_env'][0](context.derived({'container': l_2_container, 'env': l_2_env, 'loop': l_2_loop, 'resources': l_2_resources, 'containers': l_1_containers, 'field': l_1_field, 'laid_out': l_0_laid_out, 'self': l_0_self}))
             try:
                 for event in gen:
                     t_9.append(event)
@@ -140,7 +149,7 @@ def block_body(context, missing=missing, environment=environment):
             _loop_vars['env'] = l_2_env
             t_10 = []
             pass
-            gen = context.blocks['container_resources'][0](context.derived({'container': l_2_container, 'env': l_2_env, 'loop': l_2_loop, 'resources': l_2_resources, 'containers': l_1_containers, 'field': l_1_field, 'apart': l_0_apart, 'self': l_0_self}))
+            gen = context.blocks['container_resources'][0](context.derived({'container': l_2_container, 'env': l_2_env, 'loop': l_2_loop, 'resources': l_2_resources, 'containers': l_1_containers, 'field': l_1_field, 'laid_out': l_0_laid_out, 'self': l_0_self}))
             try:
                 for event in gen:
                     t_10.append(event)
@@ -150,7 +159,7 @@ def block_body(context, missing=missing, environment=environment):
             yield '        - name: '
             yield str(environment.finalize(t_7(context, environment.getitem(l_2_container, 'name'))))
             yield '\n          image: '
-            yield from context.blocks['container_image'][0](context.derived({'container': l_2_container, 'env': l_2_env, 'loop': l_2_loop, 'resources': l_2_resources, 'containers': l_1_containers, 'field': l_1_field, 'apart': l_0_apart, 'self': l_0_self}))
+            yield from context.blocks['container_image'][0](context.derived({'container': l_2_container, 'env': l_2_env, 'loop': l_2_loop, 'resources': l_2_resources, 'containers': l_1_containers, 'field': l_1_field, 'laid_out': l_0_laid_out, 'self': l_0_self}))
             yield '\n'
             if (t_8(environment.getitem(l_2_container, 'env')) or t_3((undefined(name='env') if l_2_env is missing else l_2_env))):
                 pass
@@ -237,4 +246,4 @@ def block_extra_tolerations(context, missing=missing, environment=environment):
     pass
 
 blocks = {'kind': block_kind, 'body': block_body, 'container_env': block_container_env, 'container_resources': block_container_resources, 'container_image': block_container_image, 'pod_labels': block_pod_labels, 'pod_spec': block_pod_spec, 'extra_tolerations': block_extra_tolerations}
-debug_info = '13=12&57=15&14=19&18=29&21=94&22=96&25=98&26=100&27=103&30=106&31=108&35=110&36=114&38=120&39=124&40=127&41=135&42=144&43=150&44=152&45=154&46=157&48=159&49=162&51=164&52=168&41=176&42=185&44=194&57=211'
+debug_info = '13=12&57=15&14=19&18=29&21=95&22=97&25=99&26=101&27=104&30=107&31=109&32=111&33=117&35=119&36=123&38=129&39=133&40=136&41=144&42=153&43=159&44=161&45=163&46=166&48=168&49=171&51=173&52=177&41=185&42=194&44=203&57=220'
