@@ -110,6 +110,22 @@ def with_entries(
     return {**mapping, **extra}
 
 
+def with_pod_entries(
+    pod: Mapping[str, Any], block: str, container_groups: Sequence[Sequence[Any]]
+) -> Mapping[str, Any]:
+    """`pod` (a pod spec's entries) with those a site's pod_spec block sets. The template lays
+    out the tolerations and each container field (containers, initContainers: the fields of
+    `container_groups`) apart, for their own blocks to change."""
+    if not block.strip():
+        return pod
+    apart = {"tolerations": "add tolerations in the extra_tolerations block"}
+    for field, _ in container_groups:
+        apart[field] = (
+            f"change {field} in the container_image, container_env and container_resources blocks"
+        )
+    return with_entries(pod, block, apart)
+
+
 def _line_of(block: str, key: str) -> str:
     """The block's line that sets `key`, as near as its text tells."""
     return next((line for line in block.splitlines() if key in line), block.strip())
@@ -121,6 +137,8 @@ def _with_guarded(
     """`written` (a `kind`, label or annotation, mapping gpuconf wrote) with the entries a site's
     block sets, refusing the first that changes a key gpuconf writes, or sets one read beside it
     or on any object, in a way its reader does not take (metadata_guard.py)."""
+    if not block.strip():
+        return written
     added = with_entries({}, block)
     for refusal in refusals(written, added, guards):
         raise BlockRefused(
@@ -149,6 +167,8 @@ def with_labels(
 ) -> Mapping[str, Any]:
     """`labels` with the entries a site's block sets. A block may not change what `label_guards`
     holds in a way its reader does not take."""
+    if not block.strip():
+        return labels
     return _with_guarded("label", labels, block, label_guards(selector))
 
 
@@ -175,6 +195,7 @@ FILTERS = {
     "code": markdown_code,
     "line": text_line,
     "with_entries": with_entries,
+    "with_pod_entries": with_pod_entries,
     "with_labels": with_labels,
     "with_annotations": with_annotations,
     "with_items": with_items,

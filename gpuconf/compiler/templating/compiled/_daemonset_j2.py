@@ -39,10 +39,8 @@ def block_body(context, missing=missing, environment=environment):
     l_0_update_strategy = resolve('update_strategy')
     l_0_pod_meta = resolve('pod_meta')
     l_0_tolerations = resolve('tolerations')
-    l_0_namespace = resolve('namespace')
-    l_0_container_groups = resolve('container_groups')
     l_0_pod = resolve('pod')
-    l_0_laid_out = missing
+    l_0_container_groups = resolve('container_groups')
     try:
         t_1 = environment.filters['default']
     except KeyError:
@@ -80,50 +78,46 @@ def block_body(context, missing=missing, environment=environment):
         def t_6(*unused):
             raise TemplateRuntimeError("No filter named 'with_labels' found.")
     try:
-        t_7 = environment.filters['yaml']
+        t_7 = environment.filters['with_pod_entries']
     except KeyError:
         @internalcode
         def t_7(*unused):
-            raise TemplateRuntimeError("No filter named 'yaml' found.")
+            raise TemplateRuntimeError("No filter named 'with_pod_entries' found.")
     try:
-        t_8 = environment.tests['defined']
+        t_8 = environment.filters['yaml']
     except KeyError:
         @internalcode
         def t_8(*unused):
+            raise TemplateRuntimeError("No filter named 'yaml' found.")
+    try:
+        t_9 = environment.tests['defined']
+    except KeyError:
+        @internalcode
+        def t_9(*unused):
             raise TemplateRuntimeError("No test named 'defined' found.")
     pass
     yield 'spec:\n  selector:\n    matchLabels: '
-    yield str(environment.finalize(t_7(context, (undefined(name='selector') if l_0_selector is missing else l_0_selector))))
+    yield str(environment.finalize(t_8(context, (undefined(name='selector') if l_0_selector is missing else l_0_selector))))
     yield '\n  updateStrategy: '
-    yield str(environment.finalize(t_7(context, (undefined(name='update_strategy') if l_0_update_strategy is missing else l_0_update_strategy))))
+    yield str(environment.finalize(t_8(context, (undefined(name='update_strategy') if l_0_update_strategy is missing else l_0_update_strategy))))
     yield '\n  template:\n    metadata:\n      labels: '
-    yield str(environment.finalize(t_7(context, t_6(environment.getitem((undefined(name='pod_meta') if l_0_pod_meta is missing else l_0_pod_meta), 'labels'), environment.call(context, environment.getattr(l_0_self, 'pod_labels'), _block_vars=_block_vars), (undefined(name='selector') if l_0_selector is missing else l_0_selector)))))
+    yield str(environment.finalize(t_8(context, t_6(environment.getitem((undefined(name='pod_meta') if l_0_pod_meta is missing else l_0_pod_meta), 'labels'), environment.call(context, environment.getattr(l_0_self, 'pod_labels'), _block_vars=_block_vars), (undefined(name='selector') if l_0_selector is missing else l_0_selector)))))
     yield '\n'
-    if t_8(environment.getitem((undefined(name='pod_meta') if l_0_pod_meta is missing else l_0_pod_meta), 'annotations')):
+    if t_9(environment.getitem((undefined(name='pod_meta') if l_0_pod_meta is missing else l_0_pod_meta), 'annotations')):
         pass
         yield '      annotations: '
-        yield str(environment.finalize(t_7(context, environment.getitem((undefined(name='pod_meta') if l_0_pod_meta is missing else l_0_pod_meta), 'annotations'))))
+        yield str(environment.finalize(t_8(context, environment.getitem((undefined(name='pod_meta') if l_0_pod_meta is missing else l_0_pod_meta), 'annotations'))))
         yield '\n'
     yield '    spec:\n      tolerations: '
-    yield str(environment.finalize(t_7(context, t_5((undefined(name='tolerations') if l_0_tolerations is missing else l_0_tolerations), environment.call(context, environment.getattr(l_0_self, 'extra_tolerations'), _block_vars=_block_vars)))))
+    yield str(environment.finalize(t_8(context, t_5((undefined(name='tolerations') if l_0_tolerations is missing else l_0_tolerations), environment.call(context, environment.getattr(l_0_self, 'extra_tolerations'), _block_vars=_block_vars)))))
     yield '\n'
-    l_0_laid_out = environment.call(context, (undefined(name='namespace') if l_0_namespace is missing else l_0_namespace), apart={'tolerations': 'add tolerations in the extra_tolerations block'}, _block_vars=_block_vars)
-    _block_vars['laid_out'] = l_0_laid_out
-    for (l_1_field, l_1__) in (undefined(name='container_groups') if l_0_container_groups is missing else l_0_container_groups):
-        l_1_dict = resolve('dict')
-        _loop_vars = {}
-        pass
-        if not isinstance(l_0_laid_out, Namespace):
-            raise TemplateRuntimeError("cannot assign attribute on non-namespace object")
-        l_0_laid_out['apart'] = environment.call(context, (undefined(name='dict') if l_1_dict is missing else l_1_dict), environment.getattr((undefined(name='laid_out') if l_0_laid_out is missing else l_0_laid_out), 'apart'), _loop_vars=_loop_vars, **{l_1_field: str_join(('change ', l_1_field, ' in the container_image, container_env and container_resources blocks', ))})
-    l_1_field = l_1__ = l_1_dict = missing
-    for (l_1_key, l_1_value) in t_2(t_4((undefined(name='pod') if l_0_pod is missing else l_0_pod), environment.call(context, environment.getattr(l_0_self, 'pod_spec'), _block_vars=_block_vars), environment.getattr((undefined(name='laid_out') if l_0_laid_out is missing else l_0_laid_out), 'apart'))):
+    for (l_1_key, l_1_value) in t_2(t_7((undefined(name='pod') if l_0_pod is missing else l_0_pod), environment.call(context, environment.getattr(l_0_self, 'pod_spec'), _block_vars=_block_vars), (undefined(name='container_groups') if l_0_container_groups is missing else l_0_container_groups))):
         _loop_vars = {}
         pass
         yield '      '
-        yield str(environment.finalize(t_7(context, l_1_key)))
+        yield str(environment.finalize(t_8(context, l_1_key)))
         yield ': '
-        yield str(environment.finalize(t_7(context, l_1_value)))
+        yield str(environment.finalize(t_8(context, l_1_value)))
         yield '\n'
     l_1_key = l_1_value = missing
     l_1_loop = missing
@@ -131,53 +125,53 @@ def block_body(context, missing=missing, environment=environment):
         _loop_vars = {}
         pass
         yield '      '
-        yield str(environment.finalize(t_7(context, l_1_field)))
+        yield str(environment.finalize(t_8(context, l_1_field)))
         yield ':\n'
         l_2_loop = missing
         for l_2_container, l_2_loop in LoopContext(l_1_containers, undefined):
             l_2_env = l_2_resources = missing
             _loop_vars = {}
             pass
-            t_9 = []
-            pass
-            gen = context.blocks['container_env'][0](context.derived({'container': l_2_container, 'env': l_2_env, 'loop': l_2_loop, 'resources': l_2_resources, 'containers': l_1_containers, 'field': l_1_field, 'laid_out': l_0_laid_out, 'self': l_0_self}))
-            try:
-                for event in gen:
-                    t_9.append(event)
-            finally: gen.close()
-            l_2_env = (Markup if context.eval_ctx.autoescape else identity)(concat(t_9))
-            _loop_vars['env'] = l_2_env
             t_10 = []
             pass
-            gen = context.blocks['container_resources'][0](context.derived({'container': l_2_container, 'env': l_2_env, 'loop': l_2_loop, 'resources': l_2_resources, 'containers': l_1_containers, 'field': l_1_field, 'laid_out': l_0_laid_out, 'self': l_0_self}))
+            gen = context.blocks['container_env'][0](context.derived({'container': l_2_container, 'env': l_2_env, 'loop': l_2_loop, 'resources': l_2_resources, 'containers': l_1_containers, 'field': l_1_field, 'self': l_0_self}))
             try:
                 for event in gen:
                     t_10.append(event)
             finally: gen.close()
-            l_2_resources = (Markup if context.eval_ctx.autoescape else identity)(concat(t_10))
+            l_2_env = (Markup if context.eval_ctx.autoescape else identity)(concat(t_10))
+            _loop_vars['env'] = l_2_env
+            t_11 = []
+            pass
+            gen = context.blocks['container_resources'][0](context.derived({'container': l_2_container, 'env': l_2_env, 'loop': l_2_loop, 'resources': l_2_resources, 'containers': l_1_containers, 'field': l_1_field, 'self': l_0_self}))
+            try:
+                for event in gen:
+                    t_11.append(event)
+            finally: gen.close()
+            l_2_resources = (Markup if context.eval_ctx.autoescape else identity)(concat(t_11))
             _loop_vars['resources'] = l_2_resources
             yield '        - name: '
-            yield str(environment.finalize(t_7(context, environment.getitem(l_2_container, 'name'))))
+            yield str(environment.finalize(t_8(context, environment.getitem(l_2_container, 'name'))))
             yield '\n          image: '
-            yield from context.blocks['container_image'][0](context.derived({'container': l_2_container, 'env': l_2_env, 'loop': l_2_loop, 'resources': l_2_resources, 'containers': l_1_containers, 'field': l_1_field, 'laid_out': l_0_laid_out, 'self': l_0_self}))
+            yield from context.blocks['container_image'][0](context.derived({'container': l_2_container, 'env': l_2_env, 'loop': l_2_loop, 'resources': l_2_resources, 'containers': l_1_containers, 'field': l_1_field, 'self': l_0_self}))
             yield '\n'
-            if (t_8(environment.getitem(l_2_container, 'env')) or t_3((undefined(name='env') if l_2_env is missing else l_2_env))):
+            if (t_9(environment.getitem(l_2_container, 'env')) or t_3((undefined(name='env') if l_2_env is missing else l_2_env))):
                 pass
                 yield '          env: '
-                yield str(environment.finalize(t_7(context, t_5(t_1(environment.getitem(l_2_container, 'env'), []), (undefined(name='env') if l_2_env is missing else l_2_env)))))
+                yield str(environment.finalize(t_8(context, t_5(t_1(environment.getitem(l_2_container, 'env'), []), (undefined(name='env') if l_2_env is missing else l_2_env)))))
                 yield '\n'
-            if (t_8(environment.getitem(l_2_container, 'resources')) or t_3((undefined(name='resources') if l_2_resources is missing else l_2_resources))):
+            if (t_9(environment.getitem(l_2_container, 'resources')) or t_3((undefined(name='resources') if l_2_resources is missing else l_2_resources))):
                 pass
                 yield '          resources: '
-                yield str(environment.finalize(t_7(context, t_4(t_1(environment.getitem(l_2_container, 'resources'), {}), (undefined(name='resources') if l_2_resources is missing else l_2_resources)))))
+                yield str(environment.finalize(t_8(context, t_4(t_1(environment.getitem(l_2_container, 'resources'), {}), (undefined(name='resources') if l_2_resources is missing else l_2_resources)))))
                 yield '\n'
             for (l_3_key, l_3_value) in t_2(environment.getitem(l_2_container, 'fields')):
                 _loop_vars = {}
                 pass
                 yield '          '
-                yield str(environment.finalize(t_7(context, l_3_key)))
+                yield str(environment.finalize(t_8(context, l_3_key)))
                 yield ': '
-                yield str(environment.finalize(t_7(context, l_3_value)))
+                yield str(environment.finalize(t_8(context, l_3_value)))
                 yield '\n'
             l_3_key = l_3_value = missing
         l_2_loop = l_2_container = l_2_env = l_2_resources = missing
@@ -210,13 +204,13 @@ def block_container_image(context, missing=missing, environment=environment):
     _block_vars = {}
     l_0_container = resolve('container')
     try:
-        t_7 = environment.filters['yaml']
+        t_8 = environment.filters['yaml']
     except KeyError:
         @internalcode
-        def t_7(*unused):
+        def t_8(*unused):
             raise TemplateRuntimeError("No filter named 'yaml' found.")
     pass
-    yield str(environment.finalize(t_7(context, environment.getitem((undefined(name='container') if l_0_container is missing else l_0_container), 'image'))))
+    yield str(environment.finalize(t_8(context, environment.getitem((undefined(name='container') if l_0_container is missing else l_0_container), 'image'))))
 
 def block_pod_labels(context, missing=missing, environment=environment):
     resolve = context.resolve_or_missing
@@ -246,4 +240,4 @@ def block_extra_tolerations(context, missing=missing, environment=environment):
     pass
 
 blocks = {'kind': block_kind, 'body': block_body, 'container_env': block_container_env, 'container_resources': block_container_resources, 'container_image': block_container_image, 'pod_labels': block_pod_labels, 'pod_spec': block_pod_spec, 'extra_tolerations': block_extra_tolerations}
-debug_info = '13=12&57=15&14=19&18=29&21=95&22=97&25=99&26=101&27=104&30=107&31=109&32=111&33=117&35=119&36=123&38=129&39=133&40=136&41=144&42=153&43=159&44=161&45=163&46=166&48=168&49=171&51=173&52=177&41=185&42=194&44=203&57=220'
+debug_info = '13=12&53=15&14=19&18=29&21=99&22=101&25=103&26=105&27=108&30=111&31=113&32=117&34=123&35=127&36=130&37=138&38=147&39=153&40=155&41=157&42=160&44=162&45=165&47=167&48=171&37=179&38=188&40=197&53=214'
