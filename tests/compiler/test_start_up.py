@@ -101,6 +101,8 @@ def test_render_imports_the_sandbox_not_pydantic_nor_jsonschema(tmp_path: Path) 
     # Quantities (decimal, fractions) are read where a cluster's values need them, or where
     # an output is refused: not for every render.
     assert sorted(imported & {"decimal", "fractions", "gpuconf.formats.quantity"}) == []
+    # What kube-apiserver refuses of a site's output is checked for that output only.
+    assert "gpuconf.compiler.templating.server_rules" not in imported
 
 
 @pytest.mark.parametrize("cluster", ["lab", "fleet"])

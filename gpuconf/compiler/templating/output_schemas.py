@@ -29,7 +29,6 @@ from gpuconf.compiler.templating.kubernetes_schema import (
     vendored_kinds,
     vendored_release,
 )
-from gpuconf.compiler.templating.server_rules import problems
 from gpuconf.diagnostics import format_path
 from gpuconf.formats.located_yaml import parse_text
 
@@ -47,6 +46,10 @@ class OutputSchemas:
             return
         if not artifact.outside_input and not self.templates.site_shaped(artifact.template):
             return
+        # Only for output a site shapes: gpuconf's own is applied to kube-apiserver itself by
+        # tests/control_plane.
+        from gpuconf.compiler.templating.server_rules import problems
+
         kind = artifact.kind
         data = parse_text(output.decode("utf-8"), "output").data
         api_version = data.get("apiVersion")
