@@ -41,7 +41,7 @@ def build_parser() -> ArgumentParser:
     parser.add_argument(
         "-C",
         dest="directory",
-        type=Path,
+        type=_folder_named,
         default=None,
         metavar="DIR",
         help="run as if started in DIR: default paths and printed paths are relative to it",
@@ -80,7 +80,7 @@ def build_parser() -> ArgumentParser:
     render.add_argument(
         "-o",
         "--output",
-        type=Path,
+        type=_folder_named,
         default=DEFAULT_OUTPUT,
         help="output folder (default: rendered/)",
     )
@@ -96,7 +96,7 @@ def build_parser() -> ArgumentParser:
     diff.add_argument(
         "-o",
         "--output",
-        type=Path,
+        type=_folder_named,
         default=DEFAULT_OUTPUT,
         help="output folder (default: rendered/)",
     )
@@ -110,7 +110,11 @@ def build_parser() -> ArgumentParser:
         "schema", help="write the JSON Schemas for cluster and node-config files"
     )
     schema.add_argument(
-        "-o", "--output", type=Path, default=DEFAULT_SCHEMAS, help="folder (default: schemas/)"
+        "-o",
+        "--output",
+        type=_folder_named,
+        default=DEFAULT_SCHEMAS,
+        help="folder (default: schemas/)",
     )
     schema.add_argument(
         "--check", action="store_true", help="write nothing; exit 1 when the schemas are stale"
@@ -168,7 +172,11 @@ def _gitops_options(
         help="Argo CD: sync into its own cluster, or into the Argo CD cluster named like the cluster",
     )
     sub.add_argument(
-        "-o", "--output", type=Path, default=None, help="output folder (default: gitops/AGENT/)"
+        "-o",
+        "--output",
+        type=_folder_named,
+        default=None,
+        help="output folder (default: gitops/AGENT/)",
     )
     sub.add_argument(
         "--check", action="store_true", help="write nothing; exit 1 with a diff when stale"
@@ -491,7 +499,7 @@ def _node_command(argv: list[str]) -> tuple[Path | None, list[str]] | None:
     directory = None
     rest = argv
     while rest[:1] != ["node"]:
-        if rest[:1] == ["-C"] and len(rest) > 1:
+        if rest[:1] == ["-C"] and len(rest) > 1 and rest[1]:
             directory, rest = Path(rest[1]), rest[2:]
         elif rest and rest[0].startswith("-C") and len(rest[0]) > 2:
             directory, rest = Path(rest[0][2:]), rest[1:]

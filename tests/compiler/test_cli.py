@@ -555,3 +555,26 @@ def test_node_commands_run_after_minus_c_with_relative_paths_under_it(
     result = run_cli(*directory, "node", "wait", "ready", "--timeout", "0.2")
     assert result.code == 0, result.err
     assert result.out == f"ready: {tmp_path / 'ready'}\n"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("render", "LAB", "-o", ""),
+        ("diff", "LAB", "-o", ""),
+        ("schema", "-o", ""),
+        ("gitops", "flux", "LAB", "--repo", "https://example.com/r.git", "-o", ""),
+        ("-C", "", "validate", "LAB"),
+        ("-C", "", "node", "check", "--help"),
+    ],
+    ids=["render-o", "diff-o", "schema-o", "gitops-o", "C", "C-node"],
+)
+def test_an_empty_folder_argument_is_a_usage_error_not_the_working_folder(
+    argv: tuple[str, ...], tmp_path: Path
+) -> None:
+    """An unset variable (`-o "$OUT"`) would otherwise write into, or run in, the working folder."""
+    lab = str(REPO / "clusters" / "lab.yaml")
+    result = run_cli(*(lab if arg == "LAB" else arg for arg in argv), cwd=tmp_path)
+    assert result.code == 2, result.err
+    assert ": an empty path names no folder" in result.err
+    assert list(tmp_path.iterdir()) == []
