@@ -70,16 +70,24 @@ class UnitState:
         return self.active_state == "activating" and self.starting_since >= moment
 
 
-def unit_state(host: Host, unit: str) -> UnitState:
-    result = host.run(["systemctl", "show", *(f"--property={p}" for p in _PROPERTIES), unit])
+def _systemctl(host: Host, *args: str) -> str:
+    """systemctl's output for ``args`` on the host; UnitRestartFailed where it is missing or
+    fails."""
+    result = host.run(["systemctl", *args])
     if result is None:
         raise UnitRestartFailed("systemctl is not on the host; use restart: signal or none")
     if result.returncode != 0:
         raise UnitRestartFailed(
-            f"systemctl show {unit} failed (exit {result.returncode}): "
+            f"systemctl {' '.join(a for a in args if not a.startswith('--property='))} failed "
+            f"(exit {result.returncode}): "
             f"{result.stderr.strip()[-300:]}"
         )
-    values = dict(line.split("=", 1) for line in result.stdout.splitlines() if "=" in line)
+    return result.stdout
+
+
+def unit_state(host: Host, unit: str) -> UnitState:
+    output = _systemctl(host, "show", *(f"--property={p}" for p in _PROPERTIES), unit)
+    values = dict(line.split("=", 1) for line in output.splitlines() if "=" in line)
 
     def seconds(name: str) -> float:
         text = values.get(name, "0")
@@ -107,14 +115,7 @@ def restart_unit(host: Host, unit: str, owed_since: float | None) -> str:
             wait_active(host, unit, current.starting_since)
             return f"{unit} finished the start begun after the config was written; not restarted"
     queued_at = time.monotonic()
-    result = host.run(["systemctl", "restart", "--no-block", unit])
-    if result is None:
-        raise UnitRestartFailed("systemctl is not on the host; use restart: signal or none")
-    if result.returncode != 0:
-        raise UnitRestartFailed(
-            f"systemctl restart --no-block {unit} failed (exit {result.returncode}): "
-            f"{result.stderr.strip()[-300:]}"
-        )
+    _systemctl(host, "restart", "--no-block", unit)
     wait_active(host, unit, queued_at)
     return f"restarted {unit} (systemctl restart --no-block {unit}, then active)"
 
