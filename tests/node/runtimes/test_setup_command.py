@@ -294,6 +294,28 @@ def stop(process: subprocess.Popen[str]) -> str:
     return log
 
 
+def setup_ready(host: HostTree, config: dict[str, object]) -> subprocess.Popen[str]:
+    """Setup started, once it has written its ready marker."""
+    process = start_setup(host, config)
+    wait_for(host.at(MARKER))
+    return process
+
+
+def kill_setup(host: HostTree, process: subprocess.Popen[str]) -> None:
+    """SIGKILL (a grace period run out, a node crash): no tear-down. Its marker goes, so that a
+    next setup's own can be waited for."""
+    process.kill()
+    process.communicate(timeout=30)
+    host.at(MARKER).unlink()
+
+
+def with_debug(host: HostTree) -> str:
+    """The admin's edit of daemon.json: debug on, beside what is there."""
+    edited = host.read(DAEMON).replace('"log-level"', '"debug": true,\n  "log-level"')
+    host.write(DAEMON, edited)
+    return edited
+
+
 def wait_for(path: Path, present: bool = True) -> None:
     deadline = time.monotonic() + 30
     while path.exists() != present:
@@ -303,8 +325,7 @@ def wait_for(path: Path, present: bool = True) -> None:
 
 def test_sigterm_removes_the_marker_and_keeps_the_config(host: HostTree) -> None:
     host.write(DAEMON, '{"log-level": "warn"}')
-    process = start_setup(host, setup_config("docker"))
-    wait_for(host.at(MARKER))
+    process = setup_ready(host, setup_config("docker"))
     assert "ready marker removed" in stop(process)
     assert not host.at(MARKER).exists()
     assert json.loads(host.read(DAEMON))["default-runtime"] == "nvidia"
@@ -377,10 +398,9 @@ def test_revert_on_stop_puts_back_the_first_originals(host: HostTree) -> None:
     original = (RUNTIME_FACTS / "containerd-1.6-main-systemd.toml").read_bytes()
     host.write(MAIN, original)
     host.write("/etc/nvidia-container-runtime/config.toml", "disable-require = false\n")
-    process = start_setup(
+    process = setup_ready(
         host, setup_config("containerd", device_list_strategy="volume-mounts", revertOnStop=True)
     )
-    wait_for(host.at(MARKER))
     assert host.at(DROPIN).exists()
     assert "reverted" in stop(process)
     assert host.at(MAIN).read_bytes() == original
@@ -393,13 +413,10 @@ def test_a_host_edit_made_between_a_revert_and_the_next_setup_survives_the_next_
 ) -> None:
     config = setup_config("docker", revertOnStop=True)
     host.write(DAEMON, '{"log-level": "warn"}\n')
-    first = start_setup(host, config)
-    wait_for(host.at(MARKER))
-    assert "reverted" in stop(first)
+    assert "reverted" in stop(setup_ready(host, config))
     edited = '{"log-level": "warn", "registry-mirrors": ["https://mirror.example"]}\n'
     host.write(DAEMON, edited)  # the admin's change while gpuconf is not set up
-    second = start_setup(host, config)
-    wait_for(host.at(MARKER))
+    second = setup_ready(host, config)
     assert "registry-mirrors" in host.read(DAEMON)
     assert "reverted" in stop(second)
     assert host.read(DAEMON) == edited
@@ -409,10 +426,8 @@ def test_a_file_changed_on_the_host_after_setup_wrote_it_is_not_reverted_over(
     host: HostTree,
 ) -> None:
     host.write(DAEMON, '{"log-level": "warn"}\n')
-    process = start_setup(host, setup_config("docker", revertOnStop=True))
-    wait_for(host.at(MARKER))
-    edited = host.read(DAEMON).replace('"log-level"', '"debug": true,\n  "log-level"')
-    host.write(DAEMON, edited)  # the admin's change while setup runs
+    process = setup_ready(host, setup_config("docker", revertOnStop=True))
+    edited = with_debug(host)  # the admin's change while setup runs
     log = stop(process)
     assert host.read(DAEMON) == edited
     assert "changed on the host since setup wrote it" in log
@@ -424,14 +439,10 @@ def test_a_file_changed_on_the_host_after_setup_wrote_it_is_not_reverted_over(
 def test_a_host_edit_left_at_one_stop_survives_the_next_setup_and_stop(host: HostTree) -> None:
     config = setup_config("docker", revertOnStop=True)
     host.write(DAEMON, '{"log-level": "warn"}\n')
-    first = start_setup(host, config)
-    wait_for(host.at(MARKER))
-    edited = host.read(DAEMON).replace('"log-level"', '"debug": true,\n  "log-level"')
-    host.write(DAEMON, edited)
+    first = setup_ready(host, config)
+    edited = with_debug(host)
     assert "changed on the host since setup wrote it" in stop(first)
-    second = start_setup(host, config)  # finds the file configured: writes nothing
-    wait_for(host.at(MARKER))
-    stop(second)
+    stop(setup_ready(host, config))  # finds the file configured: writes nothing
     assert host.read(DAEMON) == edited
 
 
@@ -440,31 +451,20 @@ def test_a_host_edit_made_before_setup_was_killed_survives_the_next_setup_s_reve
 ) -> None:
     config = setup_config("docker", revertOnStop=True)
     host.write(DAEMON, '{"log-level": "warn"}\n')
-    first = start_setup(host, config)
-    wait_for(host.at(MARKER))
-    edited = host.read(DAEMON).replace('"log-level"', '"debug": true,\n  "log-level"')
-    host.write(DAEMON, edited)
-    first.kill()  # SIGKILL: no tear-down, the original stays kept
-    first.communicate(timeout=30)
-    host.at(MARKER).unlink()  # to wait for the next setup's own
-    second = start_setup(host, config)
-    wait_for(host.at(MARKER))
-    stop(second)
+    first = setup_ready(host, config)
+    edited = with_debug(host)
+    kill_setup(host, first)  # the original stays kept
+    stop(setup_ready(host, config))
     assert host.read(DAEMON) == edited
 
 
 def test_a_file_setup_rewrites_after_a_host_edit_reverts_to_that_edit(host: HostTree) -> None:
     config = setup_config("docker", revertOnStop=True)
     host.write(DAEMON, '{"log-level": "warn"}\n')
-    first = start_setup(host, config)
-    wait_for(host.at(MARKER))
-    first.kill()
-    first.communicate(timeout=30)
-    host.at(MARKER).unlink()
+    kill_setup(host, setup_ready(host, config))
     edited = '{"log-level": "debug"}\n'  # the admin starts over; gpuconf's runtime is gone
     host.write(DAEMON, edited)
-    second = start_setup(host, config)
-    wait_for(host.at(MARKER))
+    second = setup_ready(host, config)
     assert "nvidia" in host.read(DAEMON)
     assert "reverted" in stop(second)
     assert host.read(DAEMON) == edited
