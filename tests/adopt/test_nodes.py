@@ -23,6 +23,9 @@ def _copy(source: Path, folder: Path) -> Path:
     return copy
 
 
+LAB_BYTES = (REPO / "clusters" / "lab.yaml").read_bytes()
+
+
 def _changed_lines(before: str, after: str) -> tuple[list[str], list[str]]:
     diff = list(difflib.ndiff(before.splitlines(), after.splitlines()))
     return [d[2:] for d in diff if d.startswith("- ")], [d[2:] for d in diff if d.startswith("+ ")]
@@ -142,45 +145,40 @@ def test_nodes_add_refuses_a_gpu_count_no_node_has_before_building_it(
     assert file.read_text() == source.read_text()
 
 
-def test_nodes_add_then_remove_keeps_a_crlf_file_crlf_throughout(tmp_path: Path) -> None:
-    source = (REPO / "clusters" / "lab.yaml").read_bytes().replace(b"\n", b"\r\n")
+def _add_then_remove(tmp_path: Path, source: bytes) -> bytes:
+    """`nodes add` then `nodes remove` of one node on a file of `source`: the add changes only
+    the node's own lines, the remove gives `source` back byte for byte. Returns the file as the
+    add left it."""
     file = tmp_path / "lab.yaml"
     file.write_bytes(source)
     assert run_cli("nodes", "add", "lab.yaml", "t4", "lab-gpu-3", cwd=tmp_path).code == 0
     added = file.read_bytes()
-    assert added.count(b"\n") == added.count(b"\r\n"), "a line ended in LF alone"
     removed, new = _changed_lines(source.decode(), added.decode())
     assert removed == []
     assert [line.strip() for line in new] == ["- name: lab-gpu-3", "gpus: [{index: 0}, {index: 1}]"]
     assert run_cli("nodes", "remove", "lab.yaml", "lab-gpu-3", cwd=tmp_path).code == 0
     assert file.read_bytes() == source
+    return added
+
+
+def test_nodes_add_then_remove_keeps_a_crlf_file_crlf_throughout(tmp_path: Path) -> None:
+    added = _add_then_remove(tmp_path, LAB_BYTES.replace(b"\n", b"\r\n"))
+    assert added.count(b"\n") == added.count(b"\r\n"), "a line ended in LF alone"
 
 
 def test_nodes_add_then_remove_keeps_each_line_end_of_a_file_of_mixed_ends(tmp_path: Path) -> None:
-    lines = (REPO / "clusters" / "lab.yaml").read_bytes().split(b"\n")
-    source = b"".join(  # every third line CRLF, the others LF
-        line + (b"\r\n" if n % 3 == 0 else b"\n") for n, line in enumerate(lines[:-1])
+    lines = LAB_BYTES.split(b"\n")
+    _add_then_remove(
+        tmp_path,
+        b"".join(  # every third line CRLF, the others LF
+            line + (b"\r\n" if n % 3 == 0 else b"\n") for n, line in enumerate(lines[:-1])
+        ),
     )
-    file = tmp_path / "lab.yaml"
-    file.write_bytes(source)
-    assert run_cli("nodes", "add", "lab.yaml", "t4", "lab-gpu-3", cwd=tmp_path).code == 0
-    removed, new = _changed_lines(source.decode(), file.read_bytes().decode())
-    assert removed == []
-    assert [line.strip() for line in new] == ["- name: lab-gpu-3", "gpus: [{index: 0}, {index: 1}]"]
-    assert run_cli("nodes", "remove", "lab.yaml", "lab-gpu-3", cwd=tmp_path).code == 0
-    assert file.read_bytes() == source
 
 
 def test_nodes_add_then_remove_keeps_a_utf8_byte_order_mark(tmp_path: Path) -> None:
-    source = b"\xef\xbb\xbf" + (REPO / "clusters" / "lab.yaml").read_bytes()
-    file = tmp_path / "lab.yaml"
-    file.write_bytes(source)
-    assert run_cli("nodes", "add", "lab.yaml", "t4", "lab-gpu-3", cwd=tmp_path).code == 0
-    removed, new = _changed_lines(source.decode(), file.read_bytes().decode())
-    assert removed == []
-    assert [line.strip() for line in new] == ["- name: lab-gpu-3", "gpus: [{index: 0}, {index: 1}]"]
-    assert run_cli("nodes", "remove", "lab.yaml", "lab-gpu-3", cwd=tmp_path).code == 0
-    assert file.read_bytes() == source
+    added = _add_then_remove(tmp_path, b"\xef\xbb\xbf" + LAB_BYTES)
+    assert added.startswith(b"\xef\xbb\xbf")
 
 
 ANCHORED = """\
