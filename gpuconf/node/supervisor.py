@@ -141,7 +141,7 @@ class Supervisor:
         try:
             self._poll_inventory(force=True)
         except BaseException:
-            self._shut_down(health_started=False)
+            self._shut_down()
             raise
         self._health.start()
         self._started = True
@@ -179,8 +179,8 @@ class Supervisor:
         finally:
             self._shut_down()
 
-    def _shut_down(self, health_started: bool = True) -> None:
-        if health_started:
+    def _shut_down(self) -> None:
+        if self._started:
             self._health.stop()
         self._pod_resources.stop()
         for plugin in self._plugins.values():

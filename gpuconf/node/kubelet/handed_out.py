@@ -55,7 +55,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from gpuconf.node.kubelet.pod_resources import HeldDevices
+from gpuconf.node.kubelet.pod_resources import HeldDevices, union_held
 
 RECORD_WAIT_SECONDS = 30.0
 
@@ -91,10 +91,7 @@ class HandedOut:
 
     def held(self) -> HeldDevices:
         with self._lock:
-            held: dict[str, frozenset[str]] = {}
-            for grant in self._grants:
-                held[grant.resource] = held.get(grant.resource, frozenset()) | grant.ids
-            return held
+            return union_held(*({grant.resource: grant.ids} for grant in self._grants))
 
     def seen_by_poll(self, started: float, named: HeldDevices) -> None:
         """A poll that started at ``started`` and found ``named`` held has been stored: let go

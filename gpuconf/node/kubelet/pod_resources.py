@@ -18,6 +18,12 @@ HeldDevices = Mapping[str, frozenset[str]]
 """Resource name -> device IDs some running container holds."""
 
 
+def union_held(*held: HeldDevices) -> HeldDevices:
+    """The device IDs any of `held` names, by resource."""
+    names = sorted({name for each in held for name in each})
+    return {name: frozenset().union(*(each.get(name, ()) for each in held)) for name in names}
+
+
 class PodResourcesUnavailable(Exception):
     """The kubelet did not say what is held; nothing may be assumed free."""
 

@@ -37,6 +37,7 @@ from gpuconf.node.kubelet.pod_resources import (
     HeldDevices,
     PodResourcesUnavailable,
     held_devices,
+    union_held,
 )
 from gpuconf.node.metrics import Metrics
 
@@ -82,7 +83,7 @@ class PodResourcesWatch:
             return self._with_handed_out(self._held)
 
     def _with_handed_out(self, polled: HeldDevices | None) -> HeldDevices | None:
-        return None if polled is None else _union(polled, self._handed_out.held())
+        return None if polled is None else union_held(polled, self._handed_out.held())
 
     def awaits_checkpoint(self, held: set[tuple[str, str]]) -> frozenset[tuple[str, str]]:
         """Those of these (resource, device ID) held only because the kubelet's checkpoint lists
@@ -112,7 +113,7 @@ class PodResourcesWatch:
             self._store(None, frozenset(), started)
             return
         self._store(
-            _union(listed, checkpointed),
+            union_held(listed, checkpointed),
             frozenset(
                 (name, device_id)
                 for name, ids in checkpointed.items()
@@ -163,10 +164,3 @@ class PodResourcesWatch:
     def _run(self) -> None:
         while not self._stop.wait(POLL_SECONDS):
             self.poll_once()
-
-
-def _union(first: HeldDevices, second: HeldDevices) -> HeldDevices:
-    return {
-        name: first.get(name, frozenset()) | second.get(name, frozenset())
-        for name in sorted(first.keys() | second.keys())
-    }

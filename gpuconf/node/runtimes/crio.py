@@ -86,11 +86,10 @@ def _refuse_overrides_after_dropin(
 ) -> None:
     for host_path in order[order.index(CRIO_DROPIN) + 1 :]:
         table = tables[host_path]
-        runtimes = table.get("runtimes")
         overridden = []
         if settings.set_as_default and "default_runtime" in table:
             overridden.append("default_runtime")
-        if isinstance(runtimes, dict) and RUNTIME_NAME in runtimes:
+        if RUNTIME_NAME in table.get("runtimes", {}):  # a table: _runtime_table saw to it
             overridden.append(f"runtimes.{RUNTIME_NAME}")
         if overridden:
             raise HostPathError(

@@ -46,8 +46,7 @@ def merged_config(existing: dict[str, Any], wanted: dict[str, Any]) -> dict[str,
     merged = copy.deepcopy(existing)
     for key, value in wanted.items():
         if isinstance(value, dict):
-            table = merged.get(key)
-            merged[key] = {**(table if isinstance(table, dict) else {}), **value}
+            merged[key] = {**merged.get(key, {}), **value}  # a table: _check_shape saw to it
         else:
             merged[key] = value
     cli = merged.get(TOOLKIT_CLI)
