@@ -2,7 +2,10 @@
 golang.org/x/net/http/httpproxy (Config.ProxyFunc: config.init, useProxy, parseProxy; the code
 Go's standard library bundles as net/http.ProxyFromEnvironment, which client-go uses) and
 net/http transport.go's canonicalAddr, run by httpproxy_go/ (main.go) in one process for all
-cases."""
+cases. v0.62.0's config.init, useProxy and parseProxy are Go 1.26's bundled copy line for line
+($GOROOT/src/vendor/golang.org/x/net/http/httpproxy/proxy.go); its FromEnvironment is not
+(it reads the lower-case names first, Go 1.26's copy the upper-case ones), so the environment's
+names stay with test_https_proxy.py and only Config is asked here."""
 
 from __future__ import annotations
 
