@@ -130,6 +130,21 @@ def test_a_site_block_lowering_enforce_is_refused_at_its_line_and_nothing_is_wri
     assert not out.exists()
 
 
+def test_a_refused_label_is_named_at_its_own_line_and_its_value_as_yaml_spells_it(
+    tmp_path: Path,
+) -> None:
+    """The line setting the key itself, not an earlier one holding it in a longer key; `true`
+    as the block wrote it, not Python's True."""
+    site = tmp_path / "site"
+    site.mkdir()
+    block = f"team: gpu\n{ENFORCE}-version: latest\n{ENFORCE}: true"
+    site_block(site, "namespace.yaml.j2", "extra_labels", block)
+    result = run_cli("render", "clusters/lab.yaml", "--templates", str(site), "--check", cwd=REPO)
+    assert result.code == 1
+    assert f"{site.as_posix()}/namespace.yaml.j2:5:1: " in result.err, result.err
+    assert f"{ENFORCE}: 'privileged' gpuconf writes to true" in result.err
+
+
 def test_a_site_block_may_make_audit_and_warn_stricter_and_enforce_on_tenant_namespaces(
     tmp_path: Path,
 ) -> None:

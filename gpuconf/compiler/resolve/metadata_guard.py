@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
+from gpuconf.api.shape_errors import as_yaml_spells
+
 EVERY_OBJECT = ""
 """`Guard.read_with` of a key read on any object, whatever gpuconf writes on it."""
 
@@ -53,13 +55,11 @@ class Refusal(NamedTuple):
     def message(self, kind: str) -> str:
         """`kind` is label or annotation."""
         if self.dropped:
-            text = f"drops the {kind} {self.key}: {self.written!r} gpuconf writes"
+            text = f"drops the {kind} {self.key}: {as_yaml_spells(self.written)} gpuconf writes"
         elif self.written is None:
-            text = f"sets the {kind} {self.key} to {self.value!r}"
+            text = f"sets the {kind} {self.key} to {as_yaml_spells(self.value)}"
         else:
-            text = (
-                f"changes the {kind} {self.key}: {self.written!r} gpuconf writes to {self.value!r}"
-            )
+            text = f"changes the {kind} {self.key}: {as_yaml_spells(self.written)} gpuconf writes to {as_yaml_spells(self.value)}"
         return f"{text}: {self.why}" if self.why else text
 
     def hint(self, kind: str) -> str:

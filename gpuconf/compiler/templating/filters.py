@@ -127,8 +127,12 @@ def with_pod_entries(
 
 
 def _line_of(block: str, key: str) -> str:
-    """The block's line that sets `key`, as near as its text tells."""
-    return next((line for line in block.splitlines() if key in line), block.strip())
+    """The block's line that sets `key` (its key, not a longer one or a value that holds it)."""
+    for line in block.splitlines():
+        written = line.strip().removeprefix("- ").partition(":")[0].strip().strip("'\"")
+        if written == key:
+            return line
+    return block.strip()
 
 
 def _with_guarded(
@@ -168,7 +172,7 @@ def with_labels(
     """`labels` with the entries a site's block sets. A block may not change what `label_guards`
     holds in a way its reader does not take."""
     if not block.strip():
-        return labels
+        return labels  # before label_guards builds its table: the shipped blocks are empty
     return _with_guarded("label", labels, block, label_guards(selector))
 
 
