@@ -230,7 +230,7 @@ class _UntilReaderGoes(io.TextIOBase):
         self.failure: OSError | None = None
 
     def write(self, text: str) -> int:
-        if not self._gone:
+        if text and not self._gone:  # an empty write reaches an unbuffered stderr all the same
             try:
                 self._stream.write(text)
             except OSError as error:
@@ -501,8 +501,8 @@ def _node_command(argv: list[str]) -> tuple[Path | None, list[str]] | None:
     while rest[:1] != ["node"]:
         if rest[:1] == ["-C"] and len(rest) > 1 and rest[1]:
             directory, rest = Path(rest[1]), rest[2:]
-        elif rest and rest[0].startswith("-C") and len(rest[0]) > 2:
-            directory, rest = Path(rest[0][2:]), rest[1:]
+        elif rest and rest[0].startswith("-C") and rest[0][2:].removeprefix("="):
+            directory, rest = Path(rest[0][2:].removeprefix("=")), rest[1:]
         else:
             return None
     return directory, rest[1:]

@@ -197,16 +197,22 @@ def test_a_stdout_that_cannot_be_written_is_a_user_error_not_a_traceback(buffere
     )
 
 
-def test_a_stderr_that_cannot_be_written_fails_the_command_quietly() -> None:
+@pytest.mark.parametrize(
+    ("format_args", "code"), [(("--format", "json"), 1), ((), 0)], ids=["writes-stderr", "quiet"]
+)
+def test_a_stderr_that_cannot_be_written_fails_the_command_only_where_it_writes_there(
+    format_args: tuple[str, ...], code: int
+) -> None:
+    """JSON mode says its summary on stderr; a valid file in text mode says nothing there."""
     with open("/dev/full", "w") as full:
         result = subprocess.run(
-            [sys.executable, "-m", "gpuconf", "validate", str(CLUSTERS / "lab.yaml")],
-            stdout=full,
+            [sys.executable, "-m", "gpuconf", "validate", *format_args, str(CLUSTERS / "lab.yaml")],
+            stdout=subprocess.PIPE,
             stderr=full,
             timeout=120,
             check=False,
         )
-    assert result.returncode == 1
+    assert result.returncode == code
 
 
 def test_the_standard_streams_are_given_back_after_a_failed_write() -> None:
@@ -566,8 +572,9 @@ def test_node_commands_run_after_minus_c_with_relative_paths_under_it(
         ("gitops", "flux", "LAB", "--repo", "https://example.com/r.git", "-o", ""),
         ("-C", "", "validate", "LAB"),
         ("-C", "", "node", "check", "--help"),
+        ("-C=", "node", "check", "--help"),
     ],
-    ids=["render-o", "diff-o", "schema-o", "gitops-o", "C", "C-node"],
+    ids=["render-o", "diff-o", "schema-o", "gitops-o", "C", "C-node", "C=-node"],
 )
 def test_an_empty_folder_argument_is_a_usage_error_not_the_working_folder(
     argv: tuple[str, ...], tmp_path: Path
