@@ -178,9 +178,18 @@ class Server:
         ).body["items"]
         return items
 
-    def create(self, document: dict[str, Any]) -> Response:
+    def create(self, document: dict[str, Any], *, dry_run: bool = False) -> Response:
         api_version, kind, namespace, _ = identity(document)
-        return self.request("POST", self.path(api_version, kind, namespace), document)
+        query = [("dryRun", "All")] if dry_run else []
+        return self.request("POST", self.path(api_version, kind, namespace), document, query)
+
+    def refusal(self, document: dict[str, Any]) -> Refused | None:
+        """How the server refuses a dry-run create of `document`, if it does."""
+        try:
+            self.create(document, dry_run=True)
+        except Refused as refused:
+            return refused
+        return None
 
     def delete(self, api_version: str, kind: str, namespace: str, name: str) -> None:
         """Delete at once: with no kubelet, a pod on a node would otherwise wait forever for

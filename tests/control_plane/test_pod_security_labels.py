@@ -45,11 +45,7 @@ def _server_refusal(server: Server, labels: dict[str, str]) -> Refused | None:
         "kind": "Namespace",
         "metadata": {"name": "gpuconf-test-pod-security", "labels": labels},
     }
-    try:
-        server.request("POST", server.path("v1", "Namespace"), namespace, query=[("dryRun", "All")])
-    except Refused as refused:
-        return refused
-    return None
+    return server.refusal(namespace)
 
 
 def _server_admits(server: Server, labels: dict[str, str], key: str) -> bool:

@@ -11,7 +11,7 @@ import copy
 from typing import Any
 
 import pytest
-from control_plane.server import Refused, Server
+from control_plane.server import Server
 
 from gpuconf.compiler.templating.server_rules import problems
 
@@ -174,26 +174,12 @@ CASES = [
 ]
 
 
-def _server_refusal(server: Server, daemonset: dict[str, Any]) -> Refused | None:
-    """How kube-apiserver refuses a dry-run create of `daemonset`, if it does."""
-    try:
-        server.request(
-            "POST",
-            server.path("apps/v1", "DaemonSet", NAMESPACE),
-            daemonset,
-            query=[("dryRun", "All")],
-        )
-    except Refused as refused:
-        return refused
-    return None
-
-
 def _dotted(path: tuple[str | int, ...]) -> str:
     return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path)[1:]
 
 
 def test_the_unchanged_daemonset_is_admitted_and_gpuconf_finds_nothing(api_server: Server) -> None:
-    assert _server_refusal(api_server, DAEMONSET) is None
+    assert api_server.refusal(DAEMONSET) is None
     assert list(problems(DAEMONSET)) == []
 
 
@@ -205,7 +191,7 @@ def test_gpuconf_finds_a_problem_exactly_where_the_server_refuses_the_daemonset(
 ) -> None:
     daemonset = _with(path, added)
     found = list(problems(daemonset))
-    refused = _server_refusal(api_server, daemonset)
+    refused = api_server.refusal(daemonset)
     assert (refused is None) is not bool(found), found
     if refused is None:
         return
