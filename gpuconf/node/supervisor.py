@@ -333,7 +333,12 @@ class Supervisor:
             return
         registered = [p for _, p in sorted(self._plugins.items()) if p.registered]
         if registered:
-            self._nudges.nudged(now)
+            wait = self._nudges.nudged(now)
+            # Says why device lists go out again, and whether a schedule started over (round 1).
+            _log.info(
+                "having the kubelet rewrite its device checkpoint",
+                extra=log.kv(awaited=len(awaited), round=self._nudges.round, next_in_s=wait),
+            )
             registered[0].resend()
 
     def _report_pending(

@@ -47,3 +47,15 @@ def test_a_kubelet_restart_starts_the_same_changes_over() -> None:
     assert nudge_times(backoff, ("GPU 1",), 0, 100) == [0, 2, 6, 14, 30, 62]
     backoff.reset()
     assert nudge_times(backoff, ("GPU 1",), 100, 105) == [100, 102]
+
+
+def test_each_nudge_knows_its_round_and_the_wait_before_the_next() -> None:
+    backoff = NudgeBackoff()
+    waits = []
+    for now in (0.0, 2.0, 6.0):
+        assert backoff.due(("GPU 1",), now)
+        waits.append((backoff.nudged(now), backoff.round))
+    assert waits == [(2.0, 1), (4.0, 2), (8.0, 3)]
+    backoff.reset()
+    assert backoff.due(("GPU 1",), 7.0)
+    assert (backoff.nudged(7.0), backoff.round) == (2.0, 1)

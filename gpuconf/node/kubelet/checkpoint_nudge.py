@@ -23,6 +23,8 @@ class NudgeBackoff:
         self._waiting_for: object = None
         self._interval = FIRST_SECONDS
         self._next = 0.0
+        self.round = 0
+        """How many nudges this schedule has sent: 1 for the first after it started over."""
 
     def due(self, waiting_for: object, now: float) -> bool:
         """Whether to nudge now for what is awaited; anything else awaited starts over."""
@@ -30,12 +32,17 @@ class NudgeBackoff:
             self._waiting_for = waiting_for
             self._interval = FIRST_SECONDS
             self._next = now
+            self.round = 0
         return now >= self._next
 
     def reset(self) -> None:
         """Start over: a restarted kubelet prunes anew once it has seen its pod sources."""
         self._waiting_for = None
 
-    def nudged(self, now: float) -> None:
-        self._next = now + self._interval
-        self._interval = min(self._interval * 2, MAX_SECONDS)
+    def nudged(self, now: float) -> float:
+        """Record a nudge sent at `now`; the seconds until the next is due."""
+        wait = self._interval
+        self._next = now + wait
+        self._interval = min(wait * 2, MAX_SECONDS)
+        self.round += 1
+        return wait
