@@ -799,3 +799,33 @@ def test_a_wrong_value_in_a_site_block_s_flow_yaml_is_refused_at_the_block_s_lin
     first = result.err.splitlines()[0]
     assert first.startswith(f"{tmp_path.as_posix()}/node-daemonset.yaml.j2:3:1: "), first
     assert f"{field}: " in first
+
+
+@pytest.mark.parametrize(
+    ("block", "text", "line", "field"),
+    [
+        (
+            "pod_spec",
+            "securityContext:\n  sysctls:\n    - name: net.core.somaxconn",
+            5,
+            "securityContext.sysctls[0]: 'value' is a required property",
+        ),
+        ("pod_spec", "topologySpreadConstraints:\n  - 7", 3, "topologySpreadConstraints[0]: 7"),
+        ("container_env", "- name: A\n  value: x\n- value: y", 5, "'name' is a required property"),
+    ],
+    ids=["required-in-an-item", "item-of-a-wrong-type", "env-item-without-a-name"],
+)
+def test_a_list_item_in_a_site_block_the_schema_refuses_is_refused_at_the_block_s_line(
+    tmp_path: Path, block: str, text: str, line: int, field: str
+) -> None:
+    """An error about a list item (no key of its own) names the line of one of the item's
+    entries, else the line of the list's key: the site's, not the gpuconf line that prints
+    the block's entries."""
+    site_block(tmp_path, "node-daemonset.yaml.j2", block, text)
+    result = run_cli(
+        "render", "clusters/lab.yaml", "--templates", str(tmp_path), "--check", cwd=REPO
+    )
+    assert result.code == 1, result.err
+    first = result.err.splitlines()[0]
+    assert first.startswith(f"{tmp_path.as_posix()}/node-daemonset.yaml.j2:{line}:1: "), first
+    assert field in first

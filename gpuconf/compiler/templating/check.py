@@ -275,11 +275,33 @@ def failure_at(
 ) -> TemplateFailed:
     """The output's refusal of `value` at `path`: at the line that writes it as it stands (a
     site block's plain YAML), else at the template line that wrote it in `text`."""
-    if path and isinstance(path[-1], str):
-        written = _line_writing(chain(), path[-1], value)
+    sources = chain()
+    for key, written_value in _entries_to_find(located.data, path, value):
+        written = _line_writing(sources, key, written_value)
         if written is not None:
             return TemplateFailed(*written, message, hint)
     return refused_at(located, path, message, text, chain, hint)
+
+
+def _entries_to_find(data: Any, path: tuple[Any, ...], value: Any) -> Iterator[tuple[str, Any]]:
+    """The `key: value` entries whose line would show where `value` at `path` was written,
+    nearest first: its own key; else, for a list item (a sysctl missing its value), the item's
+    own scalar entries, then the key of the list holding it, with that list."""
+    if path and isinstance(path[-1], str):
+        yield path[-1], value
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and not isinstance(item, (dict, list)):
+                yield key, item
+    depth = len(path)
+    while depth and not isinstance(path[depth - 1], str):
+        depth -= 1
+    if depth:
+        held = data
+        for key in path[:depth]:
+            held = held[key]
+        yield path[depth - 1], held
 
 
 def refused_at(
