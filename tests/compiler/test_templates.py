@@ -10,7 +10,7 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-from builders import CLUSTERS, EXAMPLES, REPO, load_yaml, run_cli, site_block, valid
+from builders import CLUSTERS, EXAMPLES, REPO, CliResult, load_yaml, run_cli, site_block, valid
 from crd_schemas import crd_errors
 
 from gpuconf.compiler.pipeline import compile_paths
@@ -685,6 +685,15 @@ def test_a_site_block_s_resource_quantity_kubernetes_reads_is_kept(
     assert limits["cpu"] == quantity
 
 
+def node_daemonset_refusal(folder: Path, block: str, text: str) -> tuple[str, CliResult]:
+    """The first line of what `render --check` says of lab.yaml with the node DaemonSet's
+    `block` overridden by `text` in `folder`, which it must refuse; and the whole result."""
+    site_block(folder, "node-daemonset.yaml.j2", block, text)
+    result = run_cli("render", "clusters/lab.yaml", "--templates", str(folder), "--check", cwd=REPO)
+    assert result.code == 1, result.err
+    return result.err.splitlines()[0], result
+
+
 @pytest.mark.parametrize(
     ("block", "text", "message"),
     [
@@ -739,12 +748,7 @@ def test_a_site_block_the_api_server_would_refuse_is_refused_at_its_line(
 ) -> None:
     """Kubernetes' JSON schemas hold none of these; kube-apiserver does
     (tests/control_plane/test_server_label_rules.py pins the rules against it)."""
-    site_block(tmp_path, "node-daemonset.yaml.j2", block, text)
-    result = run_cli(
-        "render", "clusters/lab.yaml", "--templates", str(tmp_path), "--check", cwd=REPO
-    )
-    assert result.code == 1, result.err
-    first = result.err.splitlines()[0]
+    first, _ = node_daemonset_refusal(tmp_path, block, text)
     assert first.startswith(f"{tmp_path.as_posix()}/node-daemonset.yaml.j2:3:1: "), first
     assert message in first
 
@@ -762,12 +766,7 @@ def test_a_site_block_the_api_server_would_refuse_is_refused_at_its_line(
 def test_a_pod_spec_block_setting_what_gpuconf_lays_out_apart_is_refused_at_its_line(
     tmp_path: Path, text: str, key: str, hint: str
 ) -> None:
-    site_block(tmp_path, "node-daemonset.yaml.j2", "pod_spec", text)
-    result = run_cli(
-        "render", "clusters/lab.yaml", "--templates", str(tmp_path), "--check", cwd=REPO
-    )
-    assert result.code == 1, result.err
-    first = result.err.splitlines()[0]
+    first, result = node_daemonset_refusal(tmp_path, "pod_spec", text)
     line = 3 + text.split("\n").index(next(t for t in text.split("\n") if t.startswith(key)))
     assert first.startswith(f"{tmp_path.as_posix()}/node-daemonset.yaml.j2:{line}:1: "), first
     assert f"the block sets {key}, which gpuconf lays out apart" in first
@@ -791,12 +790,7 @@ def test_a_pod_spec_block_setting_what_gpuconf_lays_out_apart_is_refused_at_its_
 def test_a_wrong_value_in_a_site_block_s_flow_yaml_is_refused_at_the_block_s_line(
     tmp_path: Path, block: str, text: str, field: str
 ) -> None:
-    site_block(tmp_path, "node-daemonset.yaml.j2", block, text)
-    result = run_cli(
-        "render", "clusters/lab.yaml", "--templates", str(tmp_path), "--check", cwd=REPO
-    )
-    assert result.code == 1, result.err
-    first = result.err.splitlines()[0]
+    first, _ = node_daemonset_refusal(tmp_path, block, text)
     assert first.startswith(f"{tmp_path.as_posix()}/node-daemonset.yaml.j2:3:1: "), first
     assert f"{field}: " in first
 
@@ -821,11 +815,6 @@ def test_a_list_item_in_a_site_block_the_schema_refuses_is_refused_at_the_block_
     """An error about a list item (no key of its own) names the line of one of the item's
     entries, else the line of the list's key: the site's, not the gpuconf line that prints
     the block's entries."""
-    site_block(tmp_path, "node-daemonset.yaml.j2", block, text)
-    result = run_cli(
-        "render", "clusters/lab.yaml", "--templates", str(tmp_path), "--check", cwd=REPO
-    )
-    assert result.code == 1, result.err
-    first = result.err.splitlines()[0]
+    first, _ = node_daemonset_refusal(tmp_path, block, text)
     assert first.startswith(f"{tmp_path.as_posix()}/node-daemonset.yaml.j2:{line}:1: "), first
     assert field in first
