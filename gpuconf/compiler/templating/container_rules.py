@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gpuconf.api.base import EXTENDED_RESOURCE, LABEL_KEY
-from gpuconf.api.kubernetes_names import NATIVE_DOMAIN
+from gpuconf.api.base import LABEL_KEY
+from gpuconf.api.kubernetes_names import NATIVE_DOMAIN, QUOTA_PREFIX, extended_resource_name
 from gpuconf.api.shape_errors import as_yaml_spells, pattern_wording
 from gpuconf.compiler.templating.server_fields import (
     Problem,
@@ -166,7 +166,11 @@ def _resource_name_problem(name: str) -> tuple[str, str] | None:
         return f"{as_yaml_spells(name)} is not a resource a container can ask for", _NAME_HINT
     if NATIVE_PREFIX in name or _extended(name):
         return None
-    return pattern_wording(EXTENDED_RESOURCE, name)
+    return (
+        f"{as_yaml_spells(name)} is not a valid extended resource name: "
+        f"{extended_resource_name(name)}",
+        _NAME_HINT,
+    )
 
 
 _NAME_HINT = (
@@ -176,8 +180,14 @@ _NAME_HINT = (
 
 
 def _extended(name: str) -> bool:
-    """IsExtendedResourceName, for a name with a '/' outside kubernetes.io/."""
-    return NATIVE_PREFIX not in name and bool(re.fullmatch(EXTENDED_RESOURCE, name))
+    """IsExtendedResourceName: outside kubernetes.io/, and its quota name requests.<name> a
+    qualified name (which, unlike a cluster file's, may hold capitals)."""
+    return (
+        "/" in name
+        and NATIVE_PREFIX not in name
+        and not name.startswith(QUOTA_PREFIX)
+        and bool(re.fullmatch(LABEL_KEY, f"{QUOTA_PREFIX}{name}"))
+    )
 
 
 def _overcommittable(name: str) -> bool:
