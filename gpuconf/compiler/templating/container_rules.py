@@ -25,7 +25,7 @@ from gpuconf.compiler.templating.server_fields import (
 from gpuconf.diagnostics import KeyPath
 from gpuconf.formats.quantity import Quantity
 
-CONTAINER_GROUPS = ("initContainers", "containers")
+CONTAINER_GROUPS = ("containers", "initContainers")
 ENV_SOURCES = ("fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef")
 """The sources of an env entry's valueFrom (fileKeyRef is behind the EnvFiles gate, off in
 1.34: the server drops it)."""
@@ -53,7 +53,7 @@ NATIVE_PREFIX = f"{NATIVE_DOMAIN}/"
 
 
 def containers(data: Mapping[str, Any], pod: KeyPath) -> Iterator[Problem]:
-    """Each container's env and resources, init containers first (as validateInitContainers)."""
+    """Each container's env and resources, then each init container's (as ValidatePodSpec)."""
     for group in CONTAINER_GROUPS:
         for i, container in entries(data, (*pod, group)):
             where = (*pod, group, i)

@@ -1,5 +1,9 @@
-"""What server_rules.py and container_rules.py share: the Problem they report, a manifest's
-fields found by key path, and Kubernetes' name rules worded as shape_errors words them."""
+"""What server_rules.py, scheduling_rules.py and container_rules.py share: the Problem they
+report, a manifest's fields found by key path, Kubernetes' name rules worded as shape_errors
+words them, and label selectors (k8s.io/apimachinery v0.34.4
+pkg/apis/meta/v1/validation/validation.go: ValidateLabels, ValidateLabelSelector,
+ValidateLabelSelectorRequirement; k8s.io/kubernetes v1.34.4 pkg/apis/core/validation/validation.go:
+ValidateNodeSelectorRequirement, whose values go unchecked in preferred terms)."""
 
 from __future__ import annotations
 

@@ -1,17 +1,21 @@
 """What kube-apiserver refuses in an object that its kind's JSON schema lets through: label keys
 and values (the object's, a workload's selector, its pod template's labels and nodeSelector),
-annotation keys and their total size (the object's and its pod template's), a pod template's
-tolerations, and the label selectors and node selector requirements of its affinity and
-topologySpreadConstraints. A site's template may write any of these (its blocks are plain
-YAML), so its output is held to them before a byte is written.
+annotation keys and their total size (the object's and its pod template's), and in a pod
+template its priorityClassName and runtimeClassName (DNS subdomains), tolerations, affinity and
+topologySpreadConstraints (scheduling_rules.py: selectors, weights, matchFields, namespaces,
+matchLabelKeys, maxSkew, whenUnsatisfiable, minDomains, node inclusion policies, repeated
+constraints) and its containers' env and resources (container_rules.py: env names, valueFrom's
+one source and fieldRef's fieldPath, resource names, negative quantities, requests above limits,
+extended resources' whole, equal request and limit). A site's template may write any of these
+(its blocks are plain YAML), so its output is held to them before a byte is written.
 
 Read from k8s.io/apimachinery v0.34.4 pkg/apis/meta/v1/validation/validation.go (ValidateLabels,
 ValidateLabelName, ValidateLabelSelector, ValidateLabelSelectorRequirement) and
 pkg/api/validation/objectmeta.go (ValidateAnnotations), and k8s.io/kubernetes v1.34.4
-pkg/apis/core/validation/validation.go (ValidatePodSpec's nodeSelector, ValidateTolerations,
-validateTaintEffect, validateAffinity, ValidateNodeSelectorRequirement (values unchecked in
-preferred terms), validatePodAffinityTerm, validateTopologySpreadConstraints). Keys and values are held to api/base.py's LABEL_KEY
-and LABEL_VALUE, as a cluster file's are (IsQualifiedName, IsValidLabelValue), and worded as
+pkg/apis/core/validation/validation.go (ValidatePodSpec's nodeSelector, priorityClassName and
+runtimeClassName (ValidateRuntimeClassName), ValidateTolerations, validateTaintEffect; the
+other modules name theirs). Keys and values are held to api/base.py's LABEL_KEY and
+LABEL_VALUE, as a cluster file's are (IsQualifiedName, IsValidLabelValue), and worded as
 shape_errors words them; tests/control_plane/test_server_label_rules.py pins the reading
 against the server."""
 
@@ -64,11 +68,11 @@ def problems(data: Mapping[str, Any]) -> Iterator[Problem]:
         yield from labels(data, (*POD_TEMPLATE, "metadata", "labels"))
         yield from _annotations(data, (*POD_TEMPLATE, "metadata", "annotations"))
         yield from containers(data, POD)
-        yield from _class_names(data, POD)
         yield from labels(data, (*POD, "nodeSelector"))
         yield from affinity(data, (*POD, "affinity"))
-        yield from _tolerations(data, (*POD, "tolerations"))
         yield from topology_spread(data, (*POD, "topologySpreadConstraints"))
+        yield from _tolerations(data, (*POD, "tolerations"))
+        yield from _class_names(data, POD)
 
 
 def _class_names(data: Mapping[str, Any], pod: KeyPath) -> Iterator[Problem]:
