@@ -1,9 +1,10 @@
-"""gpuconf holds a site-shaped workload's labels, annotations, selector, nodeSelector,
-tolerations, affinity and topologySpreadConstraints to what kube-apiserver 1.34 refuses
-(compiler/templating/server_rules.py): a DaemonSet the server's dry-run create refuses
-(ValidateLabels, ValidateAnnotations, ValidateLabelSelector, ValidatePodSpec's nodeSelector,
-ValidateTolerations, validateAffinity, validateTopologySpreadConstraints) is one gpuconf finds a
-problem in, at the field the server blames, and the other way round."""
+"""gpuconf holds a site-shaped workload's labels, annotations, selector and pod template to what
+kube-apiserver 1.34 refuses (compiler/templating/server_rules.py, scheduling_rules.py,
+container_rules.py): a DaemonSet the server's dry-run create refuses (ValidateLabels,
+ValidateAnnotations, ValidateLabelSelector, and ValidatePodSpec's nodeSelector, class names,
+ValidateTolerations, validateAffinity, validateTopologySpreadConstraints, ValidateEnv and
+ValidateContainerResourceRequirements) is one gpuconf finds a problem in, at the field the
+server blames, and the other way round: each rule with a value on either side of its boundary."""
 
 from __future__ import annotations
 
