@@ -732,6 +732,46 @@ def node_daemonset_refusal(folder: Path, block: str, text: str) -> tuple[str, Cl
             "DoNotSchedule, labelSelector: {matchExpressions: [{key: app, operator: Bogus}]}}]",
             "operator: 'Bogus' is not one of In, NotIn, Exists, DoesNotExist",
         ),
+        (
+            "pod_spec",
+            "priorityClassName: GPU_Critical",
+            "spec.template.spec.priorityClassName: priorityClassName 'GPU_Critical' is not a "
+            "valid DNS subdomain",
+        ),
+        (
+            "pod_spec",
+            "affinity: {nodeAffinity: {preferredDuringSchedulingIgnoredDuringExecution: "
+            "[{weight: 0, preference: {matchExpressions: [{key: gpus, operator: Exists}]}}]}}",
+            "preferredDuringSchedulingIgnoredDuringExecution[0].weight: weight 0 is not in the "
+            "range 1-100",
+        ),
+        (
+            "pod_spec",
+            "affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+            "{nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: "
+            "[node-1, node-2]}]}]}}}",
+            "matchFields[0].values: operator In of a matchFields requirement needs exactly one "
+            "value (kube-apiserver refuses it) (hint: the one node name it matches; give each "
+            "node its own term)",
+        ),
+        (
+            "pod_spec",
+            "topologySpreadConstraints: [{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: "
+            "DoNotSchedul}]",
+            "whenUnsatisfiable: 'DoNotSchedul' is not one of DoNotSchedule, ScheduleAnyway "
+            "(kube-apiserver refuses it) (hint: did you mean 'DoNotSchedule'?)",
+        ),
+        (
+            "container_env",
+            "- {name: NODE_NAME, valueFrom: {fieldRef: {fieldPath: spec.nodename}}}",
+            "valueFrom.fieldRef.fieldPath: 'spec.nodename' is not one of metadata.name",
+        ),
+        (
+            "container_resources",
+            "requests: {nvidia.com/gpu: 1}",
+            "resources.requests.nvidia.com/gpu: nvidia.com/gpu is requested without a limit "
+            "(kube-apiserver refuses it) (hint: set limits.nvidia.com/gpu to the same value",
+        ),
     ],
     ids=[
         "pod-label-value",
@@ -741,6 +781,12 @@ def node_daemonset_refusal(folder: Path, block: str, text: str) -> tuple[str, Cl
         "label",
         "node-affinity-gt",
         "spread-selector",
+        "priority-class-name",
+        "node-affinity-weight",
+        "node-affinity-match-fields",
+        "spread-when-unsatisfiable",
+        "env-field-path",
+        "gpu-request-without-limit",
     ],
 )
 def test_a_site_block_the_api_server_would_refuse_is_refused_at_its_line(
@@ -751,6 +797,20 @@ def test_a_site_block_the_api_server_would_refuse_is_refused_at_its_line(
     first, _ = node_daemonset_refusal(tmp_path, block, text)
     assert first.startswith(f"{tmp_path.as_posix()}/node-daemonset.yaml.j2:3:1: "), first
     assert message in first
+
+
+def test_a_refused_entry_in_a_multi_line_site_block_is_refused_at_its_own_line(
+    tmp_path: Path,
+) -> None:
+    text = "- name: NODE_NAME\n  value: x\n- name: LIMIT\n  value: y\n  valueFrom:\n    secretKeyRef: {name: s, key: k}"
+    site_block(tmp_path, "node-daemonset.yaml.j2", "container_env", text)
+    result = run_cli(
+        "render", "clusters/lab.yaml", "--templates", str(tmp_path), "--check", cwd=REPO
+    )
+    assert result.code == 1, result.err
+    first = result.err.splitlines()[0]
+    assert first.startswith(f"{tmp_path.as_posix()}/node-daemonset.yaml.j2:6:1: "), first
+    assert "an env entry with valueFrom may not also have a value" in first
 
 
 @pytest.mark.parametrize(

@@ -1,9 +1,10 @@
-"""gpuconf holds a site-shaped workload's labels, annotations, selector, nodeSelector,
-tolerations, affinity and topologySpreadConstraints to what kube-apiserver 1.34 refuses
-(compiler/templating/server_rules.py): a DaemonSet the server's dry-run create refuses
-(ValidateLabels, ValidateAnnotations, ValidateLabelSelector, ValidatePodSpec's nodeSelector,
-ValidateTolerations, validateAffinity, validateTopologySpreadConstraints) is one gpuconf finds a
-problem in, at the field the server blames, and the other way round."""
+"""gpuconf holds a site-shaped workload's labels, annotations, selector and pod template to what
+kube-apiserver 1.34 refuses (compiler/templating/server_rules.py, scheduling_rules.py,
+container_rules.py): a DaemonSet the server's dry-run create refuses (ValidateLabels,
+ValidateAnnotations, ValidateLabelSelector, and ValidatePodSpec's nodeSelector, class names,
+ValidateTolerations, validateAffinity, validateTopologySpreadConstraints, ValidateEnv and
+ValidateContainerResourceRequirements) is one gpuconf finds a problem in, at the field the
+server blames, and the other way round: each rule with a value on either side of its boundary."""
 
 from __future__ import annotations
 
@@ -93,6 +94,131 @@ NODE_EXPRESSIONS: list[dict[str, Any]] = [
     {"key": "gpus", "operator": "Lt"},
     {"key": "gpus", "operator": "Gt", "values": ["a b"]},
 ]
+ANY = {"key": "app", "operator": "Exists"}
+APP = {"matchLabels": {"app": "x"}}
+APP_TWICE = {"matchLabels": {"app": "x"}, "matchExpressions": [ANY]}
+NODE = {"key": "metadata.name", "operator": "In", "values": ["node-1"]}
+WEIGHTS = [0, 1, 100, 101, -1]
+MATCH_FIELDS: list[dict[str, Any]] = [
+    NODE,
+    {**NODE, "operator": "NotIn"},
+    {**NODE, "values": ["node-1", "node-2"]},
+    {**NODE, "values": []},
+    {"key": "metadata.name", "operator": "In"},
+    {**NODE, "operator": "Exists", "values": []},
+    {**NODE, "operator": "Gt"},
+    {**NODE, "key": "metadata.namespace"},
+    {**NODE, "key": "kubernetes.io/hostname"},
+    {**NODE, "values": ["Node_1"]},
+    {**NODE, "values": ["node-1.example.com"]},
+    {**NODE, "values": ["a" * 253]},
+    {**NODE, "values": ["a" * 254]},
+]
+POD_AFFINITY_TERMS: list[dict[str, Any]] = [
+    {"namespaces": ["gpu-operator"]},
+    {"namespaces": ["gpu.operator"]},
+    {"namespaces": ["Gpu"]},
+    {"namespaces": ["a" * 63]},
+    {"namespaces": ["a" * 64]},
+    {"labelSelector": APP, "matchLabelKeys": ["pod-template-hash"]},
+    {"labelSelector": APP, "matchLabelKeys": ["a b"]},
+    {"labelSelector": APP, "mismatchLabelKeys": ["a b"]},
+    {"matchLabelKeys": ["pod-template-hash"]},
+    {"mismatchLabelKeys": ["tenant"]},
+    {"labelSelector": APP, "matchLabelKeys": ["app"]},
+    {"labelSelector": {"matchExpressions": [ANY]}, "matchLabelKeys": ["app"]},
+    {"labelSelector": APP_TWICE, "matchLabelKeys": ["app"]},
+    {"labelSelector": APP_TWICE, "mismatchLabelKeys": ["app"]},
+    {"labelSelector": {"matchExpressions": [ANY, ANY]}, "matchLabelKeys": ["app"]},
+    {"labelSelector": APP, "matchLabelKeys": ["tenant"], "mismatchLabelKeys": ["tenant"]},
+    {"labelSelector": APP, "matchLabelKeys": ["tenant"], "mismatchLabelKeys": ["team"]},
+    {"labelSelector": APP, "matchLabelKeys": [], "mismatchLabelKeys": []},
+]
+TOPOLOGY_KEYS = ["topology.kubernetes.io/zone", "Zone", "a" * 64]
+POLICIES = ["Honor", "Ignore", "honor", ""]
+CONSTRAINTS: list[dict[str, Any]] = [
+    {"maxSkew": 0},
+    {"maxSkew": 1},
+    {"maxSkew": -1},
+    {"topologyKey": ""},
+    {"topologyKey": "a b"},
+    {"whenUnsatisfiable": "ScheduleAnyway"},
+    {"whenUnsatisfiable": "DoNotSchedul"},
+    {"whenUnsatisfiable": ""},
+    {"minDomains": 1},
+    {"minDomains": 0},
+    {"minDomains": -1},
+    {"minDomains": 2, "whenUnsatisfiable": "ScheduleAnyway"},
+    {"minDomains": None, "whenUnsatisfiable": "ScheduleAnyway"},
+    *(
+        {field: policy}
+        for field in ("nodeAffinityPolicy", "nodeTaintsPolicy")
+        for policy in POLICIES
+    ),
+    {"labelSelector": APP, "matchLabelKeys": ["pod-template-hash"]},
+    {"labelSelector": APP, "matchLabelKeys": ["a b"]},
+    {"matchLabelKeys": ["pod-template-hash"]},
+    {"labelSelector": APP, "matchLabelKeys": ["app"]},
+    {"labelSelector": APP_TWICE, "matchLabelKeys": ["app"]},
+]
+CLASS_NAMES = ["gpu-node-critical", "nvidia", "", "GPU", "gpu_node", "a.b", "a" * 253, "a" * 254]
+ENV_NAMES = ["NODE_NAME", "", "my.var", "MY VAR", "1X", "A=B", "ü", "a\tb", "~"]
+ENV_SOURCES: list[dict[str, Any]] = [
+    {"valueFrom": {}},
+    {"valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
+    {"valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}, "value": "v"},
+    {"valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}, "value": ""},
+    {
+        "valueFrom": {
+            "secretKeyRef": {"name": "s", "key": "k"},
+            "configMapKeyRef": {"name": "c", "key": "k"},
+        }
+    },
+    {"valueFrom": {"resourceFieldRef": {"resource": "limits.memory"}}},
+]
+FIELD_REFS: list[tuple[Any, ...]] = [
+    ("spec.nodeName",),
+    ("spec.nodename",),
+    ("spec.host",),
+    ("status.hostIP",),
+    ("status.phase",),
+    ("metadata.labels",),
+    ("metadata.labels['app']",),
+    ("metadata.labels['a b']",),
+    ("metadata.annotations['Example.com/Team']",),
+    ("metadata.annotations['a b']",),
+    ("metadata.name['x']",),
+    ("metadata.name", "v1"),
+    ("metadata.name", "v2"),
+    ("",),
+]
+GPU_UNLIMITED = {"requests": {"nvidia.com/gpu": 1}}
+RESOURCES: list[dict[str, Any]] = [
+    {"requests": {"cpu": "100m"}, "limits": {"cpu": "1"}},
+    {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}},
+    {"requests": {"memory": "1Gi"}, "limits": {"memory": "1024Mi"}},
+    {"requests": {"memory": "1025Mi"}, "limits": {"memory": "1Gi"}},
+    {"requests": {"cpu": "2"}},
+    {"limits": {"cpu": "-1"}},
+    {"requests": {"memory": "-1Mi"}},
+    {"requests": {"cpu": 0}},
+    {"requests": {"gpu": 1}},
+    {"requests": {"pods": 1}},
+    {"limits": {"example.com/foo": 1}},
+    {"limits": {"nvidia.com/gpu": 1}},
+    GPU_UNLIMITED,
+    {"requests": {"nvidia.com/gpu": 1}, "limits": {"nvidia.com/gpu": 2}},
+    {"requests": {"nvidia.com/gpu": 2}, "limits": {"nvidia.com/gpu": 2}},
+    {"limits": {"nvidia.com/gpu": "0.5"}},
+    {"limits": {"nvidia.com/gpu": "1500m"}},
+    {"limits": {"nvidia.com/gpu": "2000m"}},
+    {"limits": {"nvidia.com/Gpu": 1}},
+    {"limits": {"kubernetes.io/foo": 1}},
+    {"limits": {"example.kubernetes.io/foo": 1}},
+    {"limits": {"requests.example.com/foo": 1}},
+    {"limits": {"a b/c": 1}},
+    {"limits": {"hugepages-2Mi": "2Mi", "memory": "1Gi"}, "requests": {"memory": "1Gi"}},
+]
 ANNOTATION_KEYS = ["Team", "example.com/Team", "Example.com/team", "a b", "a" * 64, "example.com/"]
 ANNOTATIONS_AT_LIMIT = {"big": "x" * (256 * 1024 - len("big"))}
 ANNOTATIONS_PAST_LIMIT = {"big": "x" * (256 * 1024 - len("big") + 1)}
@@ -131,6 +257,47 @@ def _spread(expression: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def _weighted_node_affinity(weight: int) -> dict[str, Any]:
+    term = {"weight": weight, "preference": {"matchExpressions": [ANY]}}
+    return {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+def _weighted_pod_affinity(weight: int, kind: str = "podAffinity") -> dict[str, Any]:
+    weighted = {"weight": weight, "podAffinityTerm": {"topologyKey": "zone"}}
+    return {kind: {"preferredDuringSchedulingIgnoredDuringExecution": [weighted]}}
+
+
+def _match_fields(requirement: dict[str, Any], preferred: bool = False) -> dict[str, Any]:
+    term = {"matchFields": [requirement]}
+    if preferred:
+        weighted = {"weight": 1, "preference": term}
+        return {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [weighted]}}
+    terms = {"nodeSelectorTerms": [term]}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": terms}}
+
+
+def _pod_affinity_term(**fields: Any) -> dict[str, Any]:
+    term = {"topologyKey": "zone", **fields}
+    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+
+
+def _constraint(**fields: Any) -> dict[str, Any]:
+    return {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule", **fields}
+
+
+def _container(group: str = "containers", **fields: Any) -> dict[str, Any]:
+    return {group: [{"name": "c", "image": "busybox", **fields}]}
+
+
+def _env(**fields: Any) -> dict[str, Any]:
+    return _container(env=[{"name": "X", **fields}])
+
+
+def _field_ref(field_path: str, api_version: str | None = None) -> dict[str, Any]:
+    version = {} if api_version is None else {"apiVersion": api_version}
+    return _env(valueFrom={"fieldRef": {"fieldPath": field_path, **version}})
+
+
 def _with(path: tuple[str, ...], value: Any) -> dict[str, Any]:
     daemonset = copy.deepcopy(DAEMONSET)
     node = daemonset
@@ -146,11 +313,19 @@ def _with(path: tuple[str, ...], value: Any) -> dict[str, Any]:
     return daemonset
 
 
+CONSTRAINT_PAIRS: list[list[dict[str, Any]]] = [
+    [_constraint(), _constraint()],
+    [_constraint(), _constraint(whenUnsatisfiable="ScheduleAnyway")],
+    [_constraint(), _constraint(topologyKey="kubernetes.io/hostname")],
+    [_constraint(maxSkew=1), _constraint(maxSkew=2)],
+]
+
+
 POD_LABELS = ("spec", "template", "metadata", "labels")
 POD_ANNOTATIONS = ("spec", "template", "metadata", "annotations")
 AFFINITY = ("spec", "template", "spec", "affinity")
 SPREAD = ("spec", "template", "spec", "topologySpreadConstraints")
-ANY = {"key": "app", "operator": "Exists"}
+POD = ("spec", "template", "spec")
 CASES = [
     *(("labels", ("metadata", "labels"), {key: "x"}) for key in KEYS),
     *(("labels", ("metadata", "labels"), {"team": value}) for value in VALUES),
@@ -171,6 +346,38 @@ CASES = [
     *(("pod-affinity-topologyKey", AFFINITY, _pod_affinity(ANY, key)) for key in ("a b", "")),
     *(("pod-anti-affinity", AFFINITY, _pod_anti_affinity(e)) for e in EXPRESSIONS),
     *(("topologySpreadConstraints", SPREAD, _spread(e)) for e in EXPRESSIONS),
+    *(("node-affinity-weight", AFFINITY, _weighted_node_affinity(w)) for w in WEIGHTS),
+    *(("pod-affinity-weight", AFFINITY, _weighted_pod_affinity(w)) for w in WEIGHTS),
+    *(
+        ("pod-anti-affinity-weight", AFFINITY, _weighted_pod_affinity(w, "podAntiAffinity"))
+        for w in WEIGHTS
+    ),
+    *(("required-matchFields", AFFINITY, _match_fields(r)) for r in MATCH_FIELDS),
+    *(("preferred-matchFields", AFFINITY, _match_fields(r, preferred=True)) for r in MATCH_FIELDS),
+    (
+        "no-nodeSelectorTerms",
+        AFFINITY,
+        {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}
+            }
+        },
+    ),
+    *(("pod-affinity-term", AFFINITY, _pod_affinity_term(**t)) for t in POD_AFFINITY_TERMS),
+    *(("pod-affinity-topologyKey", AFFINITY, _pod_affinity(ANY, key)) for key in TOPOLOGY_KEYS),
+    *(("topologySpreadConstraint", SPREAD, [_constraint(**c)]) for c in CONSTRAINTS),
+    *(("topologySpreadConstraints", SPREAD, pair) for pair in CONSTRAINT_PAIRS),
+    *(("priorityClassName", POD, {"priorityClassName": name}) for name in CLASS_NAMES),
+    *(("runtimeClassName", POD, {"runtimeClassName": name}) for name in CLASS_NAMES),
+    *(("env-name", POD, _env(name=name, value="v")) for name in ENV_NAMES),
+    *(("env-valueFrom", POD, _env(**fields)) for fields in ENV_SOURCES),
+    *(("env-fieldRef", POD, _field_ref(*ref)) for ref in FIELD_REFS),
+    *(("resources", POD, _container(resources=r)) for r in RESOURCES),
+    (
+        "init-container-resources",
+        POD,
+        _container("initContainers", name="init", resources=GPU_UNLIMITED),
+    ),
 ]
 
 
@@ -200,5 +407,15 @@ def test_gpuconf_finds_a_problem_exactly_where_the_server_refuses_the_daemonset(
     blamed = [cause.get("field", "") for cause in refused.body["details"]["causes"]]
     # ValidatePodTemplateSpec checks the template's metadata at spec.template, not
     # spec.template.metadata: the server names its labels spec.template.labels.
-    entry = _dotted(found[0].path[:-1]).replace("spec.template.metadata", "spec.template")
+    # validatePodAffinityTerm names a refused namespaces entry `namespace`, without its index;
+    # ValidateMatchLabelKeysAndMismatchLabelKeys a matchLabelKeys entry also in the
+    # labelSelector by the term's path and the entry's index (term[i]); validateResourceRequirements
+    # a request above its limit resources.requests, a request without its limit resources.limits.
+    entry = (
+        _dotted(found[0].path[:-1])
+        .replace("spec.template.metadata", "spec.template")
+        .replace(".namespaces", ".namespace")
+        .replace(".matchLabelKeys", "")
+        .replace(".resources.requests", ".resources")
+    )
     assert any(field.startswith(entry) for field in blamed), (entry, blamed)

@@ -8,8 +8,8 @@ alone costs a render a third of its floor). Two outputs are checked here, before
 written, as an API server with strict field validation would: what a site's template shapes,
 and what carries input no gpuconf schema checked (`Artifact.outside_input`: `gpuconf gitops`'s
 command-line values). A wrong type or a misspelt field is refused at the template line that
-wrote it, not at `kubectl apply`; so are the label and toleration rules the API server holds
-beyond the schemas (server_rules.py).
+wrote it, not at `kubectl apply`; so are the rules the API server holds of its metadata and pod
+spec beyond the schemas (server_rules.py).
 """
 
 from __future__ import annotations
