@@ -35,10 +35,15 @@ def _node(name: str, pool: str | None, gpus: int = 0, **annotations: str) -> dic
     }
 
 
-def _quota(namespace: str, hard: int, used: int) -> dict[str, Any]:
-    key = "requests.gpuconf.dev/t4-shared"
+def _quota(
+    namespace: str,
+    hard: int,
+    used: int,
+    name: str = "gpuconf-gpus",
+    key: str = "requests.gpuconf.dev/t4-shared",
+) -> dict[str, Any]:
     return {
-        "metadata": {"name": "gpuconf-gpus", "namespace": namespace},
+        "metadata": {"name": name, "namespace": namespace},
         "spec": {"hard": {key: str(hard)}},
         "status": {"hard": {key: str(hard)}, "used": {key: str(used)}},
     }
@@ -250,6 +255,67 @@ def test_classes_sharing_a_resource_name_count_only_their_pools_nodes(
         ("l4-mps", 32, 32),
         ("a100", 16, 16),
     ]
+
+
+def test_two_quotas_in_one_namespace_limit_it_to_the_smaller_not_their_sum(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # During the cut-over the team's own quota and gpuconf's rendered one both hold the
+    # namespace; the quota admission enforces each, so the smaller is the namespace's limit,
+    # and both count the same pods as used.
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    healthy = [_node("lab-gpu-1", "t4", 8), _node("lab-gpu-2", "t4", 8)]
+    quotas = [
+        _quota("research", 10, 3, name="gpus"),
+        _quota("research", 8, 3),
+        _quota("students", 4, 1),
+    ]
+    with FakeApiServer(healthy, quotas).running() as fake:
+        result = run_cli(
+            "status", LAB, "--kubeconfig", str(fake.kubeconfig(tmp_path)), "-o", "json"
+        )
+    report = json.loads(result.out)
+    assert [(c["in_use"], c["quota"]) for c in report["classes"]] == [(4, 12)]
+    assert (result.code, report["problems"]) == (0, [])
+
+
+def test_classes_sharing_a_resource_name_are_held_to_its_quota_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # rendered/nvidia-migration/quotas: inference's t4-shared 64 and l4-mps 16 are one
+    # requests.nvidia.com/gpu: "80"; the 96 of that resource in quotas fit the 144 the three
+    # classes' nodes offer, though not any one class's.
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+
+    def nvidia_node(name: str, pool: str, gpus: int) -> dict[str, Any]:
+        labels = {"gpuconf.dev/pool": pool}
+        return {
+            "metadata": {"name": name, "labels": labels},
+            "status": {"allocatable": {"nvidia.com/gpu": str(gpus)}},
+        }
+
+    nodes = [
+        *(nvidia_node(f"t4-{i}", "t4", 16) for i in range(6)),
+        *(nvidia_node(f"l4-{i}", "l4", 8) for i in range(4)),
+        *(nvidia_node(f"a100-{i}", "a100", 8) for i in range(2)),
+    ]
+    key = "requests.nvidia.com/gpu"
+    quotas = [_quota("inference", 80, 0, key=key), _quota("training", 16, 0, key=key)]
+    migration = str(REPO / "clusters" / "nvidia-migration.yaml")
+    with FakeApiServer(nodes, quotas).running() as fake:
+        result = run_cli("status", migration, "--kubeconfig", str(fake.kubeconfig(tmp_path)))
+    assert result.code == 0, result.out
+    assert result.out.endswith("\nno problems\n")
+    # Over the resource's whole supply it is a problem, named for all of its classes.
+    quotas.append(_quota("more", 50, 0, key=key))
+    with FakeApiServer(nodes, quotas).running() as fake:
+        result = run_cli("status", migration, "--kubeconfig", str(fake.kubeconfig(tmp_path)))
+    assert result.code == 1
+    assert result.out.endswith(
+        "1 problem(s):\n"
+        "  - classes t4-shared, l4-mps, a100 (nvidia.com/gpu): quotas add up to 146, "
+        "more than the 144 available\n"
+    )
 
 
 def test_status_of_a_server_that_cannot_be_reached_is_a_user_error(

@@ -6,7 +6,7 @@ allocatable on the nodes vs in use and quota (from the live ResourceQuotas)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from gpuconf.compiler.explain import class_rows
@@ -49,6 +49,9 @@ class Status(NamedTuple):
     cluster: str
     pools: list[PoolStatus]
     classes: list[ClassStatus]
+    supply: dict[str, int]
+    """Resource → what its classes' nodes have allocatable together (device plugin only): one
+    quota line holds every class requested by that resource at once."""
 
     def problems(self) -> list[str]:
         out: list[str] = []
@@ -69,17 +72,26 @@ class Status(NamedTuple):
                 f"pool {pool.pool}: node {node} has {count} GPU change(s) waiting for running containers"
                 for node, count in pool.rolling_out.items()
             ]
+        by_resource: dict[str, list[ClassStatus]] = {}
         for row in self.classes:
+            by_resource.setdefault(row.resource, []).append(row)
             if row.device_class is False:
                 out.append(f"class {row.name}: the cluster has no DeviceClass {row.name}")
             if row.allocatable is not None and row.allocatable < row.capacity:
                 out.append(
                     f"class {row.name}: {row.allocatable} of {row.capacity} {row.resource} allocatable"
                 )
-            available = row.capacity if row.allocatable is None else row.allocatable
-            if row.quota > available:
+        for resource, rows in by_resource.items():
+            quota = rows[0].quota  # the same quota lines count every class of the resource
+            available = self.supply.get(resource, sum(r.capacity for r in rows))
+            if quota > available:
+                named = (
+                    f"class {rows[0].name}"
+                    if len(rows) == 1
+                    else f"classes {', '.join(r.name for r in rows)} ({resource})"
+                )
                 out.append(
-                    f"class {row.name}: quotas add up to {row.quota}, more than the {available} available"
+                    f"{named}: quotas add up to {quota}, more than the {available} available"
                 )
         return out
 
@@ -153,26 +165,60 @@ def status(
         else None
     )
     classes = []
+    nodes_of: dict[str, dict[str, Mapping[str, Any]]] = {}
     for row, resolved in zip(class_rows(validated), validated.classes, strict=True):
         resource = row.request
         # Only the class's pools' nodes: classes may share a resource name (nvidia.com/gpu).
         on_its_nodes = {_name(n): n for pool in resolved.pools for n in members[pool]}
-        allocatable = sum(
-            _count(_at(n, "status", "allocatable"), resource) for n in on_its_nodes.values()
-        )
+        nodes_of.setdefault(resource, {}).update(on_its_nodes)
         hard_key = (device_plugin_quota_key if device_plugin else dra_quota_key)(resolved)
+        in_use, quota = _namespace_limits(quotas, hard_key)
         classes.append(
             ClassStatus(
                 row.name,
                 resource if device_plugin else f"DeviceClass {row.name}",
                 row.capacity,
-                allocatable if device_plugin else None,
-                sum(_count(_at(q, "status", "used"), hard_key) for q in quotas),
-                sum(_count(_at(q, "spec", "hard"), hard_key) for q in quotas),
+                _allocatable(on_its_nodes.values(), resource) if device_plugin else None,
+                in_use,
+                quota,
                 None if class_names is None else row.name in class_names,
             )
         )
-    return Status(cluster.metadata.name, pools, classes)
+    supply = (
+        {resource: _allocatable(on.values(), resource) for resource, on in nodes_of.items()}
+        if device_plugin
+        else {}
+    )
+    return Status(cluster.metadata.name, pools, classes, supply)
+
+
+def _allocatable(nodes: Iterable[Mapping[str, Any]], resource: str) -> int:
+    return sum(_count(_at(n, "status", "allocatable"), resource) for n in nodes)
+
+
+def _namespace_limits(quotas: Sequence[Mapping[str, Any]], key: str) -> tuple[int, int]:
+    """(in use, quota) of `key` over all namespaces. The quota admission enforces every quota of
+    a namespace, so where several unscoped ones hold the key (the team's own beside gpuconf's
+    during a cut-over) the smallest is the namespace's limit, and each counts the same pods.
+    Scoped quotas each limit only the pods of their scope: those add up."""
+    by_namespace: dict[str, list[Mapping[str, Any]]] = {}
+    for quota in quotas:
+        if key in _at(quota, "spec", "hard"):
+            namespace = str(_at(quota, "metadata").get("namespace"))
+            by_namespace.setdefault(namespace, []).append(quota)
+    in_use = limit = 0
+    for held in by_namespace.values():
+        unscoped = [q for q in held if not _scoped(q)]
+        hard = [_count(_at(q, "spec", "hard"), key) for q in unscoped or held]
+        used = [_count(_at(q, "status", "used"), key) for q in unscoped or held]
+        limit += min(hard) if unscoped else sum(hard)
+        in_use += max(used) if unscoped else sum(used)
+    return in_use, limit
+
+
+def _scoped(quota: Mapping[str, Any]) -> bool:
+    spec = _at(quota, "spec")
+    return bool(spec.get("scopes") or spec.get("scopeSelector"))
 
 
 def _publishing_nodes(slices: Sequence[Mapping[str, Any]]) -> set[str]:
