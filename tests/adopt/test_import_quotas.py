@@ -95,6 +95,33 @@ def test_quotas_over_capacity_are_refused_where_they_would_be_written(tmp_path: 
     assert file.read_text() == before
 
 
+def test_several_quotas_of_one_namespace_import_as_the_smallest_whichever_comes_first(
+    tmp_path: Path,
+) -> None:
+    """The quota admission enforces every quota of a namespace: the smaller is its limit. A scoped
+    quota limits only its scope's pods, so an unscoped one is the namespace's limit."""
+    (tmp_path / "clusters").mkdir()
+    shutil.copy(REPO / "clusters" / "lab.yaml", tmp_path / "clusters" / "lab.yaml")
+    quota = "kind: ResourceQuota\nmetadata: {{name: {}, namespace: {}}}\nspec:\n{}  hard: {{requests.gpuconf.dev/t4-shared: '{}'}}\n"
+    high = "  scopeSelector: {matchExpressions: [{scopeName: PriorityClass, operator: In, values: [high]}]}\n"
+    for order in ((0, 1, 2, 3, 4), (4, 3, 2, 1, 0)):
+        documents = [
+            quota.format("small", "research", "", 3),
+            quota.format("gpus", "research", "", 7),
+            quota.format("high", "research", high, 1),
+            quota.format("high", "students", high, 2),
+            quota.format("gpus", "students", "", 4),
+        ]
+        (tmp_path / "q.yaml").write_text("---\n".join(documents[i] for i in order))
+        result = run_cli("import", "quotas", "q.yaml", "--into", "clusters/lab.yaml", cwd=tmp_path)
+        assert result.code == 0, result.err
+        quotas = load_yaml((tmp_path / "clusters" / "lab.yaml").read_text())["spec"]["quotas"]
+        assert quotas == [
+            {"namespace": "research", "classes": {"t4-shared": 3}},
+            {"namespace": "students", "classes": {"t4-shared": 4}},
+        ], order
+
+
 KUBECTL_LIST = """\
 apiVersion: v1
 items:

@@ -40,6 +40,8 @@ def import_quotas(
     """Set the quotas in `file`'s document; returns what was not imported."""
     keys = quota_keys(validated)
     left_out: list[Diagnostic] = []
+    # namespace → class → the counts its quotas give it, unscoped ones apart from scoped ones
+    limits: dict[str, dict[str, tuple[list[int], list[int]]]] = {}
     for source in sources:
         if source.at("kind") != "ResourceQuota":
             left_out.append(source.not_imported(("kind",), "not a ResourceQuota; skipped"))
@@ -50,18 +52,19 @@ def import_quotas(
                 source.not_imported(("metadata",), "no metadata.namespace: skipped", "")
             )
             continue
-        for scoped in ("scopes", "scopeSelector"):
-            if source.at("spec", scoped) is not None:
+        scoped = False
+        for scope in ("scopes", "scopeSelector"):
+            if source.at("spec", scope) is not None:
+                scoped = True
                 left_out.append(
                     source.not_imported(
-                        ("spec", scoped), "gpuconf's quotas have no scopes; imported without them"
+                        ("spec", scope), "gpuconf's quotas have no scopes; imported without them"
                     )
                 )
         hard = source.at("spec", "hard")
         if not isinstance(hard, dict):
             left_out.append(source.not_imported(("spec",), "no spec.hard mapping: skipped"))
             continue
-        classes: dict[str, int] = {}
         for key, value in hard.items():
             where = ("spec", "hard", key)
             named = keys.get(key, [])
@@ -75,10 +78,18 @@ def import_quotas(
             elif (count := device_count(value)) is None or count < 0:
                 left_out.append(source.not_imported(where, f"{value!r} is not a device count"))
             else:
-                classes[named[0]] = count
-        if classes:
-            _set_quota(file.document, namespace, classes)
+                counts = limits.setdefault(namespace, {}).setdefault(named[0], ([], []))
+                counts[scoped].append(count)
+    for namespace, classes in limits.items():
+        _set_quota(file.document, namespace, {c: _limit(*counts) for c, counts in classes.items()})
     return left_out
+
+
+def _limit(unscoped: list[int], scoped: list[int]) -> int:
+    """The namespace's limit for a class: the quota admission enforces each of its quotas, so the
+    smallest unscoped one; a scoped one limits only its scope's pods, and counts only where no
+    unscoped quota holds the class (then the smallest, so no pod gets more than it had)."""
+    return min(unscoped or scoped)
 
 
 def _set_quota(document: CommentedMap, namespace: str, classes: dict[str, int]) -> None:
