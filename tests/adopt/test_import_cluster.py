@@ -129,3 +129,32 @@ def test_a_pool_label_another_pool_s_name_took_first_names_that_pool_s_nodes() -
         "nodes l are labelled gpuconf.dev/pool=tesla-t4, the name of the pool of nodes u: pool "
         "tesla-t4-2; label them with that name"
     ) in left_out
+
+
+def test_mig_nodes_are_listed_with_their_mig_devices_not_imported_as_whole_gpus() -> None:
+    """GFD (internal/lm/mig-strategy.go) labels a MIG node's GPUs with their model under mixed
+    (nvidia.com/gpu.product, gpu.count), its MIG devices as nvidia.com/mig-<profile>.count; under
+    single, gpu.product is <model>-MIG-<profile>. A whole-GPU pool would render a plugin config
+    offering GPUs the node has partitioned."""
+    mixed = _gpu_node("mig-a", "NVIDIA-A100-SXM4-80GB", 8)
+    mixed["metadata"]["labels"] |= {
+        "nvidia.com/mig.strategy": "mixed",
+        "nvidia.com/mig-1g.10gb.count": "28",
+        "nvidia.com/mig-3g.40gb.count": "8",
+    }
+    single = _gpu_node("mig-b", "NVIDIA-A100-SXM4-80GB-MIG-1g.10gb", 56)
+    single["metadata"]["labels"]["nvidia.com/mig.strategy"] = "single"
+    # mixed in the plugin's config, but no GPU partitioned: whole GPUs, as labelled.
+    unpartitioned = _gpu_node("a100-c", "NVIDIA-A100-SXM4-80GB", 8)
+    unpartitioned["metadata"]["labels"]["nvidia.com/mig.strategy"] = "mixed"
+    imported = import_live([mixed, single, unpartitioned], "1.33", CATALOG)
+    pools = [(p["name"], [n["name"] for n in p["nodes"]]) for p in imported.spec["nodePools"]]
+    assert pools == [("a100-sxm4-80gb", ["a100-c"])]
+    assert imported.left_out[:2] == [
+        "node mig-a: its A100-SXM4-80GB GPUs run MIG (nvidia.com/mig-1g.10gb: 28, "
+        "nvidia.com/mig-3g.40gb: 8), whose layout the labels do not give: declare its pool "
+        "with sharing: [{strategy: mig, layout: …}] (docs/mig.md)",
+        "node mig-b: its A100-SXM4-80GB GPUs run MIG (nvidia.com/gpu: 56 of 1g.10gb), whose "
+        "layout the labels do not give: declare its pool with sharing: [{strategy: mig, "
+        "layout: …}] (docs/mig.md)",
+    ]

@@ -5,7 +5,8 @@ the sanitised NVML name with `-SHARED` appended when shared and not renamed; `gp
 
 Nodes with the same pool label, or else the same model, GPU count, sharing, container engine and
 driver, form a pool that declares them by name; each pool gets one class. What the labels do not
-say is listed."""
+say is listed: a node whose GPUs run MIG is listed, not imported, as its labels count MIG devices
+but do not give the layout that made them."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ REPLICAS = "nvidia.com/gpu.replicas"
 SHARING = "nvidia.com/gpu.sharing-strategy"
 DRIVER = "nvidia.com/cuda.driver-version.full"
 SHARED_SUFFIX = "-SHARED"
+MIG_PRODUCT = "-MIG-"
+MIG_COUNT = re.compile(r"nvidia\.com/mig-(?P<profile>.+)\.count")
 POOL_LABEL = "gpuconf.dev/pool"
 ENGINES = {"containerd": "containerd", "docker": "docker", "cri-o": "cri-o"}
 
@@ -69,6 +72,15 @@ def import_live(
                 )
             continue
         shared_label = product.endswith(SHARED_SUFFIX)
+        mig = _mig_devices(labels, product.removesuffix(SHARED_SUFFIX))
+        if mig is not None:
+            parent, devices = mig
+            left_out.append(
+                f"node {name}: its {models.get(parent, parent)} GPUs run MIG ({devices}), whose "
+                "layout the labels do not give: declare its pool with sharing: "
+                "[{strategy: mig, layout: …}] (docs/mig.md)"
+            )
+            continue
         model = models.get(product.removesuffix(SHARED_SUFFIX))
         if model is None:
             left_out.append(
@@ -154,6 +166,23 @@ def _why_renamed(
         if getattr(shape, field) != getattr(holder, field)
     )
     return f" but differ from the rest so labelled in {', '.join(differ)}"
+
+
+def _mig_devices(labels: Mapping[str, str], product: str) -> tuple[str, str] | None:
+    """(the GPUs' GFD product, the MIG devices in words) where the node's GPUs are partitioned:
+    GFD (internal/lm/mig-strategy.go) labels each MIG profile nvidia.com/mig-<profile>.count under
+    the mixed strategy, and names the product <GPU>-MIG-<profile> under single."""
+    parent, single, profile = product.partition(MIG_PRODUCT)
+    if single:
+        return parent, f"nvidia.com/gpu: {labels.get(COUNT, '?')} of {profile}"
+    counts = {
+        match["profile"]: int(value)
+        for key, value in sorted(labels.items())
+        if (match := MIG_COUNT.fullmatch(key)) and value.isdigit() and int(value) > 0
+    }
+    if not counts:
+        return None
+    return product, ", ".join(f"nvidia.com/mig-{p}: {n}" for p, n in counts.items())
 
 
 def _engine(node: Mapping[str, Any], name: str, left_out: list[str]) -> str:
