@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ruamel.yaml.comments import CommentedMap
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarstring import ScalarString
 
 from gpuconf.adopt.cluster_file import ClusterFile, Edited, edited
@@ -23,9 +23,10 @@ def migrated(file: ClusterFile) -> tuple[Edited, list[str]]:
     document = file.document
     version = document.get(API_VERSION_KEY)
     changes: list[str] = []
+    lists: dict[int, CommentedSeq] = {}
     for step in steps_from(version):
         for path in step.single_values(document):
-            _put_in_list(document, path)
+            _put_in_list(document, path, lists)
             changes.append(f"{step.name}: {format_path(path)}: one value → a list of one")
         _set_version(document, step.to_version)
     if document.get(API_VERSION_KEY) != version:
@@ -33,18 +34,31 @@ def migrated(file: ClusterFile) -> tuple[Edited, list[str]]:
     return edited(file), changes
 
 
-def _put_in_list(document: CommentedMap, path: KeyPath) -> None:
+def _put_in_list(document: CommentedMap, path: KeyPath, lists: dict[int, CommentedSeq]) -> None:
+    """`lists`: the list each value already moved into, by the value's id: a value several places
+    share through an anchor and its aliases is one list there too."""
     *to_parent, key = path
     parent: Any = document
     for part in to_parent:
         parent = parent[part]
     value = parent[key]
+    if id(value) in lists:
+        parent[key] = lists[id(value)]
+        return
     # The value moves whole, with its comments; a flow mapping stays on its line as `[{…}]`.
     flow = isinstance(value, CommentedMap) and bool(value.fa.flow_style())
     listed = round_trip_yaml.sequence([value], flow=flow)
     if flow:
         # A comment after the mapping's `}` ends the line: it follows the list's `]` now.
         listed.ca.comment, value.ca.comment = value.ca.comment, None
+    anchor = getattr(value, "anchor", None)
+    if anchor is not None and anchor.value is not None:
+        # `sharing: &small` then `sharing: *small`: the anchor names the list now, so the
+        # aliases stay aliases on their lines (ruamel breaks the line of an alias written as a
+        # list's item when the mapping carries a comment).
+        listed.yaml_set_anchor(anchor.value, always_dump=anchor.always_dump)
+        value.yaml_set_anchor(None)
+    lists[id(value)] = listed
     parent[key] = listed
 
 

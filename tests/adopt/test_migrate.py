@@ -61,6 +61,53 @@ def test_a_second_migrate_changes_nothing(tmp_path: Path) -> None:
     assert file.read_text() == MIGRATED.read_text()
 
 
+SHARED_LAYOUT = """\
+apiVersion: gpuconf.dev/v1alpha1
+kind: Cluster
+metadata: {name: twins}
+spec:
+  kubernetes: {version: "1.34"}
+  nodePools:
+    - name: a
+      runtime: {engine: containerd}
+      gpus: {model: A100-SXM4-80GB, count: 8}
+      size: 1
+      sharing: &small
+        # Seven small instances on every GPU.
+        strategy: mig
+        layout: all-1g.10gb
+    - name: b
+      runtime: {engine: containerd}
+      gpus: {model: A100-SXM4-80GB, count: 8}
+      size: 1
+      sharing: *small
+  resourceClasses:
+    - name: small
+      select: {migProfile: 1g.10gb}
+"""
+
+
+def test_a_layout_two_pools_share_through_an_anchor_stays_one_anchored_list(
+    tmp_path: Path,
+) -> None:
+    """The anchor names the list the layout moves into, so the alias stays `sharing: *small`:
+    each alias wrapped in a list of its own came out as `sharing:   - *small` (ruamel writes a
+    commented mapping's alias so), and migrate refused the file it had made."""
+    file = tmp_path / "twins.yaml"
+    file.write_text(SHARED_LAYOUT)
+    result = run_cli("migrate", "twins.yaml", cwd=tmp_path)
+    assert result.code == 0, result.err
+    assert file.read_text() == SHARED_LAYOUT.replace("v1alpha1", "v1alpha2").replace(
+        "        strategy: mig\n        layout: all-1g.10gb\n",
+        "        - strategy: mig\n          layout: all-1g.10gb\n",
+    )
+    assert run_cli("migrate", "--check", "twins.yaml", cwd=tmp_path).code == 0
+    pools = load_file(file).data["spec"]["nodePools"]
+    assert (
+        pools[0]["sharing"] == pools[1]["sharing"] == [{"strategy": "mig", "layout": "all-1g.10gb"}]
+    )
+
+
 def test_migrate_check_fails_on_a_v1alpha1_file_and_writes_nothing(tmp_path: Path) -> None:
     file = _copy(V1ALPHA1, tmp_path)
     result = run_cli("migrate", "--check", "mig-lab.yaml", cwd=tmp_path)
