@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import CommentMark
+from ruamel.yaml.tokens import CommentToken
 
 from gpuconf.adopt.cluster_file import ClusterFile, Edited, edited
 from gpuconf.diagnostics import Diagnostic, InvalidInput
@@ -78,7 +80,40 @@ def remove(file: ClusterFile, node_names: Sequence[str]) -> Edited:
         _, _, pool_index, _, node_index = declared[name]
         pool = file.document["spec"]["nodePools"][pool_index]
         del pool[NODES_KEY][node_index]
+        if not pool[NODES_KEY]:
+            # The list goes with its last node, as `nodes add` made it for its first; an empty
+            # one keeps the comments above its old items and is written as a bare `[]` under them.
+            # What follows the list (a comment above the next pool) now follows the pool.
+            following = getattr(pool[NODES_KEY].ca, "end", None) or []
+            del pool[NODES_KEY]
+            _comment_after(pool, following)
     return edited(file)
+
+
+def _comment_after(pool: CommentedMap, comments: Sequence[CommentToken]) -> None:
+    """Comment lines written after the pool's last line, where ruamel reads such lines: after
+    the last scalar or flow value of the pool, however deep in block mappings and lists."""
+    if not comments or not pool:
+        return
+    holder: CommentedMap | CommentedSeq = pool
+    while True:
+        key: Any = list(holder)[-1] if isinstance(holder, CommentedMap) else len(holder) - 1
+        value = holder[key]
+        if not isinstance(value, CommentedMap | CommentedSeq) or value.fa.flow_style() or not value:
+            break
+        holder = value
+    text = "".join(" " * _column(c) + c.value for c in comments)
+    slot = holder.ca.items.setdefault(key, [None, None, None, None])
+    after = 2 if isinstance(holder, CommentedMap) else 0  # ruamel's slot for what follows
+    if slot[after] is None:
+        slot[after] = CommentToken("\n" + text, CommentMark(0))
+    else:
+        slot[after].value += text
+
+
+def _column(comment: CommentToken) -> int:
+    mark = comment.start_mark
+    return int(mark.column) if mark is not None else 0
 
 
 def _pool(file: ClusterFile, name: str) -> tuple[int, CommentedMap]:

@@ -118,6 +118,93 @@ def test_nodes_add_creates_the_nodes_list_where_a_pool_has_none(tmp_path: Path) 
     assert pool["nodes"] == [{"name": "l4-node-1", "gpus": [{"index": 0}, {"index": 1}]}]
 
 
+def test_retiring_a_pools_last_nodes_gives_back_the_file_it_had_before_them(
+    tmp_path: Path,
+) -> None:
+    source = REPO / "clusters" / "nvidia-migration.yaml"
+    file = _copy(source, tmp_path)
+    assert run_cli("nodes", "add", file.name, "l4", "l4-a", "l4-b", cwd=tmp_path).code == 0
+    result = run_cli("nodes", "remove", file.name, "l4-a", "l4-b", cwd=tmp_path)
+    assert result.code == 0, result.err
+    assert file.read_text() == source.read_text()  # not `nodes: []`
+
+
+COMMENTED_NODES = """\
+apiVersion: gpuconf.dev/v1alpha2
+kind: Cluster
+metadata: {name: lab}
+spec:
+  kubernetes: {version: "1.34"}
+  nodePools:
+    - name: l4
+      runtime: {engine: containerd}
+      gpus: {model: L4, count: 1}
+      nodes:
+        # the first two, racked in May
+        - name: l4-0
+          gpus: [{index: 0}]
+
+        - name: l4-1   # second
+          gpus: [{index: 0}]
+  resourceClasses:
+    - name: l4
+      select: {pools: [l4]}
+"""
+
+
+def test_retiring_every_node_of_a_pool_with_a_comment_above_them_says_what_the_pool_lacks(
+    tmp_path: Path,
+) -> None:
+    """The comment above the list was left on an empty list, which ruamel wrote as a bare `[]`
+    under it: a YAML syntax error in a file nobody had written."""
+    file = tmp_path / "lab.yaml"
+    file.write_text(COMMENTED_NODES)
+    result = run_cli("nodes", "remove", file.name, "l4-0", "l4-1", cwd=tmp_path)
+    assert result.code == 1
+    assert result.err.startswith(
+        "lab.yaml:7:7: spec.nodePools[0]: pool 'l4' has neither size nor nodes"
+    ), result.err
+    assert file.read_text() == COMMENTED_NODES
+    result = run_cli("nodes", "remove", file.name, "l4-0", cwd=tmp_path)
+    assert result.code == 0, result.err
+    assert "- name: l4-1   # second\n" in file.read_text()
+
+
+@pytest.mark.parametrize(
+    "pool_ends_with", ["size: 2\n", "size: 2\n      driver:\n        version: 550.54.15\n"]
+)
+def test_retiring_a_pools_last_node_keeps_the_comment_above_the_next_pool(
+    pool_ends_with: str, tmp_path: Path
+) -> None:
+    """ruamel holds that comment at the end of the nodes list; it stays when the list goes."""
+    file = tmp_path / "lab.yaml"
+    file.write_text(
+        COMMENTED_NODES.replace("      nodes:\n", f"      {pool_ends_with}      nodes:\n").replace(
+            "  resourceClasses:",
+            "    # --- the T4s ---\n"
+            "    - name: t4\n"
+            "      runtime: {engine: containerd}\n"
+            "      gpus: {model: Tesla-T4, count: 1}\n"
+            "      size: 1\n"
+            "  resourceClasses:",
+        )
+    )
+    before = file.read_text()
+    result = run_cli("nodes", "remove", file.name, "l4-0", "l4-1", cwd=tmp_path)
+    assert result.code == 0, result.err
+    removed, added = _changed_lines(before, file.read_text())
+    assert added == []
+    assert [line.strip() for line in removed] == [
+        "nodes:",
+        "# the first two, racked in May",
+        "- name: l4-0",
+        "gpus: [{index: 0}]",
+        "",
+        "- name: l4-1   # second",
+        "gpus: [{index: 0}]",
+    ]
+
+
 def test_a_node_named_twice_is_retired_once_and_no_other_with_it(tmp_path: Path) -> None:
     source = REPO / "clusters" / "fleet.yaml"
     file = _copy(source, tmp_path)
