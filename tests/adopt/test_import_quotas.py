@@ -122,6 +122,34 @@ def test_several_quotas_of_one_namespace_import_as_the_smallest_whichever_comes_
         ], order
 
 
+def test_a_gpu_line_without_the_requests_prefix_is_listed_as_limiting_nothing(
+    tmp_path: Path,
+) -> None:
+    """The API server admits `nvidia.com/gpu` and `limits.nvidia.com/gpu` in a quota, but its
+    pod evaluator counts an extended resource only as `requests.<name>`
+    (k8s.io/kubernetes v1.34 pkg/quota/v1/evaluator/core/pods.go, isExtendedResourceNameForQuota):
+    such a line limited nothing, so it is not imported, and the message says why."""
+    file = tmp_path / "lab.yaml"
+    shutil.copy(REPO / "clusters" / "lab.yaml", file)
+    before = file.read_text()
+    (tmp_path / "q.yaml").write_text(
+        "kind: ResourceQuota\nmetadata: {namespace: research}\nspec:\n  hard:\n"
+        "    gpuconf.dev/t4-shared: '2'\n    limits.gpuconf.dev/t4-shared: '2'\n"
+    )
+    result = run_cli("import", "quotas", "q.yaml", "--into", file.name, cwd=tmp_path)
+    assert result.code == 0, result.err
+    said = (
+        "warning: Kubernetes counts gpuconf.dev/t4-shared in a quota only as "
+        "requests.gpuconf.dev/t4-shared: this line limits nothing, so it is not imported "
+        "(hint: to limit the namespace, write requests.gpuconf.dev/t4-shared and import again)"
+    )
+    assert result.err.splitlines() == [
+        f"q.yaml:5:5: spec.hard.gpuconf.dev/t4-shared: {said}",
+        f"q.yaml:6:5: spec.hard.limits.gpuconf.dev/t4-shared: {said}",
+    ]
+    assert file.read_text() == before
+
+
 KUBECTL_LIST = """\
 apiVersion: v1
 items:

@@ -68,7 +68,17 @@ def import_quotas(
         for key, value in hard.items():
             where = ("spec", "hard", key)
             named = keys.get(key, [])
-            if len(named) != 1:
+            counted_as = _counted_as(key)
+            if not named and counted_as in keys:
+                left_out.append(
+                    source.not_imported(
+                        where,
+                        f"Kubernetes counts {counted_as.removeprefix(REQUESTS)} in a quota only "
+                        f"as {counted_as}: this line limits nothing, so it is not imported",
+                        f"to limit the namespace, write {counted_as} and import again",
+                    )
+                )
+            elif len(named) != 1:
                 message = (
                     f"{key} counts classes {', '.join(named)} together; gpuconf quotas one class"
                     if named
@@ -83,6 +93,18 @@ def import_quotas(
     for namespace, classes in limits.items():
         _set_quota(file.document, namespace, {c: _limit(*counts) for c, counts in classes.items()})
     return left_out
+
+
+REQUESTS = "requests."
+
+
+def _counted_as(key: object) -> str:
+    """The key the quota admission counts a device-plugin resource by: the API server admits
+    `nvidia.com/gpu` and `limits.nvidia.com/gpu` in a quota, but its pod evaluator counts an
+    extended resource only as `requests.<name>` (k8s.io/kubernetes v1.34
+    pkg/quota/v1/evaluator/core/pods.go, isExtendedResourceNameForQuota)."""
+    resource = str(key).removeprefix("limits.")
+    return resource if resource.startswith(REQUESTS) else REQUESTS + resource
 
 
 def _limit(unscoped: list[int], scoped: list[int]) -> int:
