@@ -158,3 +158,31 @@ def test_mig_nodes_are_listed_with_their_mig_devices_not_imported_as_whole_gpus(
         "layout the labels do not give: declare its pool with sharing: [{strategy: mig, "
         "layout: …}] (docs/mig.md)",
     ]
+
+
+def test_classes_one_resource_serves_are_not_told_to_rename_what_renaming_cannot_part(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two time-sliced T4 pools (their drivers differ) of a renamed cluster share
+    nvidia.com/gpu.shared: renameByDefault is already true, and renaming parts shared GPUs from
+    whole ones only, so the hint offers plugin: gpuconf alone (it said 'set renameByDefault: true
+    (shared GPUs become nvidia.com/gpu.shared.shared)')."""
+    older = _gpu_node("t4-old", "Tesla-T4", 4, replicas=4)
+    older["metadata"]["labels"]["nvidia.com/cuda.driver-version.full"] = "535.183.01"
+    nodes = [_gpu_node("t4-new", "Tesla-T4", 4, replicas=4), older]
+    for node in nodes:
+        node["status"]["allocatable"] = {"nvidia.com/gpu.shared": "16"}
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    with FakeApiServer(nodes, []).running() as server:
+        config = server.kubeconfig(tmp_path)
+        result = run_cli(
+            "import", "cluster", "--kubeconfig", str(config), "--name", "t4s", cwd=tmp_path
+        )
+    assert result.code == 0, result.err
+    validated = run_cli("validate", "clusters/t4s.yaml", cwd=tmp_path)
+    [warning] = [line for line in validated.err.splitlines() if "all requested as" in line]
+    assert "renameByDefault" not in warning
+    assert warning.endswith(
+        "(hint: give pods the node selector of the pool they need; once workloads can change "
+        "their requests, use plugin: gpuconf for one resource per class)"
+    )

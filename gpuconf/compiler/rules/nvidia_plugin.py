@@ -164,11 +164,19 @@ def _shared_names(ctx: RuleContext) -> Iterator[Diagnostic]:
         if len(together) < 2:
             continue
         each = ", ".join(f"{c.name} (pools {', '.join(c.pools) or 'none'})" for c in together)
+        # Renaming parts shared GPUs from whole ones, so it helps only where both share a name.
+        renaming = not ctx.cluster.spec.nvidia_plugin.rename_by_default and (
+            len({c.spec.sharing.strategy == "none" for c in together}) > 1
+        )
+        rename = (
+            f"set spec.nvidiaPlugin.renameByDefault: true (shared GPUs become {name}.shared) or "
+            if renaming
+            else ""
+        )
         yield ctx.warning(
             class_path(together[1].index, "name"),
             f"classes {each} are all requested as {name!r}: a quota cannot tell them apart "
             "(it limits their sum), and a pod reaches one of them only by its node selector",
             "give pods the node selector of the pool they need; once workloads can change their "
-            "requests, set spec.nvidiaPlugin.renameByDefault: true (shared GPUs become "
-            f"{name}.shared) or use plugin: gpuconf for one resource per class",
+            f"requests, {rename}use plugin: gpuconf for one resource per class",
         )
