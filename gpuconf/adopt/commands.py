@@ -157,12 +157,12 @@ def _nodes(options: argparse.Namespace) -> int:
 
 def _status(options: argparse.Namespace) -> int:
     from gpuconf.adopt.live.cluster_api import connect
-    from gpuconf.adopt.live.status import status
+    from gpuconf.adopt.live.status import rendered_quotas, status
 
     validated = validated_cluster(options, options.cluster)
     kubeconfig = options.base / options.kubeconfig if options.kubeconfig else None
     api = connect(kubeconfig, options.context)
     dra = api.dra_objects() if validated.cluster.spec.allocation == "dra" else None
-    report = status(validated, api.nodes(), api.resource_quotas(), dra)
+    report = status(validated, api.nodes(), api.resource_quotas(), dra, rendered_quotas(validated))
     sys.stdout.write(report.as_json() if options.output_format == "json" else report.as_text())
     return ExitCode.INVALID_INPUT if report.problems() else ExitCode.OK

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import REPO, run_cli
+from builders import REPO, load_yaml, run_cli
 from fake_api_server import FakeApiServer
 
 from gpuconf.adopt.live import cluster_api
@@ -49,6 +49,12 @@ def _quota(
     }
 
 
+def _synced_quotas(cluster: str) -> list[dict[str, Any]]:
+    """The ResourceQuotas render wrote for the cluster, as the GitOps agent syncs them."""
+    folder = REPO / "rendered" / cluster / "quotas"
+    return [load_yaml(path.read_text()) for path in sorted(folder.glob("*.yaml"))]
+
+
 NODES = [
     _node(
         "lab-gpu-1",
@@ -78,9 +84,10 @@ t4    2         2        1        1
 class      resource               capacity  allocatable  in use  quota
 t4-shared  gpuconf.dev/t4-shared  16        12           9       20
 
-4 problem(s):
+5 problem(s):
   - pool t4: node lab-gpu-1 drifted: GPU 1: expected uuid GPU-5e1a0c52-3c4b-4d6e-9a2f-0c8e1f6b7a02, found GPU-00000000-0000-4000-8000-000000000001
   - pool t4: node lab-gpu-2 has 2 GPU change(s) waiting for running containers
+  - namespace students: ResourceQuota gpuconf-gpus holds requests.gpuconf.dev/t4-shared: 12, rendered 4
   - class t4-shared: 12 of 16 gpuconf.dev/t4-shared allocatable
   - class t4-shared: quotas add up to 20, more than the 12 available
 """
@@ -125,7 +132,16 @@ def test_status_json_for_scripts_and_kubeconfig_from_the_environment(
         "quota": 20,
         "device_class": None,
     }
-    assert len(report["problems"]) == 4
+    assert len(report["problems"]) == 5
+    assert report["quota_drift"] == [
+        {
+            "namespace": "students",
+            "key": "requests.gpuconf.dev/t4-shared",
+            "rendered": 4,
+            "live": 12,
+            "in_cluster": True,
+        }
+    ]
 
 
 def test_status_exits_0_when_the_cluster_is_as_declared(
@@ -198,7 +214,8 @@ def test_status_of_a_dra_cluster_checks_device_classes_and_resource_slices(
     # l40s-1's driver has not published its GPUs; the h100-1g DeviceClass was never synced.
     slices = [_slice(n["metadata"]["name"], 4) for n in nodes if n["metadata"]["name"] != "l40s-1"]
     classes = [{"metadata": {"name": name}} for name in ("big-memory", "l4-shared")]
-    with FakeApiServer(nodes, [], (classes, slices)).running() as fake:
+    quotas = _synced_quotas("dra-lab")
+    with FakeApiServer(nodes, quotas, (classes, slices)).running() as fake:
         result = run_cli("status", DRA_LAB, "--kubeconfig", str(fake.kubeconfig(tmp_path)))
     assert result.code == 1, result.err
     assert result.out.splitlines()[1:5] == [
@@ -244,7 +261,7 @@ def test_classes_sharing_a_resource_name_count_only_their_pools_nodes(
         *(nvidia_node(f"a100-{i}", "a100", "NVIDIA-A100-SXM4-80GB", 8) for i in range(2)),
     ]
     migration = str(REPO / "clusters" / "nvidia-migration.yaml")
-    with FakeApiServer(nodes, []).running() as fake:
+    with FakeApiServer(nodes, _synced_quotas("nvidia-migration")).running() as fake:
         result = run_cli(
             "status", migration, "--kubeconfig", str(fake.kubeconfig(tmp_path)), "-o", "json"
         )
@@ -316,6 +333,34 @@ def test_classes_sharing_a_resource_name_are_held_to_its_quota_together(
         "  - classes t4-shared, l4-mps, a100 (nvidia.com/gpu): quotas add up to 146, "
         "more than the 144 available\n"
     )
+
+
+def test_gpuconfs_quotas_not_as_rendered_are_drift(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not synced yet, edited by hand (a line changed, one added), or left in a namespace the file
+    no longer gives a quota: each is named. Another cluster's leftovers, and quotas of other
+    names (the team's own), are not gpuconf's to judge."""
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    healthy = [_node("lab-gpu-1", "t4", 8), _node("lab-gpu-2", "t4", 8)]
+    students = _quota("students", 4, 0)
+    students["spec"]["hard"]["requests.cpu"] = "8"
+    ours = {"gpuconf.dev/cluster": "lab"}
+    gone, elsewhere = _quota("old-team", 2, 0), _quota("other", 2, 0)
+    gone["metadata"]["labels"] = ours
+    elsewhere["metadata"]["labels"] = {"gpuconf.dev/cluster": "other-lab"}
+    quotas = [_quota("research", 6, 0, name="gpus"), students, gone, elsewhere]
+    with FakeApiServer(healthy, quotas).running() as fake:
+        result = run_cli("status", LAB, "--kubeconfig", str(fake.kubeconfig(tmp_path)))
+    assert result.code == 1
+    assert result.out.endswith(
+        "3 problem(s):\n"
+        "  - namespace old-team: ResourceQuota gpuconf-gpus holds "
+        "requests.gpuconf.dev/t4-shared: 2, not rendered\n"
+        "  - namespace research: ResourceQuota gpuconf-gpus is not in the cluster "
+        "(rendered with requests.gpuconf.dev/t4-shared: 8)\n"
+        "  - namespace students: ResourceQuota gpuconf-gpus holds requests.cpu: 8, not rendered\n"
+    ), result.out
 
 
 def test_status_of_a_server_that_cannot_be_reached_is_a_user_error(

@@ -12,7 +12,8 @@ from typing import Any, NamedTuple
 from gpuconf.compiler.explain import class_rows
 from gpuconf.compiler.plan.dra import dra_quota_key
 from gpuconf.compiler.plan.pod import node_selector
-from gpuconf.compiler.plan.quotas import device_plugin_quota_key
+from gpuconf.compiler.plan.quotas import QUOTA_NAME, device_plugin_quota_key
+from gpuconf.compiler.resolve.object_labels import CLUSTER_LABEL
 from gpuconf.compiler.validate import Validated
 from gpuconf.formats.quantity import device_count
 from gpuconf.gpus.dra_attributes import DRIVER as DRA_DRIVER
@@ -45,6 +46,19 @@ class ClassStatus(NamedTuple):
     """DRA: whether the cluster has the class's DeviceClass; None in device-plugin mode."""
 
 
+class QuotaDrift(NamedTuple):
+    """A line of a namespace's gpuconf-gpus ResourceQuota that is not as rendered."""
+
+    namespace: str
+    key: str
+    rendered: int | None
+    """None where render writes no such line (or no quota in the namespace)."""
+    live: int | None
+    """None where the live quota has no such line, or the namespace has no such quota."""
+    in_cluster: bool
+    """Whether the namespace has gpuconf's quota at all (not yet synced, or deleted)."""
+
+
 class Status(NamedTuple):
     cluster: str
     pools: list[PoolStatus]
@@ -52,6 +66,10 @@ class Status(NamedTuple):
     supply: dict[str, int]
     """Resource → what its classes' nodes have allocatable together (device plugin only): one
     quota line holds every class requested by that resource at once."""
+    quota_drift: list[QuotaDrift]
+    backstop: bool = False
+    """The ResourceQuotas are Kueue's backstop: each namespace's is what Kueue may admit there,
+    borrowing included, so together they may exceed what the nodes have."""
 
     def problems(self) -> list[str]:
         out: list[str] = []
@@ -72,6 +90,7 @@ class Status(NamedTuple):
                 f"pool {pool.pool}: node {node} has {count} GPU change(s) waiting for running containers"
                 for node, count in pool.rolling_out.items()
             ]
+        out += [_drift_text(drift) for drift in self.quota_drift]
         by_resource: dict[str, list[ClassStatus]] = {}
         for row in self.classes:
             by_resource.setdefault(row.resource, []).append(row)
@@ -84,7 +103,7 @@ class Status(NamedTuple):
         for resource, rows in by_resource.items():
             quota = rows[0].quota  # the same quota lines count every class of the resource
             available = self.supply.get(resource, sum(r.capacity for r in rows))
-            if quota > available:
+            if quota > available and not self.backstop:
                 named = (
                     f"class {rows[0].name}"
                     if len(rows) == 1
@@ -100,6 +119,7 @@ class Status(NamedTuple):
             "cluster": self.cluster,
             "pools": [p._asdict() for p in self.pools],
             "classes": [c._asdict() for c in self.classes],
+            "quota_drift": [d._asdict() for d in self.quota_drift],
             "problems": self.problems(),
         }
         return json.dumps(data, indent=2, sort_keys=True) + "\n"
@@ -143,13 +163,26 @@ class Status(NamedTuple):
         return "\n".join([f"cluster {self.cluster}", *pools, "", *classes, *tail]) + "\n"
 
 
+def _drift_text(drift: QuotaDrift) -> str:
+    where = f"namespace {drift.namespace}: ResourceQuota {QUOTA_NAME}"
+    if not drift.in_cluster:
+        return f"{where} is not in the cluster (rendered with {drift.key}: {drift.rendered})"
+    if drift.live is None:
+        return f"{where} has no {drift.key}, rendered {drift.rendered}"
+    rendered = "not rendered" if drift.rendered is None else f"rendered {drift.rendered}"
+    return f"{where} holds {drift.key}: {drift.live}, {rendered}"
+
+
 def status(
     validated: Validated,
     nodes: Sequence[Mapping[str, Any]],
     quotas: Sequence[Mapping[str, Any]],
     dra: tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]] | None = None,
+    rendered_quotas: Mapping[str, Mapping[str, int]] | None = None,
 ) -> Status:
-    """`dra`: the cluster's DeviceClasses and ResourceSlices, for a DRA cluster that serves them."""
+    """`dra`: the cluster's DeviceClasses and ResourceSlices, for a DRA cluster that serves them.
+    `rendered_quotas`: namespace → the hard values of the gpuconf-gpus quota the cluster file
+    renders there, which the live ones are compared with."""
     cluster = validated.cluster
     device_plugin = cluster.spec.allocation == "device-plugin"
     device_classes, slices = dra if dra is not None and not device_plugin else (None, None)
@@ -189,7 +222,54 @@ def status(
         if device_plugin
         else {}
     )
-    return Status(cluster.metadata.name, pools, classes, supply)
+    drift = (
+        _quota_drift(cluster.metadata.name, quotas, rendered_quotas)
+        if rendered_quotas is not None
+        else []
+    )
+    backstop = cluster.spec.kueue is not None
+    return Status(cluster.metadata.name, pools, classes, supply, drift, backstop)
+
+
+def rendered_quotas(validated: Validated) -> dict[str, dict[str, int]]:
+    """Namespace → the hard values of the ResourceQuota render writes there (Kueue's backstop
+    included), from the same plan render uses."""
+    from gpuconf.compiler.plan import plan
+
+    return {
+        str(artifact.values["meta"]["namespace"]): {
+            key: int(count) for key, count in artifact.values["hard"].items()
+        }
+        for artifact in plan(validated, validated.cluster.metadata.name)
+        if artifact.kind == "ResourceQuota"
+    }
+
+
+def _quota_drift(
+    cluster: str, quotas: Sequence[Mapping[str, Any]], rendered: Mapping[str, Mapping[str, int]]
+) -> list[QuotaDrift]:
+    """gpuconf's own quotas against what render writes: missing (not synced yet), changed by
+    hand, or left in a namespace the file no longer gives a quota (where its cluster label says
+    it is this cluster's)."""
+    live = {
+        str(_at(q, "metadata").get("namespace")): q
+        for q in quotas
+        if _at(q, "metadata").get("name") == QUOTA_NAME
+    }
+    left: dict[str, dict[str, int]] = {
+        namespace: {}
+        for namespace, quota in live.items()
+        if _at(quota, "metadata", "labels").get(CLUSTER_LABEL) == cluster
+    }
+    out: list[QuotaDrift] = []
+    for namespace, hard in sorted({**left, **rendered}.items()):
+        quota = live.get(namespace)
+        held = _at(quota, "spec", "hard") if quota is not None else {}
+        for key in sorted({*hard, *held}):
+            count = device_count(held[key]) if key in held else None
+            if count != hard.get(key):
+                out.append(QuotaDrift(namespace, key, hard.get(key), count, quota is not None))
+    return out
 
 
 def _allocatable(nodes: Iterable[Mapping[str, Any]], resource: str) -> int:
