@@ -291,6 +291,33 @@ def test_import_needs_the_gpus_of_every_config_and_never_overwrites(tmp_path: Pa
     assert (tmp_path / "clusters" / "x.yaml").read_text() == "mine\n"
 
 
+def test_gpus_for_a_config_the_chart_does_not_have_are_refused_not_dropped(
+    tmp_path: Path,
+) -> None:
+    """A mistyped config name declared nodes nowhere, and the import went on without a word."""
+    (tmp_path / "values.yaml").write_text(
+        "config:\n  map:\n    t4-shared: 'version: v1'\n    a100: 'version: v1'\n"
+    )
+    argv = [
+        "import",
+        "nvidia-chart",
+        "values.yaml",
+        "--name",
+        "x",
+        "--gpus",
+        "a100=A100-SXM4-80GB:8:2",
+    ]
+    result = run_cli(
+        *argv, "--gpus", "t4-shared=Tesla-T4:4:6", "--gpus", "t4shared=Tesla-T4:4:2", cwd=tmp_path
+    )
+    assert result.code == 2
+    assert result.err == (
+        "gpuconf: --gpus t4shared=Tesla-T4:4:2: the chart's files have no config 't4shared' "
+        "(their configs: a100, t4-shared)\n"
+    )
+    assert not (tmp_path / "clusters").exists()
+
+
 POLICY = {
     "apiVersion": "nvidia.com/v1",
     "kind": "ClusterPolicy",

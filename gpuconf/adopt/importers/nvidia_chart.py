@@ -171,6 +171,13 @@ def import_chart(
                 "set each pool's runtime.engine (docker, containerd, k3s) before rendering",
             )
         )
+    unknown = [name for name in gpus if name not in {c.name for c in named}]
+    if unknown:
+        shape = gpus[unknown[0]]
+        raise UsageError(
+            f"--gpus {unknown[0]}={shape.model}:{shape.gpus}:{shape.nodes}: the chart's files have "
+            f"no config {unknown[0]!r} (their configs: {', '.join(sorted(c.name for c in named))})"
+        )
     missing = sorted(c.name for c in named if c.name not in gpus)
     if missing:
         raise UsageError(
