@@ -150,6 +150,28 @@ def test_a_gpu_line_without_the_requests_prefix_is_listed_as_limiting_nothing(
     assert file.read_text() == before
 
 
+def test_a_quota_larger_than_any_cluster_is_listed_at_its_line_not_refused_elsewhere(
+    tmp_path: Path,
+) -> None:
+    """Teams write a huge quota to mean "no limit"; it was refused at a line of the cluster file
+    as it would have been written, with the hint to quote the number."""
+    file = tmp_path / "lab.yaml"
+    shutil.copy(REPO / "clusters" / "lab.yaml", file)
+    before = file.read_text()
+    (tmp_path / "q.yaml").write_text(
+        "kind: ResourceQuota\nmetadata: {namespace: ml}\nspec:\n  hard:\n"
+        "    requests.gpuconf.dev/t4-shared: '99999999999999999999999'\n"
+    )
+    result = run_cli("import", "quotas", "q.yaml", "--into", file.name, cwd=tmp_path)
+    assert (result.code, result.out) == (0, "nothing to change\n"), result.err
+    assert result.err == (
+        "q.yaml:5:5: spec.hard.requests.gpuconf.dev/t4-shared: warning: 99999999999999999999999 "
+        "is more than a gpuconf quota holds (1,000,000): not imported, which leaves the "
+        "namespace as unlimited as this line did\n"
+    )
+    assert file.read_text() == before
+
+
 KUBECTL_LIST = """\
 apiVersion: v1
 items:

@@ -15,6 +15,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from gpuconf.adopt.cluster_file import ClusterFile
 from gpuconf.adopt.importers.sources import Source
+from gpuconf.api.cluster.quota import QUOTA_MAX
 from gpuconf.compiler.plan.dra import dra_quota_key
 from gpuconf.compiler.plan.quotas import device_plugin_quota_key
 from gpuconf.compiler.validate import Validated
@@ -87,6 +88,16 @@ def import_quotas(
                 left_out.append(source.not_imported(where, message))
             elif (count := device_count(value)) is None or count < 0:
                 left_out.append(source.not_imported(where, f"{value!r} is not a device count"))
+            elif count > QUOTA_MAX:
+                # More than any cluster holds: the namespace is unlimited in effect, as it is
+                # without a quota.
+                left_out.append(
+                    source.not_imported(
+                        where,
+                        f"{value} is more than a gpuconf quota holds ({QUOTA_MAX:,}): not "
+                        "imported, which leaves the namespace as unlimited as this line did",
+                    )
+                )
             else:
                 counts = limits.setdefault(namespace, {}).setdefault(named[0], ([], []))
                 counts[scoped].append(count)

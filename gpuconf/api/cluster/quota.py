@@ -12,11 +12,15 @@ NamespacePolicy = Literal["create", "adopt", "external"]
 external: gpuconf renders no Namespace, only what goes inside it."""
 
 
+QUOTA_MAX = 1_000_000
+"""The most devices of a class one namespace's quota may hold."""
+
+
 class Quota(Model):
     namespace: DnsLabel
     """The namespace the quota applies to."""
     classes: Annotated[
-        dict[DnsLabel, Annotated[int, Limits(ge=0, le=1_000_000)]], Limits(min_length=1)
+        dict[DnsLabel, Annotated[int, Limits(ge=0, le=QUOTA_MAX)]], Limits(min_length=1)
     ]
     """Class name -> how many of the class's devices the namespace may request."""
     namespace_policy: NamespacePolicy | None = None
