@@ -318,6 +318,23 @@ def test_gpus_for_a_config_the_chart_does_not_have_are_refused_not_dropped(
     assert not (tmp_path / "clusters").exists()
 
 
+def test_a_chart_value_every_config_runs_with_is_listed_once(tmp_path: Path) -> None:
+    (tmp_path / "values.yaml").write_text(
+        "migStrategy: mixed\nconfig:\n  map:\n    a: 'version: v1'\n    b: 'version: v1'\n"
+    )
+    argv = ["--gpus", "a=A100-SXM4-80GB:8:1", "--gpus", "b=A100-SXM4-80GB:8:1"]
+    result = run_cli("import", "nvidia-chart", "values.yaml", "--name", "x", *argv, cwd=tmp_path)
+    assert result.code == 0, result.err
+    said = [line for line in result.err.splitlines() if "migStrategy: 'mixed'" in line]
+    assert said == [
+        "values.yaml:1:1: migStrategy: warning: flags.migStrategy: 'mixed' needs the pools' MIG "
+        "layouts, which the chart's files do not hold (hint: declare the pool's sharing: "
+        "[{strategy: mig, layout: …}]; gpuconf then picks the strategy)"
+    ]
+    header = (tmp_path / "clusters" / "x.yaml").read_text()
+    assert header.count("migStrategy: 'mixed'") == 1
+
+
 POLICY = {
     "apiVersion": "nvidia.com/v1",
     "kind": "ClusterPolicy",

@@ -265,7 +265,9 @@ def _effective_flags(
             out[path] = note
             continue
         message, hint = note
-        left_out.append(_at(source, config, where, f"{'.'.join(map(str, path))}: {message}", hint))
+        said = _at(source, config, where, f"{'.'.join(map(str, path))}: {message}", hint)
+        if said not in left_out:  # a chart value every config runs with is said once
+            left_out.append(said)
     _unread_flags(config, left_out)
     return out
 
