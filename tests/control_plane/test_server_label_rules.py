@@ -196,6 +196,8 @@ ENV_SOURCES: list[dict[str, Any]] = [
             ("a.b-c", "k"),
         ]
     ),
+    {"valueFrom": {"secretKeyRef": {"key": "k"}}},
+    {"valueFrom": {"configMapKeyRef": {"key": "k", "optional": True}}},
 ]
 FIELD_REFS: list[tuple[Any, ...]] = [
     ("spec.nodeName",),
@@ -241,6 +243,20 @@ RESOURCES: list[dict[str, Any]] = [
     {"limits": {"hugepages-2Mi": "2Mi", "memory": "1Gi"}, "requests": {"memory": "1Gi"}},
     {"limits": {"hugepages-2Mi": "2Mi"}, "requests": {"hugepages-2Mi": "2Mi"}},
     {"limits": {"hugepages-2Mi": "2Mi"}, "requests": {"hugepages-2Mi": "2Mi", "cpu": "1"}},
+    *(
+        {"limits": {name: value, "memory": "1Gi"}, "requests": {"memory": "1Gi"}}
+        for name, value in [
+            ("hugepages-2Mi", "4Mi"),
+            ("hugepages-2Mi", "3Mi"),
+            ("hugepages-2Mi", "100m"),
+            ("hugepages-2Mi", "0"),
+            ("hugepages-1Gi", "2Mi"),
+            ("hugepages-1Gi", "1Gi"),
+            ("hugepages-abc", "2Mi"),
+            ("hugepages-0.5", "1"),
+            ("hugepages-1", "7"),
+        ]
+    ),
     # The server holds a quantity rounded up to a nano, and tests wholeness on MilliValue,
     # itself rounded up: 0.9995 is 1 to it.
     {"limits": {"nvidia.com/gpu": "0.9995"}, "requests": {"nvidia.com/gpu": "0.9995"}},

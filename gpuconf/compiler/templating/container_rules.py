@@ -8,8 +8,8 @@ IsStandardContainerResourceName, IsNativeResource, IsExtendedResourceName,
 IsOvercommitAllowed, IsIntegerResourceName; quantities as k8s.io/apimachinery v0.34.4
 pkg/api/resource/quantity.go parses them: rounded up to nano, MilliValue rounding up), with
 validateContainerResourceFieldSelector and validateConfigMapKeySelector/validateSecretKeySelector
-(IsConfigMapKey). Not held here: hugepages' page-size multiples, and resourceFieldRef's
-divisor."""
+(IsConfigMapKey), and pkg/apis/core/helper/helpers.go's IsHugePageResourceValueDivisible.
+Not held here: resourceFieldRef's divisor (the server compares its canonical spelling)."""
 
 from __future__ import annotations
 
@@ -153,8 +153,14 @@ def _resource_field_ref(reference: Mapping[str, Any], path: KeyPath) -> Iterator
 def _key_selector(selector: Mapping[str, Any], path: KeyPath) -> Iterator[Problem]:
     """validateConfigMapKeySelector and validateSecretKeySelector: the object's name (a DNS
     subdomain) and the key (IsConfigMapKey)."""
-    name = selector.get("name")
-    if isinstance(name, str):
+    name = selector.get("name", "")  # the server reads a missing name as ""
+    if name == "":
+        yield Problem(
+            (*path, "name") if "name" in selector else path,
+            name if "name" in selector else selector,
+            "name must name the object",
+        )
+    elif isinstance(name, str):
         found = dns_subdomain_problem(name)
         if found is not None:
             message, hint = found
@@ -296,19 +302,42 @@ def _parsed(value: Any) -> Fraction | None:
 
 
 def _quantity(name: str, value: Any, path: KeyPath) -> Iterator[Problem]:
-    """ValidateResourceQuantityValue: not negative; a whole number for an extended resource."""
+    """ValidateResourceQuantityValue: not negative; a whole number for an extended resource;
+    and validateResourceQuantityHugePageValue: hugepages in whole pages."""
     quantity = _parsed(value)
     if quantity is None:
         return
     if quantity < 0:
         yield Problem(path, value, f"{as_yaml_spells(value)} is negative")
-    elif _extended(name) and math.ceil(quantity * 1000) % 1000:  # MilliValue()%1000 != 0
+    elif _extended(name) and not _whole(quantity):
         yield Problem(
             path,
             value,
             f"{as_yaml_spells(value)} is not a whole number",
             f"{name} is an extended resource: devices are counted whole",
         )
+    elif name.startswith(HUGEPAGES_PREFIX) and not _in_pages(quantity, name):
+        page = name.removeprefix(HUGEPAGES_PREFIX)
+        yield Problem(
+            path,
+            value,
+            f"{as_yaml_spells(value)} is not a whole number of {page} pages",
+            f"{name} is counted in pages of {page}, a size such as 2Mi or 1Gi",
+        )
+
+
+def _whole(quantity: Fraction) -> bool:
+    """MilliValue() % 1000 == 0, MilliValue rounding up."""
+    return math.ceil(quantity * 1000) % 1000 == 0
+
+
+def _in_pages(quantity: Fraction, name: str) -> bool:
+    """IsHugePageResourceValueDivisible: the page size (the name's suffix) a positive whole
+    quantity, and Value() (rounded up) a multiple of it."""
+    page = _parsed(name.removeprefix(HUGEPAGES_PREFIX))
+    if page is None or page <= 0 or not _whole(page):
+        return False
+    return math.ceil(quantity) % int(page) == 0
 
 
 def _request_within_limit(name: str, value: Any, limit: Any, path: KeyPath) -> Iterator[Problem]:
