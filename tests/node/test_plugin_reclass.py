@@ -288,6 +288,38 @@ def test_a_restart_with_a_changed_config_keeps_held_gpus_out_of_their_new_class(
     assert sorted(shared) == sorted(replicas(1, 4) + replicas(2, 4))
 
 
+def test_a_restart_right_after_an_allocate_keeps_the_gpu_out_of_its_new_class(
+    node: tuple[NodeProcess, KubeletStub],
+) -> None:
+    """A new image and a new config rolled out together, moments after a pod was admitted:
+    neither List nor the checkpoint names GPU 1 yet (a plain init container's shows only on
+    the checkpoint, however late its write lands), so only the grant the old process saved
+    (kubelet/saved_grants.py) keeps the new one from offering GPU 1 in its new class. Once a
+    poll names it, the poll holds it; the pod ended, it moves."""
+    process, kubelet = node
+    hold(kubelet)  # stored: nothing held
+    with process.plugin(WHOLE) as plugin:
+        allocate(plugin, [gpu_uuid(1)])
+    assert process.stop() == 0
+    process.write_config(config([0], [1, 2], 4))  # GPU 1 to the shared class
+    whole_seen, shared_seen = len(kubelet.lists[WHOLE]), len(kubelet.lists[SHARED])
+    process.start()
+    assert sorted(first_list_after(kubelet, SHARED, shared_seen)) == replicas(2, 4)
+    assert sorted(first_list_after(kubelet, WHOLE, whole_seen)) == [gpu_uuid(0)]
+    assert_held_known(process)
+    pending = [{"gpu": 1, "held": [f"{WHOLE}/{gpu_uuid(1)}"], "current": [WHOLE],
+                "wanted": [SHARED]}]  # fmt: skip
+    assert process.status()["pendingChanges"] == pending
+    assert f"devices={WHOLE}/{gpu_uuid(1)}" in process.log()
+
+    hold(kubelet, WHOLE, gpu_uuid(1))  # polls that name the pod
+    assert process.status()["pendingChanges"] == pending
+    kubelet.pod_resources.release_all()  # the pod ended
+    shared = kubelet.wait_devices(SHARED, lambda d: len(d) == 8, timeout=10)
+    assert sorted(shared) == sorted(replicas(1, 4) + replicas(2, 4))
+    wait_until(lambda: process.metric("gpuconf_node_pending_gpu_changes") == 0)
+
+
 def write_checkpoint(process: NodeProcess, content: str) -> None:
     """Stand in for the kubelet writing its device checkpoint (beside kubelet.sock)."""
     write_atomically(process.plugin_dir / CHECKPOINT_FILE, content)
