@@ -134,7 +134,7 @@ class HandedOut:
             )
         with self._lock:
             self._grants.extend(restored)
-            self._changes += len(loaded) != len(restored)
+            self._changes += bool(loaded)  # written again with the times this process gave
 
     def record(self, resource: str, ids: Iterable[str]) -> Grant:
         """Count these IDs held from now on (call holding ``decision``; then save() before
