@@ -188,6 +188,7 @@ class Supervisor:
         for plugin in self._plugins.values():
             plugin.stop()
         self._plugins.clear()
+        self._handed_out.save()  # the last answers' times: a restart holds them no longer
         self._mps.stop()
 
     def _check_config(self, force: bool = False) -> None:

@@ -75,9 +75,9 @@ def process(
 
 
 def answered(handed_out: HandedOut, *ids: str) -> None:
-    """What Allocate does: record, save, answer, save again."""
+    """What Allocate does (record, save, answer), then the save of the poll that follows."""
     grant = handed_out.record(WHOLE, ids)
-    handed_out.save()
+    handed_out.save(grant)
     handed_out.sent(grant)
     handed_out.save()
 
@@ -105,6 +105,8 @@ def test_a_grant_is_on_disk_before_its_answer_goes_out_and_its_answer_time_after
     assert on_disk_when_answering == [
         {"version": FORMAT_VERSION, "bootId": BOOT, "grants": [grant]}
     ]
+    assert saved(path)["grants"] == [grant]
+    handed_out.save()  # as the next poll does
     time = {"wall": clocks.wall, "boot": clocks.boot}
     assert saved(path)["grants"] == [{**grant, "answered": time}]
 
@@ -303,6 +305,37 @@ def test_a_save_with_nothing_new_writes_nothing(tmp_path: Path) -> None:
     handed_out.seen_by_poll(clocks.monotonic.now + 1.0, GPU_1)
     handed_out.save()
     assert counting.writes == 3
+
+
+def test_allocates_waiting_on_one_write_go_with_the_next(tmp_path: Path) -> None:
+    clocks = Clocks()
+    counting = CountingSavedGrants(tmp_path / GRANTS_FILE, Metrics(), clocks.moment, lambda: BOOT)
+    handed_out = HandedOut(clocks.monotonic, counting)
+    first, second = handed_out.record(WHOLE, ["GPU-0"]), handed_out.record(WHOLE, ["GPU-1"])
+    handed_out.save(first)
+    handed_out.save(second)  # already written with the first
+    assert counting.writes == 1
+    assert [grant["ids"] for grant in saved(tmp_path / GRANTS_FILE)["grants"]] == [
+        ["GPU-0"],
+        ["GPU-1"],
+    ]
+
+
+def test_an_id_handed_out_again_is_held_by_its_latest_answer_alone(tmp_path: Path) -> None:
+    """A pod that failed admission and came back: the earlier answer's wait ends first and a
+    poll that frees the later one frees it too, so the file keeps one entry per ID."""
+    clocks = Clocks()
+    handed_out = process(tmp_path / GRANTS_FILE, clocks)
+    answered(handed_out, "GPU-0", "GPU-1")
+    clocks.advance(20.0)
+    answered(handed_out, "GPU-1")
+    grants = saved(tmp_path / GRANTS_FILE)["grants"]
+    assert [(grant["ids"], grant["answered"]["wall"]) for grant in grants] == [
+        (["GPU-0"], clocks.wall - 20.0),
+        (["GPU-1"], clocks.wall),
+    ]
+    handed_out.seen_by_poll(clocks.monotonic.now + RECORD_WAIT_SECONDS - 20.0, {})
+    assert handed_out.held() == GPU_1
 
 
 def test_saved_grants_round_trip_with_their_ages(tmp_path: Path) -> None:

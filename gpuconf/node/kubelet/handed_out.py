@@ -73,6 +73,8 @@ class Grant:
     ids: frozenset[str]
     sent_at: float = math.inf
     answered: Moment | None = None
+    change: int = 0
+    """The record's change number: on disk once a write has a snapshot this late."""
 
 
 class HandedOut:
@@ -99,6 +101,7 @@ class HandedOut:
         (call before the first decision)."""
         if self._saved is None:
             return
+        self._saved.remove_leftovers()
         now, moment = self.clock(), self._saved.now()
         try:
             loaded = self._saved.load(moment)
@@ -141,21 +144,32 @@ class HandedOut:
         answering)."""
         grant = Grant(resource, frozenset(ids))
         with self._lock:
-            self._grants.append(grant)
             self._changes += 1
+            grant.change = self._changes
+            self._grants.append(grant)
         return grant
 
     def sent(self, grant: Grant) -> None:
-        """The answer has gone out (or failed to): polls that start from now on count."""
+        """The answer has gone out (or failed to): polls that start from now on count. Its
+        time reaches the file with the next write (the next poll's): until then a restart
+        holds the grant a full wait from its start. An earlier answer's IDs this one hands
+        out again are this one's to hold alone: whatever would let go of them here (a poll
+        begun after this answer, this answer's wait) lets go of them there first."""
         answered = self._saved.now() if self._saved is not None else None
         with self._lock:
             grant.sent_at = self.clock()
             grant.answered = answered
             self._changes += 1
+            for earlier in self._grants:
+                same = earlier is not grant and earlier.resource == grant.resource
+                if same and earlier.sent_at <= grant.sent_at:
+                    earlier.ids -= grant.ids
+            self._grants = [g for g in self._grants if g.ids]
 
-    def save(self) -> None:
-        """Write the grants to the file, if anything changed since the last write (never
-        under ``decision``: it is disk I/O). Writes are serialised, each with the grants as
+    def save(self, grant: Grant | None = None) -> None:
+        """Write the grants to the file if anything changed since the last write, or, given
+        a grant, if no write has it yet: Allocates waiting on one write all go with the next
+        (never under ``decision``: it is I/O). Writes are serialised, each with the grants as
         they stand when it starts, so the file never goes back to an older list."""
         if self._saved is None:
             return
@@ -163,7 +177,10 @@ class HandedOut:
             with self._lock:
                 changes = self._changes
                 grants = [SavedGrant(g.resource, g.ids, g.answered) for g in self._grants]
-            if changes != self._saved_changes and self._saved.save(grants):
+            written = self._saved_changes
+            if (written < grant.change if grant is not None else written != changes) and (
+                self._saved.save(grants)
+            ):
                 self._saved_changes = changes
 
     def held(self) -> HeldDevices | None:

@@ -199,11 +199,10 @@ class DevicePluginService:
         try:
             # On disk before the kubelet has the answer: a process that dies before the write
             # never answers, so no grant the kubelet received is missing from the file.
-            await asyncio.to_thread(self._handed_out.save)
+            await asyncio.to_thread(self._handed_out.save, grant)
             await stream.send_message(response)
         finally:
             self._handed_out.sent(grant)
-            await asyncio.to_thread(self._handed_out.save)
 
     async def PreStartContainer(self, stream: Stream[Any, Any]) -> None:
         await stream.recv_message()

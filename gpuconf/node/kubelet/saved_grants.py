@@ -20,6 +20,7 @@ the load says.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import math
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from gpuconf.node import log
-from gpuconf.node.atomic_files import write_atomically
+from gpuconf.node.atomic_files import replace_unsynced
 from gpuconf.node.metrics import Metrics
 
 GRANTS_FILE = "handed-out.json"
@@ -108,6 +109,12 @@ class SavedGrants:
             for grant in grants
         ]
 
+    def remove_leftovers(self) -> None:
+        """Temporaries a process that died mid-write left beside the file."""
+        for leftover in self.path.parent.glob(f".{self.path.name}.*"):
+            with contextlib.suppress(OSError):
+                leftover.unlink()
+
     def save(self, grants: Iterable[SavedGrant]) -> bool:
         """Replace the file with these grants; False (logged once) when that fails."""
         document = {
@@ -123,7 +130,7 @@ class SavedGrants:
             ],
         }
         try:
-            write_atomically(self.path, (json.dumps(document) + "\n").encode())
+            replace_unsynced(self.path, (json.dumps(document) + "\n").encode())
         except OSError as error:
             code = error.errno if error.errno is not None else errno.EIO
             if code != self._failing:
