@@ -227,6 +227,7 @@ UNREADABLE = {
     "IDs not a list": b'{"version": 1, "grants": [{"resource": "r", "ids": "GPU-1", "answered": null}]}',
     "a time that is not one": b'{"version": 1, "grants": [{"resource": "r", "ids": [], "answered": {"wall": "now", "boot": 1}}]}',
     "another version's": b'{"version": 2, "grants": []}',
+    "nested past what json reads": b"[" * 100_000,
 }
 
 
@@ -353,3 +354,13 @@ def test_saved_grants_round_trip_with_their_ages(tmp_path: Path) -> None:
         (WHOLE, ["GPU-0", "GPU-1"], 4.0),
         (WHOLE, ["GPU-2"], 0.0),
     ]
+
+
+def test_a_temporary_a_dead_writer_left_is_removed_at_the_next_start(tmp_path: Path) -> None:
+    clocks = Clocks()
+    answered(process(tmp_path / GRANTS_FILE, clocks), "GPU-1")
+    (tmp_path / f".{GRANTS_FILE}.k2x9q1").write_bytes(b'{"version": 1, "gra')
+    (tmp_path / "awaiting-reset.json").write_text("{}")
+    clocks.new_process()
+    assert process(tmp_path / GRANTS_FILE, clocks).held() == GPU_1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["awaiting-reset.json", GRANTS_FILE]

@@ -45,6 +45,24 @@ Allocate checks its view and records what it hands out under ``decision``; the s
 reads what is held, decides and publishes the new views under it too, so an Allocate is either
 recorded before the decision (the change waits) or checked against the new views (a withdrawn
 ID is refused). Neither side does I/O under it, nor waits for the kubelet.
+
+The record survives a restart (a new image and a new config rolled out together, moments
+after an Allocate the kubelet has not recorded yet): kubelet/saved_grants.py keeps it in a
+file in the state folder. Allocate writes it after recording, outside ``decision``, and
+answers only once the write is done (off the I/O loop, on a worker thread): a process that
+dies between the record and the write never answers, so the kubelet never has a grant the
+file lacks. Writes are serialised and each takes the grants as they stand when it starts, so
+Allocates that wait on one write go with the next, and the file never goes back to an older
+list. The answer's time reaches the file with the next write after it (the next poll's, or
+the last at shutdown), and what polls let go of leaves it with their writes. A new process
+loads the grants whose wait has not passed and holds each until a poll of its own names it
+or what is left of its wait passes, exactly as here; a grant without a time is held a full
+wait from the start (its answer, if it went out, went out before), and a clock step only
+ever holds longer (saved_grants.py). A file that cannot be read (not this version's, cut,
+unreadable) says nothing of what was handed out: what is held is unknown, so every move
+waits, until a poll begun RECORD_WAIT_SECONDS after the start; a file that cannot be written
+is logged and counted (gpuconf_node_handed_out_save_failing), and Allocate answers anyway:
+this process still holds the grant, and pods keep starting.
 """
 
 from __future__ import annotations

@@ -18,7 +18,8 @@ likely whole: held is unknown, as when List fails, and every move waits.
 
 Held also has what our plugins handed out that no stored poll has named yet
 (kubelet/handed_out.py): each poll notes when it started, and once stored lets go of the IDs
-it names (in List or on the checkpoint) that were handed out before it began.
+it names (in List or on the checkpoint) that were handed out before it began, and writes
+what it let go of (and the times of the answers sent since) to the record's file.
 """
 
 from __future__ import annotations

@@ -5,8 +5,10 @@ The file lives in the runtime's state folder (--state-dir, /run/gpuconf: the Dae
 hostPath, tmpfs, so a reboot, which ends every container, empties it), not in the kubelet's
 device-plugins folder: the kubelet leaves regular files there (k8s.io/kubernetes v1.34
 pkg/kubelet/cm/devicemanager/manager.go CleanupPluginDirectory removes sockets only), but that
-folder is the kubelet's. It is replaced whole (a temporary, synced, renamed), so a reader sees
-the old list or the new one.
+folder is the kubelet's. It is replaced whole (a temporary beside it, renamed over it), so a
+reader sees the old list or the new one, also after the writer died mid-write. Nothing is
+synced: an Allocate waits on each write, and only a machine crash would need a sync, which
+ends every container and, with /run, the file too.
 
 A grant's time is when its answer went out, read on two clocks: the wall clock, which another
 process reads the same, and CLOCK_BOOTTIME, which no step of the wall clock moves (a pod's own
@@ -97,7 +99,7 @@ class SavedGrants:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return []
-        except (OSError, ValueError) as error:
+        except (OSError, ValueError, RecursionError) as error:  # nesting too deep for json
             raise GrantsUnreadable(f"{self.path}: {error}") from None
         try:
             grants, saved_boot = _parsed(data)
@@ -111,9 +113,10 @@ class SavedGrants:
 
     def remove_leftovers(self) -> None:
         """Temporaries a process that died mid-write left beside the file."""
-        for leftover in self.path.parent.glob(f".{self.path.name}.*"):
-            with contextlib.suppress(OSError):
-                leftover.unlink()
+        with contextlib.suppress(OSError):
+            for leftover in self.path.parent.glob(f".{self.path.name}.*"):
+                with contextlib.suppress(OSError):
+                    leftover.unlink()
 
     def save(self, grants: Iterable[SavedGrant]) -> bool:
         """Replace the file with these grants; False (logged once) when that fails."""
