@@ -14,7 +14,7 @@ patches loaded the Kubernetes client (before node/own_node_client.py). The kubel
 stand-in is grpcio, a different gRPC stack from the runtime's grpclib, as the kubelet's is.
 Figures only: each verdict is printed, none fails the run (CPU time on a shared machine is
 noisy).
-Run: .venv/bin/python bench/node.py [--calls N]
+Run: .venv/bin/python bench/node.py [--calls N] [--state-dir DIR]
 """
 
 from __future__ import annotations
@@ -195,14 +195,21 @@ class _Streams:
 
 
 def _start(
-    config: Path, fake: Path, plugin_dir: Path, pod: tuple[Path, int] | None = None
+    config: Path,
+    fake: Path,
+    plugin_dir: Path,
+    pod: tuple[Path, int] | None = None,
+    state_dir: Path | None = None,
 ) -> subprocess.Popen[bytes]:
     """The node runtime; with `pod` (its service account folder, the API server's port on
-    127.0.0.1), as in a pod of a cluster."""
+    127.0.0.1), as in a pod of a cluster. Its state goes to `state_dir` (each Allocate writes
+    what it handed out there), by default a folder beside its config, never the host's
+    /run/gpuconf."""
     command = [
         "node", "run", "--config", str(config),
         "--node-name", "bench", "--plugin-dir", str(plugin_dir), "--nvml", f"fake:{fake}",
         "--pod-resources-socket", str(plugin_dir / POD_RESOURCES_SOCKET),
+        "--state-dir", str(state_dir or config.parent / "state"),
         "--metrics-port", "0",
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_SERVICE_")}
@@ -353,14 +360,21 @@ def _in_cluster_rss(files: Path) -> float | None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
-    calls = parser.parse_args().calls
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        help="where the runtime writes its state (Allocate saves each grant there; a node's "
+        "/run/gpuconf is tmpfs: try a folder under /dev/shm); default: a temporary folder",
+    )
+    arguments = parser.parse_args()
+    calls = arguments.calls
     plugin_dir = Path(tempfile.mkdtemp(prefix="gc-bench-", dir="/tmp"))
     files = Path(tempfile.mkdtemp(prefix="gc-bench-files-"))
     config, fake = _write_inputs(files)
     kubelet = _Kubelet()
     server = _kubelet_server(kubelet, plugin_dir, workers=2)
     started = time.monotonic()
-    process = _start(config, fake, plugin_dir)
+    process = _start(config, fake, plugin_dir, state_dir=arguments.state_dir)
     try:
         if not kubelet.registered.wait(30):
             print("the node runtime did not register within 30 s")

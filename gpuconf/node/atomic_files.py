@@ -29,6 +29,24 @@ def write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
+def replace_unsynced(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so that any process reads the old bytes or the new ones,
+    also after the writer dies mid-write (the kernel keeps what was written). Nothing is
+    synced, so after a machine crash the file may be old or empty: for state that a reboot
+    voids anyway, written where a sync would cost a caller waiting on it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "wb") as stream:
+            os.fchmod(stream.fileno(), NEW_FILE_MODE)
+            stream.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+
+
 def stage(path: Path, data: bytes) -> Staged:
     """``data`` written and synced to a temporary that can replace ``path``, with the mode and
     owner ``path`` has (a new file's when it does not exist); nothing left behind if it fails."""
