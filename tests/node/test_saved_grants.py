@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from builders import Clock
 from test_handed_out import WHOLE, AllocateStream, allocate_on_a_thread, view
+from test_small_files import NOT_STATE_FILES, returning
 
 from gpuconf.node.kubelet.handed_out import RECORD_WAIT_SECONDS, HandedOut
 from gpuconf.node.kubelet.plugin_server import DevicePluginService
@@ -65,7 +68,7 @@ class CountingSavedGrants(SavedGrants):
 
 
 def process(
-    path: Path, clocks: Clocks, boot_id: str = BOOT, metrics: Metrics | None = None
+    path: Path, clocks: Clocks, boot_id: str | None = BOOT, metrics: Metrics | None = None
 ) -> HandedOut:
     """A process's record of what it handed out, restored from ``path`` as at its start."""
     saved = SavedGrants(path, metrics or Metrics(), clocks.moment, lambda: boot_id)
@@ -221,6 +224,29 @@ def test_under_another_boot_id_the_wall_clock_alone_says_a_grant_s_age(tmp_path:
     assert restarted.held() == {}
 
 
+@pytest.mark.parametrize(
+    ("writer_boot", "reader_boot"),
+    [(None, None), (BOOT, None), (None, BOOT)],
+    ids=["neither", "the new process's", "the old process's"],
+)
+def test_where_a_boot_id_is_unknown_a_grant_s_age_is_unknown_and_it_is_held_a_full_wait(
+    tmp_path: Path, writer_boot: str | None, reader_boot: str | None
+) -> None:
+    """With no boot ID to trust the boot clock under, the wall clock alone could have
+    stepped forward: an hour's step must not drop a grant a moment old."""
+    path = tmp_path / GRANTS_FILE
+    clocks = Clocks()
+    answered(process(path, clocks, boot_id=writer_boot), "GPU-1")
+    clocks.advance(5.0)
+    clocks.wall += 3600.0
+    started = clocks.new_process()
+    restarted = process(path, clocks, boot_id=reader_boot)
+    restarted.seen_by_poll(started + RECORD_WAIT_SECONDS - 0.01, {})
+    assert restarted.held() == GPU_1
+    restarted.seen_by_poll(started + RECORD_WAIT_SECONDS, {})
+    assert restarted.held() == {}
+
+
 UNREADABLE = {
     "not JSON": b'{"version": 1, "grants": [{"resou',
     "not a list of grants": b'{"version": 1, "grants": "GPU-1"}',
@@ -252,10 +278,14 @@ def test_a_file_that_cannot_be_read_holds_every_move_for_one_wait_and_is_replace
     assert saved(path) == {"version": FORMAT_VERSION, "bootId": BOOT, "grants": []}
 
 
-def test_a_file_the_runtime_cannot_open_holds_every_move_for_one_wait(tmp_path: Path) -> None:
-    (tmp_path / GRANTS_FILE).mkdir()
+@pytest.mark.parametrize("make", list(NOT_STATE_FILES.values()), ids=list(NOT_STATE_FILES))
+def test_something_else_at_the_path_holds_every_move_for_one_wait_and_never_stops_the_start(
+    tmp_path: Path, make: Callable[[Path], None]
+) -> None:
+    """A FIFO is never waited on (the start would hang), /dev/zero never read to its end."""
+    make(tmp_path / GRANTS_FILE)
     clocks = Clocks()
-    handed_out = process(tmp_path / GRANTS_FILE, clocks)
+    handed_out = returning(lambda: process(tmp_path / GRANTS_FILE, clocks))
     assert handed_out.held() is None
     handed_out.seen_by_poll(clocks.monotonic.now + RECORD_WAIT_SECONDS, {})
     assert handed_out.held() == {}
@@ -319,6 +349,54 @@ def test_allocates_waiting_on_one_write_go_with_the_next(tmp_path: Path) -> None
     assert [grant["ids"] for grant in saved(tmp_path / GRANTS_FILE)["grants"]] == [
         ["GPU-0"],
         ["GPU-1"],
+    ]
+
+
+class HeldUpSavedGrants(SavedGrants):
+    """Once ``hold_up_next`` is set, its next write waits for ``release`` once it has begun
+    (``writing``), as a write on a slow disk does."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.hold_up_next = False
+        self.writing = threading.Event()
+        self.release = threading.Event()
+
+    def save(self, grants: Any) -> bool:
+        if self.hold_up_next:
+            self.hold_up_next = False
+            self.writing.set()
+            self.release.wait()
+        return super().save(grants)
+
+
+def test_a_grant_recorded_while_a_write_is_under_way_waits_for_a_write_of_its_own(
+    tmp_path: Path,
+) -> None:
+    """A write holds the grants as they stood when it began: one recorded meanwhile is not in
+    it, so its Allocate must not answer on that write."""
+    clocks = Clocks()
+    saving = HeldUpSavedGrants(tmp_path / GRANTS_FILE, Metrics(), clocks.moment, lambda: BOOT)
+    handed_out = HandedOut(clocks.monotonic, saving)
+    answered(handed_out, "GPU-0")
+    saving.hold_up_next = True
+    handed_out.record(WHOLE, ["GPU-2"])  # a change for the poll's write to carry
+    polls_write = threading.Thread(target=handed_out.save)
+    polls_write.start()
+    assert saving.writing.wait(30)
+    second = handed_out.record(WHOLE, ["GPU-1"])
+    allocates_write = threading.Thread(target=handed_out.save, args=(second,))
+    allocates_write.start()
+    saving.release.set()
+    for thread in (polls_write, allocates_write):
+        thread.join(30)
+        assert not thread.is_alive()
+    assert sorted(
+        id for grant in saved(tmp_path / GRANTS_FILE)["grants"] for id in grant["ids"]
+    ) == [
+        "GPU-0",
+        "GPU-1",
+        "GPU-2",
     ]
 
 

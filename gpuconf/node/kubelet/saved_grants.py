@@ -15,14 +15,16 @@ process reads the same, and CLOCK_BOOTTIME, which no step of the wall clock move
 time namespace may offset it, and a reboot restarts it: it is trusted only under the same boot
 ID). A grant's age is the younger of the two readings, and a time in the future (the wall
 clock stepped back) is an age of 0: a step only ever makes a grant held longer, never for
-more than a full wait from the load. A grant whose answer had not gone out when the file was
+more than a full wait from the load. Under another boot ID the wall clock alone says the age:
+a reboot ended every container, so a grant from before it holds nothing the kubelet still
+runs. Where either process could not read its boot ID, the age is unknown (0): the wall
+clock alone could have stepped forward. A grant whose answer had not gone out when the file was
 written has no time: if it went out, it did before this process started, so it is as old as
 the load says.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import json
 import math
@@ -32,8 +34,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from gpuconf.node import log
-from gpuconf.node.atomic_files import replace_unsynced
+from gpuconf.node.atomic_files import remove_temporaries, write_atomically
 from gpuconf.node.metrics import Metrics
+from gpuconf.node.small_files import read_small_file
 
 GRANTS_FILE = "handed-out.json"
 FORMAT_VERSION = 1
@@ -96,7 +99,7 @@ class SavedGrants:
     def load(self, now: Moment) -> list[LoadedGrant]:
         """The grants of the file, with their ages at ``now``; none when there is no file."""
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = json.loads(read_small_file(self.path).decode("utf-8"))
         except FileNotFoundError:
             return []
         except (OSError, ValueError, RecursionError) as error:  # nesting too deep for json
@@ -105,7 +108,7 @@ class SavedGrants:
             grants, saved_boot = _parsed(data)
         except (KeyError, TypeError, ValueError) as error:
             raise GrantsUnreadable(f"{self.path}: {error}") from None
-        same_boot = saved_boot is not None and saved_boot == self._boot_id
+        same_boot = None if None in (saved_boot, self._boot_id) else saved_boot == self._boot_id
         return [
             LoadedGrant(grant.resource, grant.ids, _age(grant.answered, now, same_boot))
             for grant in grants
@@ -113,10 +116,7 @@ class SavedGrants:
 
     def remove_leftovers(self) -> None:
         """Temporaries a process that died mid-write left beside the file."""
-        with contextlib.suppress(OSError):
-            for leftover in self.path.parent.glob(f".{self.path.name}.*"):
-                with contextlib.suppress(OSError):
-                    leftover.unlink()
+        remove_temporaries(self.path)
 
     def save(self, grants: Iterable[SavedGrant]) -> bool:
         """Replace the file with these grants; False (logged once) when that fails."""
@@ -133,7 +133,7 @@ class SavedGrants:
             ],
         }
         try:
-            replace_unsynced(self.path, (json.dumps(document) + "\n").encode())
+            write_atomically(self.path, (json.dumps(document) + "\n").encode(), sync=False)
         except OSError as error:
             code = error.errno if error.errno is not None else errno.EIO
             if code != self._failing:
@@ -151,8 +151,10 @@ class SavedGrants:
         return True
 
 
-def _age(answered: Moment | None, now: Moment, same_boot: bool) -> float:
-    if answered is None:
+def _age(answered: Moment | None, now: Moment, same_boot: bool | None) -> float:
+    """``same_boot`` is None where either process could not read its boot ID: the wall
+    clock alone might have stepped forward, so the age is unknown, and 0."""
+    if answered is None or same_boot is None:
         return 0.0
     age = now.wall - answered.wall
     if same_boot:
