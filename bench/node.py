@@ -2,7 +2,8 @@
 
 Prints: time from process start to registration with a kubelet stand-in; Allocate and
 GetPreferredAllocation latency (p50/p99) beside an empty round trip
-(GetDevicePluginOptions) on the same socket; Allocate's p99 with 12 extra ListAndWatch streams
+(GetDevicePluginOptions) on the same socket; the write each Allocate waits on (saving what it
+handed out, in this process, in the state folder's filesystem) beside the same bytes synced; Allocate's p99 with 12 extra ListAndWatch streams
 open beside its floor (2x the idle p99); with a kubelet that accepts Register and never
 answers, how long an XID takes to reach an open stream as Unhealthy (the fake NVML's 50 ms
 poll included), beside its ceiling (100 ms); the process's resident memory beside its target
@@ -20,6 +21,7 @@ Run: .venv/bin/python bench/node.py [--calls N] [--state-dir DIR]
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -37,12 +39,15 @@ from typing import Any
 
 import grpc
 
+from gpuconf.node.atomic_files import write_atomically
 from gpuconf.node.kubelet.proto import (
     api_pb2,
     api_pb2_grpc,
     podresources_pb2,
     podresources_pb2_grpc,
 )
+from gpuconf.node.kubelet.saved_grants import GRANTS_FILE, SavedGrant, SavedGrants, moment_now
+from gpuconf.node.metrics import Metrics
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "node")]
@@ -160,6 +165,23 @@ def _report(name: str, micros: list[float]) -> None:
         f"{name:<34} p50 {statistics.median(micros):8.0f} us   p99 {_p99(micros):8.0f} us"
         f"   (n={len(micros)})"
     )
+
+
+def _grant_writes(folder: Path, calls: int) -> None:
+    """What an Allocate waits on besides its round trip: saving four one-GPU grants in
+    ``folder`` (SavedGrants.save: the document, then its bytes replace the file unsynced),
+    then those bytes alone replacing the file unsynced and synced."""
+    saved = SavedGrants(folder / GRANTS_FILE, Metrics())
+    answered = moment_now()
+    grants = [SavedGrant(RESOURCE, frozenset({_uuid(i)}), answered) for i in range(4)]
+    _report("  its write (SavedGrants.save, 4)", _latencies(lambda: saved.save(grants), calls))
+    data = (folder / GRANTS_FILE).read_bytes()
+    target = folder / f"bytes-{GRANTS_FILE}"
+    for sync in (False, True):
+        _report(
+            f"    the bytes alone, {'synced' if sync else 'unsynced'}",
+            _latencies(functools.partial(write_atomically, target, data, sync=sync), calls),
+        )
 
 
 class _Streams:
@@ -403,6 +425,11 @@ def main() -> int:
             )
             idle = _latencies(lambda: plugin.Allocate(allocate), calls)
             _report("Allocate (1 GPU)", idle)
+            writes = Path(tempfile.mkdtemp(prefix="gc-bench-grants-", dir=arguments.state_dir))
+            try:
+                _grant_writes(writes, calls)
+            finally:
+                shutil.rmtree(writes, ignore_errors=True)
             _report(
                 "GetPreferredAllocation (4 of 7)",
                 _latencies(lambda: plugin.GetPreferredAllocation(preferred), calls),
