@@ -1,4 +1,5 @@
-"""Replace a file so that a crash leaves the old one or the new one, never half of either."""
+"""Replace a file so that a crash leaves the old one or the new one, never half of either
+(unsynced: a crash of the writer; synced, the default: of the machine too)."""
 
 from __future__ import annotations
 
