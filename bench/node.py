@@ -2,7 +2,8 @@
 
 Prints: time from process start to registration with a kubelet stand-in; Allocate and
 GetPreferredAllocation latency (p50/p99) beside an empty round trip
-(GetDevicePluginOptions) on the same socket; Allocate's p99 with 12 extra ListAndWatch streams
+(GetDevicePluginOptions) on the same socket; the write each Allocate waits on (saving what it
+handed out, in this process, in the state folder's filesystem) beside the same bytes synced; Allocate's p99 with 12 extra ListAndWatch streams
 open beside its floor (2x the idle p99); with a kubelet that accepts Register and never
 answers, how long an XID takes to reach an open stream as Unhealthy (the fake NVML's 50 ms
 poll included), beside its ceiling (100 ms); the process's resident memory beside its target
@@ -14,12 +15,13 @@ patches loaded the Kubernetes client (before node/own_node_client.py). The kubel
 stand-in is grpcio, a different gRPC stack from the runtime's grpclib, as the kubelet's is.
 Figures only: each verdict is printed, none fails the run (CPU time on a shared machine is
 noisy).
-Run: .venv/bin/python bench/node.py [--calls N]
+Run: .venv/bin/python bench/node.py [--calls N] [--state-dir DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -37,12 +39,15 @@ from typing import Any
 
 import grpc
 
+from gpuconf.node.atomic_files import write_atomically
 from gpuconf.node.kubelet.proto import (
     api_pb2,
     api_pb2_grpc,
     podresources_pb2,
     podresources_pb2_grpc,
 )
+from gpuconf.node.kubelet.saved_grants import GRANTS_FILE, SavedGrant, SavedGrants, moment_now
+from gpuconf.node.metrics import Metrics
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO / "tests"), str(REPO / "tests" / "node")]
@@ -162,6 +167,23 @@ def _report(name: str, micros: list[float]) -> None:
     )
 
 
+def _grant_writes(folder: Path, calls: int) -> None:
+    """What an Allocate waits on besides its round trip: saving four one-GPU grants in
+    ``folder`` (SavedGrants.save: the document, then its bytes replace the file unsynced),
+    then those bytes alone replacing the file unsynced and synced."""
+    saved = SavedGrants(folder / GRANTS_FILE, Metrics())
+    answered = moment_now()
+    grants = [SavedGrant(RESOURCE, frozenset({_uuid(i)}), answered) for i in range(4)]
+    _report("  its write (SavedGrants.save, 4)", _latencies(lambda: saved.save(grants), calls))
+    data = (folder / GRANTS_FILE).read_bytes()
+    target = folder / f"bytes-{GRANTS_FILE}"
+    for sync in (False, True):
+        _report(
+            f"    the bytes alone, {'synced' if sync else 'unsynced'}",
+            _latencies(functools.partial(write_atomically, target, data, sync=sync), calls),
+        )
+
+
 class _Streams:
     """ListAndWatch streams, each drained on its own thread; remembers each device's health."""
 
@@ -195,14 +217,21 @@ class _Streams:
 
 
 def _start(
-    config: Path, fake: Path, plugin_dir: Path, pod: tuple[Path, int] | None = None
+    config: Path,
+    fake: Path,
+    plugin_dir: Path,
+    pod: tuple[Path, int] | None = None,
+    state_dir: Path | None = None,
 ) -> subprocess.Popen[bytes]:
     """The node runtime; with `pod` (its service account folder, the API server's port on
-    127.0.0.1), as in a pod of a cluster."""
+    127.0.0.1), as in a pod of a cluster. Its state goes to `state_dir` (each Allocate writes
+    what it handed out there), by default a folder beside its config, never the host's
+    /run/gpuconf."""
     command = [
         "node", "run", "--config", str(config),
         "--node-name", "bench", "--plugin-dir", str(plugin_dir), "--nvml", f"fake:{fake}",
         "--pod-resources-socket", str(plugin_dir / POD_RESOURCES_SOCKET),
+        "--state-dir", str(state_dir or config.parent / "state"),
         "--metrics-port", "0",
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_SERVICE_")}
@@ -353,14 +382,21 @@ def _in_cluster_rss(files: Path) -> float | None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
-    calls = parser.parse_args().calls
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        help="where the runtime writes its state (Allocate saves each grant there; a node's "
+        "/run/gpuconf is tmpfs: try a folder under /dev/shm); default: a temporary folder",
+    )
+    arguments = parser.parse_args()
+    calls = arguments.calls
     plugin_dir = Path(tempfile.mkdtemp(prefix="gc-bench-", dir="/tmp"))
     files = Path(tempfile.mkdtemp(prefix="gc-bench-files-"))
     config, fake = _write_inputs(files)
     kubelet = _Kubelet()
     server = _kubelet_server(kubelet, plugin_dir, workers=2)
     started = time.monotonic()
-    process = _start(config, fake, plugin_dir)
+    process = _start(config, fake, plugin_dir, state_dir=arguments.state_dir)
     try:
         if not kubelet.registered.wait(30):
             print("the node runtime did not register within 30 s")
@@ -389,6 +425,11 @@ def main() -> int:
             )
             idle = _latencies(lambda: plugin.Allocate(allocate), calls)
             _report("Allocate (1 GPU)", idle)
+            writes = Path(tempfile.mkdtemp(prefix="gc-bench-grants-", dir=arguments.state_dir))
+            try:
+                _grant_writes(writes, calls)
+            finally:
+                shutil.rmtree(writes, ignore_errors=True)
             _report(
                 "GetPreferredAllocation (4 of 7)",
                 _latencies(lambda: plugin.GetPreferredAllocation(preferred), calls),

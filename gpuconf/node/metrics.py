@@ -106,6 +106,12 @@ class Metrics:
             "List's alone; a failing read: held is unknown).",
             registry=r,
         )
+        self.handed_out_save_failing = Gauge(
+            "gpuconf_node_handed_out_save_failing",
+            "1 while what Allocate hands out cannot be written to the state folder: Allocate "
+            "still answers, but a restart would forget what no poll has named yet.",
+            registry=r,
+        )
         self.pending_gpu_changes = Gauge(
             "gpuconf_node_pending_gpu_changes",
             "GPUs whose config change waits for containers to release them (held: named by "

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from gpuconf.node.atomic_files import write_atomically
+from gpuconf.node.small_files import read_small_file
 
 STATE_FILE = "awaiting-reset.json"
 
@@ -21,10 +22,10 @@ class StateUnreadable(Exception):
 
 def load(path: Path) -> frozenset[str]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_small_file(path).decode("utf-8"))
     except FileNotFoundError:
         return frozenset()
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError) as error:  # nesting too deep for json
         raise StateUnreadable(f"{path}: {error}") from None
     uuids = data.get("awaitingReset") if isinstance(data, dict) else None
     if not isinstance(uuids, list) or not all(isinstance(u, str) for u in uuids):

@@ -26,6 +26,7 @@ from gpuconf.node.kubelet.kubelet_watch import KubeletWatch
 from gpuconf.node.kubelet.pod_resources import HeldDevices
 from gpuconf.node.kubelet.pod_resources_watch import PodResourcesWatch
 from gpuconf.node.kubelet.resource_plugin import ResourcePlugin
+from gpuconf.node.kubelet.saved_grants import GRANTS_FILE, SavedGrants
 from gpuconf.node.label_watch import LabelWatch
 from gpuconf.node.metrics import Metrics
 from gpuconf.node.mps import MpsDaemonSpec, daemon_spec
@@ -60,7 +61,7 @@ class RunSettings:
     config_path: Path
     pod_resources_socket: Path
     state_dir: Path
-    """Where GPUs awaiting a reset are remembered across restarts."""
+    """Where GPUs awaiting a reset and what Allocate handed out are remembered across restarts."""
 
 
 def health_policy(config: NodeConfig) -> HealthPolicy:
@@ -95,7 +96,8 @@ class Supervisor:
         self._inventory_failing = False
         self._topology = Topology()
         self._allowed: frozenset[int] | None = None
-        self._handed_out = HandedOut()
+        self._handed_out = HandedOut(saved=SavedGrants(settings.state_dir / GRANTS_FILE, metrics))
+        self._handed_out.restore()
         self._pod_resources = PodResourcesWatch(
             settings.pod_resources_socket,
             settings.plugin_dir / CHECKPOINT_FILE,
@@ -186,6 +188,7 @@ class Supervisor:
         for plugin in self._plugins.values():
             plugin.stop()
         self._plugins.clear()
+        self._handed_out.save()  # the last answers' times: a restart holds them no longer
         self._mps.stop()
 
     def _check_config(self, force: bool = False) -> None:

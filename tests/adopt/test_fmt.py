@@ -142,7 +142,7 @@ def test_fmt_writes_every_file_or_none_when_the_disk_fills_and_stays_full(
     real_fill = atomic_files._fill
     full = False
 
-    def disk_full_from_c_on(descriptor: int, data: bytes) -> None:
+    def disk_full_from_c_on(descriptor: int, data: bytes, sync: bool) -> None:
         nonlocal full
         full = full or os.readlink(f"/proc/self/fd/{descriptor}").split("/")[-1].startswith(
             ".c.yaml."
@@ -150,7 +150,7 @@ def test_fmt_writes_every_file_or_none_when_the_disk_fills_and_stays_full(
         if full:
             os.close(descriptor)
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        real_fill(descriptor, data)
+        real_fill(descriptor, data, sync)
 
     monkeypatch.setattr(atomic_files, "_fill", disk_full_from_c_on)
     result = run_cli("fmt", "a.yaml", "b.yaml", "c.yaml", cwd=tmp_path)

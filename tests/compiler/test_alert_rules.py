@@ -74,6 +74,10 @@ CASES: dict[str, list[Case]] = {
         Case({_selector("gpuconf_node_inventory_drift", NODE): "1x20"}, "18m", NODE),
         Case({_selector("gpuconf_node_inventory_drift", NODE): "1x5 0x20"}, "18m", None),
     ],
+    "GpuconfGrantsNotSaved": [
+        Case({_selector("gpuconf_node_handed_out_save_failing", NODE): "1x10"}, "8m", NODE),
+        Case({_selector("gpuconf_node_handed_out_save_failing", NODE): "1x3 0x7"}, "8m", None),
+    ],
     "GpuconfNodeConfigRefused": [
         Case({_selector("gpuconf_node_config_refused", NODE): "1x10"}, "8m", NODE),
         Case({_selector("gpuconf_node_config_refused", NODE): "0x10"}, "8m", None),

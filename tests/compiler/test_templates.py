@@ -767,6 +767,16 @@ def node_daemonset_refusal(folder: Path, block: str, text: str) -> tuple[str, Cl
             "valueFrom.fieldRef.fieldPath: 'spec.nodename' is not one of metadata.name",
         ),
         (
+            "container_env",
+            "- {name: GPUS, valueFrom: {resourceFieldRef: {resource: limits.nvidia.com/gpu}}}",
+            "resourceFieldRef.resource: 'limits.nvidia.com/gpu' is not one of limits.cpu",
+        ),
+        (
+            "container_resources",
+            "{limits: {hugepages-2Mi: 2Mi}, requests: {hugepages-2Mi: 2Mi}}",
+            "resources.limits.hugepages-2Mi: hugepages need a cpu or memory request or limit beside them",
+        ),
+        (
             "container_resources",
             "requests: {nvidia.com/gpu: 1}",
             "resources.requests.nvidia.com/gpu: nvidia.com/gpu is requested without a limit "
@@ -786,6 +796,8 @@ def node_daemonset_refusal(folder: Path, block: str, text: str) -> tuple[str, Cl
         "node-affinity-match-fields",
         "spread-when-unsatisfiable",
         "env-field-path",
+        "env-gpu-resource-field",
+        "hugepages-alone",
         "gpu-request-without-limit",
     ],
 )

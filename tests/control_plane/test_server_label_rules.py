@@ -175,6 +175,29 @@ ENV_SOURCES: list[dict[str, Any]] = [
         }
     },
     {"valueFrom": {"resourceFieldRef": {"resource": "limits.memory"}}},
+    {"valueFrom": {"resourceFieldRef": {"resource": "limits.nvidia.com/gpu"}}},
+    {"valueFrom": {"resourceFieldRef": {"resource": "requests.hugepages-2Mi"}}},
+    {"valueFrom": {"resourceFieldRef": {"resource": "limits.hugepages"}}},
+    {"valueFrom": {"resourceFieldRef": {"resource": ""}}},
+    *(
+        {"valueFrom": {source: {"name": name, "key": key}}}
+        for source in ("secretKeyRef", "configMapKeyRef")
+        for name, key in [
+            ("s", "a b"),
+            ("s", ""),
+            ("s", "."),
+            ("s", ".."),
+            ("s", "..a"),
+            ("s", ".a"),
+            ("s", "a" * 253),
+            ("s", "a" * 254),
+            ("S", "k"),
+            ("", "k"),
+            ("a.b-c", "k"),
+        ]
+    ),
+    {"valueFrom": {"secretKeyRef": {"key": "k"}}},
+    {"valueFrom": {"configMapKeyRef": {"key": "k", "optional": True}}},
 ]
 FIELD_REFS: list[tuple[Any, ...]] = [
     ("spec.nodeName",),
@@ -218,6 +241,29 @@ RESOURCES: list[dict[str, Any]] = [
     {"limits": {"requests.example.com/foo": 1}},
     {"limits": {"a b/c": 1}},
     {"limits": {"hugepages-2Mi": "2Mi", "memory": "1Gi"}, "requests": {"memory": "1Gi"}},
+    {"limits": {"hugepages-2Mi": "2Mi"}, "requests": {"hugepages-2Mi": "2Mi"}},
+    {"limits": {"hugepages-2Mi": "2Mi"}, "requests": {"hugepages-2Mi": "2Mi", "cpu": "1"}},
+    *(
+        {"limits": {name: value, "memory": "1Gi"}, "requests": {"memory": "1Gi"}}
+        for name, value in [
+            ("hugepages-2Mi", "4Mi"),
+            ("hugepages-2Mi", "3Mi"),
+            ("hugepages-2Mi", "100m"),
+            ("hugepages-2Mi", "0"),
+            ("hugepages-1Gi", "2Mi"),
+            ("hugepages-1Gi", "1Gi"),
+            ("hugepages-abc", "2Mi"),
+            ("hugepages-0.5", "1"),
+            ("hugepages-1", "7"),
+        ]
+    ),
+    # The server holds a quantity rounded up to a nano, and tests wholeness on MilliValue,
+    # itself rounded up: 0.9995 is 1 to it.
+    {"limits": {"nvidia.com/gpu": "0.9995"}, "requests": {"nvidia.com/gpu": "0.9995"}},
+    {"limits": {"nvidia.com/gpu": "1001m"}},
+    {"limits": {"nvidia.com/gpu": "1999999999n"}},
+    {"requests": {"cpu": "1.0000000002"}, "limits": {"cpu": "1.0000000001"}},
+    {"requests": {"cpu": "1.0001"}, "limits": {"cpu": "1"}},
 ]
 ANNOTATION_KEYS = ["Team", "example.com/Team", "Example.com/team", "a b", "a" * 64, "example.com/"]
 ANNOTATIONS_AT_LIMIT = {"big": "x" * (256 * 1024 - len("big"))}
@@ -410,12 +456,14 @@ def test_gpuconf_finds_a_problem_exactly_where_the_server_refuses_the_daemonset(
     # validatePodAffinityTerm names a refused namespaces entry `namespace`, without its index;
     # ValidateMatchLabelKeysAndMismatchLabelKeys a matchLabelKeys entry also in the
     # labelSelector by the term's path and the entry's index (term[i]); validateResourceRequirements
-    # a request above its limit resources.requests, a request without its limit resources.limits.
+    # a request above its limit resources.requests, a request without its limit resources.limits,
+    # hugepages without cpu or memory resources (gpuconf names the hugepages entry).
     entry = (
         _dotted(found[0].path[:-1])
         .replace("spec.template.metadata", "spec.template")
         .replace(".namespaces", ".namespace")
         .replace(".matchLabelKeys", "")
         .replace(".resources.requests", ".resources")
+        .replace(".resources.limits", ".resources")
     )
     assert any(field.startswith(entry) for field in blamed), (entry, blamed)

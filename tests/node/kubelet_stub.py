@@ -72,6 +72,8 @@ class KubeletStub(api_pb2_grpc.RegistrationServicer):
         self.registrations: list[tuple[float, api_pb2.RegisterRequest]] = []
         self.options: dict[str, api_pb2.DevicePluginOptions] = {}
         self.lists: dict[str, list[Devices]] = {}
+        self.list_times: dict[str, list[float]] = {}
+        """When each of ``lists`` came (time.monotonic)."""
         self._changed = threading.Condition()
         self._streams: list[Any] = []
         self._channels: list[grpc.Channel] = []
@@ -133,6 +135,7 @@ class KubeletStub(api_pb2_grpc.RegistrationServicer):
                 }
                 with self._changed:
                     self.lists.setdefault(resource, []).append(devices)
+                    self.list_times.setdefault(resource, []).append(time.monotonic())
                     self._changed.notify_all()
         except grpc.RpcError:
             return  # the plugin or this stand-in went away

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gpuconf.node import atomic_files
-from gpuconf.node.atomic_files import write_atomically
+from gpuconf.node.atomic_files import remove_temporaries, write_atomically
 
 
 def test_a_replaced_file_keeps_its_mode_and_gets_the_new_bytes(tmp_path: Path) -> None:
@@ -38,3 +38,38 @@ def test_a_file_in_a_dot_d_folder_is_staged_in_the_folder_above(
     write_atomically(tmp_path / "daemon.json", b"{}")
     assert staged == [tmp_path, tmp_path]
     assert [p.name for p in folder.iterdir()] == ["99-nvidia.conf"]
+
+
+def test_an_unsynced_replacement_syncs_nothing_and_a_synced_one_the_file_and_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[str] = []
+
+    def recording_fsync(descriptor: int) -> None:
+        synced.append("folder" if os.path.isdir(f"/proc/self/fd/{descriptor}") else "file")
+
+    monkeypatch.setattr(atomic_files.os, "fsync", recording_fsync)
+    write_atomically(tmp_path / "state.json", b"{}", sync=False)
+    assert synced == []
+    assert (tmp_path / "state.json").read_bytes() == b"{}"
+    write_atomically(tmp_path / "state.json", b"[]")
+    assert synced == ["file", "folder"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state.json"]
+
+
+def test_temporaries_a_dead_writer_left_are_removed_and_nothing_else(tmp_path: Path) -> None:
+    for name in (
+        "state.json",
+        ".state.json.k2x9q1",
+        ".state.json.x",
+        "other.json",
+        ".other.json.a",
+    ):
+        (tmp_path / name).write_text("{}")
+    remove_temporaries(tmp_path / "state.json")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".other.json.a",
+        "other.json",
+        "state.json",
+    ]
+    remove_temporaries(tmp_path / "absent" / "state.json")  # no folder: nothing to do

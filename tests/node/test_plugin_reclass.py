@@ -30,6 +30,13 @@ from plugin_process import (
 )
 
 from gpuconf.node.kubelet.device_checkpoint import CHECKPOINT_FILE
+from gpuconf.node.kubelet.handed_out import RECORD_WAIT_SECONDS
+from gpuconf.node.kubelet.saved_grants import (
+    FORMAT_VERSION,
+    GRANTS_FILE,
+    moment_now,
+    read_boot_id,
+)
 
 WHOLE = "gpuconf.dev/h100"
 SHARED = "gpuconf.dev/h100-shared"
@@ -286,6 +293,78 @@ def test_a_restart_with_a_changed_config_keeps_held_gpus_out_of_their_new_class(
     kubelet.pod_resources.release_all()
     shared = kubelet.wait_devices(SHARED, lambda d: len(d) == 8, timeout=5)
     assert sorted(shared) == sorted(replicas(1, 4) + replicas(2, 4))
+
+
+def test_a_restart_right_after_an_allocate_keeps_the_gpu_out_of_its_new_class(
+    node: tuple[NodeProcess, KubeletStub],
+) -> None:
+    """A new image and a new config rolled out together, moments after a pod was admitted:
+    neither List nor the checkpoint names GPU 1 yet (a plain init container's shows only on
+    the checkpoint, however late its write lands), so only the grant the old process saved
+    (kubelet/saved_grants.py) keeps the new one from offering GPU 1 in its new class. Once a
+    poll names it, the poll holds it; the pod ended, it moves."""
+    process, kubelet = node
+    hold(kubelet)  # stored: nothing held
+    with process.plugin(WHOLE) as plugin:
+        allocate(plugin, [gpu_uuid(1)])
+    assert process.stop() == 0
+    (grant,) = json.loads(grants_file(process).read_text(encoding="utf-8"))["grants"]
+    assert grant["ids"] == [gpu_uuid(1)]
+    assert grant["answered"] is not None  # written at the latest as the process stopped
+    process.write_config(config([0], [1, 2], 4))  # GPU 1 to the shared class
+    whole_seen, shared_seen = len(kubelet.lists[WHOLE]), len(kubelet.lists[SHARED])
+    process.start()
+    assert sorted(first_list_after(kubelet, SHARED, shared_seen)) == replicas(2, 4)
+    assert sorted(first_list_after(kubelet, WHOLE, whole_seen)) == [gpu_uuid(0)]
+    assert_held_known(process)
+    pending = [{"gpu": 1, "held": [f"{WHOLE}/{gpu_uuid(1)}"], "current": [WHOLE],
+                "wanted": [SHARED]}]  # fmt: skip
+    assert process.status()["pendingChanges"] == pending
+    assert f"devices={WHOLE}/{gpu_uuid(1)}" in process.log()
+
+    hold(kubelet, WHOLE, gpu_uuid(1))  # polls that name the pod
+    assert process.status()["pendingChanges"] == pending
+    kubelet.pod_resources.release_all()  # the pod ended
+    shared = kubelet.wait_devices(SHARED, lambda d: len(d) == 8, timeout=10)
+    assert sorted(shared) == sorted(replicas(1, 4) + replicas(2, 4))
+    wait_until(lambda: process.metric("gpuconf_node_pending_gpu_changes") == 0)
+
+
+def grants_file(process: NodeProcess) -> Path:
+    return process.files / "state" / GRANTS_FILE
+
+
+def test_a_grant_no_poll_names_lets_its_gpu_move_once_what_is_left_of_its_wait_passes(
+    node: tuple[NodeProcess, KubeletStub],
+) -> None:
+    """The kubelet never recorded it (an answer lost on the way): the new process holds it
+    for the rest of its wait, counted from the answer's time on the clocks the old process
+    wrote (the wall clock, and the boot clock under the same boot ID), then the change applies
+    with no poll naming it: GPU 1 reaches its new class, and not before its wait ends. (A
+    start slower than what is left of the wait finds the grant gone, and the GPU moves later
+    still.)"""
+    process, kubelet = node
+    assert process.stop() == 0
+    left = 10.0
+    wait_ends = time.monotonic() + left  # read first: the runtime's wait ends no earlier
+    answered = moment_now()
+    answered = answered._replace(
+        wall=answered.wall - (RECORD_WAIT_SECONDS - left),
+        boot=answered.boot - (RECORD_WAIT_SECONDS - left),
+    )
+    grant = {"resource": WHOLE, "ids": [gpu_uuid(1)], "answered": answered._asdict()}
+    document = {"version": FORMAT_VERSION, "bootId": read_boot_id(), "grants": [grant]}
+    grants_file(process).parent.mkdir(exist_ok=True)
+    write_atomically(grants_file(process), json.dumps(document))
+    process.write_config(config([0], [1, 2], 4))
+    shared_seen = len(kubelet.lists[SHARED])
+    process.start()
+    shared = kubelet.wait_devices(SHARED, lambda d: len(d) == 8, timeout=left + 30)
+    assert sorted(shared) == sorted(replicas(1, 4) + replicas(2, 4))
+    lists = list(zip(kubelet.list_times[SHARED], kubelet.lists[SHARED], strict=True))
+    moved_at = next(at for at, devices in lists[shared_seen:] if len(devices) == 8)
+    assert moved_at >= wait_ends
+    assert json.loads(grants_file(process).read_text(encoding="utf-8"))["grants"] == []
 
 
 def write_checkpoint(process: NodeProcess, content: str) -> None:

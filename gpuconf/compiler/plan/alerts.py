@@ -100,6 +100,15 @@ def _node_runtime_alerts() -> list[Alert]:
             "The MPS class's devices are withdrawn from the kubelet until the daemon answers.",
         ),
         Alert(
+            "GpuconfGrantsNotSaved",
+            "gpuconf_node_handed_out_save_failing == 1",
+            "5m",
+            "warning",
+            "A node cannot save which GPUs its plugin handed out.",
+            "Pods still start, but a restart of gpuconf node now could offer a GPU just handed "
+            "out under a new class; the node's state folder is not writable.",
+        ),
+        Alert(
             "GpuconfGPUChangesPendingTooLong",
             "gpuconf_node_pending_gpu_changes > 0",
             "2h",

@@ -24,7 +24,8 @@ from gpuconf.compiler.plan.setup_daemonset import CONFIG_DIR, setup_marker_volum
 
 PLUGIN_DIR = KUBELET_PLUGIN_DIR
 STATE_DIR = "/run/gpuconf"
-"""GPUs awaiting a reset, remembered across restarts of the pod (tmpfs: a reboot clears it)."""
+"""GPUs awaiting a reset and what Allocate handed out, remembered across restarts of the pod
+(tmpfs: a reboot clears it)."""
 POD_RESOURCES_DIR = "/var/lib/kubelet/pod-resources"
 """The kubelet's PodResources socket: which devices running containers hold (day-2 safety)."""
 

@@ -5,19 +5,31 @@ validateEnvVarValueFrom and validateObjectFieldSelector (with pkg/apis/core/pods
 ConvertDownwardAPIFieldLabel), and ValidateContainerResourceRequirements
 (validateContainerResourceName, ValidateResourceQuantityValue; pkg/apis/core/helper/helpers.go's
 IsStandardContainerResourceName, IsNativeResource, IsExtendedResourceName,
-IsOvercommitAllowed, IsIntegerResourceName). Hugepages' page-size rules are not held here."""
+IsOvercommitAllowed, IsIntegerResourceName; quantities as k8s.io/apimachinery v0.34.4
+pkg/api/resource/quantity.go parses them: rounded up to nano, MilliValue rounding up), with
+validateContainerResourceFieldSelector and validateConfigMapKeySelector/validateSecretKeySelector
+(IsConfigMapKey), and pkg/apis/core/helper/helpers.go's IsHugePageResourceValueDivisible.
+Not held here: resourceFieldRef's divisor (the server compares its canonical spelling)."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator, Mapping
+from fractions import Fraction
 from typing import Any
 
 from gpuconf.api.base import LABEL_KEY
-from gpuconf.api.kubernetes_names import NATIVE_DOMAIN, QUOTA_PREFIX, extended_resource_name
-from gpuconf.api.shape_errors import as_yaml_spells, pattern_wording
+from gpuconf.api.kubernetes_names import (
+    NATIVE_DOMAIN,
+    QUOTA_PREFIX,
+    extended_resource_name,
+    qualified_name,
+)
+from gpuconf.api.shape_errors import as_yaml_spells
 from gpuconf.compiler.templating.server_fields import (
     Problem,
+    dns_subdomain_problem,
     entries,
     label_key_problem,
     not_one_of,
@@ -50,6 +62,18 @@ CONTAINER_RESOURCES = ("cpu", "memory", "ephemeral-storage")
 HUGEPAGES_PREFIX = "hugepages-"
 NATIVE_PREFIX = f"{NATIVE_DOMAIN}/"
 """ResourceDefaultNamespacePrefix: a name holding it is Kubernetes' own (IsNativeResource)."""
+QOS_RESOURCES = ("cpu", "memory")
+"""supportedQoSComputeResources: hugepages need one of them beside."""
+FIELD_RESOURCES = tuple(
+    f"{field}.{name}" for field in ("limits", "requests") for name in CONTAINER_RESOURCES
+)
+"""validContainerResourceFieldPathExpressions; or limits.hugepages-… and requests.hugepages-…"""
+FIELD_RESOURCE_PREFIXES = (f"limits.{HUGEPAGES_PREFIX}", f"requests.{HUGEPAGES_PREFIX}")
+KEY_SOURCES = ("configMapKeyRef", "secretKeyRef")
+CONFIG_KEY = re.compile(r"[-._a-zA-Z0-9]+")
+"""IsConfigMapKey's characters; at most 253 of them, and not ".", "..", nor starting ".."."""
+CONFIG_KEY_MAX = 253
+NANO = 10**9
 
 
 def containers(data: Mapping[str, Any], pod: KeyPath) -> Iterator[Problem]:
@@ -104,6 +128,61 @@ def _env_var(variable: Mapping[str, Any], path: KeyPath) -> Iterator[Problem]:
     field_ref = source.get("fieldRef")
     if isinstance(field_ref, dict):
         yield from _field_ref(field_ref, (*where, "fieldRef"))
+    resource_ref = source.get("resourceFieldRef")
+    if isinstance(resource_ref, dict):
+        yield from _resource_field_ref(resource_ref, (*where, "resourceFieldRef"))
+    for kind in KEY_SOURCES:
+        selector = source.get(kind)
+        if isinstance(selector, dict):
+            yield from _key_selector(selector, (*where, kind))
+
+
+def _resource_field_ref(reference: Mapping[str, Any], path: KeyPath) -> Iterator[Problem]:
+    """validateContainerResourceFieldSelector, for an env entry: a container's own cpu, memory,
+    ephemeral-storage or hugepages; not an extended resource such as a GPU."""
+    resource = reference.get("resource")
+    if not isinstance(resource, str):
+        return
+    if resource == "":
+        yield Problem((*path, "resource"), resource, "resource must not be empty")
+    elif resource not in FIELD_RESOURCES and not resource.startswith(FIELD_RESOURCE_PREFIXES):
+        allowed = (*FIELD_RESOURCES, *(f"{prefix}<size>" for prefix in FIELD_RESOURCE_PREFIXES))
+        yield not_one_of((*path, "resource"), resource, allowed)
+
+
+def _key_selector(selector: Mapping[str, Any], path: KeyPath) -> Iterator[Problem]:
+    """validateConfigMapKeySelector and validateSecretKeySelector: the object's name (a DNS
+    subdomain) and the key (IsConfigMapKey)."""
+    name = selector.get("name", "")  # the server reads a missing name as ""
+    if name == "":
+        yield Problem(
+            (*path, "name") if "name" in selector else path,
+            name if "name" in selector else selector,
+            "name must name the object",
+        )
+    elif isinstance(name, str):
+        found = dns_subdomain_problem(name)
+        if found is not None:
+            message, hint = found
+            yield Problem((*path, "name"), name, f"name {message}", hint)
+    key = selector.get("key")
+    if not isinstance(key, str):
+        return
+    if key == "":
+        yield Problem((*path, "key"), key, "key must not be empty")
+    elif (
+        len(key) > CONFIG_KEY_MAX
+        or not CONFIG_KEY.fullmatch(key)
+        or key in (".", "..")
+        or key.startswith("..")
+    ):
+        yield Problem(
+            (*path, "key"),
+            key,
+            f"{as_yaml_spells(key)} is not a valid config key",
+            f"letters, digits, '-', '_' and '.', at most {CONFIG_KEY_MAX}; not '.' or '..', "
+            "nor starting '..'",
+        )
 
 
 def _field_ref(field_ref: Mapping[str, Any], path: KeyPath) -> Iterator[Problem]:
@@ -150,6 +229,17 @@ def _resources(resources: Mapping[str, Any], path: KeyPath) -> Iterator[Problem]
             yield from _quantity(name, value, where)
     for name, value in requests.items():
         yield from _request_within_limit(name, value, limits.get(name), path)
+    asked = [("limits", name, value) for name, value in limits.items()]
+    asked += [("requests", name, value) for name, value in requests.items()]
+    hugepages = [entry for entry in asked if entry[1].startswith(HUGEPAGES_PREFIX)]
+    if hugepages and not any(name in QOS_RESOURCES for _, name, _ in asked):
+        field, name, value = hugepages[0]
+        yield Problem(
+            (*path, field, name),
+            value,
+            "hugepages need a cpu or memory request or limit beside them",
+            "add a memory limit (hugepages are memory too)",
+        )
 
 
 def _mapping(value: Any) -> dict[str, Any]:
@@ -158,13 +248,15 @@ def _mapping(value: Any) -> dict[str, Any]:
 
 def _resource_name_problem(name: str) -> tuple[str, str] | None:
     if not re.fullmatch(LABEL_KEY, name):
-        message, _ = pattern_wording(LABEL_KEY, name)
-        return message.replace("label key", "resource name"), _NAME_HINT
+        return (
+            f"{as_yaml_spells(name)} is not a valid resource name: {qualified_name(name)}",
+            _NAME_HINT,
+        )
     if "/" not in name:
         if name in CONTAINER_RESOURCES or name.startswith(HUGEPAGES_PREFIX):
             return None
         return f"{as_yaml_spells(name)} is not a resource a container can ask for", _NAME_HINT
-    if NATIVE_PREFIX in name or _extended(name):
+    if _native(name) or _extended(name):
         return None
     return (
         f"{as_yaml_spells(name)} is not a valid extended resource name: "
@@ -179,12 +271,16 @@ _NAME_HINT = (
 )
 
 
+def _native(name: str) -> bool:
+    """IsNativeResource: no domain, or Kubernetes' own."""
+    return "/" not in name or NATIVE_PREFIX in name
+
+
 def _extended(name: str) -> bool:
-    """IsExtendedResourceName: outside kubernetes.io/, and its quota name requests.<name> a
-    qualified name (which, unlike a cluster file's, may hold capitals)."""
+    """IsExtendedResourceName: not native, and its quota name requests.<name> a qualified name
+    (which, unlike a cluster file's, may hold capitals)."""
     return (
-        "/" in name
-        and NATIVE_PREFIX not in name
+        not _native(name)
         and not name.startswith(QUOTA_PREFIX)
         and bool(re.fullmatch(LABEL_KEY, f"{QUOTA_PREFIX}{name}"))
     )
@@ -192,30 +288,56 @@ def _extended(name: str) -> bool:
 
 def _overcommittable(name: str) -> bool:
     """IsOvercommitAllowed: Kubernetes' own resources, hugepages aside."""
-    return ("/" not in name or NATIVE_PREFIX in name) and not name.startswith(HUGEPAGES_PREFIX)
+    return _native(name) and not name.startswith(HUGEPAGES_PREFIX)
 
 
-def _parsed(value: Any) -> Quantity | None:
+def _parsed(value: Any) -> Fraction | None:
+    """The quantity's value as the server holds it: ParseQuantity rounds a finer one up to a
+    nano (quantity.go: "rounds non-zero values up to the minimum representable value")."""
     try:
-        return Quantity.parse(str(value))
+        exact = Quantity.parse(str(value)).value
     except ValueError:
         return None  # the kind's schema refuses it
+    return Fraction(math.ceil(exact * NANO), NANO)
 
 
 def _quantity(name: str, value: Any, path: KeyPath) -> Iterator[Problem]:
-    """ValidateResourceQuantityValue: not negative; a whole number for an extended resource."""
+    """ValidateResourceQuantityValue: not negative; a whole number for an extended resource;
+    and validateResourceQuantityHugePageValue: hugepages in whole pages."""
     quantity = _parsed(value)
     if quantity is None:
         return
-    if quantity.value < 0:
+    if quantity < 0:
         yield Problem(path, value, f"{as_yaml_spells(value)} is negative")
-    elif _extended(name) and quantity.value.denominator != 1:
+    elif _extended(name) and not _whole(quantity):
         yield Problem(
             path,
             value,
             f"{as_yaml_spells(value)} is not a whole number",
             f"{name} is an extended resource: devices are counted whole",
         )
+    elif name.startswith(HUGEPAGES_PREFIX) and not _in_pages(quantity, name):
+        page = name.removeprefix(HUGEPAGES_PREFIX)
+        yield Problem(
+            path,
+            value,
+            f"{as_yaml_spells(value)} is not a whole number of {page} pages",
+            f"{name} is counted in pages of {page}, a size such as 2Mi or 1Gi",
+        )
+
+
+def _whole(quantity: Fraction) -> bool:
+    """MilliValue() % 1000 == 0, MilliValue rounding up."""
+    return math.ceil(quantity * 1000) % 1000 == 0
+
+
+def _in_pages(quantity: Fraction, name: str) -> bool:
+    """IsHugePageResourceValueDivisible: the page size (the name's suffix) a positive whole
+    quantity, and Value() (rounded up) a multiple of it."""
+    page = _parsed(name.removeprefix(HUGEPAGES_PREFIX))
+    if page is None or page <= 0 or not _whole(page):
+        return False
+    return math.ceil(quantity) % int(page) == 0
 
 
 def _request_within_limit(name: str, value: Any, limit: Any, path: KeyPath) -> Iterator[Problem]:
@@ -235,7 +357,7 @@ def _request_within_limit(name: str, value: Any, limit: Any, path: KeyPath) -> I
     ceiling = _parsed(limit)
     if ceiling is None:
         return
-    if not _overcommittable(name) and request.compare(ceiling) != 0:
+    if not _overcommittable(name) and request != ceiling:
         yield Problem(
             where,
             value,
@@ -243,7 +365,7 @@ def _request_within_limit(name: str, value: Any, limit: Any, path: KeyPath) -> I
             f"{as_yaml_spells(limit)}",
             f"{name} cannot be overcommitted",
         )
-    elif request.compare(ceiling) > 0:
+    elif request > ceiling:
         yield Problem(
             where,
             value,

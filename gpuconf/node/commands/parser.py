@@ -44,7 +44,8 @@ def build_parser(prog: str = "gpuconf node") -> ArgumentParser:
     run.add_argument(
         "--state-dir",
         default=DEFAULT_STATE_DIR,
-        help="where GPUs awaiting a reset are remembered across restarts (tmpfs: a reboot clears it)",
+        help="where GPUs awaiting a reset and what Allocate handed out are remembered across "
+        "restarts (tmpfs: a reboot clears it)",
     )
     run.add_argument(
         "--pod-resources-socket",

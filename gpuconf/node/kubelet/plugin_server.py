@@ -197,6 +197,9 @@ class DevicePluginService:
             raise GRPCError(code, str(refused)) from None
         self._metrics.allocations.labels(view.resource.name).inc(len(asked))
         try:
+            # On disk before the kubelet has the answer: a process that dies before the write
+            # never answers, so no grant the kubelet received is missing from the file.
+            await asyncio.to_thread(self._handed_out.save, grant)
             await stream.send_message(response)
         finally:
             self._handed_out.sent(grant)

@@ -18,7 +18,8 @@ likely whole: held is unknown, as when List fails, and every move waits.
 
 Held also has what our plugins handed out that no stored poll has named yet
 (kubelet/handed_out.py): each poll notes when it started, and once stored lets go of the IDs
-it names (in List or on the checkpoint) that were handed out before it began.
+it names (in List or on the checkpoint) that were handed out before it began, and writes
+what it let go of (and the times of the answers sent since) to the record's file.
 """
 
 from __future__ import annotations
@@ -83,7 +84,8 @@ class PodResourcesWatch:
             return self._with_handed_out(self._held)
 
     def _with_handed_out(self, polled: HeldDevices | None) -> HeldDevices | None:
-        return None if polled is None else union_held(polled, self._handed_out.held())
+        handed_out = self._handed_out.held()
+        return None if polled is None or handed_out is None else union_held(polled, handed_out)
 
     def awaits_checkpoint(self, held: set[tuple[str, str]]) -> frozenset[tuple[str, str]]:
         """Those of these (resource, device ID) held only because the kubelet's checkpoint lists
@@ -138,6 +140,7 @@ class PodResourcesWatch:
             changed = self._with_handed_out(held) != before
         if changed:
             self._changed.set()
+        self._handed_out.save()  # what the poll let go of leaves the file too
 
     def _read_checkpoint(self) -> HeldDevices | None:
         """What the checkpoint holds: nothing when the kubelet could not read its content either,
