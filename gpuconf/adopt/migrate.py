@@ -24,19 +24,29 @@ def migrated(file: ClusterFile) -> tuple[Edited, list[str]]:
     version = document.get(API_VERSION_KEY)
     changes: list[str] = []
     lists: dict[int, CommentedSeq] = {}
+    change_of: dict[int, int] = {}  # a list's value id → the index of the line reporting it
     for step in steps_from(version):
         for path in step.single_values(document):
-            _put_in_list(document, path, lists)
-            changes.append(f"{step.name}: {format_path(path)}: one value → a list of one")
+            value, made = _put_in_list(document, path, lists)
+            if made:
+                change_of[value] = len(changes)
+                changes.append(f"{step.name}: {format_path(path)}: one value → a list of one")
+            else:  # an alias of a value already listed: the same list, reported on its line
+                changes[change_of[value]] += (
+                    f" ({format_path(path)}, an alias of it, shares the list)"
+                )
         _set_version(document, step.to_version)
     if document.get(API_VERSION_KEY) != version:
         changes.append(f"{API_VERSION_KEY}: {version} → {document[API_VERSION_KEY]}")
     return edited(file), changes
 
 
-def _put_in_list(document: CommentedMap, path: KeyPath, lists: dict[int, CommentedSeq]) -> None:
+def _put_in_list(
+    document: CommentedMap, path: KeyPath, lists: dict[int, CommentedSeq]
+) -> tuple[int, bool]:
     """`lists`: the list each value already moved into, by the value's id: a value several places
-    share through an anchor and its aliases is one list there too."""
+    share through an anchor and its aliases is one list there too. Returns the value's id, and
+    whether a list was made for it (False: an alias, given the list already made)."""
     *to_parent, key = path
     parent: Any = document
     for part in to_parent:
@@ -44,7 +54,7 @@ def _put_in_list(document: CommentedMap, path: KeyPath, lists: dict[int, Comment
     value = parent[key]
     if id(value) in lists:
         parent[key] = lists[id(value)]
-        return
+        return id(value), False
     # The value moves whole, with its comments; a flow mapping stays on its line as `[{…}]`.
     flow = isinstance(value, CommentedMap) and bool(value.fa.flow_style())
     listed = round_trip_yaml.sequence([value], flow=flow)
@@ -60,6 +70,7 @@ def _put_in_list(document: CommentedMap, path: KeyPath, lists: dict[int, Comment
         value.yaml_set_anchor(None)
     lists[id(value)] = listed
     parent[key] = listed
+    return id(value), True
 
 
 def _set_version(document: CommentedMap, version: str) -> None:

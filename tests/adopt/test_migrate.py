@@ -87,7 +87,7 @@ spec:
 """
 
 
-def test_a_layout_two_pools_share_through_an_anchor_stays_one_anchored_list(
+def test_a_layout_two_pools_share_through_an_anchor_stays_one_anchored_list_reported_once(
     tmp_path: Path,
 ) -> None:
     """The anchor names the list the layout moves into, so the alias stays `sharing: *small`:
@@ -97,6 +97,11 @@ def test_a_layout_two_pools_share_through_an_anchor_stays_one_anchored_list(
     file.write_text(SHARED_LAYOUT)
     result = run_cli("migrate", "twins.yaml", cwd=tmp_path)
     assert result.code == 0, result.err
+    assert result.err.splitlines() == [
+        "twins.yaml: pool-mig-sharing-as-list: spec.nodePools[0].sharing: one value → a list of "
+        "one (spec.nodePools[1].sharing, an alias of it, shares the list)",
+        "twins.yaml: apiVersion: gpuconf.dev/v1alpha1 → gpuconf.dev/v1alpha2",
+    ]
     assert file.read_text() == SHARED_LAYOUT.replace("v1alpha1", "v1alpha2").replace(
         "        strategy: mig\n        layout: all-1g.10gb\n",
         "        - strategy: mig\n          layout: all-1g.10gb\n",
