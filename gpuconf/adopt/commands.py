@@ -147,8 +147,11 @@ def _nodes(options: argparse.Namespace) -> int:
     if options.action == "add":
         if options.uuids and len(options.nodes) > 1:
             raise UsageError("--uuid declares the GPUs of one node: add one node at a time")
-        edit = nodes.add(file, options.pool, options.nodes, options.gpus, options.uuids)
-        done = f"declared {len(options.nodes)} node(s) in pool {options.pool} of {file.shown}"
+        added = nodes.add(file, options.pool, options.nodes, options.gpus, options.uuids)
+        for name in added.unchanged:
+            print(f"node {name} is already declared so in pool {options.pool} of {file.shown}")
+        edit = added.edit
+        done = f"declared {len(added.new)} node(s) in pool {options.pool} of {file.shown}"
     else:
         edit = nodes.remove(file, options.nodes)
         done = f"retired {len(options.nodes)} node(s) from {file.shown}"

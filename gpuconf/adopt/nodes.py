@@ -6,7 +6,7 @@ A new node is written like the README's: `- name: N` then `gpus:` as one flow li
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import CommentMark
@@ -17,8 +17,17 @@ from gpuconf.diagnostics import Diagnostic, InvalidInput
 from gpuconf.formats import round_trip_yaml
 
 NODES_KEY = "nodes"
+NodePath = tuple[str, str, int, str, int]
 # Where a pool without `nodes:` gets it: after the last of these it has, else at its end.
 _NODES_AFTER = ("gpus", "size", "driver", "runtime")
+
+
+class Added(NamedTuple):
+    edit: Edited
+    new: list[str]
+    """The nodes declared now."""
+    unchanged: list[str]
+    """The nodes already declared as they would have been: a rerun of the same `add`."""
 
 
 def add(
@@ -27,7 +36,7 @@ def add(
     node_names: Sequence[str],
     gpu_count: int | None,
     uuids: Sequence[str],
-) -> Edited:
+) -> Added:
     pool_index, pool = _pool(file, pool_name)
     count = gpu_count if gpu_count is not None else _pool_gpu_count(pool)
     if uuids and count is not None and len(uuids) != count:
@@ -48,19 +57,47 @@ def add(
     declared = _declared_nodes(file)
     for name in node_names:
         if name in declared:
-            raise _refused(
-                file,
-                declared[name],
-                f"node {name!r} is already declared",
-                "remove it first to declare it again",
+            difference = _declared_otherwise(file, declared[name], pool_name, count, uuids)
+            if difference:
+                raise _refused(
+                    file,
+                    declared[name],
+                    f"node {name!r} is already declared {difference}",
+                    f"remove it first (gpuconf nodes remove {file.shown} {name}) to declare it anew",
+                )
+    new_names = [name for name in node_names if name not in declared]
+    if new_names:
+        nodes = pool.get(NODES_KEY)
+        if not isinstance(nodes, CommentedSeq):
+            nodes = round_trip_yaml.sequence([], flow=False)
+            pool.insert(_nodes_position(pool), NODES_KEY, nodes)
+        for name in new_names:
+            nodes.append(round_trip_yaml.block_mapping({"name": name, "gpus": _gpus(count, uuids)}))
+    return Added(edited(file), new_names, [name for name in node_names if name in declared])
+
+
+def _declared_otherwise(
+    file: ClusterFile, path: NodePath, pool_name: str, count: int, uuids: Sequence[str]
+) -> str:
+    """How the node declared at `path` differs from the one `add` would declare; "" when it does
+    not. UUIDs not given ask for none in particular: the declared ones stay."""
+    _, _, pool_index, _, node_index = path
+    pool = _pools(file)[pool_index]
+    if pool.get("name") != pool_name:
+        return f"in pool {pool.get('name')!r}, not {pool_name!r}"
+    gpus = pool[NODES_KEY][node_index].get("gpus")
+    gpus = list(gpus) if isinstance(gpus, CommentedSeq) else []
+    if len(gpus) != count:
+        return f"with {len(gpus)} GPU(s), not {count}"
+    indices = [g.get("index") if isinstance(g, CommentedMap) else None for g in gpus]
+    if indices != list(range(count)):
+        return f"with GPU indices {', '.join(map(str, indices))}, not 0 to {count - 1}"
+    for index, (gpu, uuid) in enumerate(zip(gpus, uuids, strict=False)):
+        if gpu.get("uuid") != uuid:
+            return (
+                f"with other GPUs: GPU {index} is {gpu.get('uuid') or 'without a UUID'}, not {uuid}"
             )
-    nodes = pool.get(NODES_KEY)
-    if not isinstance(nodes, CommentedSeq):
-        nodes = round_trip_yaml.sequence([], flow=False)
-        pool.insert(_nodes_position(pool), NODES_KEY, nodes)
-    for name in node_names:
-        nodes.append(round_trip_yaml.block_mapping({"name": name, "gpus": _gpus(count, uuids)}))
-    return edited(file)
+    return ""
 
 
 def remove(file: ClusterFile, node_names: Sequence[str]) -> Edited:
@@ -133,9 +170,9 @@ def _pools(file: ClusterFile) -> list[Any]:
     return list(pools) if isinstance(pools, CommentedSeq) else []
 
 
-def _declared_nodes(file: ClusterFile) -> dict[str, tuple[str, str, int, str, int]]:
+def _declared_nodes(file: ClusterFile) -> dict[str, NodePath]:
     """Every declared node's name → its key path."""
-    out: dict[str, tuple[str, str, int, str, int]] = {}
+    out: dict[str, NodePath] = {}
     for pool_index, pool in enumerate(_pools(file)):
         nodes = pool.get(NODES_KEY) if isinstance(pool, CommentedMap) else None
         for node_index, node in enumerate(nodes if isinstance(nodes, CommentedSeq) else []):

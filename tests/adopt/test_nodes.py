@@ -24,6 +24,7 @@ def _copy(source: Path, folder: Path) -> Path:
 
 
 LAB_BYTES = (REPO / "clusters" / "lab.yaml").read_bytes()
+LAB_UUIDS = ["GPU-5e1a0c52-3c4b-4d6e-9a2f-0c8e1f6b7a01", "GPU-5e1a0c52-3c4b-4d6e-9a2f-0c8e1f6b7a02"]
 
 
 def _changed_lines(before: str, after: str) -> tuple[list[str], list[str]]:
@@ -82,8 +83,15 @@ def test_nodes_remove_keeps_the_comment_that_follows_the_pool(tmp_path: Path) ->
     ("argv", "message"),
     [
         (
-            ["add", "lab.yaml", "t4", "lab-gpu-2"],
-            "lab.yaml:24:11: spec.nodePools[0].nodes[1]: node 'lab-gpu-2' is already declared",
+            ["add", "lab.yaml", "t4", "lab-gpu-2", "--gpus", "3"],
+            "lab.yaml:24:11: spec.nodePools[0].nodes[1]: node 'lab-gpu-2' is already declared "
+            "with 2 GPU(s), not 3 (hint: remove it first",
+        ),
+        (
+            ["add", "lab.yaml", "t4", "lab-gpu-1", "--uuid", UUIDS[0], "--uuid", UUIDS[1]],
+            "lab.yaml:20:11: spec.nodePools[0].nodes[0]: node 'lab-gpu-1' is already declared "
+            "with other GPUs: GPU 0 is GPU-5e1a0c52-3c4b-4d6e-9a2f-0c8e1f6b7a01, not "
+            f"{UUIDS[0]}",
         ),
         (["add", "lab.yaml", "t5", "x"], "lab.yaml:10:3: spec.nodePools: no pool named 't5'"),
         (
@@ -96,7 +104,14 @@ def test_nodes_remove_keeps_the_comment_that_follows_the_pool(tmp_path: Path) ->
             "lab.yaml:28:11: spec.nodePools[0].nodes[2].name:",
         ),
     ],
-    ids=["duplicate", "unknown-pool", "uuid-count", "unknown-node", "bad-name-checked-after-edit"],
+    ids=[
+        "re-add-other-count",
+        "re-add-other-uuids",
+        "unknown-pool",
+        "uuid-count",
+        "unknown-node",
+        "bad-name-checked-after-edit",
+    ],
 )
 def test_nodes_refuses_with_a_located_diagnostic_and_writes_nothing(
     argv: list[str], message: str, tmp_path: Path
@@ -107,6 +122,58 @@ def test_nodes_refuses_with_a_located_diagnostic_and_writes_nothing(
     assert result.code == 1
     assert result.err.startswith(message), result.err
     assert file.read_text() == source.read_text()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["lab-gpu-2"],
+        ["lab-gpu-2", "--gpus", "2"],
+        ["lab-gpu-1", "--uuid", LAB_UUIDS[0], "--uuid", LAB_UUIDS[1]],
+        ["lab-gpu-1"],
+    ],
+    ids=["same-count", "same-count-given", "same-uuids", "uuids-declared-none-given"],
+)
+def test_re_adding_a_node_declared_with_the_same_gpus_changes_nothing_and_says_so(
+    argv: list[str], tmp_path: Path
+) -> None:
+    """A script declaring its nodes can run again: only a re-add that differs is refused."""
+    source = REPO / "clusters" / "lab.yaml"
+    file = _copy(source, tmp_path)
+    result = run_cli("nodes", "add", "lab.yaml", "t4", *argv, cwd=tmp_path)
+    assert (result.code, result.err) == (0, "")
+    assert result.out == (
+        f"node {argv[0]} is already declared so in pool t4 of lab.yaml\nnothing to change\n"
+    )
+    assert file.read_bytes() == source.read_bytes()
+
+
+def test_re_adding_declared_nodes_with_new_ones_adds_only_the_new(tmp_path: Path) -> None:
+    file = _copy(REPO / "clusters" / "lab.yaml", tmp_path)
+    result = run_cli("nodes", "add", "lab.yaml", "t4", "lab-gpu-2", "lab-gpu-3", cwd=tmp_path)
+    assert result.code == 0, result.err
+    assert result.out == (
+        "node lab-gpu-2 is already declared so in pool t4 of lab.yaml\n"
+        "declared 1 node(s) in pool t4 of lab.yaml\n"
+    )
+    names = [n["name"] for n in load_yaml(file.read_text())["spec"]["nodePools"][0]["nodes"]]
+    assert names == ["lab-gpu-1", "lab-gpu-2", "lab-gpu-3"]
+
+
+def test_re_adding_a_node_into_another_pool_is_refused_naming_its_pool(tmp_path: Path) -> None:
+    source = REPO / "clusters" / "fleet.yaml"
+    file = _copy(source, tmp_path)
+    pools = load_yaml(source.read_text())["spec"]["nodePools"]
+    declared_pool = next(p for p in pools if p.get("nodes"))
+    node = declared_pool["nodes"][0]["name"]
+    other = next(p["name"] for p in pools if p is not declared_pool)
+    result = run_cli("nodes", "add", "fleet.yaml", other, node, cwd=tmp_path)
+    assert result.code == 1
+    assert (
+        f"node {node!r} is already declared in pool {declared_pool['name']!r}, not {other!r}"
+        in (result.err)
+    )
+    assert file.read_bytes() == source.read_bytes()
 
 
 def test_nodes_add_creates_the_nodes_list_where_a_pool_has_none(tmp_path: Path) -> None:
