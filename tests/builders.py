@@ -237,13 +237,21 @@ class CliResult:
     err: str
 
 
-def run_cli(*argv: str, cwd: Path | None = None) -> CliResult:
-    """Run `gpuconf [-C CWD] ARGV…` in this process, as a user would, capturing what it prints."""
+def run_cli(*argv: str, cwd: Path | None = None, stdin: str = "") -> CliResult:
+    """Run `gpuconf [-C CWD] ARGV…` in this process, as a user would, capturing what it prints;
+    `stdin`: what is piped into it (never the test runner's own standard input)."""
+    from unittest import mock
+
     from gpuconf.cli import main
 
     out, err = io.StringIO(), io.StringIO()
+    piped = io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8")), encoding="utf-8")
     prefix = ["-C", str(cwd)] if cwd is not None else []
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with (
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+        mock.patch.object(sys, "stdin", piped),
+    ):
         code = main([*prefix, *argv])
     return CliResult(int(code), out.getvalue(), err.getvalue())
 

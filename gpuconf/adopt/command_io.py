@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuconf.errors import ExitCode, display_path
+from gpuconf.errors import ExitCode, UsageError, display_path
 
 if TYPE_CHECKING:
     from gpuconf.adopt.cluster_file import ClusterFile, Edited
@@ -51,6 +51,31 @@ def read_cluster_file(options: argparse.Namespace, path: Path) -> ClusterFile:
 
     path = options.base / path
     return read(path, display_path(path, options.base))
+
+
+STDIN = Path("-")
+STDIN_SHOWN = "<stdin>"
+
+
+def read_inputs(options: argparse.Namespace, paths: Sequence[Path]) -> list[tuple[str, str]]:
+    """Each input file's text and the name its diagnostics give it. `-` is standard input
+    (`kubectl get … -o yaml | gpuconf import …`), which can be read once."""
+    from gpuconf.diagnostics import InvalidInput
+    from gpuconf.formats.located_yaml import LoadFailed, read_stream, read_text
+
+    if paths.count(STDIN) > 1:
+        raise UsageError(f"{STDIN} (standard input) is named twice; it can be read once")
+    inputs = []
+    for path in paths:
+        try:
+            if path == STDIN:
+                inputs.append((read_stream(sys.stdin.buffer, STDIN_SHOWN), STDIN_SHOWN))
+            else:
+                shown = display_path(options.base / path, options.base)
+                inputs.append((read_text(options.base / path, shown), shown))
+        except LoadFailed as failure:
+            raise InvalidInput([failure.diagnostic]) from None
+    return inputs
 
 
 def read_cluster_files(options: argparse.Namespace, paths: Sequence[Path]) -> list[ClusterFile]:

@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuconf.adopt.command_io import (
+    STDIN,
     cluster_access,
     read_cluster_file,
+    read_inputs,
     validated_cluster,
     warn,
     written,
@@ -99,12 +101,12 @@ def run_import(options: argparse.Namespace) -> int:
     from gpuconf.adopt.cluster_file import new_file
     from gpuconf.adopt.importers.cluster_document import cluster_document
     from gpuconf.adopt.importers.nvidia_chart import import_chart, parse_gpus
-    from gpuconf.adopt.importers.sources import read_documents, read_one
+    from gpuconf.adopt.importers.sources import documents, one
 
     target, shown = _new_target(options)
     first = options.values if options.source == "nvidia-chart" else options.policy
-    first_path = options.base / first
-    values = read_one(first_path, display_path(first_path, options.base))
+    first_input, *config_inputs = read_inputs(options, [first, *options.configs])
+    values = one(*first_input)
     policy_left_out: list[Diagnostic] = []
     engine = None
     if options.source == "gpu-operator":
@@ -114,9 +116,9 @@ def run_import(options: argparse.Namespace) -> int:
         values, policy_left_out = gpu_operator.as_chart_values(policy)
         engine = gpu_operator.engine(policy)
     configs = [
-        (source, path)
-        for path in (options.base / p for p in options.configs)
-        for source in read_documents(path, display_path(path, options.base))
+        (source, None if path == STDIN else path)
+        for path, (text, shown) in zip(options.configs, config_inputs, strict=True)
+        for source in documents(text, shown)
     ]
     imported = import_chart(
         values, configs, parse_gpus(options.gpus), options.kubernetes_version, engine
@@ -170,17 +172,14 @@ def _import_cluster(options: argparse.Namespace) -> int:
 def _import_quotas(options: argparse.Namespace) -> int:
     from gpuconf.adopt.cluster_file import edited
     from gpuconf.adopt.importers.quotas import import_quotas
-    from gpuconf.adopt.importers.sources import read_documents
+    from gpuconf.adopt.importers.sources import documents
 
+    inputs = read_inputs(options, options.quotas)
     file = read_cluster_file(options, options.into)  # a file: no cluster is looked up by name
     validated = validated_cluster(
         options, str(options.into), with_warnings=False
     )  # the edit is checked anew
-    sources = [
-        source
-        for path in (options.base / p for p in options.quotas)
-        for source in read_documents(path, display_path(path, options.base))
-    ]
+    sources = [source for text, shown in inputs for source in documents(text, shown)]
     left_out = import_quotas(file, validated, sources)
     warn(left_out)
     return written([edited(file)], f"wrote the quotas into {file.shown}")

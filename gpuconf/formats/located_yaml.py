@@ -13,7 +13,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 from yaml import MarkedYAMLError, YAMLError
 from yaml._yaml import CParser
@@ -592,14 +592,21 @@ def read_text(path: Path, name: str) -> str:
     """The file's text, within the size gpuconf reads; LoadFailed, located at the file, else."""
     try:
         with path.open("rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
-            if len(data) > MAX_FILE_BYTES:
-                # A pipe or device (/dev/stdin, <(…)) has no end to seek to, or one at 0.
-                end = handle.seek(0, 2) if handle.seekable() else 0
-                raise _too_big(name, end if end > MAX_FILE_BYTES else None)
-        text = data.decode("utf-8")
+            return read_stream(handle, name)
+    except OSError as error:
+        raise _whole_file(name, f"cannot read the file: {error.strerror}") from None
+
+
+def read_stream(handle: BinaryIO, name: str) -> str:
+    """read_text of an open file or pipe (standard input), read to its end."""
+    try:
+        data = handle.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            # A pipe or device (/dev/stdin, <(…)) has no end to seek to, or one at 0.
+            end = handle.seek(0, 2) if handle.seekable() else 0
+            raise _too_big(name, end if end > MAX_FILE_BYTES else None)
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise _whole_file(name, "the file is not UTF-8 text") from None
     except OSError as error:
         raise _whole_file(name, f"cannot read the file: {error.strerror}") from None
-    return text

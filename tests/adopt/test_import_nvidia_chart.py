@@ -263,6 +263,52 @@ def test_what_cannot_be_imported_is_listed_where_it_stands(tmp_path: Path) -> No
     )
 
 
+CHART_VALUES = "config:\n  name: time-slicing-config\n  default: any\n"  # POLICY_CONFIGS
+
+
+@pytest.mark.parametrize(
+    ("source", "first"), [("nvidia-chart", "values.yaml"), ("gpu-operator", "policy.yaml")]
+)
+@pytest.mark.parametrize("piped", ["first", "configmap"])
+def test_the_first_file_or_a_configmap_may_be_piped_on_stdin(
+    tmp_path: Path, source: str, first: str, piped: str
+) -> None:
+    """`helm get values … | gpuconf import nvidia-chart - …`, `kubectl get clusterpolicy … -o
+    yaml | gpuconf import gpu-operator - …`: the same cluster as from the files."""
+    texts = {
+        first: json.dumps(POLICY) if source == "gpu-operator" else CHART_VALUES,
+        "configs.yaml": json.dumps(POLICY_CONFIGS),
+    }
+    for name, text in texts.items():
+        (tmp_path / name).write_text(text)
+    options = ["--gpus", "any=L4:2:3", "--gpus", "mps=L4:2:1", "--name", "x"]
+    from_files = run_cli("import", source, first, "configs.yaml", *options, cwd=tmp_path)
+    written = (tmp_path / "clusters" / "x.yaml").read_text()
+    stdin_name = first if piped == "first" else "configs.yaml"
+    argv = ["-" if name == stdin_name else name for name in (first, "configs.yaml")]
+    from_stdin = run_cli(
+        "import", source, *argv, *options, "--force", cwd=tmp_path, stdin=texts[stdin_name]
+    )
+    assert from_files.code == from_stdin.code == 0, from_stdin.err
+    assert from_stdin.err == from_files.err.replace(f"{stdin_name}:", "<stdin>:")
+    piped_in = (tmp_path / "clusters" / "x.yaml").read_text()
+    assert load_yaml(piped_in)["spec"] == load_yaml(written)["spec"]
+
+
+def test_a_config_file_piped_on_stdin_has_no_name_and_is_refused(tmp_path: Path) -> None:
+    """A config file is named by its file name; a ConfigMap names its configs itself."""
+    (tmp_path / "values.yaml").write_text("config:\n  default: a\n")
+    result = run_cli(
+        "import", "nvidia-chart", "values.yaml", "-", "--name", "x", "--gpus", "a=L4:1:1",
+        cwd=tmp_path, stdin="version: v1\n",
+    )  # fmt: skip
+    assert result.code == 1
+    assert result.err.startswith(
+        "<stdin>:1:1: (document): a config file on standard input has no file name"
+    ), result.err
+    assert not (tmp_path / "clusters").exists()
+
+
 def test_import_needs_the_gpus_of_every_config_and_never_overwrites(tmp_path: Path) -> None:
     (tmp_path / "values.yaml").write_text(
         "config:\n  map:\n    a: 'version: v1'\n    b: 'version: v1'\n"

@@ -65,6 +65,44 @@ def test_imported_quotas_render_as_the_source_quotas_and_the_rest_is_listed(tmp_
         assert quota["spec"]["hard"] == {"requests.gpuconf.dev/t4-shared": count}
 
 
+def test_quotas_piped_on_stdin_are_imported_as_from_a_file_and_located_at_stdin(
+    tmp_path: Path,
+) -> None:
+    """`kubectl get resourcequota -A -o yaml | gpuconf import quotas - --into …`."""
+    for folder in ("from-file", "from-stdin"):
+        (tmp_path / folder).mkdir()
+        shutil.copy(REPO / "clusters" / "lab.yaml", tmp_path / folder / "lab.yaml")
+    (tmp_path / "from-file" / "quotas.yaml").write_text(QUOTAS)
+    from_file = run_cli(
+        "import", "quotas", "quotas.yaml", "--into", "lab.yaml", cwd=tmp_path / "from-file"
+    )
+    piped = run_cli(
+        "import", "quotas", "-", "--into", "lab.yaml", cwd=tmp_path / "from-stdin", stdin=QUOTAS
+    )
+    assert (piped.code, piped.out) == (from_file.code, from_file.out) == (0, from_file.out)
+    assert piped.err == from_file.err.replace("quotas.yaml:", "<stdin>:")
+    assert piped.err.startswith("<stdin>:7:5: spec.hard.requests.cpu: warning: ")
+    assert (tmp_path / "from-stdin" / "lab.yaml").read_text() == (
+        tmp_path / "from-file" / "lab.yaml"
+    ).read_text()
+
+
+def test_stdin_named_twice_is_a_usage_error_and_nothing_is_written(tmp_path: Path) -> None:
+    file = tmp_path / "lab.yaml"
+    shutil.copy(REPO / "clusters" / "lab.yaml", file)
+    result = run_cli("import", "quotas", "-", "-", "--into", "lab.yaml", cwd=tmp_path, stdin=QUOTAS)
+    assert result.code == 2
+    assert result.err == "gpuconf: - (standard input) is named twice; it can be read once\n"
+    assert file.read_bytes() == (REPO / "clusters" / "lab.yaml").read_bytes()
+
+
+def test_bad_yaml_on_stdin_is_located_at_stdin(tmp_path: Path) -> None:
+    shutil.copy(REPO / "clusters" / "lab.yaml", tmp_path / "lab.yaml")
+    result = run_cli("import", "quotas", "-", "--into", "lab.yaml", cwd=tmp_path, stdin="a: [\n")
+    assert result.code == 1
+    assert result.err.startswith("<stdin>:"), result.err
+
+
 def test_a_resource_several_classes_share_is_listed_not_guessed(tmp_path: Path) -> None:
     file = tmp_path / "nvidia-migration.yaml"
     shutil.copy(REPO / "clusters" / "nvidia-migration.yaml", file)

@@ -110,7 +110,10 @@ def parse_gpus(given: Sequence[str]) -> dict[str, GpuShape]:
     return shapes
 
 
-def named_configs(values: Source, configs: Sequence[tuple[Source, Path]]) -> list[NamedConfig]:
+def named_configs(
+    values: Source, configs: Sequence[tuple[Source, Path | None]]
+) -> list[NamedConfig]:
+    """`configs`: each config source, and the file it came from (None: standard input)."""
     out: list[NamedConfig] = []
     config_map = values.at("config", "map")
     if isinstance(config_map, dict):
@@ -126,6 +129,12 @@ def named_configs(values: Source, configs: Sequence[tuple[Source, Path]]) -> lis
                 key = ("data", str(name))
                 if isinstance(text, str):
                     out.append(NamedConfig(name, embedded(text, source, key), source, key))
+        elif path is None:
+            raise source.wrong(
+                (),
+                "a config file on standard input has no file name to name its config by",
+                "pipe the plugin's ConfigMap instead, or give the config file by its name",
+            )
         else:
             out.append(NamedConfig(path.stem, source, source, ()))
     names = [c.name for c in out]
@@ -151,7 +160,7 @@ def default_config(values: Source, configs: Sequence[NamedConfig]) -> str | None
 
 def import_chart(
     values: Source,
-    configs: Sequence[tuple[Source, Path]],
+    configs: Sequence[tuple[Source, Path | None]],
     gpus: Mapping[str, GpuShape],
     kubernetes_version: str,
     engine: str | None = None,

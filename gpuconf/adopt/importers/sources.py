@@ -1,14 +1,14 @@
-"""Reading the files an importer is given: located YAML, so each thing not imported is reported
-where it stands in its file; Kubernetes manifests may hold several documents."""
+"""Reading the files an importer is given (their text, as the command read it): located YAML,
+so each thing not imported is reported where it stands in its file; Kubernetes manifests may
+hold several documents."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from gpuconf.diagnostics import Diagnostic, InvalidInput, KeyPath, Severity
-from gpuconf.formats.located_yaml import LoadFailed, Located, load_file, parse_text, read_text
+from gpuconf.formats.located_yaml import LoadFailed, Located, parse_text
 
 
 class Source(NamedTuple):
@@ -45,23 +45,24 @@ def _objects(document: Source) -> Iterator[Source]:
         yield document
 
 
-def read_documents(path: Path, shown: str) -> Iterator[Source]:
-    """Each object of a file: its `---`-separated documents, and the items of a `kind: List`."""
-    try:
-        text = read_text(path, shown)  # load_file's size and UTF-8 rules
-    except LoadFailed as failure:
-        raise InvalidInput([failure.diagnostic]) from None
+def documents(text: str, shown: str) -> Iterator[Source]:
+    """Each object of a file's text: its `---`-separated documents, and the items of a
+    `kind: List`."""
     if not text.lstrip().startswith("---") and "\n---" not in text:
-        yield from _objects(_load(path, shown))
+        yield from _objects(one(text, shown))
         return
     for first_line, chunk in _documents(text):
         if any(line.strip() and not line.startswith("#") for line in chunk.splitlines()):
             # Empty lines before the chunk keep its positions those of the file.
-            yield from _objects(_parse("\n" * first_line + chunk, shown))
+            yield from _objects(one("\n" * first_line + chunk, shown))
 
 
-def read_one(path: Path, shown: str) -> Source:
-    return _load(path, shown)
+def one(text: str, shown: str) -> Source:
+    """A file's text holding one document."""
+    try:
+        return Source(parse_text(text, shown))
+    except LoadFailed as failure:
+        raise InvalidInput([failure.diagnostic]) from None
 
 
 def embedded(text: str, owner: Source, key: KeyPath) -> Source:
@@ -87,17 +88,3 @@ def _documents(text: str) -> list[tuple[int, str]]:
             current.append(line)
     chunks.append((start, "\n".join(current)))
     return chunks
-
-
-def _load(path: Path, shown: str) -> Source:
-    try:
-        return Source(load_file(path, shown))
-    except LoadFailed as failure:
-        raise InvalidInput([failure.diagnostic]) from None
-
-
-def _parse(text: str, shown: str) -> Source:
-    try:
-        return Source(parse_text(text, shown))
-    except LoadFailed as failure:
-        raise InvalidInput([failure.diagnostic]) from None
