@@ -23,6 +23,7 @@ from gpuconf.errors import ArgumentParser, ExitCode, GpuconfError, UsageError, c
 
 DEFAULT_CLUSTERS = Path("clusters")
 DEFAULT_OUTPUT = Path("rendered")
+KUSTOMIZATION = "kustomization.yaml"  # what Argo CD and Flux build a rendered tree from
 DEFAULT_SCHEMAS = Path("schemas")
 
 
@@ -357,9 +358,14 @@ def _gitops(options: argparse.Namespace) -> int:
         raise UsageError(
             f"--path {options.rendered_path}: give the folder's path inside the repository"
         )
+    if not options.revision.strip():
+        raise UsageError(
+            f"--revision {options.revision!r}: name the branch (Flux) or revision (Argo CD) to sync"
+        )
     compiled = _compile(options)
     if not compiled.ok:
         return ExitCode.INVALID_INPUT
+    _refuse_unrendered(options, rendered_path, sorted(compiled.rendered))
     source = GitSource(
         options.repo,
         options.revision,
@@ -387,6 +393,38 @@ def _gitops(options: argparse.Namespace) -> int:
         file=_text(options),
     )
     return ExitCode.OK
+
+
+def _refuse_unrendered(
+    options: argparse.Namespace, rendered_path: PurePosixPath, clusters: Sequence[str]
+) -> None:
+    """The objects point the agent at PATH/<cluster>/ of the repository, read as the working
+    folder (-C DIR): where that holds no rendered tree, Argo CD and Flux sync nothing but an
+    error, so nothing is written."""
+    folder = options.base / rendered_path
+    missing = [c for c in clusters if not (folder / c / KUSTOMIZATION).is_file()]
+    if not missing:
+        return
+    path = rendered_path.as_posix()
+    problem = (
+        f"--path {path}: no rendered tree of {', '.join(missing)} in {path}/ for {options.agent} "
+        "to sync"
+    )
+    default = PurePosixPath(DEFAULT_OUTPUT.as_posix())
+    if rendered_path != default and _rendered_clusters(options.base / default) >= set(clusters):
+        raise UsageError(f"{problem}; they are in {default}/: give --path {default}")
+    there = _rendered_clusters(folder)
+    if there:
+        problem += f" (rendered clusters there: {', '.join(sorted(there))})"
+    render = "gpuconf render" + ("" if rendered_path == default else f" -o {path}")
+    raise UsageError(f"{problem}; run `{render}` first, and commit it")
+
+
+def _rendered_clusters(folder: Path) -> set[str]:
+    """The folders of `folder` holding a rendered tree (its kustomization.yaml)."""
+    if not folder.is_dir():
+        return set()
+    return {d.name for d in folder.iterdir() if (d / KUSTOMIZATION).is_file()}
 
 
 def _diff(options: argparse.Namespace) -> int:

@@ -407,6 +407,8 @@ def test_an_output_that_cannot_be_written_is_named_as_given(
     tmp_path: Path, command: tuple[str, ...]
 ) -> None:
     (tmp_path / "taken").write_text("not a folder")
+    if command[0] == "gitops":  # the rendered tree its objects point at
+        shutil.copytree(RENDERED / "lab", tmp_path / "rendered" / "lab")
     result = run_cli(*command, "-o", "taken/out", cwd=tmp_path)
     assert result.code == 1, result.err
     assert result.err.startswith("gpuconf: cannot write taken/out: "), result.err

@@ -177,3 +177,64 @@ def test_a_repository_address_flux_cannot_read_is_a_usage_error_and_nothing_is_w
     assert "spec.url" in result.err
     assert "GitRepository CRD" in result.err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("agent", ["argocd", "flux"])
+@pytest.mark.parametrize("revision", ["", " "])
+def test_an_empty_revision_is_a_usage_error_and_nothing_is_written(
+    tmp_path: Path, agent: str, revision: str
+) -> None:
+    """Argo CD reads an empty targetRevision as HEAD, and Flux an empty branch as none given:
+    either way not a branch the user named (an unset variable: `--revision "$BRANCH"`)."""
+    result = run_cli(
+        "gitops", agent, "--repo", EXAMPLE_REPO, "--revision", revision,
+        "-o", str(tmp_path / "out"), "clusters/lab.yaml", cwd=REPO,
+    )  # fmt: skip
+    assert result.code == 2
+    assert result.err == (
+        f"gpuconf: --revision {revision!r}: name the branch (Flux) or revision (Argo CD) to sync\n"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_gitops_before_any_render_is_refused_asking_for_a_render_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "clusters").mkdir()
+    shutil.copy(REPO / "clusters" / "lab.yaml", tmp_path / "clusters" / "lab.yaml")
+    result = run_cli("gitops", "flux", "--repo", EXAMPLE_REPO, cwd=tmp_path)
+    assert result.code == 2
+    assert result.err == (
+        "gpuconf: --path rendered: no rendered tree of lab in rendered/ for flux to sync; "
+        "run `gpuconf render` first, and commit it\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clusters"]
+
+
+@pytest.mark.parametrize("agent", ["argocd", "flux"])
+def test_a_path_holding_no_rendered_cluster_is_refused_naming_the_rendered_clusters_found(
+    tmp_path: Path, agent: str
+) -> None:
+    result = run_cli(
+        "gitops", agent, "--repo", EXAMPLE_REPO, "--path", "rendered/lab",
+        "-o", str(tmp_path / "out"), "clusters/lab.yaml", "clusters/fleet.yaml", cwd=REPO,
+    )  # fmt: skip
+    assert result.code == 2
+    assert result.err == (
+        f"gpuconf: --path rendered/lab: no rendered tree of fleet, lab in rendered/lab/ for "
+        f"{agent} to sync; they are in rendered/: give --path rendered\n"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_path_holding_other_rendered_clusters_names_them(tmp_path: Path) -> None:
+    (tmp_path / "clusters").mkdir()
+    shutil.copy(REPO / "clusters" / "lab.yaml", tmp_path / "clusters" / "lab.yaml")
+    (tmp_path / "deploy" / "old").mkdir(parents=True)
+    (tmp_path / "deploy" / "old" / "kustomization.yaml").write_text("resources: []\n")
+    result = run_cli("gitops", "argocd", "--repo", EXAMPLE_REPO, "--path", "deploy", cwd=tmp_path)
+    assert result.code == 2
+    assert result.err == (
+        "gpuconf: --path deploy: no rendered tree of lab in deploy/ for argocd to sync "
+        "(rendered clusters there: old); run `gpuconf render -o deploy` first, and commit it\n"
+    )
