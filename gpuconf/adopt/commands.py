@@ -75,7 +75,8 @@ def add_parsers(commands: argparse._SubParsersAction[ArgumentParser]) -> dict[st
         type=_gpu_count,
         default=None,
         metavar="N",
-        help="GPUs per node (default: the pool's)",
+        help="GPUs per node (default: the pool's gpus.count; a declared node's GPU list is its"
+        " whole inventory, so it may differ from the pool's)",
     )
     add.add_argument(
         "--uuid",
