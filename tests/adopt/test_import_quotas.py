@@ -40,7 +40,9 @@ def test_imported_quotas_render_as_the_source_quotas_and_the_rest_is_listed(tmp_
     assert result.code == 0, result.err
     assert result.err.splitlines() == [
         "quotas.yaml:7:5: spec.hard.requests.cpu: warning: no class of the cluster is requested by this name",
-        "quotas.yaml:14:3: spec.scopes: warning: gpuconf's quotas have no scopes; imported without them",
+        "quotas.yaml:14:3: spec.scopes: warning: this quota holds only the pods of NotBestEffort "
+        "(t4-shared: 2); gpuconf's quotas have no scopes: imported as 2 for every pod of the "
+        "namespace",
         "quotas.yaml:17:5: spec.hard.requests.nvidia.com/gpu: warning: no class of the cluster is requested by this name",
     ]
     changes = [
@@ -158,6 +160,38 @@ def test_several_quotas_of_one_namespace_import_as_the_smallest_whichever_comes_
             {"namespace": "research", "classes": {"t4-shared": 3}},
             {"namespace": "students", "classes": {"t4-shared": 4}},
         ], order
+        said = [line.split(": warning: ", 1)[1] for line in result.err.splitlines()]
+        assert sorted(said) == [
+            "this quota holds only the pods of PriorityClass In [high] (t4-shared: 1); gpuconf's "
+            "quotas have no scopes: not imported, and the namespace's quota of 3 holds those pods "
+            "too",
+            "this quota holds only the pods of PriorityClass In [high] (t4-shared: 2); gpuconf's "
+            "quotas have no scopes: not imported, and the namespace's quota of 4 holds those pods "
+            "too",
+        ], order
+
+
+def test_a_namespace_held_by_scoped_quotas_alone_imports_the_smallest_for_every_pod(
+    tmp_path: Path,
+) -> None:
+    """gpuconf's quotas have no scopes: the smallest scoped one, held over every pod, gives no
+    pod more than it had (adopt/quota_scopes.py), and each is said so."""
+    (tmp_path / "clusters").mkdir()
+    shutil.copy(REPO / "clusters" / "lab.yaml", tmp_path / "clusters" / "lab.yaml")
+    quota = "kind: ResourceQuota\nmetadata: {{name: {}, namespace: ml}}\nspec:\n  scopes: [{}]\n  hard: {{requests.gpuconf.dev/t4-shared: '{}'}}\n"
+    (tmp_path / "q.yaml").write_text(
+        quota.format("long", "NotTerminating", 4) + "---\n" + quota.format("jobs", "Terminating", 2)
+    )
+    result = run_cli("import", "quotas", "q.yaml", "--into", "clusters/lab.yaml", cwd=tmp_path)
+    assert result.code == 0, result.err
+    quotas = load_yaml((tmp_path / "clusters" / "lab.yaml").read_text())["spec"]["quotas"]
+    assert {"namespace": "ml", "classes": {"t4-shared": 2}} in quotas
+    assert result.err.splitlines() == [
+        f"q.yaml:{line}:3: spec.scopes: warning: this quota holds only the pods of {scope} "
+        f"(t4-shared: {count}); gpuconf's quotas have no scopes: imported as 2 for every pod of "
+        "the namespace"
+        for line, scope, count in ((4, "NotTerminating", 4), (10, "Terminating", 2))
+    ]
 
 
 def test_a_gpu_line_without_the_requests_prefix_is_listed_as_limiting_nothing(
@@ -207,6 +241,14 @@ def test_a_quota_larger_than_any_cluster_is_listed_at_its_line_not_refused_elsew
         "is more than a gpuconf quota holds (1,000,000): not imported, which leaves the "
         "namespace as unlimited as this line did\n"
     )
+    assert file.read_text() == before
+    # A namespace the file already holds keeps its quota.
+    (tmp_path / "q.yaml").write_text(
+        (tmp_path / "q.yaml").read_text().replace("namespace: ml", "namespace: research")
+    )
+    result = run_cli("import", "quotas", "q.yaml", "--into", file.name, cwd=tmp_path)
+    assert (result.code, result.out) == (0, "nothing to change\n"), result.err
+    assert result.err.endswith("not imported; the file keeps t4-shared: 8 there\n")
     assert file.read_text() == before
 
 

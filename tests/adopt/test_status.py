@@ -41,10 +41,14 @@ def _quota(
     used: int,
     name: str = "gpuconf-gpus",
     key: str = "requests.gpuconf.dev/t4-shared",
+    scopes: tuple[str, ...] = (),
 ) -> dict[str, Any]:
+    spec: dict[str, Any] = {"hard": {key: str(hard)}}
+    if scopes:
+        spec["scopes"] = list(scopes)
     return {
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"hard": {key: str(hard)}},
+        "spec": spec,
         "status": {"hard": {key: str(hard)}, "used": {key: str(used)}},
     }
 
@@ -294,6 +298,48 @@ def test_two_quotas_in_one_namespace_limit_it_to_the_smaller_not_their_sum(
     report = json.loads(result.out)
     assert [(c["in_use"], c["quota"]) for c in report["classes"]] == [(4, 12)]
     assert (result.code, report["problems"]) == (0, [])
+
+
+@pytest.mark.parametrize(
+    ("scoped", "counted"),
+    [
+        # Terminating and NotTerminating part every pod: the namespace gets both sides.
+        ((("Terminating", 2, 1), ("NotTerminating", 4, 3)), (8, 18)),
+        # A normal GPU pod matches both, and is held to 4; a BestEffort pod that terminates to
+        # neither: the namespace is not held as a whole, as one without a quota.
+        ((("NotBestEffort", 4, 3), ("NotTerminating", 4, 3)), (4, 12)),
+        ((("PriorityClass", 1, 1),), (4, 12)),
+    ],
+    ids=["parting-pair", "overlapping-scopes", "one-scope"],
+)
+def test_scoped_quotas_hold_a_namespace_only_where_their_scopes_part_every_pod(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    scoped: tuple[tuple[str, int, int], ...],
+    counted: tuple[int, int],
+) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    healthy = [_node("lab-gpu-1", "t4", 8), _node("lab-gpu-2", "t4", 8)]
+    quotas = [
+        _quota("research", 8, 3),
+        _quota("students", 4, 1),
+        *(
+            _quota("ml", hard, used, name=f"gpus-{scope.lower()}", scopes=(scope,))
+            for scope, hard, used in scoped
+        ),
+    ]
+    with FakeApiServer(healthy, quotas).running() as fake:
+        result = run_cli(
+            "status", LAB, "--kubeconfig", str(fake.kubeconfig(tmp_path)), "-o", "json"
+        )
+    report = json.loads(result.out)
+    assert [(c["in_use"], c["quota"]) for c in report["classes"]] == [counted]
+    over = [p for p in report["problems"] if "quotas add up to" in p]
+    assert over == (
+        ["class t4-shared: quotas add up to 18, more than the 16 available"]
+        if counted[1] > 16
+        else []
+    )
 
 
 def test_classes_sharing_a_resource_name_are_held_to_its_quota_together(

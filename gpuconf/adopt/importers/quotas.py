@@ -9,13 +9,15 @@ resources are listed, not dropped."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from gpuconf.adopt.cluster_file import ClusterFile
 from gpuconf.adopt.importers.sources import Source
+from gpuconf.adopt.quota_scopes import described, scopes
 from gpuconf.api.cluster.quota import QUOTA_MAX
+from gpuconf.api.kubernetes_names import QUOTA_PREFIX
 from gpuconf.compiler.plan.dra import dra_quota_key
 from gpuconf.compiler.plan.quotas import device_plugin_quota_key
 from gpuconf.compiler.validate import Validated
@@ -41,8 +43,8 @@ def import_quotas(
     """Set the quotas in `file`'s document; returns what was not imported."""
     keys = quota_keys(validated)
     left_out: list[Diagnostic] = []
-    # namespace → class → the counts its quotas give it, unscoped ones apart from scoped ones
-    limits: dict[str, dict[str, tuple[list[int], list[int]]]] = {}
+    # namespace → class → its quotas' lines
+    limits: dict[str, dict[str, list[_Line]]] = {}
     for source in sources:
         if source.at("kind") != "ResourceQuota":
             left_out.append(source.not_imported(("kind",), "not a ResourceQuota; skipped"))
@@ -53,15 +55,9 @@ def import_quotas(
                 source.not_imported(("metadata",), "no metadata.namespace: skipped", "")
             )
             continue
-        scoped = False
-        for scope in ("scopes", "scopeSelector"):
-            if source.at("spec", scope) is not None:
-                scoped = True
-                left_out.append(
-                    source.not_imported(
-                        ("spec", scope), "gpuconf's quotas have no scopes; imported without them"
-                    )
-                )
+        spec = source.at("spec")
+        held_scopes = scopes(spec) if isinstance(spec, dict) else frozenset()
+        scope_key = next((k for k in ("scopes", "scopeSelector") if source.at("spec", k)), "")
         hard = source.at("spec", "hard")
         if not isinstance(hard, dict):
             left_out.append(source.not_imported(("spec",), "no spec.hard mapping: skipped"))
@@ -74,7 +70,7 @@ def import_quotas(
                 left_out.append(
                     source.not_imported(
                         where,
-                        f"Kubernetes counts {counted_as.removeprefix(REQUESTS)} in a quota only "
+                        f"Kubernetes counts {counted_as.removeprefix(QUOTA_PREFIX)} in a quota only "
                         f"as {counted_as}: this line limits nothing, so it is not imported",
                         f"to limit the namespace, write {counted_as} and import again",
                     )
@@ -91,22 +87,32 @@ def import_quotas(
             elif count > QUOTA_MAX:
                 # More than any cluster holds: the namespace is unlimited in effect, as it is
                 # without a quota.
+                kept = _written(file.document, namespace, named[0])
                 left_out.append(
                     source.not_imported(
                         where,
                         f"{value} is more than a gpuconf quota holds ({QUOTA_MAX:,}): not "
-                        "imported, which leaves the namespace as unlimited as this line did",
+                        + (
+                            "imported, which leaves the namespace as unlimited as this line did"
+                            if kept is None
+                            else f"imported; the file keeps {named[0]}: {kept} there"
+                        ),
                     )
                 )
             else:
-                counts = limits.setdefault(namespace, {}).setdefault(named[0], ([], []))
-                counts[scoped].append(count)
+                line = _Line(count, held_scopes, source, ("spec", scope_key))
+                limits.setdefault(namespace, {}).setdefault(named[0], []).append(line)
     for namespace, classes in limits.items():
-        _set_quota(file.document, namespace, {c: _limit(*counts) for c, counts in classes.items()})
+        chosen = {name: _limit(name, lines, left_out) for name, lines in classes.items()}
+        _set_quota(file.document, namespace, chosen)
     return left_out
 
 
-REQUESTS = "requests."
+class _Line(NamedTuple):
+    value: int
+    scopes: frozenset[str]
+    source: Source
+    scope_at: tuple[str, str]
 
 
 def _counted_as(key: object) -> str:
@@ -115,14 +121,43 @@ def _counted_as(key: object) -> str:
     extended resource only as `requests.<name>` (k8s.io/kubernetes v1.34
     pkg/quota/v1/evaluator/core/pods.go, isExtendedResourceNameForQuota)."""
     resource = str(key).removeprefix("limits.")
-    return resource if resource.startswith(REQUESTS) else REQUESTS + resource
+    return resource if resource.startswith(QUOTA_PREFIX) else QUOTA_PREFIX + resource
 
 
-def _limit(unscoped: list[int], scoped: list[int]) -> int:
-    """The namespace's limit for a class: the quota admission enforces each of its quotas, so the
-    smallest unscoped one; a scoped one limits only its scope's pods, and counts only where no
-    unscoped quota holds the class (then the smallest, so no pod gets more than it had)."""
-    return min(unscoped or scoped)
+def _limit(name: str, lines: list[_Line], left_out: list[Diagnostic]) -> int:
+    """A class's quota in a namespace: the smallest unscoped one, which holds every pod
+    (adopt/quota_scopes.py), the scoped ones said to be left out; without one, gpuconf's quotas
+    having no scopes, the smallest scoped one held over all the namespace's pods, so no pod gets
+    more than it had."""
+    unscoped = [line.value for line in lines if not line.scopes]
+    limit = min(unscoped) if unscoped else min(line.value for line in lines)
+    for line in lines:
+        if not line.scopes:
+            continue
+        held = f"this quota holds only the pods of {described(line.scopes)} ({name}: {line.value})"
+        if unscoped:
+            message = (
+                f"{held}; gpuconf's quotas have no scopes: not imported, and the namespace's "
+                f"quota of {limit} holds those pods too"
+            )
+        else:
+            message = (
+                f"{held}; gpuconf's quotas have no scopes: imported as {limit} for every pod of "
+                "the namespace"
+            )
+        left_out.append(line.source.not_imported(line.scope_at, message))
+    return limit
+
+
+def _written(document: CommentedMap, namespace: str, name: str) -> object | None:
+    """The quota the file gives class `name` in `namespace`, if any."""
+    for quota in document["spec"].get("quotas") or ():
+        if isinstance(quota, CommentedMap) and quota.get("namespace") == namespace:
+            classes = quota.get("classes")
+            if isinstance(classes, dict) and name in classes:
+                kept: object = classes[name]
+                return kept
+    return None
 
 
 def _set_quota(document: CommentedMap, namespace: str, classes: dict[str, int]) -> None:

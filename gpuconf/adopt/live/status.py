@@ -9,6 +9,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from gpuconf.adopt.quota_scopes import Held, namespace_limit, scopes
 from gpuconf.compiler.explain import class_rows
 from gpuconf.compiler.plan.dra import dra_quota_key
 from gpuconf.compiler.plan.pod import node_selector
@@ -277,28 +278,27 @@ def _allocatable(nodes: Iterable[Mapping[str, Any]], resource: str) -> int:
 
 
 def _namespace_limits(quotas: Sequence[Mapping[str, Any]], key: str) -> tuple[int, int]:
-    """(in use, quota) of `key` over all namespaces. The quota admission enforces every quota of
-    a namespace, so where several unscoped ones hold the key (the team's own beside gpuconf's
-    during a cut-over) the smallest is the namespace's limit, and each counts the same pods.
-    Scoped quotas each limit only the pods of their scope: those add up."""
-    by_namespace: dict[str, list[Mapping[str, Any]]] = {}
+    """(in use, quota) of `key` over the namespaces its quotas hold as a whole
+    (adopt/quota_scopes.py): during a cut-over the team's own quota beside gpuconf's, the
+    smaller is the limit. A namespace whose scoped quotas leave some pods unlimited counts as
+    one without a quota."""
+    by_namespace: dict[str, list[Held]] = {}
     for quota in quotas:
+        spec = _at(quota, "spec")
         if key in _at(quota, "spec", "hard"):
             namespace = str(_at(quota, "metadata").get("namespace"))
-            by_namespace.setdefault(namespace, []).append(quota)
-    in_use = limit = 0
-    for held in by_namespace.values():
-        unscoped = [q for q in held if not _scoped(q)]
-        hard = [_count(_at(q, "spec", "hard"), key) for q in unscoped or held]
-        used = [_count(_at(q, "status", "used"), key) for q in unscoped or held]
-        limit += min(hard) if unscoped else sum(hard)
-        in_use += max(used) if unscoped else sum(used)
-    return in_use, limit
-
-
-def _scoped(quota: Mapping[str, Any]) -> bool:
-    spec = _at(quota, "spec")
-    return bool(spec.get("scopes") or spec.get("scopeSelector"))
+            by_namespace.setdefault(namespace, []).append(
+                Held(
+                    _count(_at(quota, "spec", "hard"), key),
+                    _count(_at(quota, "status", "used"), key),
+                    scopes(spec),
+                )
+            )
+    limits = [namespace_limit(held) for held in by_namespace.values()]
+    return (
+        sum(limit.used for limit in limits if limit is not None),
+        sum(limit.hard for limit in limits if limit is not None),
+    )
 
 
 def _publishing_nodes(slices: Sequence[Mapping[str, Any]]) -> set[str]:

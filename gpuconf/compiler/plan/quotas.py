@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from gpuconf.api.cluster import Cluster
+from gpuconf.api.kubernetes_names import QUOTA_PREFIX
 from gpuconf.compiler.plan.artifact import Artifact, manifest
 from gpuconf.compiler.plan.meta import WAVE_CONFIG, metadata
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
@@ -13,7 +14,7 @@ QUOTA_NAME = "gpuconf-gpus"
 
 
 def device_plugin_quota_key(resolved: ResolvedClass) -> str:
-    return f"requests.{resolved.resource_name}"
+    return f"{QUOTA_PREFIX}{resolved.resource_name}"
 
 
 def quotas(
