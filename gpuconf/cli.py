@@ -19,7 +19,14 @@ if TYPE_CHECKING:
 from gpuconf import __version__
 from gpuconf.adopt.commands import Command, add_parsers
 from gpuconf.diagnostics import InvalidInput, report_text, summary_line
-from gpuconf.errors import ArgumentParser, ExitCode, GpuconfError, UsageError, cannot_write
+from gpuconf.errors import (
+    ArgumentParser,
+    ExitCode,
+    GpuconfError,
+    UsageError,
+    UserError,
+    cannot_write,
+)
 
 DEFAULT_CLUSTERS = Path("clusters")
 DEFAULT_OUTPUT = Path("rendered")
@@ -162,9 +169,10 @@ def _gitops_options(
     sub.add_argument(
         "--path",
         dest="rendered_path",
-        default=DEFAULT_OUTPUT.as_posix(),
+        default=None,
         metavar="PATH",
-        help="the rendered folder's path inside the repository (default: rendered)",
+        help="the rendered folder's path from the repository's root (the nearest folder up "
+        "holding .git), as Argo CD and Flux read it (default: rendered)",
     )
     sub.add_argument(
         "--destination",
@@ -353,7 +361,8 @@ def _gitops(options: argparse.Namespace) -> int:
     from gpuconf.compiler.gitops import GitSource, gitops
     from gpuconf.compiler.templating.engine import Templates
 
-    rendered_path = PurePosixPath(options.rendered_path)
+    given = options.rendered_path
+    rendered_path = PurePosixPath(DEFAULT_OUTPUT.as_posix() if given is None else given)
     if rendered_path.is_absolute() or ".." in rendered_path.parts:
         raise UsageError(
             f"--path {options.rendered_path}: give the folder's path inside the repository"
@@ -398,26 +407,45 @@ def _gitops(options: argparse.Namespace) -> int:
 def _refuse_unrendered(
     options: argparse.Namespace, rendered_path: PurePosixPath, clusters: Sequence[str]
 ) -> None:
-    """The objects point the agent at PATH/<cluster>/ of the repository, read as the working
-    folder (-C DIR): where that holds no rendered tree, Argo CD and Flux sync nothing but an
-    error, so nothing is written."""
-    folder = options.base / rendered_path
+    """The objects point the agent at PATH/<cluster>/ of the repository, PATH read from its
+    root as Argo CD and Flux read it: where that holds no rendered tree, they would sync nothing
+    but an error, so nothing is written."""
+    root = _repository_root(options.base)
+    folder = root / rendered_path
     missing = [c for c in clusters if not (folder / c / KUSTOMIZATION).is_file()]
     if not missing:
         return
     path = rendered_path.as_posix()
+    named = f"--path {path}: " if options.rendered_path is not None else ""
+    default = "" if named else " (the default --path)"
     problem = (
-        f"--path {path}: no rendered tree of {', '.join(missing)} in {path}/ for {options.agent} "
-        "to sync"
+        f"{named}no rendered tree of {', '.join(missing)} in {path}/{default} "
+        f"for {options.agent} to sync"
     )
-    default = PurePosixPath(DEFAULT_OUTPUT.as_posix())
-    if rendered_path != default and _rendered_clusters(options.base / default) >= set(clusters):
-        raise UsageError(f"{problem}; they are in {default}/: give --path {default}")
+    rendered_here = options.base / DEFAULT_OUTPUT  # where `gpuconf render` writes by default
+    suggested = PurePosixPath(rendered_here.relative_to(root).as_posix())
+    if suggested != rendered_path and _rendered_clusters(rendered_here) >= set(clusters):
+        raise UsageError(f"{problem}; they are in {suggested}/: give --path {suggested}")
     there = _rendered_clusters(folder)
     if there:
         problem += f" (rendered clusters there: {', '.join(sorted(there))})"
-    render = "gpuconf render" + ("" if rendered_path == default else f" -o {path}")
-    raise UsageError(f"{problem}; run `{render}` first, and commit it")
+    if not named and suggested != rendered_path:
+        # In a subfolder of the repository: render here, and point the agent at it.
+        raise UserError(
+            f"{problem}; run `gpuconf render` first, commit it, and give --path {suggested}"
+        )
+    output = Path(os.path.relpath(folder, options.base)).as_posix()
+    render = "gpuconf render" + ("" if output == DEFAULT_OUTPUT.as_posix() else f" -o {output}")
+    raise UserError(f"{problem}; run `{render}` first, and commit it")
+
+
+def _repository_root(folder: Path) -> Path:
+    """The nearest folder up from `folder` holding `.git` (a folder, or a file in a worktree or
+    submodule): Argo CD and Flux read --path from there. `folder` itself where none does."""
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return folder
 
 
 def _rendered_clusters(folder: Path) -> set[str]:

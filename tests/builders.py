@@ -12,7 +12,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from ruamel.yaml import YAML
 
@@ -237,15 +237,20 @@ class CliResult:
     err: str
 
 
-def run_cli(*argv: str, cwd: Path | None = None, stdin: str = "") -> CliResult:
+def run_cli(*argv: str, cwd: Path | None = None, stdin: str | TextIO | None = "") -> CliResult:
     """Run `gpuconf [-C CWD] ARGV…` in this process, as a user would, capturing what it prints;
-    `stdin`: what is piped into it (never the test runner's own standard input)."""
+    `stdin`: what is piped into it (never the test runner's own standard input), a stream that
+    stands for it (a terminal), or None where it is closed (`<&-`: Python has no sys.stdin)."""
     from unittest import mock
 
     from gpuconf.cli import main
 
     out, err = io.StringIO(), io.StringIO()
-    piped = io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8")), encoding="utf-8")
+    piped = (
+        io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8")), encoding="utf-8")
+        if isinstance(stdin, str)
+        else stdin
+    )
     prefix = ["-C", str(cwd)] if cwd is not None else []
     with (
         contextlib.redirect_stdout(out),

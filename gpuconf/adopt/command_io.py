@@ -7,7 +7,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from gpuconf.errors import ExitCode, UsageError, display_path
 
@@ -53,11 +53,29 @@ def read_cluster_file(options: argparse.Namespace, path: Path) -> ClusterFile:
     return read(path, display_path(path, options.base))
 
 
-STDIN = Path("-")
+class StandardInput:
+    """The argument `-` exactly: standard input. `./-` is a file named `-` (Path("./-") is
+    Path("-"), so the argument is told apart before it becomes a Path)."""
+
+    def __str__(self) -> str:
+        return "-"
+
+    def __repr__(self) -> str:
+        return "STDIN"
+
+
+STDIN = StandardInput()
 STDIN_SHOWN = "<stdin>"
+STDIN_HELP = "(`-`: standard input)"
+InputFile = Path | StandardInput
 
 
-def read_inputs(options: argparse.Namespace, paths: Sequence[Path]) -> list[tuple[str, str]]:
+def input_file(argument: str) -> InputFile:
+    """The argparse type of an input file that may be piped in."""
+    return STDIN if argument == "-" else Path(argument)
+
+
+def read_inputs(options: argparse.Namespace, paths: Sequence[InputFile]) -> list[tuple[str, str]]:
     """Each input file's text and the name its diagnostics give it. `-` is standard input
     (`kubectl get … -o yaml | gpuconf import …`), which can be read once."""
     from gpuconf.diagnostics import InvalidInput
@@ -68,14 +86,29 @@ def read_inputs(options: argparse.Namespace, paths: Sequence[Path]) -> list[tupl
     inputs = []
     for path in paths:
         try:
-            if path == STDIN:
-                inputs.append((read_stream(sys.stdin.buffer, STDIN_SHOWN), STDIN_SHOWN))
+            if isinstance(path, StandardInput):
+                inputs.append((read_stream(_standard_input(), STDIN_SHOWN), STDIN_SHOWN))
             else:
                 shown = display_path(options.base / path, options.base)
                 inputs.append((read_text(options.base / path, shown), shown))
         except LoadFailed as failure:
             raise InvalidInput([failure.diagnostic]) from None
     return inputs
+
+
+def _standard_input() -> BinaryIO:
+    """Standard input, to read to its end: refused where it is closed (`<&-`: Python then has
+    no sys.stdin) or a terminal (reading would wait, silently, for the user to type YAML)."""
+    from gpuconf.diagnostics import Diagnostic, InvalidInput
+
+    if sys.stdin is None:
+        closed = Diagnostic(
+            STDIN_SHOWN, 1, 1, (), "standard input is closed", "pipe the file in, or name it"
+        )
+        raise InvalidInput([closed])
+    if sys.stdin.isatty():
+        raise UsageError(f"{STDIN} reads standard input, which is a terminal: pipe the file in")
+    return sys.stdin.buffer
 
 
 def read_cluster_files(options: argparse.Namespace, paths: Sequence[Path]) -> list[ClusterFile]:

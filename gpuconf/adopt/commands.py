@@ -37,6 +37,20 @@ def _gpu_count(text: str) -> int:
     return count
 
 
+def _gpu_uuid(text: str) -> str:
+    """--uuid, held to the UUID form a node's GPU list takes, new node or declared one alike."""
+    import re
+
+    from gpuconf.api.base import GPU_UUID
+
+    if not re.match(GPU_UUID, text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a GPU UUID: write it as nvidia-smi -L prints it, "
+            "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx (lowercase hex)"
+        )
+    return text
+
+
 def add_parsers(commands: argparse._SubParsersAction[ArgumentParser]) -> dict[str, Command]:
     fmt = commands.add_parser(
         "fmt",
@@ -81,6 +95,7 @@ def add_parsers(commands: argparse._SubParsersAction[ArgumentParser]) -> dict[st
     add.add_argument(
         "--uuid",
         dest="uuids",
+        type=_gpu_uuid,
         action="append",
         default=[],
         metavar="UUID",
@@ -148,9 +163,13 @@ def _nodes(options: argparse.Namespace) -> int:
     if options.action == "add":
         if options.uuids and len(options.nodes) > 1:
             raise UsageError("--uuid declares the GPUs of one node: add one node at a time")
-        added = nodes.add(file, options.pool, options.nodes, options.gpus, options.uuids)
+        # A name given twice is one node, as for `nodes remove`: a script's list may repeat it.
+        names = list(dict.fromkeys(options.nodes))
+        added = nodes.add(file, options.pool, names, options.gpus, options.uuids)
         for name in added.unchanged:
-            print(f"node {name} is already declared so in pool {options.pool} of {file.shown}")
+            print(
+                f"node {name} is already declared as given in pool {options.pool} of {file.shown}"
+            )
         edit = added.edit
         done = f"declared {len(added.new)} node(s) in pool {options.pool} of {file.shown}"
     else:

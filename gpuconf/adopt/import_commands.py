@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuconf.adopt.command_io import (
-    STDIN,
+    STDIN_HELP,
+    StandardInput,
     cluster_access,
+    input_file,
     read_cluster_file,
     read_inputs,
     validated_cluster,
@@ -37,16 +39,18 @@ def add_import_parser(commands: argparse._SubParsersAction[ArgumentParser]) -> N
         chart = sources.add_parser(source, help=summary)
         chart.add_argument(
             first,
-            type=Path,
+            type=input_file,
             metavar="VALUES" if first == "values" else "CLUSTERPOLICY",
-            help="the values file given to helm" if first == "values" else "its manifest",
+            help=("the values file given to helm" if first == "values" else "its manifest")
+            + f" {STDIN_HELP}",
         )
         chart.add_argument(
             "configs",
             nargs="*",
-            type=Path,
+            type=input_file,
             metavar="CONFIG",
-            help="the plugin's ConfigMap (config.name), or config files (named by file name)",
+            help="the plugin's ConfigMap (config.name), or config files (named by file name) "
+            + STDIN_HELP,
         )
         chart.add_argument(
             "--gpus",
@@ -63,7 +67,11 @@ def add_import_parser(commands: argparse._SubParsersAction[ArgumentParser]) -> N
         "quotas", help="the GPU lines of ResourceQuotas, into a cluster file's spec.quotas"
     )
     quotas.add_argument(
-        "quotas", nargs="+", type=Path, metavar="RESOURCEQUOTA", help="ResourceQuota manifests"
+        "quotas",
+        nargs="+",
+        type=input_file,
+        metavar="RESOURCEQUOTA",
+        help=f"ResourceQuota manifests {STDIN_HELP}",
     )
     quotas.add_argument(
         "--into", type=Path, required=True, metavar="FILE", help="the cluster file to edit"
@@ -116,7 +124,7 @@ def run_import(options: argparse.Namespace) -> int:
         values, policy_left_out = gpu_operator.as_chart_values(policy)
         engine = gpu_operator.engine(policy)
     configs = [
-        (source, None if path == STDIN else path)
+        (source, None if isinstance(path, StandardInput) else path)
         for path, (text, shown) in zip(options.configs, config_inputs, strict=True)
         for source in documents(text, shown)
     ]

@@ -22,23 +22,34 @@ def migrated(file: ClusterFile) -> tuple[Edited, list[str]]:
     """The file at the current apiVersion, and one line per change (what moved where)."""
     document = file.document
     version = document.get(API_VERSION_KEY)
-    changes: list[str] = []
     lists: dict[int, CommentedSeq] = {}
-    change_of: dict[int, int] = {}  # a list's value id → the index of the line reporting it
+    moved: list[tuple[str, KeyPath, list[KeyPath]]] = []  # step, path, the aliases sharing it
+    moved_at: dict[int, int] = {}  # a list's value id → its entry in `moved`
     for step in steps_from(version):
         for path in step.single_values(document):
             value, made = _put_in_list(document, path, lists)
             if made:
-                change_of[value] = len(changes)
-                changes.append(f"{step.name}: {format_path(path)}: one value → a list of one")
+                moved_at[value] = len(moved)
+                moved.append((step.name, path, []))
             else:  # an alias of a value already listed: the same list, reported on its line
-                changes[change_of[value]] += (
-                    f" ({format_path(path)}, an alias of it, shares the list)"
-                )
+                moved[moved_at[value]][2].append(path)
         _set_version(document, step.to_version)
+    changes = [_moved_line(*entry) for entry in moved]
     if document.get(API_VERSION_KEY) != version:
         changes.append(f"{API_VERSION_KEY}: {version} → {document[API_VERSION_KEY]}")
     return edited(file), changes
+
+
+def _moved_line(step: str, path: KeyPath, aliases: list[KeyPath]) -> str:
+    line = f"{step}: {format_path(path)}: one value → a list of one"
+    if not aliases:
+        return line
+    shown = ", ".join(map(format_path, aliases))
+    return line + (
+        f" (its alias {shown} shares the list)"
+        if len(aliases) == 1
+        else f" (its aliases {shown} share the list)"
+    )
 
 
 def _put_in_list(

@@ -89,13 +89,15 @@ def _declared_otherwise(
     gpus = list(gpus) if isinstance(gpus, CommentedSeq) else []
     if len(gpus) != count:
         return f"with {len(gpus)} GPU(s), not {count}"
-    indices = [g.get("index") if isinstance(g, CommentedMap) else None for g in gpus]
-    if indices != list(range(count)):
+    # The GPUs as index → UUID: a list in another order (validate accepts it) is the same node.
+    by_index = {g.get("index"): g.get("uuid") for g in gpus if isinstance(g, CommentedMap)}
+    if len(by_index) != count or set(by_index) != set(range(count)):
+        indices = [g.get("index") if isinstance(g, CommentedMap) else None for g in gpus]
         return f"with GPU indices {', '.join(map(str, indices))}, not 0 to {count - 1}"
-    for index, (gpu, uuid) in enumerate(zip(gpus, uuids, strict=False)):
-        if gpu.get("uuid") != uuid:
+    for index, uuid in enumerate(uuids):
+        if by_index[index] != uuid:
             return (
-                f"with other GPUs: GPU {index} is {gpu.get('uuid') or 'without a UUID'}, not {uuid}"
+                f"with other GPUs: GPU {index} is {by_index[index] or 'without a UUID'}, not {uuid}"
             )
     return ""
 

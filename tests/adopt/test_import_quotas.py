@@ -3,10 +3,17 @@ rendered again, they are the same quotas; the file keeps its comments; the rest 
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import io
+import os
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from builders import REPO, load_yaml, run_cli
 
 QUOTAS = """\
@@ -103,6 +110,89 @@ def test_bad_yaml_on_stdin_is_located_at_stdin(tmp_path: Path) -> None:
     result = run_cli("import", "quotas", "-", "--into", "lab.yaml", cwd=tmp_path, stdin="a: [\n")
     assert result.code == 1
     assert result.err.startswith("<stdin>:"), result.err
+
+
+class _Terminal(io.TextIOWrapper):
+    def isatty(self) -> bool:
+        return True
+
+
+IMPORTS_READING_STDIN = {
+    "quotas": ["import", "quotas", "-", "--into", "lab.yaml"],
+    "nvidia-chart": ["import", "nvidia-chart", "-", "--name", "x", "--gpus", "a=L4:1:1"],
+    "gpu-operator": ["import", "gpu-operator", "-", "--name", "x", "--gpus", "a=L4:1:1"],
+}
+
+
+@pytest.mark.parametrize("source", sorted(IMPORTS_READING_STDIN))
+def test_a_closed_stdin_is_located_at_stdin_and_nothing_is_written(
+    tmp_path: Path, source: str
+) -> None:
+    shutil.copy(REPO / "clusters" / "lab.yaml", tmp_path / "lab.yaml")
+    result = run_cli(*IMPORTS_READING_STDIN[source], cwd=tmp_path, stdin=None)
+    assert result.code == 1, result.err
+    assert result.err.startswith("<stdin>:1:1: (document): standard input is closed")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lab.yaml"]
+    assert (tmp_path / "lab.yaml").read_bytes() == (REPO / "clusters" / "lab.yaml").read_bytes()
+
+
+def test_quotas_from_a_really_closed_stdin_exit_1_not_as_a_bug(tmp_path: Path) -> None:
+    """`gpuconf import quotas - --into lab.yaml <&-`: Python starts with sys.stdin None."""
+    shutil.copy(REPO / "clusters" / "lab.yaml", tmp_path / "lab.yaml")
+    closed = subprocess.run(
+        [sys.executable, "-m", "gpuconf", "import", "quotas", "-", "--into", "lab.yaml"],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, cwd=tmp_path, timeout=120,
+        check=False, preexec_fn=lambda: os.close(0),
+    )  # fmt: skip
+    assert closed.returncode == 1, closed.stderr
+    assert closed.stderr.startswith("<stdin>:1:1: (document): standard input is closed")
+
+
+@pytest.mark.parametrize("source", sorted(IMPORTS_READING_STDIN))
+def test_stdin_a_terminal_is_a_usage_error_not_a_silent_wait(tmp_path: Path, source: str) -> None:
+    shutil.copy(REPO / "clusters" / "lab.yaml", tmp_path / "lab.yaml")
+    terminal = _Terminal(io.BytesIO(QUOTAS.encode()), encoding="utf-8")
+    result = run_cli(*IMPORTS_READING_STDIN[source], cwd=tmp_path, stdin=terminal)
+    assert result.code == 2
+    assert result.err == (
+        "gpuconf: - reads standard input, which is a terminal: pipe the file in\n"
+    )
+    assert terminal.buffer.tell() == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lab.yaml"]
+
+
+def test_a_file_named_dash_given_as_dot_slash_dash_is_read_not_stdin(tmp_path: Path) -> None:
+    for folder in ("named", "piped"):
+        (tmp_path / folder).mkdir()
+        shutil.copy(REPO / "clusters" / "lab.yaml", tmp_path / folder / "lab.yaml")
+    (tmp_path / "named" / "-").write_text(QUOTAS)
+    named = run_cli(
+        "import", "quotas", "./-", "--into", "lab.yaml", cwd=tmp_path / "named", stdin="a: [\n"
+    )
+    piped = run_cli(
+        "import", "quotas", "-", "--into", "lab.yaml", cwd=tmp_path / "piped", stdin=QUOTAS
+    )
+    assert named.code == piped.code == 0, named.err
+    assert named.err == piped.err.replace("<stdin>:", "-:")
+    assert (tmp_path / "named" / "lab.yaml").read_text() == (
+        tmp_path / "piped" / "lab.yaml"
+    ).read_text()
+
+
+@pytest.mark.parametrize(
+    ("source", "argument"),
+    [("quotas", "RESOURCEQUOTA"), ("nvidia-chart", "VALUES"), ("nvidia-chart", "CONFIG"),
+     ("gpu-operator", "CLUSTERPOLICY")],
+)  # fmt: skip
+def test_the_help_of_each_input_that_may_be_piped_says_so(source: str, argument: str) -> None:
+    from gpuconf.cli import build_parser
+
+    helped = io.StringIO()
+    with contextlib.redirect_stdout(helped), pytest.raises(SystemExit):
+        build_parser().parse_command_line(["import", source, "--help"])
+    described = helped.getvalue().split("positional arguments:")[1].split("options:")[0]
+    entry = re.split(r"\n  (?=\S)", described.split(f"  {argument}")[1])[0]
+    assert "(`-`: standard input)" in " ".join(entry.split())
 
 
 def test_a_resource_several_classes_share_is_listed_not_guessed(tmp_path: Path) -> None:

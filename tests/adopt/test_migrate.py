@@ -99,7 +99,7 @@ def test_a_layout_two_pools_share_through_an_anchor_stays_one_anchored_list_repo
     assert result.code == 0, result.err
     assert result.err.splitlines() == [
         "twins.yaml: pool-mig-sharing-as-list: spec.nodePools[0].sharing: one value → a list of "
-        "one (spec.nodePools[1].sharing, an alias of it, shares the list)",
+        "one (its alias spec.nodePools[1].sharing shares the list)",
         "twins.yaml: apiVersion: gpuconf.dev/v1alpha1 → gpuconf.dev/v1alpha2",
     ]
     assert file.read_text() == SHARED_LAYOUT.replace("v1alpha1", "v1alpha2").replace(
@@ -111,6 +111,26 @@ def test_a_layout_two_pools_share_through_an_anchor_stays_one_anchored_list_repo
     assert (
         pools[0]["sharing"] == pools[1]["sharing"] == [{"strategy": "mig", "layout": "all-1g.10gb"}]
     )
+
+
+def test_three_pools_sharing_one_anchored_layout_are_reported_on_one_line_naming_both_aliases(
+    tmp_path: Path,
+) -> None:
+    third = (
+        "    - name: c\n" + SHARED_LAYOUT.split("    - name: b\n")[1].split("  resourceClasses:")[0]
+    )
+    text = SHARED_LAYOUT.replace("  resourceClasses:", third + "  resourceClasses:")
+    file = tmp_path / "triplets.yaml"
+    file.write_text(text)
+    result = run_cli("migrate", "triplets.yaml", cwd=tmp_path)
+    assert result.code == 0, result.err
+    assert result.err.splitlines() == [
+        "triplets.yaml: pool-mig-sharing-as-list: spec.nodePools[0].sharing: one value → a list "
+        "of one (its aliases spec.nodePools[1].sharing, spec.nodePools[2].sharing share the list)",
+        "triplets.yaml: apiVersion: gpuconf.dev/v1alpha1 → gpuconf.dev/v1alpha2",
+    ]
+    pools = load_file(file).data["spec"]["nodePools"]
+    assert [p["sharing"] for p in pools] == [[{"strategy": "mig", "layout": "all-1g.10gb"}]] * 3
 
 
 def test_migrate_check_fails_on_a_v1alpha1_file_and_writes_nothing(tmp_path: Path) -> None:

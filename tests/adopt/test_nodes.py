@@ -143,7 +143,7 @@ def test_re_adding_a_node_declared_with_the_same_gpus_changes_nothing_and_says_s
     result = run_cli("nodes", "add", "lab.yaml", "t4", *argv, cwd=tmp_path)
     assert (result.code, result.err) == (0, "")
     assert result.out == (
-        f"node {argv[0]} is already declared so in pool t4 of lab.yaml\nnothing to change\n"
+        f"node {argv[0]} is already declared as given in pool t4 of lab.yaml\nnothing to change\n"
     )
     assert file.read_bytes() == source.read_bytes()
 
@@ -153,7 +153,56 @@ def test_re_adding_declared_nodes_with_new_ones_adds_only_the_new(tmp_path: Path
     result = run_cli("nodes", "add", "lab.yaml", "t4", "lab-gpu-2", "lab-gpu-3", cwd=tmp_path)
     assert result.code == 0, result.err
     assert result.out == (
-        "node lab-gpu-2 is already declared so in pool t4 of lab.yaml\n"
+        "node lab-gpu-2 is already declared as given in pool t4 of lab.yaml\n"
+        "declared 1 node(s) in pool t4 of lab.yaml\n"
+    )
+    names = [n["name"] for n in load_yaml(file.read_text())["spec"]["nodePools"][0]["nodes"]]
+    assert names == ["lab-gpu-1", "lab-gpu-2", "lab-gpu-3"]
+
+
+@pytest.mark.parametrize("uuids", [[], LAB_UUIDS], ids=["no-uuids", "same-uuids"])
+def test_re_adding_a_node_whose_gpus_are_listed_in_another_order_changes_nothing(
+    tmp_path: Path, uuids: list[str]
+) -> None:
+    """A node's GPUs are index → UUID: `{index: 1}, {index: 0}` validates, and is the same node."""
+    text = LAB_BYTES.decode()
+    first, second = (f"            - {{index: {i}, uuid: {LAB_UUIDS[i]}}}\n" for i in (0, 1))
+    swapped = text.replace(first + second, second + first)
+    assert swapped != text
+    file = tmp_path / "lab.yaml"
+    file.write_text(swapped)
+    assert run_cli("validate", "lab.yaml", cwd=tmp_path).code == 0
+    given = [arg for uuid in uuids for arg in ("--uuid", uuid)]
+    result = run_cli("nodes", "add", "lab.yaml", "t4", "lab-gpu-1", *given, cwd=tmp_path)
+    assert (result.code, result.err) == (0, "")
+    assert result.out.startswith("node lab-gpu-1 is already declared as given in pool t4")
+    assert file.read_text() == swapped
+
+
+@pytest.mark.parametrize("node", ["lab-gpu-1", "lab-gpu-9"], ids=["declared", "new"])
+def test_an_uppercase_uuid_is_a_usage_error_for_a_declared_and_a_new_node_alike(
+    tmp_path: Path, node: str
+) -> None:
+    file = _copy(REPO / "clusters" / "lab.yaml", tmp_path)
+    upper = [
+        arg for uuid in LAB_UUIDS for arg in ("--uuid", "GPU-" + uuid.removeprefix("GPU-").upper())
+    ]
+    result = run_cli("nodes", "add", "lab.yaml", "t4", node, *upper, cwd=tmp_path)
+    assert result.code == 2
+    assert result.err.startswith(
+        f"gpuconf: argument --uuid: '{upper[1]}' is not a GPU UUID: write it as "
+        "nvidia-smi -L prints it"
+    ), result.err
+    assert file.read_bytes() == LAB_BYTES
+
+
+def test_a_node_named_twice_is_declared_once_and_reported_once(tmp_path: Path) -> None:
+    file = _copy(REPO / "clusters" / "lab.yaml", tmp_path)
+    argv = ["nodes", "add", "lab.yaml", "t4", "lab-gpu-2", "lab-gpu-2", "lab-gpu-3", "lab-gpu-3"]
+    result = run_cli(*argv, cwd=tmp_path)
+    assert (result.code, result.err) == (0, "")
+    assert result.out == (
+        "node lab-gpu-2 is already declared as given in pool t4 of lab.yaml\n"
         "declared 1 node(s) in pool t4 of lab.yaml\n"
     )
     names = [n["name"] for n in load_yaml(file.read_text())["spec"]["nodePools"][0]["nodes"]]

@@ -203,9 +203,9 @@ def test_gitops_before_any_render_is_refused_asking_for_a_render_and_writes_noth
     (tmp_path / "clusters").mkdir()
     shutil.copy(REPO / "clusters" / "lab.yaml", tmp_path / "clusters" / "lab.yaml")
     result = run_cli("gitops", "flux", "--repo", EXAMPLE_REPO, cwd=tmp_path)
-    assert result.code == 2
+    assert result.code == 1  # the command line is right; the repository is not rendered yet
     assert result.err == (
-        "gpuconf: --path rendered: no rendered tree of lab in rendered/ for flux to sync; "
+        "gpuconf: no rendered tree of lab in rendered/ (the default --path) for flux to sync; "
         "run `gpuconf render` first, and commit it\n"
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["clusters"]
@@ -233,8 +233,74 @@ def test_a_path_holding_other_rendered_clusters_names_them(tmp_path: Path) -> No
     (tmp_path / "deploy" / "old").mkdir(parents=True)
     (tmp_path / "deploy" / "old" / "kustomization.yaml").write_text("resources: []\n")
     result = run_cli("gitops", "argocd", "--repo", EXAMPLE_REPO, "--path", "deploy", cwd=tmp_path)
-    assert result.code == 2
+    assert result.code == 1
     assert result.err == (
         "gpuconf: --path deploy: no rendered tree of lab in deploy/ for argocd to sync "
         "(rendered clusters there: old); run `gpuconf render -o deploy` first, and commit it\n"
+    )
+
+
+def _clusters_in_a_repository_subfolder(root: Path, git: str) -> Path:
+    """A repository whose cluster files are in infra/gpu/clusters/; `git`: its .git a folder
+    (`git init`) or a file (a worktree's, naming the folder git keeps it in)."""
+    if git == "folder":
+        subprocess.run(["git", "init", "-q", str(root)], check=True, timeout=60)
+    else:
+        (root / ".git").write_text("gitdir: /elsewhere/.git/worktrees/gpu\n")
+    folder = root / "infra" / "gpu"
+    (folder / "clusters").mkdir(parents=True)
+    shutil.copy(REPO / "clusters" / "lab.yaml", folder / "clusters" / "lab.yaml")
+    return folder
+
+
+@pytest.mark.parametrize("git", ["folder", "file"])
+def test_gitops_in_a_repository_subfolder_reads_path_from_the_repository_root(
+    tmp_path: Path, git: str
+) -> None:
+    folder = _clusters_in_a_repository_subfolder(tmp_path, git)
+    assert run_cli("render", cwd=folder).code == 0
+    result = run_cli(
+        "gitops", "flux", "--repo", EXAMPLE_REPO, "--path", "infra/gpu/rendered",
+        "-o", "gitops/flux", cwd=folder,
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    written = load_yaml((folder / "gitops/flux/lab/kustomization-pools.yaml").read_bytes())
+    assert written["spec"]["path"] == "./infra/gpu/rendered/lab/pools"
+    assert not (tmp_path / "gitops").exists()
+
+
+@pytest.mark.parametrize("path", [[], ["--path", "rendered"]])
+def test_gitops_in_a_repository_subfolder_names_its_rendered_folder_from_the_root(
+    tmp_path: Path, path: list[str]
+) -> None:
+    folder = _clusters_in_a_repository_subfolder(tmp_path, "folder")
+    assert run_cli("render", cwd=folder).code == 0
+    result = run_cli("gitops", "argocd", "--repo", EXAMPLE_REPO, *path, cwd=folder)
+    assert result.code == 2
+    named = "--path rendered: " if path else ""
+    default = "" if path else " (the default --path)"
+    assert result.err == (
+        f"gpuconf: {named}no rendered tree of lab in rendered/{default} for argocd to sync; "
+        "they are in infra/gpu/rendered/: give --path infra/gpu/rendered\n"
+    )
+    assert not (folder / "gitops").exists()
+
+
+def test_gitops_in_an_unrendered_repository_subfolder_asks_for_a_render_and_the_path(
+    tmp_path: Path,
+) -> None:
+    folder = _clusters_in_a_repository_subfolder(tmp_path, "folder")
+    result = run_cli("gitops", "flux", "--repo", EXAMPLE_REPO, cwd=folder)
+    assert result.code == 1
+    assert result.err == (
+        "gpuconf: no rendered tree of lab in rendered/ (the default --path) for flux to sync; "
+        "run `gpuconf render` first, commit it, and give --path infra/gpu/rendered\n"
+    )
+    given = run_cli(
+        "gitops", "flux", "--repo", EXAMPLE_REPO, "--path", "infra/gpu/rendered", cwd=folder
+    )
+    assert given.code == 1
+    assert given.err == (
+        "gpuconf: --path infra/gpu/rendered: no rendered tree of lab in infra/gpu/rendered/ for "
+        "flux to sync; run `gpuconf render` first, and commit it\n"
     )
