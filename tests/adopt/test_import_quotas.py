@@ -239,7 +239,7 @@ def test_several_quotas_of_one_namespace_import_as_the_smallest_whichever_comes_
             quota.format("small", "research", "", 3),
             quota.format("gpus", "research", "", 7),
             quota.format("high", "research", high, 1),
-            quota.format("high", "students", high, 2),
+            quota.format("high", "students", high, 9),
             quota.format("gpus", "students", "", 4),
         ]
         (tmp_path / "q.yaml").write_text("---\n".join(documents[i] for i in order))
@@ -253,9 +253,9 @@ def test_several_quotas_of_one_namespace_import_as_the_smallest_whichever_comes_
         said = [line.split(": warning: ", 1)[1] for line in result.err.splitlines()]
         assert sorted(said) == [
             "this quota holds only the pods of PriorityClass In [high] (t4-shared: 1); gpuconf's "
-            "quotas have no scopes: not imported, and the namespace's quota of 3 holds those pods "
-            "too",
-            "this quota holds only the pods of PriorityClass In [high] (t4-shared: 2); gpuconf's "
+            "quotas have no scopes: not imported, so those pods may now use up to the "
+            "namespace's 3",
+            "this quota holds only the pods of PriorityClass In [high] (t4-shared: 9); gpuconf's "
             "quotas have no scopes: not imported, and the namespace's quota of 4 holds those pods "
             "too",
         ], order

@@ -135,7 +135,12 @@ def _limit(name: str, lines: list[_Line], left_out: list[Diagnostic]) -> int:
         if not line.scopes:
             continue
         held = f"this quota holds only the pods of {described(line.scopes)} ({name}: {line.value})"
-        if unscoped:
+        if unscoped and line.value < limit:
+            message = (
+                f"{held}; gpuconf's quotas have no scopes: not imported, so those pods may now "
+                f"use up to the namespace's {limit}"
+            )
+        elif unscoped:
             message = (
                 f"{held}; gpuconf's quotas have no scopes: not imported, and the namespace's "
                 f"quota of {limit} holds those pods too"
