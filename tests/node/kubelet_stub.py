@@ -140,6 +140,14 @@ class KubeletStub(api_pb2_grpc.RegistrationServicer):
         except grpc.RpcError:
             return  # the plugin or this stand-in went away
 
+    def timed_lists(self, resource: str) -> list[tuple[float, Devices]]:
+        """Each device list of `resource` with when it arrived (time.monotonic), read at once:
+        the two records grow together on the watching thread."""
+        with self._changed:
+            return list(
+                zip(self.list_times.get(resource, []), self.lists.get(resource, []), strict=True)
+            )
+
     def wait(self, check: Callable[[], T | None], timeout: float = 5.0, what: str = "") -> T:
         with self._changed:
             result: list[T] = []
