@@ -89,11 +89,8 @@ def test_labels_are_published_on_change_only_and_retried_after_a_failure(
     assert len(published) == 3, "published: nothing more to do"
 
 
-def test_away_from_a_cluster_the_log_does_not_claim_the_labels_were_published(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    # `gpuconf node run --nvml fake:FILE` on a laptop: there is no Node to label.
-    monkeypatch.delenv(in_cluster.HOST_ENV, raising=False)
+def _assert_logged_not_in_a_pod(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A label watch's first publish logs that nothing was published, and why."""
     config = read_node_config(node_config([resource("t4", [0, 1])], gpus=2))
     watch = LabelWatch("node-a", Driver(), tmp_path / "product_name")
     with caplog.at_level("INFO"):
@@ -102,6 +99,14 @@ def test_away_from_a_cluster_the_log_does_not_claim_the_labels_were_published(
     messages = [record.getMessage() for record in caplog.records]
     assert "node labels published" not in messages
     assert "node labels not published: not in a pod (`gpuconf node labels` prints them)" in messages
+
+
+def test_away_from_a_cluster_the_log_does_not_claim_the_labels_were_published(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # `gpuconf node run --nvml fake:FILE` on a laptop: there is no Node to label.
+    monkeypatch.delenv(in_cluster.HOST_ENV, raising=False)
+    _assert_logged_not_in_a_pod(tmp_path, caplog)
 
 
 def test_the_log_says_what_the_publish_decided_not_a_second_look_at_the_environment(
@@ -112,11 +117,4 @@ def test_the_log_says_what_the_publish_decided_not_a_second_look_at_the_environm
 ) -> None:
     monkeypatch.setenv(in_cluster.HOST_ENV, "10.0.0.1")  # changed after publish looked
     recorder.outcome = Published.NOT_IN_A_POD
-    config = read_node_config(node_config([resource("t4", [0, 1])], gpus=2))
-    watch = LabelWatch("node-a", Driver(), tmp_path / "product_name")
-    with caplog.at_level("INFO"):
-        watch.update(config, _gpus(2))
-        _settle(watch)
-    messages = [record.getMessage() for record in caplog.records]
-    assert "node labels published" not in messages
-    assert "node labels not published: not in a pod (`gpuconf node labels` prints them)" in messages
+    _assert_logged_not_in_a_pod(tmp_path, caplog)

@@ -240,28 +240,36 @@ def test_a_dropin_k3s_reads_after_ours_that_sets_the_default_runtime_back_is_ref
     assert not host.at(DEFAULT_DROPIN).exists()
 
 
+LATER_DROPIN = "/etc/rancher/k3s/config.yaml.d/95-site.yaml"
+
+
+def later_dropin_refusal(host: HostTree, text: str) -> str:
+    """What setup prints on stderr, failing, where a drop-in read after gpuconf's holds `text`."""
+    host.write(NVIDIA_RUNTIME, "#!/bin/sh\n")
+    host.write(LATER_DROPIN, text)
+    result = host.setup(setup_config("k3s"))
+    assert result.code == 1
+    return result.err
+
+
 # readConfigFile: `key+` appends; each value becomes a flag and the last string flag wins.
 @pytest.mark.parametrize("text", ["default-runtime+: runc\n", "default-runtime+: [nvidia, runc]\n"])
 def test_a_later_dropin_appending_another_default_runtime_is_refused(
     host: HostTree, text: str
 ) -> None:
-    host.write(NVIDIA_RUNTIME, "#!/bin/sh\n")
-    later = "/etc/rancher/k3s/config.yaml.d/95-site.yaml"
-    host.write(later, text)
-    result = host.setup(setup_config("k3s"))
-    assert result.code == 1
-    assert f"{later}:1:1: default-runtime+: 'runc' wins over {DEFAULT_DROPIN}" in result.err
+    assert (
+        f"{LATER_DROPIN}:1:1: default-runtime+: 'runc' wins over {DEFAULT_DROPIN}"
+        in later_dropin_refusal(host, text)
+    )
 
 
 def test_a_later_dropin_setting_the_default_runtime_to_a_mapping_is_shown_as_written(
     host: HostTree,
 ) -> None:
-    host.write(NVIDIA_RUNTIME, "#!/bin/sh\n")
-    later = "/etc/rancher/k3s/config.yaml.d/95-site.yaml"
-    host.write(later, "default-runtime:\n  name: nvidia\n")
-    result = host.setup(setup_config("k3s"))
-    assert result.code == 1
-    assert f"{later}:1:1: default-runtime: 'name: nvidia' wins over {DEFAULT_DROPIN}" in result.err
+    assert (
+        f"{LATER_DROPIN}:1:1: default-runtime: 'name: nvidia' wins over {DEFAULT_DROPIN}"
+        in later_dropin_refusal(host, "default-runtime:\n  name: nvidia\n")
+    )
 
 
 @pytest.mark.parametrize(
@@ -376,9 +384,7 @@ def test_a_later_dropin_whose_repeated_key_ends_on_another_runtime_is_refused_at
     host: HostTree,
 ) -> None:
     # yaml.v2 keeps both entries of a repeated key in order; k3s's flags take the last.
-    host.write(NVIDIA_RUNTIME, "#!/bin/sh\n")
-    later = "/etc/rancher/k3s/config.yaml.d/95-site.yaml"
-    host.write(later, "default-runtime: nvidia\ndefault-runtime: runc\n")
-    result = host.setup(setup_config("k3s"))
-    assert result.code == 1
-    assert f"{later}:2:1: default-runtime: 'runc' wins over {DEFAULT_DROPIN}" in result.err
+    assert (
+        f"{LATER_DROPIN}:2:1: default-runtime: 'runc' wins over {DEFAULT_DROPIN}"
+        in later_dropin_refusal(host, "default-runtime: nvidia\ndefault-runtime: runc\n")
+    )
