@@ -410,7 +410,10 @@ def _refuse_unrendered(
     """The objects point the agent at PATH/<cluster>/ of the repository, PATH read from its
     root as Argo CD and Flux read it: where that holds no rendered tree, they would sync nothing
     but an error, so nothing is written."""
-    root = _repository_root(options.base)
+    # Resolved: a `-C ../other` kept as written would find the repository of the folder the
+    # user stands in, not the one it names.
+    base = options.base.resolve()
+    root = _repository_root(base)
     folder = root / rendered_path
     missing = [c for c in clusters if not (folder / c / KUSTOMIZATION).is_file()]
     if not missing:
@@ -422,7 +425,7 @@ def _refuse_unrendered(
         f"{named}no rendered tree of {', '.join(missing)} in {path}/{default} "
         f"for {options.agent} to sync"
     )
-    rendered_here = options.base / DEFAULT_OUTPUT  # where `gpuconf render` writes by default
+    rendered_here = base / DEFAULT_OUTPUT  # where `gpuconf render` writes by default
     suggested = PurePosixPath(rendered_here.relative_to(root).as_posix())
     if suggested != rendered_path and _rendered_clusters(rendered_here) >= set(clusters):
         raise UsageError(f"{problem}; they are in {suggested}/: give --path {suggested}")
@@ -434,7 +437,7 @@ def _refuse_unrendered(
         raise UserError(
             f"{problem}; run `gpuconf render` first, commit it, and give --path {suggested}"
         )
-    output = Path(os.path.relpath(folder, options.base)).as_posix()
+    output = Path(os.path.relpath(folder, base)).as_posix()
     render = "gpuconf render" + ("" if output == DEFAULT_OUTPUT.as_posix() else f" -o {output}")
     raise UserError(f"{problem}; run `{render}` first, and commit it")
 

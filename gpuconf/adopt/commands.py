@@ -160,11 +160,11 @@ def _nodes(options: argparse.Namespace) -> int:
     from gpuconf.adopt import nodes
 
     file = read_cluster_file(options, options.file)
+    # A name given twice is one node: a script's list may repeat it.
+    names = list(dict.fromkeys(options.nodes))
     if options.action == "add":
         if options.uuids and len(options.nodes) > 1:
             raise UsageError("--uuid declares the GPUs of one node: add one node at a time")
-        # A name given twice is one node, as for `nodes remove`: a script's list may repeat it.
-        names = list(dict.fromkeys(options.nodes))
         added = nodes.add(file, options.pool, names, options.gpus, options.uuids)
         for name in added.unchanged:
             print(
@@ -173,8 +173,8 @@ def _nodes(options: argparse.Namespace) -> int:
         edit = added.edit
         done = f"declared {len(added.new)} node(s) in pool {options.pool} of {file.shown}"
     else:
-        edit = nodes.remove(file, options.nodes)
-        done = f"retired {len(options.nodes)} node(s) from {file.shown}"
+        edit = nodes.remove(file, names)
+        done = f"retired {len(names)} node(s) from {file.shown}"
     return written([edit], done)
 
 

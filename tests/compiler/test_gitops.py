@@ -269,6 +269,22 @@ def test_gitops_in_a_repository_subfolder_reads_path_from_the_repository_root(
     assert not (tmp_path / "gitops").exists()
 
 
+def test_gitops_with_dash_c_into_a_folder_beside_a_repository_reads_that_folder(
+    tmp_path: Path,
+) -> None:
+    """`-C ../plain` from inside another repository: the root is looked for from the folder it
+    names (resolved), not from the `..` path as written."""
+    subprocess.run(["git", "init", "-q", str(tmp_path / "repo")], check=True, timeout=60)
+    plain = tmp_path / "plain"
+    (plain / "clusters").mkdir(parents=True)
+    shutil.copy(REPO / "clusters" / "lab.yaml", plain / "clusters" / "lab.yaml")
+    assert run_cli("render", cwd=plain).code == 0
+    beside = f"{tmp_path / 'repo'}/../plain"  # `..` kept as written, as `-C ../plain` is
+    result = run_cli("-C", beside, "gitops", "flux", "--repo", EXAMPLE_REPO, cwd=tmp_path / "repo")
+    assert result.code == 0, result.err
+    assert (plain / "gitops" / "flux" / "lab" / "kustomization-pools.yaml").is_file()
+
+
 @pytest.mark.parametrize("path", [[], ["--path", "rendered"]])
 def test_gitops_in_a_repository_subfolder_names_its_rendered_folder_from_the_root(
     tmp_path: Path, path: list[str]

@@ -154,14 +154,21 @@ def _limit(name: str, lines: list[_Line], left_out: list[Diagnostic]) -> int:
     return limit
 
 
-def _written(document: CommentedMap, namespace: str, name: str) -> object | None:
-    """The quota the file gives class `name` in `namespace`, if any."""
+def _namespace_quota(document: CommentedMap, namespace: str) -> CommentedMap | None:
+    """The file's quota entry for `namespace`, if any."""
     for quota in document["spec"].get("quotas") or ():
         if isinstance(quota, CommentedMap) and quota.get("namespace") == namespace:
-            classes = quota.get("classes")
-            if isinstance(classes, dict) and name in classes:
-                kept: object = classes[name]
-                return kept
+            return quota
+    return None
+
+
+def _written(document: CommentedMap, namespace: str, name: str) -> object | None:
+    """The quota the file gives class `name` in `namespace`, if any."""
+    quota = _namespace_quota(document, namespace)
+    classes = quota.get("classes") if quota is not None else None
+    if isinstance(classes, dict) and name in classes:
+        kept: object = classes[name]
+        return kept
     return None
 
 
@@ -171,14 +178,14 @@ def _set_quota(document: CommentedMap, namespace: str, classes: dict[str, int]) 
     if not isinstance(quotas, CommentedSeq):
         quotas = round_trip_yaml.sequence([], flow=False)
         spec["quotas"] = quotas
-    for quota in quotas:
-        if isinstance(quota, CommentedMap) and quota.get("namespace") == namespace:
-            existing: Any = quota.get("classes")
-            if isinstance(existing, CommentedMap):
-                existing.update(classes)
-            else:
-                quota["classes"] = round_trip_yaml.flow_mapping(classes)
-            return
+    quota = _namespace_quota(document, namespace)
+    if quota is not None:
+        existing: Any = quota.get("classes")
+        if isinstance(existing, CommentedMap):
+            existing.update(classes)
+        else:
+            quota["classes"] = round_trip_yaml.flow_mapping(classes)
+        return
     # Written like the file's quotas are: `classes: {a: 1}` or one class per line.
     like: Any = quotas[0].get("classes") if quotas and isinstance(quotas[0], CommentedMap) else None
     flow = not isinstance(like, CommentedMap) or bool(like.fa.flow_style())

@@ -285,11 +285,12 @@ def _namespace_limits(quotas: Sequence[Mapping[str, Any]], key: str) -> tuple[in
     by_namespace: dict[str, list[Held]] = {}
     for quota in quotas:
         spec = _at(quota, "spec")
-        if key in _at(quota, "spec", "hard"):
+        hard = _at(spec, "hard")
+        if key in hard:
             namespace = str(_at(quota, "metadata").get("namespace"))
             by_namespace.setdefault(namespace, []).append(
                 Held(
-                    _count(_at(quota, "spec", "hard"), key),
+                    _count(hard, key),
                     _count(_at(quota, "status", "used"), key),
                     scopes(spec),
                 )
