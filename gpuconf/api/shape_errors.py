@@ -100,6 +100,7 @@ _PATTERNS: dict[str, tuple[str, str]] = {
 
 _WHY: dict[str, Callable[[str], str | None]] = {
     base.DNS_LABEL: kubernetes_names.too_long(63),
+    base.DNS_SUBDOMAIN: kubernetes_names.too_long(kubernetes_names.QUALIFIED_PREFIX_MAX),
     base.POOL_NAME: kubernetes_names.too_long(base.POOL_NAME_MAX),
     base.LABEL_VALUE: kubernetes_names.too_long(kubernetes_names.LABEL_VALUE_MAX),
     base.LABEL_KEY: kubernetes_names.qualified_name,

@@ -768,6 +768,16 @@ def node_daemonset_refusal(folder: Path, block: str, text: str) -> tuple[str, Cl
         ),
         (
             "container_env",
+            "- {name: TEAM, valueFrom: {fieldRef: {fieldPath: \"metadata.annotations['Bad Key']\"}}}",
+            "'Bad Key' is not a valid annotation key",
+        ),
+        (
+            "pod_spec",
+            f"priorityClassName: {'a' * 254}",
+            "is not a valid DNS subdomain: 254 characters, at most 253",
+        ),
+        (
+            "container_env",
             "- {name: GPUS, valueFrom: {resourceFieldRef: {resource: limits.nvidia.com/gpu}}}",
             "resourceFieldRef.resource: 'limits.nvidia.com/gpu' is not one of limits.cpu",
         ),
@@ -796,6 +806,8 @@ def node_daemonset_refusal(folder: Path, block: str, text: str) -> tuple[str, Cl
         "node-affinity-match-fields",
         "spread-when-unsatisfiable",
         "env-field-path",
+        "env-annotation-key",
+        "class-name-too-long",
         "env-gpu-resource-field",
         "hugepages-alone",
         "gpu-request-without-limit",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from gpuconf.api.base import INT64_MAX
 from gpuconf.compiler.resolve.metadata_guard import EVERY_OBJECT, Guard
 
 _PREFIX = "pod-security.kubernetes.io/"
@@ -28,7 +29,6 @@ _LEVELS = ("privileged", "baseline", "restricted")
 # ParseVersion: "latest" or v1.<minor>, the minor without leading zeros and, read by Go's
 # strconv.Atoi, within a 64-bit int.
 _VERSION = re.compile(r"v1\.(0|[1-9][0-9]*)")
-_GO_INT_MAX = 2**63 - 1
 _NOT_TEXT = "Kubernetes takes only strings as label values"
 _NAMESPACE_REFUSED = (
     "Pod Security admission refuses to create or update a Namespace whose labels it cannot "
@@ -69,7 +69,7 @@ def _version_breaks(written: str, value: Any) -> str | None:
     if not isinstance(value, str):
         return _NOT_TEXT
     minor = _VERSION.fullmatch(value)
-    if value == "latest" or (minor and int(minor[1]) <= _GO_INT_MAX):
+    if value == "latest" or (minor and int(minor[1]) <= INT64_MAX):
         return None
     return f'it is not "latest" nor v1.<minor> (a 64-bit int): {_NAMESPACE_REFUSED}'
 

@@ -29,6 +29,7 @@ from gpuconf.api.kubernetes_names import (
 from gpuconf.api.shape_errors import as_yaml_spells
 from gpuconf.compiler.templating.server_fields import (
     Problem,
+    annotation_key_problem,
     dns_subdomain_problem,
     entries,
     label_key_problem,
@@ -212,7 +213,7 @@ def _field_ref(field_ref: Mapping[str, Any], path: KeyPath) -> Iterator[Problem]
             f"{field} takes no ['<key>']: only {' and '.join(SUBSCRIPTED)} do",
         )
         return
-    found = label_key_problem(key.lower() if field == "metadata.annotations" else key)
+    found = (annotation_key_problem if field == "metadata.annotations" else label_key_problem)(key)
     if found is not None:
         yield Problem((*path, "fieldPath"), field_path, *found)
 

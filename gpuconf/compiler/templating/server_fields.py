@@ -12,15 +12,13 @@ from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
 from gpuconf.api.base import DNS_LABEL, DNS_SUBDOMAIN, LABEL_KEY, LABEL_VALUE
-from gpuconf.api.kubernetes_names import QUALIFIED_PREFIX_MAX
+from gpuconf.api.kubernetes_names import QUALIFIED_NAME_MAX, QUALIFIED_PREFIX_MAX, qualified_name
 from gpuconf.api.shape_errors import as_yaml_spells, pattern_wording
 from gpuconf.diagnostics import KeyPath
 from gpuconf.hints import did_you_mean
 
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 NODE_SELECTOR_OPERATORS = (*SELECTOR_OPERATORS, "Gt", "Lt")
-DNS_SUBDOMAIN_MAX = QUALIFIED_PREFIX_MAX
-"""IsDNS1123Subdomain: DNS1123SubdomainMaxLength."""
 
 
 class Problem(NamedTuple):
@@ -62,6 +60,18 @@ def label_key_problem(key: str) -> tuple[str, str] | None:
     return None if re.fullmatch(LABEL_KEY, key) else pattern_wording(LABEL_KEY, key)
 
 
+def annotation_key_problem(key: str) -> tuple[str, str] | None:
+    """ValidateAnnotations' key: a qualified name once lower-cased, worded as written; None
+    when the server takes `key`."""
+    if re.fullmatch(LABEL_KEY, key.lower()):
+        return None
+    return (
+        f"{as_yaml_spells(key)} is not a valid annotation key: {qualified_name(key.lower())}",
+        f"an optional DNS-subdomain prefix of at most {QUALIFIED_PREFIX_MAX} characters and "
+        f"'/', then a name of at most {QUALIFIED_NAME_MAX} characters (letters of either case)",
+    )
+
+
 def label_value_problem(value: str) -> tuple[str, str] | None:
     """IsValidLabelValue, worded; None when the server takes `value`."""
     return None if re.fullmatch(LABEL_VALUE, value) else pattern_wording(LABEL_VALUE, value)
@@ -82,7 +92,7 @@ def dns_label_problem(name: str) -> tuple[str, str] | None:
 
 def dns_subdomain_problem(name: str) -> tuple[str, str] | None:
     """NameIsDNSSubdomain (IsDNS1123Subdomain), worded; None when the server takes `name`."""
-    if re.fullmatch(DNS_SUBDOMAIN, name) and len(name) <= DNS_SUBDOMAIN_MAX:
+    if re.fullmatch(DNS_SUBDOMAIN, name) and len(name) <= QUALIFIED_PREFIX_MAX:
         return None
     return pattern_wording(DNS_SUBDOMAIN, name)
 

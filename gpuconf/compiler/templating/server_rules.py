@@ -21,17 +21,14 @@ against the server."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from gpuconf.api.base import LABEL_KEY
-from gpuconf.api.kubernetes_names import qualified_name
-from gpuconf.api.shape_errors import as_yaml_spells
 from gpuconf.compiler.templating.container_rules import containers
 from gpuconf.compiler.templating.scheduling_rules import affinity, topology_spread
 from gpuconf.compiler.templating.server_fields import (
     Problem,
+    annotation_key_problem,
     at,
     dns_subdomain_problem,
     entries,
@@ -93,14 +90,9 @@ def _annotations(data: Mapping[str, Any], path: KeyPath) -> Iterator[Problem]:
     if not isinstance(annotations, dict):
         return
     for key in annotations:
-        if isinstance(key, str) and not re.fullmatch(LABEL_KEY, key.lower()):
-            yield Problem(
-                (*path, key),
-                key,
-                f"{as_yaml_spells(key)} is not a valid annotation key: {qualified_name(key.lower())}",
-                "an optional DNS-subdomain prefix of at most 253 characters and '/', then a name "
-                "of at most 63 characters (letters of either case)",
-            )
+        found = annotation_key_problem(key) if isinstance(key, str) else None
+        if found is not None:
+            yield Problem((*path, key), key, *found)
     size = sum(
         len(key.encode()) + len(value.encode())
         for key, value in annotations.items()
