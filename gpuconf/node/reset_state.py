@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from gpuconf.node.atomic_files import write_atomically
-from gpuconf.node.small_files import read_small_file
+from gpuconf.node.small_files import NotAStateFile, read_json_state
 
 STATE_FILE = "awaiting-reset.json"
 
@@ -22,11 +22,11 @@ class StateUnreadable(Exception):
 
 def load(path: Path) -> frozenset[str]:
     try:
-        data = json.loads(read_small_file(path).decode("utf-8"))
-    except FileNotFoundError:
+        data = read_json_state(path)
+    except NotAStateFile as error:
+        raise StateUnreadable(str(error)) from None
+    if data is None:
         return frozenset()
-    except (OSError, ValueError, RecursionError) as error:  # nesting too deep for json
-        raise StateUnreadable(f"{path}: {error}") from None
     uuids = data.get("awaitingReset") if isinstance(data, dict) else None
     if not isinstance(uuids, list) or not all(isinstance(u, str) for u in uuids):
         raise StateUnreadable(f'{path}: expected {{"awaitingReset": ["GPU-…", …]}}')

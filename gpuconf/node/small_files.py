@@ -5,6 +5,7 @@ path: a FIFO (reading it would wait for a writer that never comes), a device suc
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 from pathlib import Path
@@ -15,6 +16,19 @@ STATE_FILE_LIMIT = 1 << 20
 
 class NotAStateFile(OSError):
     """Something other than a small regular file is at the path."""
+
+
+def read_json_state(path: Path) -> object | None:
+    """A JSON state file of ours: None when there is none; NotAStateFile (an OSError) when
+    it cannot be read or is not JSON, nested past what json reads included."""
+    try:
+        return json.loads(read_small_file(path).decode("utf-8"))  # type: ignore[no-any-return]
+    except FileNotFoundError:
+        return None
+    except NotAStateFile:
+        raise
+    except (OSError, ValueError, RecursionError) as error:  # RecursionError: nesting too deep
+        raise NotAStateFile(f"{path}: {error}") from None
 
 
 def read_small_file(path: Path, limit: int = STATE_FILE_LIMIT) -> bytes:

@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 from gpuconf.node import log
 from gpuconf.node.atomic_files import remove_temporaries, write_atomically
 from gpuconf.node.metrics import Metrics
-from gpuconf.node.small_files import read_small_file
+from gpuconf.node.small_files import NotAStateFile, read_json_state
 
 GRANTS_FILE = "handed-out.json"
 FORMAT_VERSION = 1
@@ -99,11 +99,11 @@ class SavedGrants:
     def load(self, now: Moment) -> list[LoadedGrant]:
         """The grants of the file, with their ages at ``now``; none when there is no file."""
         try:
-            data = json.loads(read_small_file(self.path).decode("utf-8"))
-        except FileNotFoundError:
+            data = read_json_state(self.path)
+        except NotAStateFile as error:
+            raise GrantsUnreadable(str(error)) from None
+        if data is None:
             return []
-        except (OSError, ValueError, RecursionError) as error:  # nesting too deep for json
-            raise GrantsUnreadable(f"{self.path}: {error}") from None
         try:
             grants, saved_boot = _parsed(data)
         except (KeyError, TypeError, ValueError) as error:

@@ -40,7 +40,8 @@ def _record(fields: dict[str, Any]) -> cs.TypedDictSchema:
 
 _TEXT = cs.str_schema(strict=True)
 # "8.0" as nvidia-smi --query-gpu=compute_cap prints it; "12.4" as it prints "CUDA Version".
-_MAJOR_MINOR = cs.nullable_schema(cs.str_schema(strict=True, pattern=r"^[0-9]+\.[0-9]+$"))
+MAJOR_MINOR_PATTERN = r"^[0-9]+\.[0-9]+$"
+_MAJOR_MINOR = cs.nullable_schema(cs.str_schema(strict=True, pattern=MAJOR_MINOR_PATTERN))
 MAJOR_MINOR_HINT = 'write it quoted as nvidia-smi prints it, e.g. "8.0"'
 _COUNT = cs.int_schema(ge=0, strict=True)
 # nvmlDeviceAttributes_t's field names.
@@ -151,7 +152,7 @@ def _validation_message(located: Located, error: ValidationError) -> str:
     for problem in error.errors(include_url=False):
         path = tuple(part for part in problem["loc"] if part != "[key]")
         value = located.value_at(path)
-        if problem["type"] == "string_pattern_mismatch":  # only _MAJOR_MINOR has a pattern
+        if (problem.get("ctx") or {}).get("pattern") == MAJOR_MINOR_PATTERN:
             message, hint = f"{value!r} is not MAJOR.MINOR", MAJOR_MINOR_HINT
         else:
             message, hint = wording(problem, value)
