@@ -19,7 +19,12 @@ import fake_systemctl
 import pytest
 from builders import NVIDIA_RUNTIME, RUNTIME_FACTS, HostTree, run_cli, setup_config
 
+import gpuconf.node.runtimes.apply as apply
+from gpuconf.node.runtimes.changes import FileChange
+from gpuconf.node.runtimes.host import Host
+
 DAEMON = "/etc/docker/daemon.json"
+BACKUP_OF_DAEMON = "/var/lib/gpuconf/backup/etc/docker/daemon.json"
 MARKER = "/run/gpuconf/setup-ready"
 MAIN = "/etc/containerd/config.toml"
 DROPIN = "/etc/containerd/conf.d/99-nvidia.toml"
@@ -528,3 +533,56 @@ def test_a_host_without_the_toolkit_is_told_to_install_it(host: HostTree) -> Non
     assert (
         f"{NVIDIA_RUNTIME} is not on the host: install the NVIDIA container toolkit" in result.err
     )
+
+
+class _Killed(BaseException):
+    """Setup killed (SIGKILL, the node lost power) at this point: nothing after it runs."""
+
+
+def _write(host: HostTree, data: bytes) -> list[str]:
+    path = host.at(DAEMON)
+    old = path.read_bytes() if path.exists() else None
+    return apply.write_changes(Host(host.root), [FileChange(DAEMON, path, old, data)])
+
+
+def _revert(host: HostTree) -> list[str]:
+    path = host.at(DAEMON)
+    return apply.revert(
+        Host(host.root), [FileChange(DAEMON, path, path.read_bytes(), b"")]
+    ).put_back
+
+
+def _kill_setup_at(
+    monkeypatch: pytest.MonkeyPatch, host: HostTree, name: str, new: bytes, written: bool
+) -> None:
+    """Kill setup as apply.py calls ``name`` while the daemon.json holds ``new`` (``written``)
+    or not yet."""
+    real = getattr(apply, name)
+
+    def dying(*args: object, **kwargs: object) -> object:
+        if (host.at(DAEMON).read_bytes() == new) == written:
+            raise _Killed
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(apply, name, dying)
+
+
+@pytest.mark.parametrize(
+    ("name", "written"),
+    [("record_written", True), ("write_atomically", False)],
+    ids=["after-the-file-write", "before-the-file-write"],
+)
+def test_a_run_killed_while_it_rewrites_a_file_keeps_the_first_original_for_revert(
+    host: HostTree, monkeypatch: pytest.MonkeyPatch, name: str, written: bool
+) -> None:
+    original, first, second = b'{"log-level": "warn"}\n', b'{"a": 1}\n', b'{"b": 2}\n'
+    host.write(DAEMON, original)
+    assert _write(host, first) == [DAEMON]  # run 1 keeps the original
+    with monkeypatch.context() as patch:
+        _kill_setup_at(patch, host, name, second, written)
+        with pytest.raises(_Killed):
+            _write(host, second)  # run 2: its config changed; killed mid-write
+    _write(host, second)  # run 3, same config as run 2
+    assert host.at(BACKUP_OF_DAEMON).read_bytes() == original
+    assert _revert(host) == [DAEMON]
+    assert host.at(DAEMON).read_bytes() == original
