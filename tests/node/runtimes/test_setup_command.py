@@ -22,6 +22,7 @@ from builders import NVIDIA_RUNTIME, RUNTIME_FACTS, HostTree, run_cli, setup_con
 import gpuconf.node.runtimes.apply as apply
 from gpuconf.node.runtimes.changes import FileChange
 from gpuconf.node.runtimes.host import Host
+from gpuconf.node.runtimes.systemd import UnitState
 
 DAEMON = "/etc/docker/daemon.json"
 BACKUP_OF_DAEMON = "/var/lib/gpuconf/backup/etc/docker/daemon.json"
@@ -284,6 +285,54 @@ def test_a_unit_that_fails_to_come_back_is_a_message_naming_its_result(host: Hos
         "see `journalctl -u containerd` on the host"
     ) in result.err
     assert not host.at(MARKER).exists()
+
+
+def test_a_restarting_unit_whose_start_fails_is_a_message_at_once_not_after_the_timeout(
+    host: HostTree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # containerd/containerd containerd.service: Restart=always, RestartSec=5 (docker's and
+    # k3s's units too): a refused config shows as activating/auto-restart, never failed.
+    monkeypatch.setattr("gpuconf.node.runtimes.systemd.RESTART_TIMEOUT_SECONDS", 30.0)
+    monkeypatch.setattr("gpuconf.node.runtimes.systemd.POLL_SECONDS", 0.05)
+    units = fake_systemctl.install(host)
+    (units / "containerd.fails").touch()
+    (units / "containerd.restarts").touch()
+    started = time.monotonic()
+    result = host.setup(setup_config("containerd", restart="systemd"))
+    assert result.code == 1, result.err
+    assert time.monotonic() - started < 15
+    assert (
+        "containerd did not come back after its restart: auto-restart (result exit-code, "
+        "systemd retries it); see `journalctl -u containerd` on the host"
+    ) in result.err
+    assert not host.at(MARKER).exists()
+
+
+@pytest.mark.parametrize("sub_state", ["auto-restart", "auto-restart-queued"])
+def test_an_auto_restart_left_from_before_the_restart_is_not_taken_for_its_failure(
+    sub_state: str,
+) -> None:
+    queued = 100.0
+    before = UnitState("activating", sub_state, "exit-code", 0.0, 90.0, 90.0)
+    assert not before.start_failed_after(queued)
+    assert UnitState("activating", sub_state, "exit-code", 0.0, 101.0, 101.0).start_failed_after(
+        queued
+    )
+    # systemd < 254 leaves the timestamps at the restart's stop and start
+    assert UnitState("activating", sub_state, "exit-code", 0.0, 101.0, 90.0).start_failed_after(
+        queued
+    )
+
+
+@pytest.mark.parametrize(
+    "sub_state", ["stop", "stop-sigterm", "stop-post", "dead", "start-pre", "start", "start-post"]
+)
+def test_a_restart_s_own_stop_and_start_are_not_a_failure(sub_state: str) -> None:
+    active = {"dead": "inactive", "start": "activating"}.get(
+        sub_state.split("-")[0], "deactivating"
+    )
+    state = UnitState(active, sub_state, "success", 0.0, 101.0, 101.0)
+    assert not state.start_failed_after(100.0)
 
 
 def start_setup(host: HostTree, config: dict[str, object]) -> subprocess.Popen[str]:
