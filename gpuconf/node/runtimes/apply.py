@@ -18,7 +18,7 @@ from gpuconf.node.runtimes.host_files import (
     original_of,
     read_optional,
     record_written,
-    written_digest,
+    written_digests,
 )
 
 
@@ -39,6 +39,7 @@ def write_changes(host: Host, changes: Iterable[FileChange]) -> list[str]:
                 continue
             if back_up_once(backup_dir, change.host_path, change.old):
                 kept.append(change.host_path)
+            record_written(backup_dir, change.host_path, change.new, before=change.old)
             write_atomically(change.path, change.new)
             record_written(backup_dir, change.host_path, change.new)
         except OSError as error:
@@ -58,10 +59,10 @@ def _still_ours(backup_dir: Path, change: FileChange) -> bool:
 
 
 def _is_what_setup_wrote(backup_dir: Path, change: FileChange, data: bytes | None) -> bool:
-    recorded = written_digest(backup_dir, change.host_path)
+    recorded = written_digests(backup_dir, change.host_path)
     if recorded is None:  # kept by a setup that recorded nothing: this plan's bytes are the guess
         return data == change.new
-    return digest(data) == recorded
+    return digest(data) in recorded
 
 
 @dataclass(frozen=True)

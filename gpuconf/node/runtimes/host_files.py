@@ -18,7 +18,7 @@ from gpuconf.node.atomic_files import remove, write_atomically
 
 ABSENT_SUFFIX = ".gpuconf-absent"
 WRITTEN_SUFFIX = ".gpuconf-written"
-"""Beside a kept original: the sha256 of the bytes setup last wrote to the file."""
+"""Beside a kept original: the sha256 of the bytes setup last wrote to the file, one a line."""
 
 
 def read_optional(path: Path, limit: int = -1) -> bytes | None:
@@ -61,17 +61,25 @@ def digest(data: bytes | None) -> str | None:
     return None if data is None else hashlib.sha256(data).hexdigest()
 
 
-def record_written(backup_dir: Path, host_path: str, data: bytes) -> None:
-    """Remember what setup wrote to the file, so a later run tells its own bytes from a host edit."""
+def record_written(
+    backup_dir: Path, host_path: str, data: bytes, before: bytes | None = None
+) -> None:
+    """Remember what setup writes to the file, so a later run tells its own bytes from a host
+    edit. Recorded before the file is written, with ``before`` (the bytes it holds now, known
+    to be setup's or the original) beside it: killed between this and the file's write, either
+    bytes are setup's; once the file is written, a second call records ``data`` alone."""
     backup = backup_of(backup_dir, host_path)
-    write_atomically(backup.with_name(backup.name + WRITTEN_SUFFIX), f"{digest(data)}\n".encode())
+    digests = [digest(data), *([] if before is None else [digest(before)])]
+    text = "".join(f"{line}\n" for line in dict.fromkeys(digests))
+    write_atomically(backup.with_name(backup.name + WRITTEN_SUFFIX), text.encode())
 
 
-def written_digest(backup_dir: Path, host_path: str) -> str | None:
-    """The sha256 of what setup last wrote to the file; None when not recorded (an older setup)."""
+def written_digests(backup_dir: Path, host_path: str) -> frozenset[str] | None:
+    """The sha256 of each of the bytes setup may last have written to the file (two while a
+    write was under way); None when not recorded (an older setup)."""
     backup = backup_of(backup_dir, host_path)
     recorded = read_optional(backup.with_name(backup.name + WRITTEN_SUFFIX))
-    return None if recorded is None else recorded.decode().strip()
+    return None if recorded is None else frozenset(recorded.decode().split())
 
 
 def forget_original(backup_dir: Path, host_path: str) -> None:

@@ -13,6 +13,13 @@ systemd's documented semantics this relies on:
   microseconds at which the unit last became active, began starting, and stopped or failed
   (0: never) (org.freedesktop.systemd1(5)). CLOCK_MONOTONIC is the kernel's, the same in the
   setup pod as in systemd.
+- A unit with `Restart=` whose start fails is not left "failed": it waits RestartSec= in
+  ActiveState=activating, SubState=auto-restart, Result naming the failure (systemd.service(5),
+  org.freedesktop.systemd1(5)), then starts again. containerd's unit (containerd/containerd
+  containerd.service: Restart=always, RestartSec=5), docker's (moby/moby
+  contrib/init/systemd/docker.service: Restart=always, RestartSec=2) and k3s's (written by
+  k3s-io/k3s install.sh: Restart=always, RestartSec=5s) all say so: a config the engine
+  refuses shows only as auto-restart, and setup fails on it rather than waiting out its timeout.
 - k3s's units say `TimeoutStartSec=0` (systemd.service(5): no time-out), so systemd itself
   never gives up on a slow k3s start.
 
@@ -42,6 +49,15 @@ _PROPERTIES = (
     "InactiveEnterTimestampMonotonic",
 )
 _UP = ("active", "activating", "reloading")
+_BEFORE_AUTO_RESTART = (
+    "dead-before-auto-restart",
+    "failed-before-auto-restart",
+    "auto-restart",
+    "auto-restart-queued",
+)
+"""A Restart= service's sub-states between the end of a run (here: a failed start) and systemd's
+next try; the first two and the last are systemd >= 254's. systemd's own wait for units lists
+the same four as a service about to be restarted (src/shared/bus-wait-for-units.c)."""
 
 
 class UnitRestartFailed(UserError):
@@ -68,6 +84,20 @@ class UnitState:
 
     def starting_after(self, moment: float) -> bool:
         return self.active_state == "activating" and self.starting_since >= moment
+
+    def start_failed_after(self, moment: float) -> bool:
+        """Whether a start begun, or a stop ended, after ``moment`` ended in failure: "failed",
+        or, for a unit with Restart=, "auto-restart" (activating: the wait before systemd starts
+        it again, entered only after a failure; a restart's stop and start never pass it).
+        systemd >= 254 marks the failure in InactiveEnterTimestamp, older ones leave the
+        unit's timestamps at its stop and start; either is after ``moment`` for a start that
+        followed it, neither for a failure left from before."""
+        if self.active_state == "failed":
+            return self.stopped_since >= moment
+        return (
+            self.sub_state in _BEFORE_AUTO_RESTART
+            and max(self.stopped_since, self.starting_since) >= moment
+        )
 
 
 def _systemctl(host: Host, *args: str) -> str:
@@ -129,10 +159,11 @@ def wait_active(host: Host, unit: str, since: float) -> None:
         if current.active_after(since):
             return
         # Not "inactive": a restart job passes through it between stop and start.
-        if current.active_state == "failed" and current.stopped_since >= since:
+        if current.start_failed_after(since):
+            retried = ", systemd retries it" if current.sub_state in _BEFORE_AUTO_RESTART else ""
             raise UnitRestartFailed(
-                f"{unit} did not come back after its restart: {current.active_state} "
-                f"(result {current.result}); see `journalctl -u {unit}` on the host"
+                f"{unit} did not come back after its restart: {current.sub_state} "
+                f"(result {current.result}{retried}); see `journalctl -u {unit}` on the host"
             )
         if time.monotonic() >= deadline:
             raise UnitRestartFailed(

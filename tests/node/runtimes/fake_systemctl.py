@@ -3,7 +3,9 @@
 `restart --no-block UNIT` queues a restart and returns; `show --property=… UNIT` prints
 `Property=value` lines with CLOCK_MONOTONIC microsecond timestamps (org.freedesktop.systemd1(5)).
 The test steers a unit with files in ``units/``: `UNIT.slow` holds it in activating after a
-restart, `UNIT.fails` makes its start fail, `restart-refused` makes systemctl refuse the job.
+restart, `UNIT.fails` makes its start fail, `UNIT.restarts` gives it `Restart=` (as containerd's,
+docker's and k3s's units have), so that a failed start shows as activating/auto-restart, not
+failed (systemd.service(5)), and `restart-refused` makes systemctl refuse the job.
 Every call is appended to ``systemctl-calls``.
 """
 
@@ -37,10 +39,13 @@ elif args[0] == "show":
     if restarted is not None and "entered" not in state and not (units / (unit + ".slow")).exists():
         state["entered"] = now
         state["failed"] = (units / (unit + ".fails")).exists()
+        state["restarts"] = (units / (unit + ".restarts")).exists()
     if restarted is None:
         active, sub, result, entered, exited, stopped = "active", "running", "success", 1000000, 1000000, 0
     elif "entered" not in state:
         active, sub, result, entered, exited, stopped = "activating", "start", "success", 0, restarted, restarted
+    elif state["failed"] and state["restarts"]:  # systemd >= 254: dead, then auto-restart
+        active, sub, result, entered, exited, stopped = "activating", "auto-restart", "exit-code", 0, state["entered"], state["entered"]
     elif state["failed"]:
         active, sub, result, entered, exited, stopped = "failed", "failed", "exit-code", 0, restarted, state["entered"]
     else:

@@ -19,7 +19,13 @@ import fake_systemctl
 import pytest
 from builders import NVIDIA_RUNTIME, RUNTIME_FACTS, HostTree, run_cli, setup_config
 
+import gpuconf.node.runtimes.apply as apply
+from gpuconf.node.runtimes.changes import FileChange
+from gpuconf.node.runtimes.host import Host
+from gpuconf.node.runtimes.systemd import UnitState
+
 DAEMON = "/etc/docker/daemon.json"
+BACKUP_OF_DAEMON = "/var/lib/gpuconf/backup/etc/docker/daemon.json"
 MARKER = "/run/gpuconf/setup-ready"
 MAIN = "/etc/containerd/config.toml"
 DROPIN = "/etc/containerd/conf.d/99-nvidia.toml"
@@ -281,6 +287,54 @@ def test_a_unit_that_fails_to_come_back_is_a_message_naming_its_result(host: Hos
     assert not host.at(MARKER).exists()
 
 
+def test_a_restarting_unit_whose_start_fails_is_a_message_at_once_not_after_the_timeout(
+    host: HostTree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # containerd/containerd containerd.service: Restart=always, RestartSec=5 (docker's and
+    # k3s's units too): a refused config shows as activating/auto-restart, never failed.
+    monkeypatch.setattr("gpuconf.node.runtimes.systemd.RESTART_TIMEOUT_SECONDS", 30.0)
+    monkeypatch.setattr("gpuconf.node.runtimes.systemd.POLL_SECONDS", 0.05)
+    units = fake_systemctl.install(host)
+    (units / "containerd.fails").touch()
+    (units / "containerd.restarts").touch()
+    started = time.monotonic()
+    result = host.setup(setup_config("containerd", restart="systemd"))
+    assert result.code == 1, result.err
+    assert time.monotonic() - started < 15
+    assert (
+        "containerd did not come back after its restart: auto-restart (result exit-code, "
+        "systemd retries it); see `journalctl -u containerd` on the host"
+    ) in result.err
+    assert not host.at(MARKER).exists()
+
+
+@pytest.mark.parametrize("sub_state", ["auto-restart", "auto-restart-queued"])
+def test_an_auto_restart_left_from_before_the_restart_is_not_taken_for_its_failure(
+    sub_state: str,
+) -> None:
+    queued = 100.0
+    before = UnitState("activating", sub_state, "exit-code", 0.0, 90.0, 90.0)
+    assert not before.start_failed_after(queued)
+    assert UnitState("activating", sub_state, "exit-code", 0.0, 101.0, 101.0).start_failed_after(
+        queued
+    )
+    # systemd < 254 leaves the timestamps at the restart's stop and start
+    assert UnitState("activating", sub_state, "exit-code", 0.0, 101.0, 90.0).start_failed_after(
+        queued
+    )
+
+
+@pytest.mark.parametrize(
+    "sub_state", ["stop", "stop-sigterm", "stop-post", "dead", "start-pre", "start", "start-post"]
+)
+def test_a_restart_s_own_stop_and_start_are_not_a_failure(sub_state: str) -> None:
+    active = {"dead": "inactive", "start": "activating"}.get(
+        sub_state.split("-")[0], "deactivating"
+    )
+    state = UnitState(active, sub_state, "success", 0.0, 101.0, 101.0)
+    assert not state.start_failed_after(100.0)
+
+
 def start_setup(host: HostTree, config: dict[str, object]) -> subprocess.Popen[str]:
     argv = [sys.executable, "-m", "gpuconf", *host.setup_argv(config)]
     return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -528,3 +582,56 @@ def test_a_host_without_the_toolkit_is_told_to_install_it(host: HostTree) -> Non
     assert (
         f"{NVIDIA_RUNTIME} is not on the host: install the NVIDIA container toolkit" in result.err
     )
+
+
+class _Killed(BaseException):
+    """Setup killed (SIGKILL, the node lost power) at this point: nothing after it runs."""
+
+
+def _write(host: HostTree, data: bytes) -> list[str]:
+    path = host.at(DAEMON)
+    old = path.read_bytes() if path.exists() else None
+    return apply.write_changes(Host(host.root), [FileChange(DAEMON, path, old, data)])
+
+
+def _revert(host: HostTree) -> list[str]:
+    path = host.at(DAEMON)
+    return apply.revert(
+        Host(host.root), [FileChange(DAEMON, path, path.read_bytes(), b"")]
+    ).put_back
+
+
+def _kill_setup_at(
+    monkeypatch: pytest.MonkeyPatch, host: HostTree, name: str, new: bytes, written: bool
+) -> None:
+    """Kill setup as apply.py calls ``name`` while the daemon.json holds ``new`` (``written``)
+    or not yet."""
+    real = getattr(apply, name)
+
+    def dying(*args: object, **kwargs: object) -> object:
+        if (host.at(DAEMON).read_bytes() == new) == written:
+            raise _Killed
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(apply, name, dying)
+
+
+@pytest.mark.parametrize(
+    ("name", "written"),
+    [("record_written", True), ("write_atomically", False)],
+    ids=["after-the-file-write", "before-the-file-write"],
+)
+def test_a_run_killed_while_it_rewrites_a_file_keeps_the_first_original_for_revert(
+    host: HostTree, monkeypatch: pytest.MonkeyPatch, name: str, written: bool
+) -> None:
+    original, first, second = b'{"log-level": "warn"}\n', b'{"a": 1}\n', b'{"b": 2}\n'
+    host.write(DAEMON, original)
+    assert _write(host, first) == [DAEMON]  # run 1 keeps the original
+    with monkeypatch.context() as patch:
+        _kill_setup_at(patch, host, name, second, written)
+        with pytest.raises(_Killed):
+            _write(host, second)  # run 2: its config changed; killed mid-write
+    _write(host, second)  # run 3, same config as run 2
+    assert host.at(BACKUP_OF_DAEMON).read_bytes() == original
+    assert _revert(host) == [DAEMON]
+    assert host.at(DAEMON).read_bytes() == original
