@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gpuconf.compiler.templating import engine
+from gpuconf.compiler.templating import engine, jinja_environment
 from gpuconf.compiler.templating.check import NotASkeleton, filled_skeleton
 from gpuconf.compiler.templating.compile_shipped import compiled_files
 from gpuconf.compiler.templating.engine import COMPILED, TemplateFailed, Templates
@@ -71,7 +71,7 @@ def test_a_template_changed_since_compiling_is_compiled_from_its_text(
 def test_another_jinja2_compiles_every_template_from_its_text(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(engine, "jinja2_version", "0.0.0")
+    monkeypatch.setattr(jinja_environment, "jinja2_version", "0.0.0")
     templates = Templates()
     assert not _runs_compiled(templates, QUOTA)
     assert not _runs_compiled(templates, "_manifest.j2")

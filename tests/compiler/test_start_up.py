@@ -91,12 +91,18 @@ def test_the_compiled_validator_is_pydantic_cores_own_when_the_package_loads_lat
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True)
 
 
-def test_render_imports_the_sandbox_not_pydantic_nor_jsonschema(tmp_path: Path) -> None:
-    # lab renders PodMonitors and a PrometheusRule (CRD kinds): gpuconf's own templates'
-    # output is checked against their schemas by the tests, not by importing jsonschema.
+def test_render_imports_neither_jinja2_nor_pydantic_nor_jsonschema(tmp_path: Path) -> None:
+    # gpuconf's own templates run from their compiled code (templating/compiled_runtime.py);
+    # jinja2 loads for a site's templates. lab renders PodMonitors and a PrometheusRule (CRD
+    # kinds): gpuconf's own templates' output is checked against their schemas by the tests,
+    # not by importing jsonschema.
     imported = _imported("render", "clusters/lab.yaml", "-o", str(tmp_path / "out"))
-    assert {"gpuconf.compiler.render", "jinja2.sandbox"} <= imported
-    heavy = {m for m in imported if m == "pydantic" or m.startswith(("pydantic.", "jsonschema"))}
+    assert {"gpuconf.compiler.render", "gpuconf.compiler.templating.compiled_runtime"} <= imported
+    heavy = {
+        m
+        for m in imported
+        if m == "pydantic" or m.startswith(("pydantic.", "jsonschema", "jinja2", "markupsafe"))
+    }
     assert sorted(heavy) == []
     # Quantities (decimal, fractions) are read where a cluster's values need them, or where
     # an output is refused: not for every render.
@@ -114,10 +120,10 @@ def test_validating_defines_no_dataclass(cluster: str) -> None:
 
 
 def test_rendering_defines_no_dataclass(tmp_path: Path) -> None:
-    # Render imports inspect with jinja2, and jsonschema (dataclasses, attrs) only where a
-    # site's template or gitops's input is checked; gpuconf's own values stay tuples.
+    # Render imports jinja2 (inspect) and jsonschema (dataclasses, attrs) only where a site's
+    # template or gitops's input is checked; gpuconf's own values stay tuples.
     imported = _imported("render", "clusters/lab.yaml", "-o", str(tmp_path / "out"))
-    assert "dataclasses" not in imported
+    assert sorted(imported & {"dataclasses", "inspect"}) == []
 
 
 def test_a_device_plugin_cluster_imports_no_dra_module() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gpuconf.compiler.plan.annotation_readers import ANNOTATION_READERS, FLUX_READERS
@@ -192,7 +192,7 @@ def with_items(sequence: Sequence[Any], block: str) -> Sequence[Any]:
     return [*sequence, *extra]
 
 
-FILTERS = {
+FILTERS: dict[str, Callable[..., Any]] = {
     "yaml": yaml_value,
     "toml": toml_scalar,
     "md": markdown_text,

@@ -21,11 +21,11 @@ in place, values and all.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple
+from typing import Any
 
 from jinja2 import nodes
 
-ValuePath = tuple[str | int, ...]
+from gpuconf.compiler.templating.chain_analysis import IN_PLACE, ChainAnalysis, ValuePath
 
 # `x.items` on a mapping is its method, not its "items" entry: such an attribute is not a key.
 _METHODS = frozenset(
@@ -40,16 +40,6 @@ _PRESENCE_TESTS = frozenset({"defined", "undefined"})
 
 class NotAnalysable(Exception):
     """The chain reads values in a way this module does not follow."""
-
-
-class ChainAnalysis(NamedTuple):
-    skeleton: bool
-    """Every `| yaml` is the whole of an expression written to the output."""
-    printed_only: frozenset[ValuePath]
-    """Value paths used only printed whole or tested for presence (empty unless skeleton)."""
-
-
-IN_PLACE = ChainAnalysis(skeleton=False, printed_only=frozenset())
 
 
 def value_path(expression: nodes.Node) -> ValuePath | None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from gpuconf.compiler.templating.printed_values import ValuePath
+from gpuconf.compiler.templating.chain_analysis import ValuePath
 
 # A template whose artifacts do not share keys (a DaemonSet per pool, each pool's selectors in
 # it) stops paying for keys, as long as a render, once this many have missed with fewer hits.
