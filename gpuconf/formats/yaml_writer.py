@@ -10,7 +10,7 @@ import json
 import math
 import re
 from functools import cache, lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*$")
 _RESERVED = re.compile(r"^(y|n|yes|no|on|off|true|false|null|nan|inf)$", re.IGNORECASE)
@@ -117,6 +117,9 @@ def _entry(head: str, item: Any, child: str, list_indent: str, out: list[str]) -
             _sequence(item, list_indent, out)
         else:
             out.append(f"{head} []")
+    elif type(item) is Hole:
+        item.place(head, child, list_indent)
+        out.append(item.marker)  # type: ignore[arg-type]
     else:
         out.append(f"{head} {_scalar(item)}")
 
@@ -146,6 +149,74 @@ def _sequence(items: list[Any], indent: str, out: list[str]) -> None:
             _mapping(item, f"{indent}- ", inner, out)
         else:
             _entry(f"{indent}-", item, inner, inner, out)
+
+
+class Hole:
+    """Stands for a value in a mapping written once (`written_with_holes`): where the writer
+    meets it, it notes the line's head and indentation, so that a value written there later
+    is written exactly as if it had stood in the mapping."""
+
+    __slots__ = ("child", "head", "list_indent", "marker")
+
+    def __init__(self) -> None:
+        self.head = ""
+        self.child = ""
+        self.list_indent = ""
+        self.marker: str | None = None
+
+    def place(self, head: str, child: str, list_indent: str) -> None:
+        if self.marker is not None:
+            raise ValueError("a hole stands in one place")
+        self.head, self.child, self.list_indent = head, child, list_indent
+        self.marker = f"{head} <hole>"  # a line object of its own: found by identity
+
+    def write(self, value: Any) -> str:
+        """`value` as the writer writes it in this hole's place: its lines, joined."""
+        out: list[str] = []
+        if self.head.endswith(":"):
+            _entry(self.head, value, self.child, self.list_indent, out)
+        else:  # a list item: a mapping starts on the item's own line
+            _sequence([value], self.head[:-1], out)
+        return "\n".join(out)
+
+
+class Holed(NamedTuple):
+    """A mapping's text as `dump` writes it, with holes for values written later."""
+
+    parts: list[str | int]
+    """Runs of whole lines, and between them the index of the hole that stands there."""
+    holes: list[Hole]
+
+    def filled(self, values: list[Any]) -> str:
+        """The text `dump` writes for the mapping with `values[i]` in `holes[i]`'s place."""
+        holes = self.holes
+        parts = [
+            part if type(part) is str else holes[part].write(values[part])  # type: ignore[index]
+            for part in self.parts
+        ]
+        return "\n".join(parts) + "\n"
+
+
+def written_with_holes(mapping: dict[Any, Any], holes: list[Hole]) -> Holed:
+    """`mapping` (holding each of `holes` once, as a value, never as a key: keys are sorted by
+    their text) written as `dump` would, its holes left open for `Holed.filled`."""
+    out: list[str] = []
+    _mapping(mapping, "", "", out)
+    at = {id(hole.marker): number for number, hole in enumerate(holes) if hole.marker is not None}
+    parts: list[str | int] = []
+    run: list[str] = []
+    for line in out:
+        number = at.get(id(line))
+        if number is None or line is not holes[number].marker:
+            run.append(line)
+            continue
+        if run:
+            parts.append("\n".join(run))
+            run = []
+        parts.append(number)
+    if run:
+        parts.append("\n".join(run))
+    return Holed(parts, holes)
 
 
 def dump(value: Any) -> str:

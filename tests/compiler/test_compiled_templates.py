@@ -13,7 +13,7 @@ import pytest
 from gpuconf.compiler.templating import engine, jinja_environment
 from gpuconf.compiler.templating.check import NotASkeleton, filled_skeleton
 from gpuconf.compiler.templating.compile_shipped import compiled_files
-from gpuconf.compiler.templating.engine import COMPILED, TemplateFailed, Templates
+from gpuconf.compiler.templating.engine import COMPILED, TemplateFailed, Templates, TemplateSource
 from gpuconf.compiler.templating.shipped import shipped_folder
 
 REGENERATE = "run `python -m gpuconf.compiler.templating.compile_shipped`"
@@ -113,3 +113,44 @@ def test_a_token_that_is_not_a_whole_value_or_key_is_not_a_skeleton(
     for _ in range(2):  # read afresh, then from what was read
         with pytest.raises(NotASkeleton):
             _fill(text, values, parsed)
+
+
+MANIFEST = (
+    'apiVersion: v1\nkind: K\nmetadata:\n  name: "@t:0"\n  labels: "@t:1"\n'
+    'spec:\n  items:\n  - "@t:2"\n  - fixed\n  "@t:3": keyed\n  text: "@t:4"\n'
+)
+LATER: list[list[Any]] = [
+    ["b", {}, {"x": [1, {"y": None}]}, "k", "two\nlines\n"],
+    ["c", {"z": "1"}, [], "a", "#x"],
+    ["d", {"a": "b"}, [{"m": 1}, 2], "zz", ""],
+]
+
+
+def _manifest(text: str, values: list[Any], parsed: dict[str, Any]) -> str:
+    chain = [TemplateSource("k.yaml.j2", "templates/k.yaml.j2", text)]
+    return filled_skeleton(text, "@t:", values, "K", lambda: chain, parsed)
+
+
+def test_a_skeleton_s_later_outputs_are_written_into_its_holes_as_the_writer_writes_them() -> None:
+    parsed: dict[str, Any] = {}
+    _manifest(MANIFEST, ["a", {}, 1, "k", "t"], parsed)
+    for values in LATER:
+        assert _manifest(MANIFEST, values, parsed) == _manifest(MANIFEST, values, {})
+    assert parsed[MANIFEST].holed is not None
+
+
+@pytest.mark.parametrize(
+    ("text", "first", "later"),
+    [
+        (MANIFEST, ["a", {}, 1, "k", "t"], [3, {}, 1, "k", "t"]),
+        ('apiVersion: v1\nkind: K\nmetadata: "@t:0"\n', [{"name": "a"}], [{"labels": {}}]),
+        ('apiVersion: v1\nkind: K\nmetadata: "@t:0"\n', [{"name": "a"}], ["a"]),
+    ],
+)
+def test_a_later_output_that_names_no_manifest_is_refused_though_its_skeleton_passed(
+    text: str, first: list[Any], later: list[Any]
+) -> None:
+    parsed: dict[str, Any] = {}
+    _manifest(text, first, parsed)
+    with pytest.raises(TemplateFailed, match=r"no metadata\.name"):
+        _manifest(text, later, parsed)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
-from gpuconf.formats.yaml_writer import dump
+from gpuconf.formats.yaml_writer import Hole, dump, written_with_holes
 
 
 def _load(text: str) -> Any:
@@ -89,3 +89,55 @@ def test_text_a_literal_block_would_alter_is_written_quoted(text: str) -> None:
 def test_not_a_number_is_written_as_yaml_reads_it() -> None:
     (value,) = _load(dump([math.nan]))
     assert math.isnan(value)
+
+
+_HOLE = object()
+shapes = st.recursive(
+    st.one_of(scalars, st.just(_HOLE)),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4),
+        st.dictionaries(st.text(min_size=1, max_size=12), children, max_size=4),
+    ),
+    max_leaves=12,
+)
+
+
+def _put(shape: Any, found: list[Any]) -> Any:
+    """`shape` with its hole marks replaced by `found`'s items in turn (the first of them
+    given, the rest taken) ."""
+    if shape is _HOLE:
+        return found.pop(0)
+    if isinstance(shape, dict):
+        return {key: _put(item, found) for key, item in shape.items()}
+    if isinstance(shape, list):
+        return [_put(item, found) for item in shape]
+    return shape
+
+
+def _holes_in(shape: Any) -> int:
+    if shape is _HOLE:
+        return 1
+    if isinstance(shape, dict):
+        return sum(map(_holes_in, shape.values()))
+    if isinstance(shape, list):
+        return sum(map(_holes_in, shape))
+    return 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(min_size=1, max_size=12), shapes, min_size=1, max_size=4), st.data())
+def test_values_written_into_holes_give_the_text_dump_gives(
+    shape: dict[str, Any], data: st.DataObject
+) -> None:
+    count = _holes_in(shape)
+    holes = [Hole() for _ in range(count)]
+    holed = written_with_holes(_put(shape, list(holes)), holes)
+    for _ in range(2):  # one text, filled again and again
+        values = data.draw(st.lists(documents, min_size=count, max_size=count))
+        assert holed.filled(values) == dump(_put(shape, list(values)))
+
+
+def test_a_hole_stands_in_one_place() -> None:
+    hole = Hole()
+    with pytest.raises(ValueError, match="one place"):
+        written_with_holes({"a": hole, "b": [hole]}, [hole])

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from functools import cache
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from gpuconf.compiler.plan.annotation_readers import ANNOTATION_READERS
 from gpuconf.compiler.plan.artifact import PatchOf
@@ -28,7 +28,7 @@ from gpuconf.compiler.templating.engine import TemplateFailed, TemplateSource, t
 from gpuconf.compiler.templating.filters import label_guards
 from gpuconf.diagnostics import format_path
 from gpuconf.formats.located_yaml import LoadFailed, Located, parse_text
-from gpuconf.formats.yaml_writer import dump
+from gpuconf.formats.yaml_writer import Hole, Holed, dump, written_with_holes
 
 CRDS = Path(__file__).parent / "crds"
 
@@ -97,13 +97,77 @@ def _mapping_filler(node: dict[str, Any], prefix: str) -> Filler | None:
     return fill
 
 
-class Skeleton(NamedTuple):
-    """A skeleton text parsed, and how to fill it (None: it holds no token)."""
+class Skeleton:
+    """A skeleton text parsed, how to fill it (None: it holds no token) and, once an output of
+    it has passed the checks, its text as the writer writes it with holes for the values."""
 
-    located: Located
-    fill: Filler | None
-    whole: bool
-    """False where a token stood inside a longer string or as a key that is not a whole key."""
+    __slots__ = ("checked_as", "fill", "getters", "holed", "located", "name_at", "tried", "whole")
+
+    def __init__(self, located: Located, fill: Filler | None, whole: bool) -> None:
+        self.located = located
+        self.fill = fill
+        self.whole = whole
+        """False where a token stood inside a longer string or as a key that is not a whole key."""
+        self.checked_as: str | None = None
+        """The kind an output of it passed `_check` as, with no planned metadata and no patch."""
+        self.tried = False
+        self.holed: Holed | None = None
+        self.getters: list[Filler] = []
+        """What stands in each hole, from the values: a value, or a mapping with a value as a
+        key (the order of whose keys depends on the values)."""
+        self.name_at: tuple[int, bool] | None = None
+        """The hole holding the manifest's name (False) or its whole metadata (True)."""
+
+    def written(self, prefix: str) -> Holed | None:
+        """The skeleton as the writer writes it, with holes where values stand, where `_check`
+        (given no planned metadata and no patch) reads no value but the manifest's name: none
+        stands as the kind or the apiVersion. Worked out once."""
+        if not self.tried:
+            self.tried = True
+            self.holed = self._written(prefix)
+        return self.holed
+
+    def filled(self, holed: Holed, values: list[Any]) -> str | None:
+        """The text for `values`, where they name the manifest as the output that passed
+        `_check` did (a string, in a metadata mapping); else None."""
+        filled = [get(values) for get in self.getters]
+        if self.name_at is not None:
+            at, whole_metadata = self.name_at
+            metadata = filled[at]
+            name = metadata.get("name") if whole_metadata and type(metadata) is dict else metadata
+            if (whole_metadata and type(metadata) is not dict) or type(name) is not str:
+                return None
+        return holed.filled(filled)
+
+    def _written(self, prefix: str) -> Holed | None:
+        holes: list[Hole] = []
+        data = _with_holes(self.located.data, prefix, holes, self.getters)
+        if type(data) is not dict or Hole in (type(data.get("kind")), type(data.get("apiVersion"))):
+            return None
+        metadata = data.get("metadata")
+        if type(metadata) is Hole:
+            self.name_at = holes.index(metadata), True
+        elif type(metadata) is dict and type(metadata.get("name")) is Hole:
+            self.name_at = holes.index(metadata["name"]), False
+        return written_with_holes(data, holes)
+
+
+def _with_holes(node: Any, prefix: str, holes: list[Hole], getters: list[Filler]) -> Any:
+    """`node` (a parsed skeleton) with a Hole for each token and for each mapping holding a
+    token as a key; `getters[i]` gives what stands in `holes[i]`."""
+    kind = type(node)
+    if kind is str and node.startswith(prefix):
+        getters.append(itemgetter(int(node[len(prefix) :])))
+    elif kind is dict and any(key.startswith(prefix) for key in node):
+        getters.append(_mapping_filler(node, prefix))  # type: ignore[arg-type]
+    elif kind is dict:
+        return {key: _with_holes(item, prefix, holes, getters) for key, item in node.items()}
+    elif kind is list:
+        return [_with_holes(item, prefix, holes, getters) for item in node]
+    else:
+        return node
+    holes.append(Hole())
+    return holes[-1]
 
 
 def filled_skeleton(
@@ -133,9 +197,19 @@ def filled_skeleton(
         parsed[text] = skeleton
     if not skeleton.whole:
         raise NotASkeleton
+    unplanned = planned is None and patch_of is None
+    if unplanned and skeleton.checked_as == kind:
+        # Another output of this text passed the checks, which read none of these values
+        # but the name (`Skeleton.written`): the values are written into the text's holes.
+        holed = skeleton.written(prefix)
+        written = None if holed is None else skeleton.filled(holed, values)
+        if written is not None:
+            return written
     located = skeleton.located
     data = located.data if skeleton.fill is None else skeleton.fill(values)
     _check(located._replace(data=data), kind, patch_of, text, chain, planned)
+    if unplanned:
+        skeleton.checked_as = kind
     return dump(data)
 
 
