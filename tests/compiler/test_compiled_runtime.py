@@ -173,7 +173,17 @@ def test_an_item_is_the_value_or_undefined_and_an_attribute_s_name_is_left_to_ji
 
 @pytest.mark.parametrize(
     "use",
-    [str, bool, len, iter, lambda u: u == 1, lambda u: u["a"], lambda u: u.a, lambda u: u + "x"],
+    [
+        str,
+        repr,
+        bool,
+        len,
+        iter,
+        lambda u: u == 1,
+        lambda u: u["a"],
+        lambda u: u.a,
+        lambda u: u + "x",
+    ],
 )
 def test_any_use_of_an_undefined_value_is_left_to_jinja2(use: Any) -> None:
     with pytest.raises(Deferred):
@@ -250,21 +260,28 @@ FEATURES: dict[str, str] = {
 FALSY_AND_NOT: list[Any] = [None, "", 0, [], {}, False, "x", [0], 2]
 
 
-@pytest.mark.parametrize("v", FALSY_AND_NOT)
-@pytest.mark.parametrize("xs", [[], ["a"], ["a", "b", "c"]])
-def test_the_compiled_runtime_renders_what_jinja2_renders(v: Any, xs: list[str]) -> None:
+def _both_runtimes(sources: dict[str, str]) -> tuple[Any, CompiledEnvironment]:
+    """jinja2's sandbox with `sources` as its templates, and the compiled runtime holding the
+    code jinja2 compiles them to, as compile_shipped writes it for gpuconf's own."""
     from jinja2 import DictLoader
 
     from gpuconf.compiler.templating.compile_shipped import _runtime_from_environment
     from gpuconf.compiler.templating.compiled_runtime import CompiledTemplate
 
     templates = Templates()
-    sandbox = templates.environment.overlay(loader=DictLoader(FEATURES))
+    sandbox = templates.environment.overlay(loader=DictLoader(sources))
     compiled = templates._compiled_environment()
     assert compiled is not None
-    for name, source in FEATURES.items():
+    for name, source in sources.items():
         code = _runtime_from_environment(sandbox.compile(source, name, name, raw=True))
         compiled._templates[name] = CompiledTemplate(compiled, name, compile(code, name, "exec"))
+    return sandbox, compiled
+
+
+@pytest.mark.parametrize("v", FALSY_AND_NOT)
+@pytest.mark.parametrize("xs", [[], ["a"], ["a", "b", "c"]])
+def test_the_compiled_runtime_renders_what_jinja2_renders(v: Any, xs: list[str]) -> None:
+    sandbox, compiled = _both_runtimes(FEATURES)
     values = {
         "xs": xs,
         "v": v,
@@ -276,3 +293,33 @@ def test_the_compiled_runtime_renders_what_jinja2_renders(v: Any, xs: list[str])
     by_jinja2 = sandbox.get_template("child.j2").render(values)
     assert compiled.get_template("child.j2").render(values) == by_jinja2
     assert (" head " in by_jinja2 and "[" in by_jinja2) or not xs
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{{ (namespace is defined) | yaml }}",  # jinja2's globals
+        "{{ range | default('d') | yaml }}",
+        "{% for x in [1] %}{{ loop | md }}{% endfor %}",  # its runtime objects, printed
+        "{{ self | md }}",
+        "{{ [m.z] | md }}",
+        "{{ m.z | md }}",
+        "{% block __init__ %}x{% endblock %}{{ self.__init__() | trim | yaml }}",  # refused
+        "{% set top = 1 %}{{ top | yaml }}",  # a top-level set
+        "{% macro f() %}x{% endmacro %}{{ f() | trim | yaml }}",
+    ],
+)
+def test_what_jinja2_resolves_or_prints_its_own_way_is_left_to_it(source: str) -> None:
+    _, compiled = _both_runtimes({"t.j2": source})
+    with pytest.raises(Deferred):
+        compiled.get_template("t.j2").render({"m": {}})
+
+
+def test_compiled_code_is_taken_for_the_text_it_was_compiled_from_only() -> None:
+    index = Templates().index
+    name = "namespace.yaml.j2"
+    text = (REPO / "templates" / name).read_text(encoding="utf-8")
+    assert index.holds(name)
+    assert index.holds(name, text)
+    assert not index.holds(name, text + "{# edited #}")
+    assert not index.holds("not-a-template.yaml.j2")

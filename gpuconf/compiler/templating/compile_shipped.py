@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gpuconf.compiler.templating.compiled_runtime import COMPILED, source_digest
+from gpuconf.compiler.templating.compiled_index import COMPILED, source_digest
 from gpuconf.compiler.templating.engine import Templates
 from gpuconf.compiler.templating.jinja_environment import compile_settings, jinja2_version
 from gpuconf.compiler.templating.shipped import shipped_names

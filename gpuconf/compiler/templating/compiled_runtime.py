@@ -11,90 +11,22 @@ StrictUndefined does (jinja2/runtime.py, jinja2/sandbox.py, jinja2/filters.py of
 raises `Deferred`, and so does anything it does not know (a filter or global it lacks, a call
 other than a block's, an attribute that is a method, any use of an undefined value). The caller
 then renders the template with jinja2 itself, which gives the output or the located failure.
+What gpuconf's templates do not use steps aside so, costing only time: jinja2's globals
+(`range`, `namespace`, …), a top-level `{% set %}`, `super()`, macros and calls, methods,
+filters other than the encoding ones and those in KEPT_FILTERS, printing a runtime object.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from importlib.machinery import SourceFileLoader
-from pathlib import Path
 from typing import Any
 
-from gpuconf.compiler.templating.chain_analysis import ChainAnalysis
-
-COMPILED = Path(__file__).parent / "compiled"
-"""gpuconf's templates compiled ahead of time to Python, with compiled/index.json saying from
-what: `python -m gpuconf.compiler.templating.compile_shipped` writes them."""
+from gpuconf.compiler.templating.compiled_index import CompiledIndex
 
 
 class Deferred(Exception):
     """This runtime does not do what the template asks: jinja2 renders it instead."""
-
-
-def source_digest(source: str) -> str:
-    import hashlib  # its OpenSSL binding, only where a digest is taken
-
-    return hashlib.sha256(source.encode("utf-8")).hexdigest()
-
-
-class CompiledIndex:
-    """compiled/index.json: for each shipped template, its module and the digest of the text it
-    was compiled from, its extends chain and what that chain does with its values."""
-
-    def __init__(self, shipped: Path) -> None:
-        self.shipped = shipped
-        self._index: dict[str, Any] | None = None
-        self._holds: dict[str, bool] = {}
-
-    @property
-    def index(self) -> dict[str, Any]:
-        if self._index is None:
-            try:
-                self._index = json.loads((COMPILED / "index.json").read_text(encoding="utf-8"))
-            except FileNotFoundError:
-                self._index = {}
-        return self._index
-
-    def entry(self, name: str) -> dict[str, Any] | None:
-        found: dict[str, Any] | None = self.index.get("templates", {}).get(name)
-        return found
-
-    def holds(self, name: str, source: str | None = None) -> bool:
-        """Whether `name`'s module was compiled from the text templates/ holds now."""
-        found = self._holds.get(name)
-        if found is None:
-            entry = self.entry(name)
-            if entry is not None and source is None:
-                try:
-                    source = (self.shipped / name).read_text(encoding="utf-8")
-                except OSError:
-                    source = None
-            found = self._holds[name] = (
-                entry is not None
-                and source is not None
-                and entry["sha256"] == source_digest(source)
-            )
-        return found
-
-    def module(self, name: str) -> Path:
-        return COMPILED / str(self.index["templates"][name]["module"])
-
-    def code(self, name: str) -> Any:
-        """The compiled module's code object (Python's __pycache__ keeps its bytecode)."""
-        path = self.module(name)
-        return SourceFileLoader(path.stem, str(path)).get_code(path.stem)
-
-    def analysis(self, name: str, usable: Callable[[str], bool]) -> ChainAnalysis | None:
-        """The recorded analysis of `name`'s chain, where every template of it is `usable`."""
-        entry = self.entry(name)
-        if entry is None or "chain" not in entry:
-            return None
-        if not all(usable(member) for member in entry["chain"]):
-            return None
-        paths = frozenset(tuple(path) for path in entry["printedOnly"])
-        return ChainAnalysis(skeleton=entry["skeleton"], printed_only=paths)
 
 
 # The runtime the compiled code calls, by the names jinja2.runtime gives them.
@@ -126,6 +58,7 @@ class Undefined:
     __str__ = __iter__ = __len__ = __bool__ = __eq__ = __ne__ = __hash__ = _fail
     __contains__ = __getitem__ = __call__ = __lt__ = __le__ = __gt__ = __ge__ = _fail
     __add__ = __radd__ = __mul__ = __rmul__ = __int__ = __float__ = __neg__ = __pos__ = _fail
+    __repr__ = __format__ = _fail
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
@@ -183,6 +116,10 @@ class EvalContext:
 _EVAL_CONTEXT = EvalContext()
 
 
+# jinja2.defaults.DEFAULT_NAMESPACE: names jinja2 resolves where the values have none.
+_JINJA2_GLOBALS = frozenset({"range", "dict", "lipsum", "cycler", "joiner", "namespace"})
+
+
 class Context:
     """jinja2.runtime.Context, less what gpuconf's templates' code does not use."""
 
@@ -205,7 +142,14 @@ class Context:
     def resolve_or_missing(self, key: str) -> Any:
         if key in self.vars:
             return self.vars[key]
-        return self.parent.get(key, missing)
+        found = self.parent.get(key, missing)
+        if found is missing and key in _JINJA2_GLOBALS:
+            raise Deferred(f"jinja2's global {key}")
+        return found
+
+    @property
+    def exported_vars(self) -> set[str]:
+        raise Deferred("a top-level {% set %} or macro")
 
     def get_all(self) -> dict[str, Any]:
         if not self.vars:
@@ -236,7 +180,19 @@ def _new_context(
     return Context(environment, parent, name, blocks)
 
 
-class BlockReference:
+class _Unprintable:
+    """jinja2's runtime objects print as jinja2 writes them (`<LoopContext 1/3>`): printing
+    ours is left to jinja2."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        raise Deferred(f"printing a {type(self).__name__}")
+
+    __str__ = __format__ = __repr__  # type: ignore[assignment]
+
+
+class BlockReference(_Unprintable):
     __slots__ = ("_context", "_depth", "_name", "_stack")
 
     def __init__(
@@ -251,7 +207,7 @@ class BlockReference:
         return "".join(self._stack[self._depth](self._context))
 
 
-class TemplateReference:
+class TemplateReference(_Unprintable):
     __slots__ = ("_context",)
 
     def __init__(self, context: Context) -> None:
@@ -261,7 +217,7 @@ class TemplateReference:
         return BlockReference(name, self._context, self._context.blocks[name], 0)
 
 
-class LoopContext:
+class LoopContext(_Unprintable):
     """A for loop's items and `loop`; of `loop`'s attributes, those gpuconf's templates read."""
 
     __slots__ = ("_items", "index0")
@@ -394,7 +350,7 @@ class CompiledEnvironment:
                 return obj[attribute]
             except KeyError:
                 return Undefined(obj=obj, name=attribute)
-        if kind is TemplateReference:
+        if kind is TemplateReference and not attribute.startswith("_"):
             return obj[attribute]
         if kind is LoopContext and attribute in _LOOP_ATTRIBUTES:
             return getattr(obj, attribute)

@@ -15,13 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuconf.compiler.templating.chain_analysis import ChainAnalysis
-from gpuconf.compiler.templating.compiled_runtime import (
-    COMPILED,
-    KEPT_FILTERS,
-    CompiledEnvironment,
-    CompiledIndex,
-    Deferred,
-)
+from gpuconf.compiler.templating.compiled_index import COMPILED, CompiledIndex
+from gpuconf.compiler.templating.compiled_runtime import KEPT_FILTERS, CompiledEnvironment, Deferred
 from gpuconf.compiler.templating.failures import TemplateFailed, TemplateSource, template_line
 from gpuconf.compiler.templating.filters import FILTERS, Encoded, yaml_value
 from gpuconf.compiler.templating.shipped import SHIPPED_PREFIX, shipped_folder

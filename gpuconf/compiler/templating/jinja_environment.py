@@ -30,7 +30,7 @@ from jinja2 import __version__ as _jinja2_version
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from gpuconf.compiler.templating.chain_analysis import IN_PLACE, ChainAnalysis
-from gpuconf.compiler.templating.compiled_runtime import CompiledIndex
+from gpuconf.compiler.templating.compiled_index import CompiledIndex
 from gpuconf.compiler.templating.failures import (
     ENCODING_HINT,
     NOT_FOUND_HINT,
