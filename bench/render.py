@@ -14,7 +14,8 @@ Each figure is printed next to the floor it is measured against and their ratio:
 - a scaling table: render at 200 / 2,000 / 20,000 nodes and 12 / 1,000 classes, and
   validate at 1,250 / 2,500 / 5,000 / 10,000 classes, with peak memory;
 - with `--stages`, render's instructions stage by stage (imports, loading and libyaml's share
-  of it, validation, planning, rendering, writing), each a process stopping after it;
+  of it, validation, planning, rendering and the YAML writer's share of it, writing), each a
+  process stopping after it;
 - with `--against REV`, render of the same fleet by the gpuconf of an earlier commit (a git
   worktree of it), each beside the floor of the tree it writes, runs taken in turns: the
   ratios of two versions measured side by side in one run.
@@ -473,6 +474,37 @@ while parser.get_event() is not None:
     pass
 """
 
+# Rendering's share that is the canonical YAML writer's: the same documents, read back from a
+# marshalled copy, written by it alone (against reading the copy alone).
+WRITER_SCRIPT = """
+import marshal, sys
+from gpuconf.formats.yaml_writer import dump
+with open(sys.argv[1], "rb") as handle:
+    documents = marshal.load(handle)
+if sys.argv[2] == "write":
+    for document in documents:
+        dump(document)
+"""
+
+
+def _writer_share(root: Path) -> int:
+    """Instructions the YAML writer takes to write the bench fleet's YAML outputs alone."""
+    out = root / "writer-out"
+    shutil.rmtree(out, ignore_errors=True)
+    subprocess.run(
+        _gpuconf("render", "bench.yaml", "-o", str(out)), cwd=root, check=True, capture_output=True
+    )
+    documents = [
+        yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)
+        for path in sorted(out.rglob("*.yaml"))
+    ]
+    (root / "documents.marshal").write_bytes(marshal.dumps(documents))
+    counts = {
+        step: _instructions([sys.executable, "-c", WRITER_SCRIPT, "documents.marshal", step], root)
+        for step in ("read", "write")
+    }
+    return counts["write"] - counts["read"]
+
 
 def stage_instructions(root: Path) -> None:
     """Where render's instructions go on the bench fleet, stage by stage."""
@@ -490,6 +522,9 @@ def stage_instructions(root: Path) -> None:
             print(
                 f"    {'of which libyaml events as Python objects':<44} {(events - floor) / 1e6:8.0f}"
             )
+        if stage == "rendering":
+            writer = _writer_share(root)
+            print(f"    {'of which the YAML writer (the same documents)':<44} {writer / 1e6:8.0f}")
         before = count
 
 
