@@ -14,6 +14,7 @@ import pytest
 from builders import CLUSTERS, REPO, cluster_file, compile_example, valid
 
 from gpuconf.compiler.gitops import GitSource, gitops
+from gpuconf.compiler.pipeline import compile_paths
 from gpuconf.compiler.plan import plan
 from gpuconf.compiler.render import render, render_artifact
 from gpuconf.compiler.templating.compiled_runtime import (
@@ -42,7 +43,6 @@ class BothWays(Templates):
 
     def render(self, name: str, values: dict[str, Any]) -> str:
         compiled = self._compiled_environment()
-        assert compiled is not None
         tokens = self._tokens
         on_compiled = compiled.get_template(name).render(values)
         compiled_tokens = None if tokens is None else tokens[:]
@@ -137,10 +137,7 @@ def test_a_template_the_compiled_runtime_steps_aside_from_fails_at_its_line_by_j
 
 
 def _environment() -> CompiledEnvironment:
-    templates = Templates()
-    environment = templates._compiled_environment()
-    assert environment is not None
-    return environment
+    return Templates()._compiled_environment()
 
 
 @pytest.mark.parametrize("attribute", ["items", "keys", "get", "pop", "update", "__class__"])
@@ -224,7 +221,6 @@ def test_a_template_whose_text_changed_since_compiling_is_left_to_jinja2(
     monkeypatch.setattr(engine, "shipped_folder", lambda: folder)
     templates = Templates()
     environment = templates._compiled_environment()
-    assert environment is not None
     with pytest.raises(Deferred):
         environment.get_template("resourcequota.yaml.j2")
     values = {"meta": {"name": "a", "namespace": "a", "labels": {}}, "hard": {"pods": "1"}}
@@ -271,7 +267,6 @@ def _both_runtimes(sources: dict[str, str]) -> tuple[Any, CompiledEnvironment]:
     templates = Templates()
     sandbox = templates.environment.overlay(loader=DictLoader(sources))
     compiled = templates._compiled_environment()
-    assert compiled is not None
     for name, source in sources.items():
         code = _runtime_from_environment(sandbox.compile(source, name, name, raw=True))
         compiled._templates[name] = CompiledTemplate(compiled, name, compile(code, name, "exec"))
@@ -323,3 +318,45 @@ def test_compiled_code_is_taken_for_the_text_it_was_compiled_from_only() -> None
     assert index.holds(name, text)
     assert not index.holds(name, text + "{# edited #}")
     assert not index.holds("not-a-template.yaml.j2")
+
+
+def test_with_site_templates_only_the_chains_a_site_s_file_stands_in_are_left_to_jinja2(
+    tmp_path: Path,
+) -> None:
+    site = tmp_path / "templates"
+    site.mkdir()
+    (site / "node-daemonset.yaml.j2").write_text(
+        '{% extends "gpuconf/node-daemonset.yaml.j2" %}', encoding="utf-8"
+    )
+    (site / "_argocd-application-spec.j2").write_text("{{ 1 | yaml }}", encoding="utf-8")
+    templates = Templates(site)
+    compiled = templates._compiled_environment()
+    for own in ("namespace.yaml.j2", "setup-daemonset.yaml.j2", "argocd-applicationset.yaml.j2"):
+        compiled.get_template(own)
+    with pytest.raises(Deferred):
+        compiled.get_template("node-daemonset.yaml.j2")
+    # An include a site's file answers for: left to jinja2 when the including template runs.
+    with pytest.raises(Deferred):
+        compiled.get_template("_argocd-application-spec.j2")
+
+
+def test_a_site_s_cluster_renders_gpuconf_s_own_templates_on_the_compiled_runtime(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gpuconf.compiler.templating.jinja_environment import JinjaTemplates
+
+    by_jinja2: list[str] = []
+    render_by_jinja2 = JinjaTemplates.render
+
+    def counted(self: JinjaTemplates, name: str, values: dict[str, Any]) -> str:
+        by_jinja2.append(name)
+        return render_by_jinja2(self, name, values)
+
+    monkeypatch.setattr(JinjaTemplates, "render", counted)
+    site = REPO / "examples" / "site-templates"
+    compiled = compile_paths([site / "clusters"], relative_to=REPO)
+    assert compiled.ok
+    assert sorted(set(by_jinja2)) == ["node-daemonset.yaml.j2"]
+    [(name, tree)] = compiled.rendered.items()
+    for path, written in tree.items():
+        assert (site / "rendered" / name / path).read_bytes() == written, path

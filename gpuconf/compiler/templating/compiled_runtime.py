@@ -321,8 +321,11 @@ class CompiledEnvironment:
         index: CompiledIndex,
         filters: dict[str, Callable[..., Any]],
         finalize: Callable[[Any], Any],
+        overridden: Callable[[str], bool],
     ) -> None:
         self.index = index
+        self.overridden = overridden
+        """Whether a site's file of that name stands in front of gpuconf's template."""
         self.filters = filters
         self.tests = TESTS
         self.finalize = finalize
@@ -334,6 +337,8 @@ class CompiledEnvironment:
     def get_template(self, name: str, parent: str | None = None) -> CompiledTemplate:
         found = self._templates.get(name)
         if found is None:
+            if self.overridden(name):
+                raise Deferred(f"a site's {name}")
             if not self.index.holds(name):
                 raise Deferred(f"{name} has no compiled code for its text")
             found = self._templates[name] = CompiledTemplate(self, name, self.index.code(name))

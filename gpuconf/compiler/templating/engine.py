@@ -1,10 +1,10 @@
 """The templates a render runs: gpuconf's shipped ones, with a site's override folder (if any)
 in front of them, each value encoded (or, while a skeleton is rendered, a token in its place).
 
-Where no site's file takes part, gpuconf's templates run from their compiled code on the
-compiled runtime (compiled_runtime.py), without loading jinja2; jinja2's immutable sandbox
-(jinja_environment.py, loaded on first need) renders a site's templates, and any of gpuconf's
-the compiled runtime steps aside from, and says where any template failed.
+Where no site's file takes part in a template's chain, gpuconf's templates run from their
+compiled code on the compiled runtime (compiled_runtime.py), without loading jinja2; jinja2's
+immutable sandbox (jinja_environment.py, loaded on first need) renders a site's templates, and
+any of gpuconf's the compiled runtime steps aside from, and says where any template failed.
 """
 
 from __future__ import annotations
@@ -85,14 +85,14 @@ class Templates:
         tokens.append(value)
         return Encoded(f'"{self.token_prefix}{len(tokens) - 1}"')
 
-    def _compiled_environment(self) -> CompiledEnvironment | None:
-        """The compiled runtime, where no site's template can take part."""
-        if self.overrides is not None:
-            return None
+    def _compiled_environment(self) -> CompiledEnvironment:
+        """The compiled runtime, for chains of gpuconf's templates no site's file stands in."""
         if self._compiled is None:
             filters: dict[str, Callable[..., Any]] = {**KEPT_FILTERS, **FILTERS}
             filters["yaml"] = lambda context, value: self._encode(value)
-            self._compiled = CompiledEnvironment(self.index, filters, _only_encoded)
+            self._compiled = CompiledEnvironment(
+                self.index, filters, _only_encoded, self.overridden
+            )
         return self._compiled
 
     def template(self, name: str) -> Template:
@@ -101,14 +101,12 @@ class Templates:
 
     def render(self, name: str, values: dict[str, Any]) -> str:
         """The template's output, each value JSON-encoded in place (or tokens collected)."""
-        compiled = self._compiled_environment()
-        if compiled is not None:
-            tokens = self._tokens
-            try:
-                return compiled.get_template(name).render(values)
-            except Exception:
-                if tokens is not None:
-                    del tokens[:]
+        tokens = self._tokens
+        try:
+            return self._compiled_environment().get_template(name).render(values)
+        except Exception:  # jinja2 renders it, and says what failed where
+            if tokens is not None:
+                del tokens[:]
         return self.jinja.render(name, values)
 
     def analysis(self, name: str) -> ChainAnalysis:
