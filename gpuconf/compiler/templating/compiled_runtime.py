@@ -2,9 +2,9 @@
 
 The code in compiled/ is jinja2's own, generated ahead of time from templates/; it calls a
 small runtime (contexts, blocks, loops, the sandbox's attribute and item lookup, undefined
-values). This module is that runtime for what gpuconf's templates use, so `render` of a cluster
-with no site templates neither imports jinja2 (a tenth of its start-up) nor pays jinja2's
-sandbox checks on every lookup.
+values). This module is that runtime for what gpuconf's templates use, so a render imports
+jinja2 (a tenth of its start-up) only where a site's file stands in a template's chain, and
+does not pay jinja2's sandbox checks on every lookup.
 
 It is exact or it steps aside: each operation either does what jinja2's immutable sandbox with
 StrictUndefined does (jinja2/runtime.py, jinja2/sandbox.py, jinja2/filters.py of 3.1) or
