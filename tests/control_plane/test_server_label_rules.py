@@ -215,6 +215,32 @@ FIELD_REFS: list[tuple[Any, ...]] = [
     ("metadata.name", "v2"),
     ("",),
 ]
+# The divisor the server compares is Quantity.String() of what it decodes (1000 is 1k, 1e3 and
+# +1Ki stay as written). A float goes out as Python's json writes it, not as a Go client would
+# (1e18: 1e+18 here, 1000000000000000000 from kubectl): only floats whose two spellings the
+# server reads alike are here.
+CPU_DIVISORS: list[Any] = ["1", "1m", "1000m", "0.001", "2", "1k", "1e-3", "+1", "0", 1, 0.001]
+BYTE_DIVISORS: list[Any] = [
+    *("1", "1Ki", "1024", "1k", "1000", "1e3", "1Mi", "1M", "1024Ki", "0", "2Gi", "1000Mi"),
+    *("+1Ki", "01", "1000E", "10e-1", "0.5Ki", "1.0", "8Ei", "1Ei", "-1", "1.G", "2048Ki"),
+    *(1, 1024, 1000, 0.001, 1000.0, 1e21),
+]
+SOME_BYTE_DIVISORS = ["1", "1Ki", "1024", "1k", "1000", "1e3", "1024Ki", "0", "2Gi"]
+DIVISORS: list[tuple[str, Any]] = [
+    *(
+        (f"{field}.{name}", divisor)
+        for field in ("limits", "requests")
+        for name, divisors in [
+            ("cpu", [*CPU_DIVISORS, 1.5e-07, None]),
+            ("memory", BYTE_DIVISORS),
+            ("ephemeral-storage", [*SOME_BYTE_DIVISORS, None]),
+            ("hugepages-2Mi", [*SOME_BYTE_DIVISORS, None]),
+        ]
+        for divisor in divisors
+    ),
+    ("limits.nvidia.com/gpu", "7"),
+    ("limits.cpus", "7"),
+]
 GPU_UNLIMITED = {"requests": {"nvidia.com/gpu": 1}}
 RESOURCES: list[dict[str, Any]] = [
     {"requests": {"cpu": "100m"}, "limits": {"cpu": "1"}},
@@ -344,6 +370,11 @@ def _field_ref(field_path: str, api_version: str | None = None) -> dict[str, Any
     return _env(valueFrom={"fieldRef": {"fieldPath": field_path, **version}})
 
 
+def _divisor(resource: str, divisor: Any) -> dict[str, Any]:
+    reference = {"resource": resource} | ({} if divisor is None else {"divisor": divisor})
+    return _env(valueFrom={"resourceFieldRef": reference})
+
+
 def _with(path: tuple[str, ...], value: Any) -> dict[str, Any]:
     daemonset = copy.deepcopy(DAEMONSET)
     node = daemonset
@@ -418,6 +449,7 @@ CASES = [
     *(("env-name", POD, _env(name=name, value="v")) for name in ENV_NAMES),
     *(("env-valueFrom", POD, _env(**fields)) for fields in ENV_SOURCES),
     *(("env-fieldRef", POD, _field_ref(*ref)) for ref in FIELD_REFS),
+    *(("env-divisor", POD, _divisor(*divisor)) for divisor in DIVISORS),
     *(("resources", POD, _container(resources=r)) for r in RESOURCES),
     (
         "init-container-resources",

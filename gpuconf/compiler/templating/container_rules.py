@@ -8,8 +8,9 @@ IsStandardContainerResourceName, IsNativeResource, IsExtendedResourceName,
 IsOvercommitAllowed, IsIntegerResourceName; quantities as k8s.io/apimachinery v0.34.4
 pkg/api/resource/quantity.go parses them: rounded up to nano, MilliValue rounding up), with
 validateContainerResourceFieldSelector and validateConfigMapKeySelector/validateSecretKeySelector
-(IsConfigMapKey), and pkg/apis/core/helper/helpers.go's IsHugePageResourceValueDivisible.
-Not held here: resourceFieldRef's divisor (the server compares its canonical spelling)."""
+(IsConfigMapKey), pkg/apis/core/helper/helpers.go's IsHugePageResourceValueDivisible, and
+validateContainerResourceDivisor (the divisor's Quantity.String(), formats/quantity_spelling.py,
+among the validContainerResourceDivisorFor* sets)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ from gpuconf.compiler.templating.server_fields import (
 )
 from gpuconf.diagnostics import KeyPath
 from gpuconf.formats.quantity import Quantity
+from gpuconf.formats.quantity_spelling import canonical_spelling, sent_text, server_spelling
 
 CONTAINER_GROUPS = ("containers", "initContainers")
 ENV_SOURCES = ("fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef")
@@ -70,6 +72,16 @@ FIELD_RESOURCES = tuple(
 )
 """validContainerResourceFieldPathExpressions; or limits.hugepages-… and requests.hugepages-…"""
 FIELD_RESOURCE_PREFIXES = (f"limits.{HUGEPAGES_PREFIX}", f"requests.{HUGEPAGES_PREFIX}")
+BYTE_DIVISORS = ("1", *(f"1{unit}" for unit in "kMGTPE"), *(f"1{unit}i" for unit in "KMGTPE"))
+DIVISORS = {
+    "cpu": ("cpu", ("1m", "1"), "1m"),
+    "memory": ("memory", BYTE_DIVISORS, "1Mi"),
+    "ephemeral-storage": ("local ephemeral storage", BYTE_DIVISORS, "1Gi"),
+    HUGEPAGES_PREFIX: ("hugepages", BYTE_DIVISORS, "1Mi"),
+}
+"""validContainerResourceDivisorFor*: by the resource (limits. or requests. taken off, any
+hugepages size as hugepages-), what the server calls it, the divisors it takes as
+Quantity.String() spells them, and one for a hint."""
 KEY_SOURCES = ("configMapKeyRef", "secretKeyRef")
 CONFIG_KEY = re.compile(r"[-._a-zA-Z0-9]+")
 """IsConfigMapKey's characters; at most 253 of them, and not ".", "..", nor starting ".."."""
@@ -149,6 +161,37 @@ def _resource_field_ref(reference: Mapping[str, Any], path: KeyPath) -> Iterator
     elif resource not in FIELD_RESOURCES and not resource.startswith(FIELD_RESOURCE_PREFIXES):
         allowed = (*FIELD_RESOURCES, *(f"{prefix}<size>" for prefix in FIELD_RESOURCE_PREFIXES))
         yield not_one_of((*path, "resource"), resource, allowed)
+    yield from _divisor(resource, reference.get("divisor"), (*path, "divisor"))
+
+
+def _divisor(resource: str, divisor: Any, path: KeyPath) -> Iterator[Problem]:
+    """validateContainerResourceDivisor: a divisor (unless zero, as an unset one is) that the
+    server spells as one of those the resource takes."""
+    field, _, name = resource.partition(".")
+    if field not in ("limits", "requests"):
+        return
+    called, allowed, unit = DIVISORS.get(
+        HUGEPAGES_PREFIX if name.startswith(HUGEPAGES_PREFIX) else name, ("", (), "")
+    )
+    text = sent_text(divisor)
+    spelled = None if text is None else server_spelling(text)
+    if not allowed or text is None or spelled is None or spelled == "0" or spelled in allowed:
+        return  # no divisor, or none the kind's schema takes: it refuses what is no quantity
+    read = "" if spelled == text else f" (kube-apiserver reads it as {spelled})"
+    listed = " and ".join(allowed) if len(allowed) == 2 else ", ".join(allowed)
+    canonical = canonical_spelling(text)
+    hint = (
+        f"write {canonical}: kube-apiserver compares {as_yaml_spells(divisor)} as it is written"
+        if canonical in allowed
+        else f"the unit to count {resource} in, such as {unit}"
+    )
+    yield Problem(
+        path,
+        divisor,
+        f"divisor {as_yaml_spells(divisor)}{read} is not supported with the {called} resource: "
+        f"only {listed}",
+        hint,
+    )
 
 
 def _key_selector(selector: Mapping[str, Any], path: KeyPath) -> Iterator[Problem]:
