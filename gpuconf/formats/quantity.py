@@ -38,6 +38,21 @@ refusal makes the API server refuse the object, less the forms without digits it
 ('.', '+', 'm')."""
 
 
+EXPONENT_LIMIT = 1000
+"""The largest exponent gpuconf works a quantity's value out for: far past any amount of a
+resource (int64 nanos end near 9.2e9, the suffixes at 1e18), short of an exponent whose power
+would fill the machine's memory."""
+
+
+class OutOfRange(ValueError):
+    """A quantity whose exponent is past EXPONENT_LIMIT: `above` any amount gpuconf compares
+    (a positive one), or else below it."""
+
+    def __init__(self, text: str, above: bool) -> None:
+        super().__init__(f"{text!r} is too large or too small a quantity to compare")
+        self.above = above
+
+
 class Quantity(NamedTuple):
     """A quantity compares by value: Quantity.parse("1Gi") == Quantity.parse("1024Mi")."""
 
@@ -50,7 +65,13 @@ class Quantity(NamedTuple):
             raise ValueError(f"{text!r} is not a Kubernetes quantity")
         number = Fraction(match["number"])
         if match["exponent"] is not None:
-            return cls(number * Fraction(10) ** int(match["exponent"]))
+            exponent = int(match["exponent"])
+            if not number:
+                return cls(number)
+            if abs(exponent) > EXPONENT_LIMIT:
+                # 10 ** 99999999999 would take the machine's memory and never finish.
+                raise OutOfRange(text, above=exponent > 0 and number > 0)
+            return cls(number * Fraction(10) ** exponent)
         return cls(number * _SUFFIXES[match["suffix"] or ""])
 
     @classmethod
@@ -64,12 +85,19 @@ class Quantity(NamedTuple):
 _MIB = Fraction(2**20)
 
 
+MORE_THAN_ANY_COUNT = 10**EXPONENT_LIMIT
+"""What `device_count` gives for a count past EXPONENT_LIMIT digits (`1e99999999999`): more
+than any count it is compared with."""
+
+
 def device_count(value: object) -> int | None:
     """A device count as the API server writes it, or None where it is not a whole number:
     the server keeps a quantity in canonical form, so 1000 comes back as "1k" (apimachinery
     pkg/api/resource/quantity.go, ParseQuantity; its test has {1000, DecimalSI, "1k"})."""
     try:
         quantity = Quantity.parse(str(value))
+    except OutOfRange as beyond:
+        return MORE_THAN_ANY_COUNT if beyond.above else None
     except ValueError:
         return None
     return int(quantity.value) if quantity.value.denominator == 1 else None

@@ -342,6 +342,21 @@ def test_a_quota_larger_than_any_cluster_is_listed_at_its_line_not_refused_elsew
     assert file.read_text() == before
 
 
+def test_a_quota_written_with_a_huge_exponent_is_listed_as_more_than_a_quota_holds(
+    tmp_path: Path,
+) -> None:
+    """10 ** 99999999999 is never worked out (it would fill the machine's memory)."""
+    file = tmp_path / "lab.yaml"
+    shutil.copy(REPO / "clusters" / "lab.yaml", file)
+    (tmp_path / "q.yaml").write_text(
+        "kind: ResourceQuota\nmetadata: {namespace: ml}\nspec:\n  hard:\n"
+        "    requests.gpuconf.dev/t4-shared: '1e99999999999'\n"
+    )
+    result = run_cli("import", "quotas", "q.yaml", "--into", file.name, cwd=tmp_path)
+    assert (result.code, result.out) == (0, "nothing to change\n"), result.err
+    assert "1e99999999999 is more than a gpuconf quota holds (1,000,000)" in result.err
+
+
 KUBECTL_LIST = """\
 apiVersion: v1
 items:

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 from builders import heterogeneous, valid
 
 from gpuconf.compiler.dra.cel_proof import selected_devices
 from gpuconf.compiler.dra.devices import cluster_devices
-from gpuconf.formats.quantity import Quantity, device_count
+from gpuconf.formats.quantity import (
+    EXPONENT_LIMIT,
+    MORE_THAN_ANY_COUNT,
+    OutOfRange,
+    Quantity,
+    device_count,
+)
 
 
 @pytest.mark.parametrize(
@@ -59,3 +67,33 @@ def test_device_counts_are_read_as_the_api_server_writes_them(
 ) -> None:
     """kube-apiserver stores 1000 as "1k": a quota of 1,000 GPUs is 1,000, not unreadable."""
     assert device_count(written) == count
+
+
+@pytest.mark.parametrize(
+    ("text", "above"),
+    [
+        ("1e99999999999", True),
+        ("2.5E1001", True),
+        ("-1e99999999999", False),
+        ("1e-99999999999", False),
+    ],
+)
+def test_a_quantity_past_the_exponent_limit_is_out_of_range_not_worked_out(
+    text: str, above: bool
+) -> None:
+    # 10 ** 99999999999 would fill the machine's memory before it finished.
+    with pytest.raises(OutOfRange) as beyond:
+        Quantity.parse(text)
+    assert beyond.value.above is above
+
+
+def test_zero_and_exponents_up_to_the_limit_are_worked_out() -> None:
+    assert Quantity.parse("0e99999999999").value == 0
+    assert Quantity.parse(f"1e{EXPONENT_LIMIT}").value == 10**EXPONENT_LIMIT
+    assert Quantity.parse(f"1e-{EXPONENT_LIMIT}").value == Fraction(1, 10**EXPONENT_LIMIT)
+
+
+def test_a_device_count_past_the_limit_is_more_than_any_count() -> None:
+    assert device_count("1e99999999999") == MORE_THAN_ANY_COUNT
+    assert device_count("1e-99999999999") is None
+    assert device_count("-1e99999999999") is None
