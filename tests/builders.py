@@ -261,6 +261,20 @@ def run_cli(*argv: str, cwd: Path | None = None, stdin: str | TextIO | None = ""
     return CliResult(int(code), out.getvalue(), err.getvalue())
 
 
+def node_daemonset_refusal(
+    folder: Path, block: str, text: str, output: Path | None = None
+) -> tuple[str, CliResult]:
+    """The first line of what `render` says of lab.yaml with the node DaemonSet's `block`
+    overridden by `text` in `folder`, which it must refuse; and the whole result. Rendered
+    with `--check`, or into `output`, which must then not have been written."""
+    site_block(folder, "node-daemonset.yaml.j2", block, text)
+    into = ["-o", str(output)] if output else ["--check"]
+    result = run_cli("render", "clusters/lab.yaml", "--templates", str(folder), *into, cwd=REPO)
+    assert result.code == 1, result.err
+    assert output is None or not output.exists()
+    return result.err.splitlines()[0], result
+
+
 def run_reader_gone(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Run `python -m gpuconf ARGV…` with stdout a pipe whose reader has already gone, as in
     `gpuconf … | head` once head has read its lines: every write to stdout fails with EPIPE."""

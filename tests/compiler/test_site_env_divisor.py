@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from builders import CLUSTERS, REPO, load_yaml, run_cli, site_block, valid
+from builders import CLUSTERS, load_yaml, node_daemonset_refusal, site_block, valid
 
 from gpuconf.compiler.plan import plan
 from gpuconf.compiler.render import render
@@ -68,18 +68,13 @@ def test_a_divisor_the_server_does_not_take_is_refused_at_the_block_s_line_and_n
 ) -> None:
     site = tmp_path / "site"
     site.mkdir()
-    site_block(site, "node-daemonset.yaml.j2", "container_env", _env(resource, divisor))
-    out = tmp_path / "out"
-    result = run_cli(
-        "render", "clusters/lab.yaml", "--templates", str(site), "-o", str(out), cwd=REPO
+    first, _ = node_daemonset_refusal(
+        site, "container_env", _env(resource, divisor), output=tmp_path / "out"
     )
-    assert result.code == 1, result.err
-    first = result.err.splitlines()[0]
     assert first.startswith(f"{site.as_posix()}/node-daemonset.yaml.j2:3:1: spec.nodePools[0]: ")
     where = "spec.template.spec.containers[0].env"
     assert f"{where}[" in first
     assert f"].valueFrom.resourceFieldRef.divisor: {message}" in first
-    assert not out.exists()
 
 
 @pytest.mark.parametrize(

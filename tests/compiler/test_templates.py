@@ -10,7 +10,16 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
-from builders import CLUSTERS, EXAMPLES, REPO, CliResult, load_yaml, run_cli, site_block, valid
+from builders import (
+    CLUSTERS,
+    EXAMPLES,
+    REPO,
+    load_yaml,
+    node_daemonset_refusal,
+    run_cli,
+    site_block,
+    valid,
+)
 from crd_schemas import crd_errors
 
 from gpuconf.compiler.pipeline import compile_paths
@@ -683,15 +692,6 @@ def test_a_site_block_s_resource_quantity_kubernetes_reads_is_kept(
     daemonset = load_yaml(tree["pools/t4/daemonset-gpuconf-node.yaml"])
     limits = daemonset["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
     assert limits["cpu"] == quantity
-
-
-def node_daemonset_refusal(folder: Path, block: str, text: str) -> tuple[str, CliResult]:
-    """The first line of what `render --check` says of lab.yaml with the node DaemonSet's
-    `block` overridden by `text` in `folder`, which it must refuse; and the whole result."""
-    site_block(folder, "node-daemonset.yaml.j2", block, text)
-    result = run_cli("render", "clusters/lab.yaml", "--templates", str(folder), "--check", cwd=REPO)
-    assert result.code == 1, result.err
-    return result.err.splitlines()[0], result
 
 
 @pytest.mark.parametrize(
