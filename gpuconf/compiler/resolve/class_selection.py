@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import cache
+from itertools import groupby
+from operator import attrgetter
 from typing import NamedTuple
 
 from gpuconf.api.base import version_parts
@@ -28,6 +30,7 @@ class ResolvedClass:
 
     __slots__ = (
         "_by_pool",
+        "_devices",
         "claims_take_whole_devices",
         "index",
         "members",
@@ -50,9 +53,11 @@ class ResolvedClass:
         self.claims_take_whole_devices = claims_take_whole_devices
         """DRA: each ResourceClaim gets whole devices, so sharing adds no capacity."""
         by_pool: dict[str, list[Member]] = {}
-        for member in members:
-            by_pool.setdefault(member.group.pool, []).append(member)
+        # Members come in inventory order, a pool's together: one step per run, not per member.
+        for pool, run in groupby(members, _MEMBER_POOL):
+            by_pool.setdefault(pool, []).extend(run)
         self._by_pool = {k: tuple(v) for k, v in by_pool.items()}
+        self._devices: int | None = None
 
     def members_in(self, pool: str) -> tuple[Member, ...]:
         """The class's members in one pool, in inventory order."""
@@ -69,7 +74,9 @@ class ResolvedClass:
     @property
     def devices(self) -> int:
         """Physical devices (GPUs or MIG devices) in the class, over all nodes."""
-        return sum(m.group.size * m.units for m in self.members)
+        if self._devices is None:  # asked by rules, planning and explain alike: summed once
+            self._devices = sum(m.group.size * m.units for m in self.members)
+        return self._devices
 
     @property
     def capacity(self) -> int:
@@ -96,6 +103,9 @@ class ResolvedClass:
         return smallest // self.replicas
 
 
+_MEMBER_POOL = attrgetter("group.pool")
+
+
 def device_memory_mib(gpu: Gpu, profile: str | None) -> int:
     if profile is not None and gpu.model.mig is not None and profile in gpu.model.mig.profiles:
         return gpu.model.mig.profiles[profile].memory_mib
@@ -107,10 +117,24 @@ def units_selected(
 ) -> int:
     """How many devices of this GPU the selector takes (0: none); `driver`: the pool's declared
     driver version (a GPU of a pool without one never meets driverVersionAtLeast)."""
+    return gpu_units(selector, gpu) if group_selected(selector, group, driver) else 0
+
+
+def group_selected(selector: Selector, group: NodeGroup, driver: str | None) -> bool:
+    """The selector's terms that a node group decides alone: its pool, node and driver."""
     if selector.pools is not None and group.pool not in selector.pools:
-        return 0
+        return False
     if selector.nodes is not None and group.node not in selector.nodes:
-        return 0
+        return False
+    minimum = selector.driver_version_at_least
+    return minimum is None or (
+        driver is not None and version_parts(driver) >= version_parts(minimum)
+    )
+
+
+def gpu_units(selector: Selector, gpu: Gpu) -> int:
+    """The selector's terms that a GPU decides alone (index, model, MIG layout): how many of its
+    devices they take."""
     if selector.indices is not None and gpu.index not in selector.indices:
         return 0
     if selector.model is not None:
@@ -129,9 +153,6 @@ def units_selected(
     if at_least is not None and version_parts(gpu.model.compute_capability) < version_parts(
         at_least
     ):
-        return 0
-    minimum = selector.driver_version_at_least
-    if minimum is not None and (driver is None or version_parts(driver) < version_parts(minimum)):
         return 0
     profile = selector.mig_profile
     if profile is None and gpu.mig is not None:
@@ -180,6 +201,33 @@ def _candidates(selector: Selector, inventory: DeclaredInventory) -> Iterator[No
         yield from inventory.groups
 
 
+def _members(
+    selector: Selector, groups: list[NodeGroup], drivers: dict[str, str | None]
+) -> tuple[Member, ...]:
+    """What units_selected takes of each GPU of `groups`, its terms split: the group's once per
+    group, the GPU's once per group shape (NodeGroup.shape), which a pool's nodes share."""
+    units_by_shape: dict[int, list[int]] = {}
+    members: list[Member] = []
+    for group in groups:
+        if not group_selected(selector, group, drivers[group.pool]):
+            continue
+        shape = group.shape
+        units = units_by_shape.get(id(shape))
+        if units is None:
+            units = units_by_shape[id(shape)] = [gpu_units(selector, gpu) for gpu in shape]
+        members += [
+            _new_tuple(Member, (group, gpu, n))
+            for gpu, n in zip(group.gpus, units, strict=True)
+            if n
+        ]
+    return tuple(members)
+
+
+# NamedTuple's own __new__ is a Python function; tuple.__new__ builds the same member
+# without that call, once per GPU of a class.
+_new_tuple = tuple.__new__
+
+
 class Resolved(NamedTuple):
     """The cluster's classes and its pools' MIG strategies, which name the classes."""
 
@@ -192,26 +240,19 @@ def resolve_classes(spec: ClusterSpec, inventory: DeclaredInventory) -> Resolved
     drivers = spec.driver_versions()
     memberships = []
     for resource_class in spec.resource_classes:
-        groups = sorted(_candidates(resource_class.select, inventory), key=lambda g: order[id(g)])
-        memberships.append(
-            tuple(
-                Member(group, gpu, units)
-                for group in groups
-                for gpu in group.gpus
-                if (units := units_selected(resource_class.select, group, gpu, drivers[group.pool]))
-            )
-        )
+        selector = resource_class.select
+        groups = sorted(_candidates(selector, inventory), key=lambda g: order[id(g)])
+        memberships.append(_members(selector, groups, drivers))
     # A class's name follows its pools' strategies, which the classes' members decide.
-    class_pools = (
-        (c, {m.group.pool for m in members})
-        for c, members in zip(spec.resource_classes, memberships, strict=True)
+    member_pools = [{pool for pool, _ in groupby(m, _MEMBER_POOL)} for m in memberships]
+    strategies = mig_strategies(
+        spec, inventory, zip(spec.resource_classes, member_pools, strict=True)
     )
-    strategies = mig_strategies(spec, inventory, class_pools)
     resolved = []
-    for index, (resource_class, members) in enumerate(
-        zip(spec.resource_classes, memberships, strict=True)
+    for index, (resource_class, members, pools) in enumerate(
+        zip(spec.resource_classes, memberships, member_pools, strict=True)
     ):
-        single = bool(members) and all(strategies.pools[m.group.pool] == "single" for m in members)
+        single = bool(pools) and all(strategies.pools[pool] == "single" for pool in pools)
         resolved.append(
             ResolvedClass(
                 index,

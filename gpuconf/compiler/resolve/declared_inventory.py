@@ -6,10 +6,10 @@ multiplicity; a 2,000-node fleet is a few dozen groups, not 16,000 GPU records.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import NamedTuple
 
-from gpuconf.api.cluster import Cluster, NodePool
+from gpuconf.api.cluster import Cluster, DeclaredGpu, NodePool
 from gpuconf.api.gpu_model import GpuModel
 from gpuconf.gpus.catalog import Catalog
 from gpuconf.gpus.mig import resolve_layout
@@ -36,6 +36,10 @@ class NodeGroup(NamedTuple):
     size: int
     """How many nodes the group stands for."""
     gpus: tuple[Gpu, ...]
+    shape: tuple[Gpu, ...]
+    """`gpus` without their UUIDs: one tuple, the same object, for every group of the pool
+    whose GPUs are alike (what depends on a GPU's index, model and layout alone is worked out
+    once per shape)."""
 
 
 class DeclaredInventory:
@@ -72,28 +76,80 @@ def build_inventory(cluster: Cluster, catalog: Catalog) -> DeclaredInventory:
     Unknown models and impossible MIG layouts were reported before; here they are skipped."""
     groups: list[NodeGroup] = []
     for pool_index, pool in enumerate(cluster.spec.node_pools):
+        pool_gpus = _PoolGpus(pool, catalog)
         for node_index, node in enumerate(pool.nodes):
-            gpus = tuple(
-                gpu
-                for declared in node.gpus
-                if (gpu := _gpu(pool, declared.index, declared.model, declared.uuid, catalog))
-            )
-            groups.append(NodeGroup(pool.name, pool_index, node.name, node_index, 1, gpus))
+            gpus, shape = pool_gpus.node(node.gpus)
+            groups.append(NodeGroup(pool.name, pool_index, node.name, node_index, 1, gpus, shape))
         remaining = pool_size(pool) - len(pool.nodes)
         if remaining > 0 and pool.gpus is not None:
-            gpus = tuple(
-                gpu
-                for index in range(pool.gpus.count)
-                if (gpu := _gpu(pool, index, None, None, catalog))
+            shape = pool_gpus.undeclared(pool.gpus.count)
+            groups.append(
+                NodeGroup(pool.name, pool_index, UNDECLARED, None, remaining, shape, shape)
             )
-            groups.append(NodeGroup(pool.name, pool_index, UNDECLARED, None, remaining, gpus))
     return DeclaredInventory(tuple(groups))
 
 
-def _gpu(
-    pool: NodePool, index: int, model_name: str | None, uuid: str | None, catalog: Catalog
-) -> Gpu | None:
-    name = model_name or (pool.gpus.model if pool.gpus else None)
+# NamedTuple's own __new__ is a Python function; a fleet builds thousands of GPUs, and
+# tuple.__new__ builds the same tuple without that call.
+_new_tuple = tuple.__new__
+
+
+class _PoolGpus:
+    """A pool's GPUs, each index and model resolved once: declared nodes repeat the same few
+    GPUs, UUIDs aside (a 50-node pool of 8 GPUs is 400 GPUs but 8 resolutions). The GPUs of one
+    index and model share their model and MIG layout objects, which nothing changes."""
+
+    __slots__ = ("_alike", "_catalog", "_model", "_pool", "_resolved", "_shapes")
+
+    def __init__(self, pool: NodePool, catalog: Catalog) -> None:
+        self._pool = pool
+        self._catalog = catalog
+        self._model = pool.gpus.model if pool.gpus else None
+        self._resolved: dict[tuple[int, str | None], Gpu | None] = {}
+        self._shapes: dict[tuple[tuple[int, str | None], ...], tuple[Gpu, ...]] = {}
+        self._alike: dict[tuple[int, ...], tuple[Gpu, ...]] = {}
+
+    def resolve(self, index: int, model_name: str | None) -> Gpu | None:
+        """The GPU at `index` (of `model_name` where a node declares one), without a UUID."""
+        key = (index, model_name or self._model)
+        if key in self._resolved:
+            return self._resolved[key]
+        found = self._resolved[key] = _gpu(self._pool, *key, self._catalog)
+        return found
+
+    def node(self, declared: Sequence[DeclaredGpu]) -> tuple[tuple[Gpu, ...], tuple[Gpu, ...]]:
+        """A declared node's GPUs, and its shape: found once for the pool's nodes that declare
+        the same indices and models."""
+        keys = tuple([(gpu.index, gpu.model) for gpu in declared])
+        shape = self._shapes.get(keys)
+        if shape is None:
+            shape = self._shapes[keys] = self._shape(keys)
+        if len(shape) != len(declared):  # a model the catalog does not know: left out
+            known = [gpu for gpu in declared if self.resolve(gpu.index, gpu.model)]
+            return _with_uuids(shape, [gpu.uuid for gpu in known]), shape
+        return _with_uuids(shape, [gpu.uuid for gpu in declared]), shape
+
+    def _shape(self, keys: tuple[tuple[int, str | None], ...]) -> tuple[Gpu, ...]:
+        resolved = (self.resolve(*key) for key in keys)
+        shape = tuple(gpu for gpu in resolved if gpu is not None)
+        # Nodes that declare other models (or none) but come to the same GPUs share one shape.
+        return self._alike.setdefault(tuple(map(id, shape)), shape)
+
+    def undeclared(self, count: int) -> tuple[Gpu, ...]:
+        """The GPUs of the pool's undeclared nodes."""
+        return self._shape(tuple((index, None) for index in range(count)))
+
+
+def _with_uuids(shape: tuple[Gpu, ...], uuids: list[str | None]) -> tuple[Gpu, ...]:
+    return tuple(
+        gpu if uuid is None else _new_tuple(Gpu, (gpu.index, gpu.model, uuid, gpu.mig))
+        for gpu, uuid in zip(shape, uuids, strict=True)
+    )
+
+
+def _gpu(pool: NodePool, index: int, name: str | None, catalog: Catalog) -> Gpu | None:
+    """The GPU at `index` of the pool's nodes, of model `name`, its UUID unset; None for a
+    model the catalog does not know."""
     model = catalog.get(name) if name else None
     if model is None:
         return None
@@ -102,4 +158,4 @@ def _gpu(
         if sharing.indices is None or index in sharing.indices:
             mig = resolve_layout(sharing.layout, model)
             break
-    return Gpu(index, model, uuid, mig)
+    return Gpu(index, model, None, mig)
