@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 
+from gpuconf.api.cluster import DeclaredNode
 from gpuconf.compiler.rules.context import RuleContext, class_path, pool_path, quota_path
 from gpuconf.diagnostics import Diagnostic, KeyPath
 
@@ -13,6 +14,8 @@ def _duplicates(
 ) -> Iterator[Diagnostic]:
     """An error at each repeat of a name; `path(i)` says where names[i] is. Paths are built
     only for repeats: a 20,000-node file has 200,000 names and, as a rule, no repeat."""
+    if len(set(names)) == len(names):  # the rule, found without a step per name
+        return
     first: dict[str, int] = {}
     for i, name in enumerate(names):
         seen = first.setdefault(name, i)
@@ -48,22 +51,37 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
     yield from _duplicates(
         ctx, [q.namespace for q in quotas], lambda i: quota_path(i, "namespace"), "quota namespace"
     )
-    gpus = [
-        (i, j, k, gpu.uuid)
-        for i, j, node in nodes
-        for k, gpu in enumerate(node.gpus)
-        if gpu.uuid is not None
-    ]
+    declared_uuids = [gpu.uuid for _, _, node in nodes for gpu in node.gpus]
     yield from _duplicates(
         ctx,
-        [uuid for *_, uuid in gpus],
-        lambda m: pool_path(gpus[m][0], "nodes", gpus[m][1], "gpus", gpus[m][2], "uuid"),
+        [uuid for uuid in declared_uuids if uuid is not None],
+        _uuid_path(nodes),
         "GPU UUID",
     )
     for i, j, node in nodes:
-        yield from _duplicates(
-            ctx,
-            [str(gpu.index) for gpu in node.gpus],
-            _gpu_index_path(i, j),
-            f"GPU index on node {node.name!r}:",
-        )
+        indices = [gpu.index for gpu in node.gpus]
+        if len(set(indices)) < len(indices):
+            yield from _duplicates(
+                ctx,
+                [str(index) for index in indices],
+                _gpu_index_path(i, j),
+                f"GPU index on node {node.name!r}:",
+            )
+
+
+def _uuid_path(nodes: list[tuple[int, int, DeclaredNode]]) -> Callable[[int], KeyPath]:
+    """Where the m-th declared UUID is: the positions are listed on the first repeat only."""
+    found: list[tuple[int, int, int]] = []
+
+    def path(m: int) -> KeyPath:
+        if not found:
+            found.extend(
+                (i, j, k)
+                for i, j, node in nodes
+                for k, gpu in enumerate(node.gpus)
+                if gpu.uuid is not None
+            )
+        i, j, k = found[m]
+        return pool_path(i, "nodes", j, "gpus", k, "uuid")
+
+    return path
