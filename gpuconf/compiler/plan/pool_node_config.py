@@ -99,7 +99,10 @@ def _most_common(values: list[_Shared]) -> _Shared | None:
 
 def _with_common_gpus(declared: list[NodeGroup]) -> list[NodeGroup]:
     """The declared nodes whose GPUs the inventory writes once, as `common`."""
-    shapes = [_shape(g) for g in declared]
+    by_shape: dict[int, tuple[tuple[int, str], ...]] = {}  # a pool's alike nodes share one
+    shapes = [
+        by_shape.get(id(g.shape)) or by_shape.setdefault(id(g.shape), _shape(g)) for g in declared
+    ]
     common = _most_common(shapes)
     return [g for g, shape in zip(declared, shapes, strict=True) if shape == common]
 
@@ -124,12 +127,12 @@ def _inventory(groups: list[NodeGroup]) -> ExpectedInventory:
 def _indices(
     resolved: ResolvedClass, pool: str, groups: list[NodeGroup], inventory: ExpectedInventory
 ) -> GpuIndices | None:
-    members = resolved.members_in(pool)
-    if not members:
+    taken = resolved.taken_in(pool)
+    if not taken:
         return None
     by_group: dict[int, list[int]] = {}
-    for member in members:
-        by_group.setdefault(id(member.group), []).append(member.gpu.index)
+    for group, indices in taken:
+        by_group.setdefault(id(group), []).extend(indices)
     if not any(id(g) in by_group for g in groups):
         return None
     default = next((sorted(by_group.get(id(g), [])) for g in groups if g.node is None), [])

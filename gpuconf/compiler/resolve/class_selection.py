@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import cache
-from itertools import groupby
-from operator import attrgetter
 from typing import NamedTuple
 
 from gpuconf.api.base import version_parts
@@ -24,6 +22,13 @@ class Member(NamedTuple):
     """Devices this GPU contributes per node: 1 for a whole GPU, else its MIG devices of the profile."""
 
 
+class Taken(NamedTuple):
+    """What a class takes of one node group: the indices of its member GPUs there, in order."""
+
+    group: NodeGroup
+    indices: tuple[int, ...]
+
+
 class ResolvedClass:
     """A ResourceClass with its members, indexed once by pool: planning asks each pool for its
     members of every class."""
@@ -31,11 +36,13 @@ class ResolvedClass:
     __slots__ = (
         "_by_pool",
         "_devices",
+        "_taken_by_pool",
         "claims_take_whole_devices",
         "index",
         "members",
         "resource_name",
         "spec",
+        "taken",
     )
 
     def __init__(
@@ -44,24 +51,38 @@ class ResolvedClass:
         spec: ResourceClass,
         resource_name: str,
         members: tuple[Member, ...],
+        taken: tuple[Taken, ...],
         claims_take_whole_devices: bool = False,
     ) -> None:
         self.index = index
         self.spec = spec
         self.resource_name = resource_name
         self.members = members
+        self.taken = taken
+        """`members` group by group, in the same order: a step per group, not per GPU."""
         self.claims_take_whole_devices = claims_take_whole_devices
         """DRA: each ResourceClaim gets whole devices, so sharing adds no capacity."""
         by_pool: dict[str, list[Member]] = {}
-        # Members come in inventory order, a pool's together: one step per run, not per member.
-        for pool, run in groupby(members, _MEMBER_POOL):
-            by_pool.setdefault(pool, []).extend(run)
+        taken_by_pool: dict[str, list[Taken]] = {}
+        start = 0
+        for run in taken:  # each run's members are the next len(run.indices) of `members`
+            end = start + len(run.indices)
+            by_pool.setdefault(run.group.pool, []).extend(members[start:end])
+            taken_by_pool.setdefault(run.group.pool, []).append(run)
+            start = end
+        if start != len(members):
+            raise ValueError("a class's members and what it takes of each group disagree")
         self._by_pool = {k: tuple(v) for k, v in by_pool.items()}
+        self._taken_by_pool = {k: tuple(v) for k, v in taken_by_pool.items()}
         self._devices: int | None = None
 
     def members_in(self, pool: str) -> tuple[Member, ...]:
         """The class's members in one pool, in inventory order."""
         return self._by_pool.get(pool, ())
+
+    def taken_in(self, pool: str) -> tuple[Taken, ...]:
+        """`taken` in one pool."""
+        return self._taken_by_pool.get(pool, ())
 
     @property
     def name(self) -> str:
@@ -101,9 +122,6 @@ class ResolvedClass:
             return int(declared)
         smallest = min(device_memory_mib(m.gpu, None) for m in self.members)
         return smallest // self.replicas
-
-
-_MEMBER_POOL = attrgetter("group.pool")
 
 
 def device_memory_mib(gpu: Gpu, profile: str | None) -> int:
@@ -201,26 +219,37 @@ def _candidates(selector: Selector, inventory: DeclaredInventory) -> Iterator[No
         yield from inventory.groups
 
 
+class _Membership(NamedTuple):
+    members: tuple[Member, ...]
+    taken: tuple[Taken, ...]
+
+
 def _members(
     selector: Selector, groups: list[NodeGroup], drivers: dict[str, str | None]
-) -> tuple[Member, ...]:
+) -> _Membership:
     """What units_selected takes of each GPU of `groups`, its terms split: the group's once per
     group, the GPU's once per group shape (NodeGroup.shape), which a pool's nodes share."""
-    units_by_shape: dict[int, list[int]] = {}
+    by_shape: dict[int, tuple[list[int], tuple[int, ...]]] = {}
     members: list[Member] = []
+    taken: list[Taken] = []
     for group in groups:
         if not group_selected(selector, group, drivers[group.pool]):
             continue
         shape = group.shape
-        units = units_by_shape.get(id(shape))
-        if units is None:
-            units = units_by_shape[id(shape)] = [gpu_units(selector, gpu) for gpu in shape]
-        members += [
-            _new_tuple(Member, (group, gpu, n))
-            for gpu, n in zip(group.gpus, units, strict=True)
-            if n
-        ]
-    return tuple(members)
+        found = by_shape.get(id(shape))
+        if found is None:
+            units = [gpu_units(selector, gpu) for gpu in shape]
+            indices = tuple(gpu.index for gpu, n in zip(shape, units, strict=True) if n)
+            found = by_shape[id(shape)] = (units, indices)
+        units, indices = found
+        if indices:
+            members += [
+                _new_tuple(Member, (group, gpu, n))
+                for gpu, n in zip(group.gpus, units, strict=True)
+                if n
+            ]
+            taken.append(Taken(group, indices))
+    return _Membership(tuple(members), tuple(taken))
 
 
 # NamedTuple's own __new__ is a Python function; tuple.__new__ builds the same member
@@ -244,12 +273,12 @@ def resolve_classes(spec: ClusterSpec, inventory: DeclaredInventory) -> Resolved
         groups = sorted(_candidates(selector, inventory), key=lambda g: order[id(g)])
         memberships.append(_members(selector, groups, drivers))
     # A class's name follows its pools' strategies, which the classes' members decide.
-    member_pools = [{pool for pool, _ in groupby(m, _MEMBER_POOL)} for m in memberships]
+    member_pools = [{t.group.pool for t in m.taken} for m in memberships]
     strategies = mig_strategies(
         spec, inventory, zip(spec.resource_classes, member_pools, strict=True)
     )
     resolved = []
-    for index, (resource_class, members, pools) in enumerate(
+    for index, (resource_class, (members, taken), pools) in enumerate(
         zip(spec.resource_classes, memberships, member_pools, strict=True)
     ):
         single = bool(pools) and all(strategies.pools[pool] == "single" for pool in pools)
@@ -259,6 +288,7 @@ def resolve_classes(spec: ClusterSpec, inventory: DeclaredInventory) -> Resolved
                 resource_class,
                 default_resource_name(resource_class, spec, single),
                 members,
+                taken,
                 claims_take_whole_devices=spec.allocation == "dra",
             )
         )

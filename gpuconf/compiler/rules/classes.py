@@ -146,6 +146,8 @@ def _sharing(ctx: RuleContext, resolved: ResolvedClass) -> Iterator[Diagnostic]:
 
 
 def _partition(ctx: RuleContext) -> Iterator[Diagnostic]:
+    if _disjoint(ctx.classes):  # the rule: found without a step per member
+        return
     owner: dict[tuple[int, int, str], ResolvedClass] = {}
     reported: set[tuple[int, int]] = set()
     for resolved in ctx.classes:
@@ -166,6 +168,20 @@ def _partition(ctx: RuleContext) -> Iterator[Diagnostic]:
                 f"{where} is selected by both {first.name!r} and {resolved.name!r}",
                 _PARTITION_HINT,
             )
+
+
+def _disjoint(classes: tuple[ResolvedClass, ...]) -> bool:
+    """No GPU (or MIG profile of one) is a member of two classes."""
+    seen: dict[tuple[str, int], set[int]] = {}
+    for resolved in classes:
+        profile = resolved.spec.select.mig_profile or ""
+        for group, indices in resolved.taken:
+            taken = seen.setdefault((profile, id(group)), set())
+            if not taken.isdisjoint(indices):
+                return False
+        for group, indices in resolved.taken:  # after: a class may take a GPU twice
+            seen[profile, id(group)].update(indices)
+    return True
 
 
 def _unique_resource_names(ctx: RuleContext) -> Iterator[Diagnostic]:
@@ -193,19 +209,21 @@ def _unique_resource_names(ctx: RuleContext) -> Iterator[Diagnostic]:
 def _unclassified(ctx: RuleContext) -> Iterator[Diagnostic]:
     if not ctx.classes or ctx.cluster.spec.plugin == "nvidia" or ctx.set_aside.resource_classes:
         return
-    taken = {(id(m.group), m.gpu.index) for c in ctx.classes for m in c.members}
+    taken: dict[int, set[int]] = {}
+    for resolved in ctx.classes:
+        for group, indices in resolved.taken:
+            taken.setdefault(id(group), set()).update(indices)
+    shape_indices: dict[int, frozenset[int]] = {}  # by shape, which a pool's nodes share
     for i, pool in enumerate(ctx.cluster.spec.node_pools):
-        idle = sorted(
-            {
-                g.index
-                for grp in ctx.inventory.by_pool(pool.name)
-                for g in grp.gpus
-                if (id(grp), g.index) not in taken
-            }
-        )
+        idle: set[int] = set()
+        for grp in ctx.inventory.by_pool(pool.name):
+            indices = shape_indices.get(id(grp.shape))
+            if indices is None:
+                indices = shape_indices[id(grp.shape)] = frozenset(g.index for g in grp.shape)
+            idle |= indices.difference(taken.get(id(grp), ()))
         if idle:
             yield ctx.warning(
                 ("spec", "nodePools", i),
-                f"GPUs {idle} of pool {pool.name!r} are in no class and will not be advertised",
+                f"GPUs {sorted(idle)} of pool {pool.name!r} are in no class and will not be advertised",
                 "add a class that selects them, or leave them out on purpose",
             )
