@@ -205,12 +205,19 @@ class Record:
 
 
 def _as_data(value: Any, exclude_none: bool) -> Any:
+    # Plain items (a node config's thousands of UUIDs and indices) are kept as they are without
+    # a call each.
     if isinstance(value, Record):
         return value.as_data(exclude_none=exclude_none)
     if isinstance(value, list):
-        return [_as_data(item, exclude_none) for item in value]
+        return [
+            item if type(item) in _PLAIN_TYPES else _as_data(item, exclude_none) for item in value
+        ]
     if isinstance(value, dict):
-        return {key: _as_data(item, exclude_none) for key, item in value.items()}
+        return {
+            key: item if type(item) in _PLAIN_TYPES else _as_data(item, exclude_none)
+            for key, item in value.items()
+        }
     return value
 
 

@@ -65,6 +65,28 @@ def test_plain_data_uses_the_file_keys_and_leaves_out_what_is_unset() -> None:
     }
 
 
+class _Nested(Record):
+    items: list[object]
+    by_key: dict[str, object]
+
+
+def test_plain_data_converts_records_inside_lists_and_mappings_and_keeps_plain_items() -> None:
+    toleration = Toleration(key="gpu")
+    plain = toleration.as_data()
+    nested = _Nested(
+        items=["a", 1, True, 2.5, None, toleration, [toleration, "b"], {"k": toleration}],
+        by_key={"s": "a", "n": None, "t": toleration, "l": [1, toleration]},
+    )
+    data = nested.as_data()
+    assert data == {
+        "items": ["a", 1, True, 2.5, None, plain, [plain, "b"], {"k": plain}],
+        "byKey": {"s": "a", "n": None, "t": plain, "l": [1, plain]},
+    }
+    # Copies, never the record's own lists and mappings.
+    assert data["items"] is not nested.items
+    assert data["byKey"] is not nested.by_key
+
+
 def test_a_record_survives_pickling() -> None:
     toleration = Toleration(key="gpu", toleration_seconds=30)
     copied = pickle.loads(pickle.dumps(toleration))
