@@ -79,7 +79,13 @@ def pool_daemonset(
 
 def pool_source(cluster: Cluster, pool: NodePool) -> KeyPath:
     """The pool's place in the cluster file, which its outputs' diagnostics name."""
-    return ("spec", "nodePools", cluster.spec.node_pools.index(pool))
+    pools = cluster.spec.node_pools
+    # Found by identity first: list.index compares the pool with each one before it, field by
+    # field (a Record's __eq__), for every file of every pool.
+    for index, candidate in enumerate(pools):
+        if candidate is pool:
+            return ("spec", "nodePools", index)
+    return ("spec", "nodePools", pools.index(pool))
 
 
 _CONTAINER_LAID_OUT = ("name", "image", "env", "resources")

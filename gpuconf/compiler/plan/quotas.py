@@ -27,6 +27,10 @@ def quotas(
     ResourceQuota is then the backstop for pods outside Kueue, never refusing what Kueue admitted
     (a queue's namespaces share its nominal quota and what it may borrow)."""
     by_name = {c.name: c for c in classes}
+    keys: dict[str, str] = {}  # each class's key, made once for its hundreds of namespaces
+    by_namespace: dict[str, dict[str, int]] = {}
+    for (namespace, name), count in (admitted or {}).items():
+        by_namespace.setdefault(namespace, {})[name] = count
     artifacts = []
     for index, quota in enumerate(cluster.spec.quotas):
         # Classes that share a resource name (NVIDIA's plugin on different pools) share its quota.
@@ -35,10 +39,12 @@ def quotas(
             quota.classes
             if admitted is None
             # Every class of the namespace's queue: Kueue admits any of them there.
-            else {c: n for (ns, c), n in admitted.items() if ns == quota.namespace}
+            else by_namespace.get(quota.namespace, {})
         )
         for name, count in counts.items():
-            key = quota_key(by_name[name])
+            key = keys.get(name)
+            if key is None:
+                key = keys[name] = quota_key(by_name[name])
             totals[key] = totals.get(key, 0) + count
         hard = {key: str(total) for key, total in totals.items()}
         artifacts.append(
