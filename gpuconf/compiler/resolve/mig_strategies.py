@@ -74,8 +74,14 @@ def mig_strategies(
     spec: ClusterSpec, inventory: DeclaredInventory, classes: ClassPools
 ) -> MigStrategies:
     layouts: dict[str, list[Mapping[str, int] | None]] = {}
+    # A strategy follows from which layouts a pool's GPUs have, not how many have each: the
+    # layouts of a shape its alike nodes share (NodeGroup.shape) are listed once.
+    listed: set[int] = set()
     for group in inventory.groups:
-        layouts.setdefault(group.pool, []).extend(g.mig for g in group.gpus)
+        found = layouts.setdefault(group.pool, [])
+        if id(group.shape) not in listed:
+            listed.add(id(group.shape))
+            found.extend(g.mig for g in group.shape)
     own = {pool: mig_strategy(found) for pool, found in layouts.items()}
     if not operator_gfd_labels_pools(spec):
         return MigStrategies(own, own, None)
