@@ -217,10 +217,10 @@ def _unclassified(ctx: RuleContext) -> Iterator[Diagnostic]:
     for i, pool in enumerate(ctx.cluster.spec.node_pools):
         idle: set[int] = set()
         for grp in ctx.inventory.by_pool(pool.name):
-            indices = shape_indices.get(id(grp.shape))
-            if indices is None:
-                indices = shape_indices[id(grp.shape)] = frozenset(g.index for g in grp.shape)
-            idle |= indices.difference(taken.get(id(grp), ()))
+            present = shape_indices.get(id(grp.shape))
+            if present is None:
+                present = shape_indices[id(grp.shape)] = frozenset(g.index for g in grp.shape)
+            idle |= present.difference(taken.get(id(grp), ()))
         if idle:
             yield ctx.warning(
                 ("spec", "nodePools", i),
