@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from functools import cache, lru_cache
+from functools import cache
 from typing import Any, NamedTuple
 
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*$")
@@ -34,11 +34,23 @@ def _quoted(value: str) -> str:
     return _unprintable().sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-@lru_cache(maxsize=1 << 16)
-def _text(value: str) -> str:
-    """A string's scalar form, remembered: a rendered tree repeats its keys and labels
-    thousands of times over (bounded, so a huge tree of distinct values stays in memory bounds)."""
-    return _scalar(value)
+class _Spellings(dict[str, str]):
+    """Strings' scalar forms, remembered: a rendered tree repeats its keys and labels thousands
+    of times over. A dict read by subscript (the form computed only when missing) costs less
+    per line than a cached function's call; emptied when full, so a huge tree of distinct
+    values stays in memory bounds."""
+
+    __slots__ = ()
+
+    def __missing__(self, value: str) -> str:
+        if len(self) >= _SPELLINGS_KEPT:
+            self.clear()
+        spelled = self[value] = _scalar(value)
+        return spelled
+
+
+_SPELLINGS_KEPT = 1 << 16
+_TEXT = _Spellings()
 
 
 def _scalar(value: Any) -> str:
@@ -84,8 +96,12 @@ def _literal_block(value: str, indent: str) -> str | None:
         return None
     trailing = len(value) - len(body)
     chomp = {0: "-", 1: ""}.get(trailing, "+")
-    # Every line indented, empty lines left empty.
-    text = _LINE_START.sub("\n" + indent, "\n" + body)
+    # Every line indented, empty lines left empty (a plain replace where there are none).
+    text = "\n" + body
+    if "\n\n" in body:
+        text = _LINE_START.sub("\n" + indent, text)
+    else:
+        text = text.replace("\n", "\n" + indent)
     if trailing > 1:
         text += "\n" * (trailing - 1)
     return f"|{chomp}{text}"
@@ -104,7 +120,7 @@ def _entry(head: str, item: Any, child: str, list_indent: str, out: list[str]) -
             if block is not None:
                 out.append(f"{head} {block}")
                 return
-        out.append(f"{head} {_text(item)}")
+        out.append(f"{head} {_TEXT[item]}")
     elif isinstance(item, dict):
         if item:
             out.append(head)
@@ -126,15 +142,23 @@ def _entry(head: str, item: Any, child: str, list_indent: str, out: list[str]) -
 
 def _mapping(mapping: dict[Any, Any], first: str, indent: str, out: list[str]) -> None:
     """The entries of a non-empty mapping at `indent`; the first line starts with `first`
-    instead (``- `` when the mapping is a list item)."""
+    instead (``- `` when the mapping is a list item). What `_entry` would write, with its
+    commonest cases (a one-line string, a non-empty mapping or list, an int) written here."""
     child = indent + "  "
     prefix = first
+    text = _TEXT
     for key in sorted(mapping):
-        name = _text(key if type(key) is str else str(key))
         item = mapping[key]
+        name = text[key if type(key) is str else str(key)]
         kind = type(item)
         if kind is str and "\n" not in item:
-            out.append(f"{prefix}{name}: {_text(item)}")
+            out.append(f"{prefix}{name}: {text[item]}")
+        elif kind is dict and item:
+            out.append(f"{prefix}{name}:")
+            _mapping(item, child, child, out)
+        elif kind is list and item:
+            out.append(f"{prefix}{name}:")
+            _sequence(item, indent, out)
         elif kind is int:
             out.append(f"{prefix}{name}: {item}")
         else:
@@ -144,9 +168,13 @@ def _mapping(mapping: dict[Any, Any], first: str, indent: str, out: list[str]) -
 
 def _sequence(items: list[Any], indent: str, out: list[str]) -> None:
     inner = indent + "  "
+    dash = indent + "- "
     for item in items:
-        if isinstance(item, dict) and item:
-            _mapping(item, f"{indent}- ", inner, out)
+        kind = type(item)
+        if kind is str and "\n" not in item:
+            out.append(f"{dash}{_TEXT[item]}")  # `_entry`'s line for it
+        elif isinstance(item, dict) and item:
+            _mapping(item, dash, inner, out)
         else:
             _entry(f"{indent}-", item, inner, inner, out)
 
