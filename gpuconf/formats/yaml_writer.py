@@ -194,13 +194,16 @@ class Hole:
     meets it, it notes the line's head and indentation, so that a value written there later
     is written exactly as if it had stood in the mapping."""
 
-    __slots__ = ("child", "head", "list_indent", "marker")
+    __slots__ = ("child", "head", "list_indent", "marker", "texts")
 
     def __init__(self) -> None:
         self.head = ""
         self.child = ""
         self.list_indent = ""
         self.marker: str | None = None
+        self.texts: dict[tuple[tuple[str, str], ...], str] = {}
+        """Mappings of strings written here, by their entries: an output's labels and
+        annotations, written into each of hundreds of outputs of one skeleton."""
 
     def place(self, head: str, child: str, list_indent: str) -> None:
         if self.marker is not None:
@@ -210,12 +213,31 @@ class Hole:
 
     def write(self, value: Any) -> str:
         """`value` as the writer writes it in this hole's place: its lines, joined."""
+        kind = type(value)
+        if kind is str and "\n" not in value:
+            return f"{self.head} {_TEXT[value]}"  # `_entry`'s line, as a key's or an item's
+        if kind is dict and {*map(type, value), *map(type, value.values())} == _JUST_STR:
+            # Only strings, whose equal entries are equal text (1 == True would not be).
+            entries = tuple(value.items())
+            text = self.texts.get(entries)
+            if text is None:
+                text = self._written(value)
+                if len(self.texts) < _TEXTS_KEPT:
+                    self.texts[entries] = text
+            return text
+        return self._written(value)
+
+    def _written(self, value: Any) -> str:
         out: list[str] = []
         if self.head.endswith(":"):
             _entry(self.head, value, self.child, self.list_indent, out)
         else:  # a list item: a mapping starts on the item's own line
             _sequence([value], self.head[:-1], out)
         return "\n".join(out)
+
+
+_JUST_STR = {str}
+_TEXTS_KEPT = 1 << 10
 
 
 class Holed(NamedTuple):

@@ -14,11 +14,13 @@ from hypothesis import strategies as st
 from gpuconf.formats import yaml_writer
 from gpuconf.formats.yaml_writer import (
     _LINE_START,
+    Hole,
     _literal_block,
     _scalar,
     _unfit_for_block,
     _unfit_unicode,
     dump,
+    written_with_holes,
 )
 
 
@@ -124,3 +126,25 @@ def test_a_block_indents_each_line_and_leaves_empty_lines_empty(text: str) -> No
         body = value.rstrip("\n")
         expected = _LINE_START.sub("\n    ", "\n" + body)
         assert block.split("\n", 1)[1].startswith(expected[1:])
+
+
+_LABELS = st.one_of(
+    st.dictionaries(st.sampled_from(["app", "b/c", "yes"]), st.sampled_from(["x", "1", "", "on"])),
+    st.dictionaries(st.sampled_from(["app", "1"]), st.sampled_from([1, True, 1.0, "1", None])),
+    st.sampled_from(["x", "a\nb\n", 1, True, [], {}]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_LABELS, _LABELS), min_size=1, max_size=12))
+def test_a_hole_filled_again_with_equal_mappings_gives_what_dump_gives(
+    fillings: list[tuple[Any, Any]],
+) -> None:
+    labels, item = Hole(), Hole()
+    shape = {"metadata": {"labels": labels, "name": "n"}, "spec": [item, "z"]}
+    holed = written_with_holes(shape, [labels, item])
+    for filling in fillings:  # repeats, and mappings equal but for their values' types
+        expected = dump(
+            {"metadata": {"labels": filling[0], "name": "n"}, "spec": [filling[1], "z"]}
+        )
+        assert holed.filled(list(filling)) == expected
