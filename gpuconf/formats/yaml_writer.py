@@ -43,6 +43,9 @@ class _Spellings(dict[str, str]):
     __slots__ = ()
 
     def __missing__(self, value: str) -> str:
+        if type(value) is not str:
+            # A mapping's key is written as its text; not kept, since 1 == True == 1.0.
+            return _scalar(str(value))
         if len(self) >= _SPELLINGS_KEPT:
             self.clear()
         spelled = self[value] = _scalar(value)
@@ -153,13 +156,14 @@ def _entry(head: str, item: Any, child: str, list_indent: str, out: list[str]) -
 def _mapping(mapping: dict[Any, Any], first: str, indent: str, out: list[str]) -> None:
     """The entries of a non-empty mapping at `indent`; the first line starts with `first`
     instead (``- `` when the mapping is a list item). What `_entry` would write, with its
-    commonest cases (a one-line string, a non-empty mapping or list, an int) written here."""
+    commonest cases (a one-line string, a non-empty mapping or list, an int, a bool) written
+    here."""
     child = indent + "  "
     prefix = first
     text = _TEXT
     for key in sorted(mapping):
         item = mapping[key]
-        name = text[key if type(key) is str else str(key)]
+        name = text[key]
         kind = type(item)
         if kind is str and "\n" not in item:
             out.append(f"{prefix}{name}: {text[item]}")
@@ -171,6 +175,8 @@ def _mapping(mapping: dict[Any, Any], first: str, indent: str, out: list[str]) -
             _sequence(item, indent, out)
         elif kind is int:
             out.append(f"{prefix}{name}: {item}")
+        elif kind is bool:
+            out.append(f"{prefix}{name}: {'true' if item else 'false'}")
         else:
             _entry(f"{prefix}{name}:", item, child, indent, out)
         prefix = indent
@@ -211,29 +217,30 @@ class Hole:
         self.head, self.child, self.list_indent = head, child, list_indent
         self.marker = f"{head} <hole>"  # a line object of its own: found by identity
 
-    def write(self, value: Any) -> str:
-        """`value` as the writer writes it in this hole's place: its lines, joined."""
+    def write(self, value: Any, out: list[str]) -> None:
+        """`value`'s lines as the writer writes them in this hole's place, appended to `out`."""
         kind = type(value)
         if kind is str and "\n" not in value:
-            return f"{self.head} {_TEXT[value]}"  # `_entry`'s line, as a key's or an item's
-        if kind is dict and {*map(type, value), *map(type, value.values())} == _JUST_STR:
+            out.append(f"{self.head} {_TEXT[value]}")  # `_entry`'s line, as a key's or an item's
+        elif kind is dict and {*map(type, value), *map(type, value.values())} == _JUST_STR:
             # Only strings, whose equal entries are equal text (1 == True would not be).
             entries = tuple(value.items())
             text = self.texts.get(entries)
             if text is None:
-                text = self._written(value)
+                lines: list[str] = []
+                self._write(value, lines)
+                text = "\n".join(lines)
                 if len(self.texts) < _TEXTS_KEPT:
                     self.texts[entries] = text
-            return text
-        return self._written(value)
+            out.append(text)
+        else:
+            self._write(value, out)
 
-    def _written(self, value: Any) -> str:
-        out: list[str] = []
+    def _write(self, value: Any, out: list[str]) -> None:
         if self.head.endswith(":"):
             _entry(self.head, value, self.child, self.list_indent, out)
         else:  # a list item: a mapping starts on the item's own line
             _sequence([value], self.head[:-1], out)
-        return "\n".join(out)
 
 
 _JUST_STR = {str}
@@ -249,12 +256,15 @@ class Holed(NamedTuple):
 
     def filled(self, values: list[Any]) -> str:
         """The text `dump` writes for the mapping with `values[i]` in `holes[i]`'s place."""
+        out: list[str] = []
         holes = self.holes
-        parts = [
-            part if type(part) is str else holes[part].write(values[part])  # type: ignore[index]
-            for part in self.parts
-        ]
-        return "\n".join(parts) + "\n"
+        for part in self.parts:
+            if type(part) is str:
+                out.append(part)
+            else:
+                holes[part].write(values[part], out)  # type: ignore[index]
+        out.append("")  # the trailing newline, without copying the text once more
+        return "\n".join(out)
 
 
 def written_with_holes(mapping: dict[Any, Any], holes: list[Hole]) -> Holed:
@@ -288,4 +298,5 @@ def dump(value: Any) -> str:
         _sequence(value, "", out)
     else:
         _entry("---", value, "  ", "", out)
-    return "\n".join(out) + "\n"
+    out.append("")
+    return "\n".join(out)

@@ -78,7 +78,11 @@ _DOCUMENTS = st.recursive(
     lambda children: st.one_of(
         st.lists(children, max_size=4),
         st.dictionaries(_TEXT, children, max_size=4),
-        st.dictionaries(st.integers(), children, max_size=3),  # keys sort: never mixed
+        # Keys sort, so never text and numbers in one mapping; 1, True and 1.0 are equal keys
+        # written differently.
+        st.dictionaries(
+            st.one_of(st.integers(-2, 2), st.booleans(), st.floats(-2, 2)), children, max_size=3
+        ),
     ),
     max_leaves=30,
 )
@@ -99,6 +103,15 @@ def test_spellings_remembered_past_their_bound_stay_right(
         patch.setattr(yaml_writer, "_SPELLINGS_KEPT", 3)
         for document in documents:
             assert dump(document) == _plainly_written(document)
+
+
+def test_equal_keys_of_other_types_are_written_as_their_own_text() -> None:
+    assert [dump({key: 0}) for key in (1, True, 1.0, "1")] == [
+        '"1": 0\n',
+        '"True": 0\n',
+        '"1.0": 0\n',
+        '"1": 0\n',
+    ]
 
 
 _ASCII_BUT_TAB_AND_CR = "".join(chr(code) for code in range(128) if chr(code) not in "\t\r")
