@@ -42,7 +42,7 @@ class _Spellings(dict[str, str]):
 
     __slots__ = ()
 
-    def __missing__(self, value: str) -> str:
+    def __missing__(self, value: Any) -> str:
         if type(value) is not str:
             # A mapping's key is written as its text; not kept, since 1 == True == 1.0.
             return _scalar(str(value))
