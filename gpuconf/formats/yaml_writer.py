@@ -222,15 +222,19 @@ class Hole:
         kind = type(value)
         if kind is str and "\n" not in value:
             out.append(f"{self.head} {_TEXT[value]}")  # `_entry`'s line, as a key's or an item's
-        elif kind is dict and {*map(type, value), *map(type, value.values())} == _JUST_STR:
-            # Only strings, whose equal entries are equal text (1 == True would not be).
+        elif kind is dict:
             entries = tuple(value.items())
-            text = self.texts.get(entries)
+            try:
+                text = self.texts.get(entries)
+            except TypeError:  # a list or a mapping among the values: never kept
+                text = None
             if text is None:
                 lines: list[str] = []
                 self._write(value, lines)
                 text = "\n".join(lines)
-                if len(self.texts) < _TEXTS_KEPT:
+                # Kept only for strings, so entries equal to kept ones are strings too: equal
+                # entries of other types may be written otherwise (1 == True == 1.0).
+                if len(self.texts) < _TEXTS_KEPT and _only_strings(value):
                     self.texts[entries] = text
             out.append(text)
         else:
@@ -241,6 +245,10 @@ class Hole:
             _entry(self.head, value, self.child, self.list_indent, out)
         else:  # a list item: a mapping starts on the item's own line
             _sequence([value], self.head[:-1], out)
+
+
+def _only_strings(mapping: dict[Any, Any]) -> bool:
+    return {*map(type, mapping), *map(type, mapping.values())} == _JUST_STR
 
 
 _JUST_STR = {str}

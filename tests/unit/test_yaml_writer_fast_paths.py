@@ -144,6 +144,7 @@ def test_a_block_indents_each_line_and_leaves_empty_lines_empty(text: str) -> No
 _LABELS = st.one_of(
     st.dictionaries(st.sampled_from(["app", "b/c", "yes"]), st.sampled_from(["x", "1", "", "on"])),
     st.dictionaries(st.sampled_from(["app", "1"]), st.sampled_from([1, True, 1.0, "1", None])),
+    st.dictionaries(st.sampled_from(["app", "b"]), st.sampled_from([[], ["x"], {"k": "v"}])),
     st.sampled_from(["x", "a\nb\n", 1, True, [], {}]),
 )
 
