@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from functools import cache, lru_cache
+from functools import cache
 from typing import Any, NamedTuple
 
 _PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*$")
@@ -34,11 +34,26 @@ def _quoted(value: str) -> str:
     return _unprintable().sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-@lru_cache(maxsize=1 << 16)
-def _text(value: str) -> str:
-    """A string's scalar form, remembered: a rendered tree repeats its keys and labels
-    thousands of times over (bounded, so a huge tree of distinct values stays in memory bounds)."""
-    return _scalar(value)
+class _Spellings(dict[str, str]):
+    """Strings' scalar forms, remembered: a rendered tree repeats its keys and labels thousands
+    of times over. A dict read by subscript (the form computed only when missing) costs less
+    per line than a cached function's call; emptied when full, so a huge tree of distinct
+    values stays in memory bounds."""
+
+    __slots__ = ()
+
+    def __missing__(self, value: Any) -> str:
+        if type(value) is not str:
+            # A mapping's key is written as its text; not kept, since 1 == True == 1.0.
+            return _scalar(str(value))
+        if len(self) >= _SPELLINGS_KEPT:
+            self.clear()
+        spelled = self[value] = _scalar(value)
+        return spelled
+
+
+_SPELLINGS_KEPT = 1 << 16
+_TEXT = _Spellings()
 
 
 def _scalar(value: Any) -> str:
@@ -63,15 +78,25 @@ def _scalar(value: Any) -> str:
 # Whitespace ending a line of a block: a literal block would not keep it.
 _TRAILING_SPACE = re.compile(r"[^\S\n](?:\n|\Z)")
 _LINE_START = re.compile(r"\n(?=[^\n])")
-# _unprintable()'s ASCII part: a far smaller class, for the common case of ASCII text.
-_ASCII_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# The ASCII characters _unprintable() lets through: tab, line breaks and the printable ones.
+# What is left of ASCII text once they are deleted (bytes.translate, far cheaper than a
+# regular expression's search over a node config) is what a block may not hold.
+_ASCII_PRINTABLE = bytes([0x09, 0x0A, 0x0D, *range(0x20, 0x7F)])
 
 
 def _unfit_for_block(body: str) -> bool:
     if body.isascii():
         # ASCII's whitespace other than space and line breaks are control characters, which
         # are unprintable anyway (tabs and carriage returns were refused before).
-        return " \n" in body or body.endswith(" ") or bool(_ASCII_UNPRINTABLE.search(body))
+        return (
+            " \n" in body
+            or body.endswith(" ")
+            or bool(body.encode("ascii").translate(None, _ASCII_PRINTABLE))
+        )
+    return _unfit_unicode(body)
+
+
+def _unfit_unicode(body: str) -> bool:
     return bool(_TRAILING_SPACE.search(body) or _unprintable().search(body))
 
 
@@ -84,8 +109,12 @@ def _literal_block(value: str, indent: str) -> str | None:
         return None
     trailing = len(value) - len(body)
     chomp = {0: "-", 1: ""}.get(trailing, "+")
-    # Every line indented, empty lines left empty.
-    text = _LINE_START.sub("\n" + indent, "\n" + body)
+    # Every line indented, empty lines left empty (a plain replace where there are none).
+    text = "\n" + body
+    if "\n\n" in body:
+        text = _LINE_START.sub("\n" + indent, text)
+    else:
+        text = text.replace("\n", "\n" + indent)
     if trailing > 1:
         text += "\n" * (trailing - 1)
     return f"|{chomp}{text}"
@@ -104,7 +133,7 @@ def _entry(head: str, item: Any, child: str, list_indent: str, out: list[str]) -
             if block is not None:
                 out.append(f"{head} {block}")
                 return
-        out.append(f"{head} {_text(item)}")
+        out.append(f"{head} {_TEXT[item]}")
     elif isinstance(item, dict):
         if item:
             out.append(head)
@@ -126,17 +155,28 @@ def _entry(head: str, item: Any, child: str, list_indent: str, out: list[str]) -
 
 def _mapping(mapping: dict[Any, Any], first: str, indent: str, out: list[str]) -> None:
     """The entries of a non-empty mapping at `indent`; the first line starts with `first`
-    instead (``- `` when the mapping is a list item)."""
+    instead (``- `` when the mapping is a list item). What `_entry` would write, with its
+    commonest cases (a one-line string, a non-empty mapping or list, an int, a bool) written
+    here."""
     child = indent + "  "
     prefix = first
+    text = _TEXT
     for key in sorted(mapping):
-        name = _text(key if type(key) is str else str(key))
         item = mapping[key]
+        name = text[key]
         kind = type(item)
         if kind is str and "\n" not in item:
-            out.append(f"{prefix}{name}: {_text(item)}")
+            out.append(f"{prefix}{name}: {text[item]}")
+        elif kind is dict and item:
+            out.append(f"{prefix}{name}:")
+            _mapping(item, child, child, out)
+        elif kind is list and item:
+            out.append(f"{prefix}{name}:")
+            _sequence(item, indent, out)
         elif kind is int:
             out.append(f"{prefix}{name}: {item}")
+        elif kind is bool:
+            out.append(f"{prefix}{name}: {'true' if item else 'false'}")
         else:
             _entry(f"{prefix}{name}:", item, child, indent, out)
         prefix = indent
@@ -144,9 +184,13 @@ def _mapping(mapping: dict[Any, Any], first: str, indent: str, out: list[str]) -
 
 def _sequence(items: list[Any], indent: str, out: list[str]) -> None:
     inner = indent + "  "
+    dash = indent + "- "
     for item in items:
-        if isinstance(item, dict) and item:
-            _mapping(item, f"{indent}- ", inner, out)
+        kind = type(item)
+        if kind is str and "\n" not in item:
+            out.append(f"{dash}{_TEXT[item]}")  # `_entry`'s line for it
+        elif isinstance(item, dict) and item:
+            _mapping(item, dash, inner, out)
         else:
             _entry(f"{indent}-", item, inner, inner, out)
 
@@ -156,13 +200,16 @@ class Hole:
     meets it, it notes the line's head and indentation, so that a value written there later
     is written exactly as if it had stood in the mapping."""
 
-    __slots__ = ("child", "head", "list_indent", "marker")
+    __slots__ = ("child", "head", "list_indent", "marker", "texts")
 
     def __init__(self) -> None:
         self.head = ""
         self.child = ""
         self.list_indent = ""
         self.marker: str | None = None
+        self.texts: dict[tuple[tuple[str, str], ...], str] = {}
+        """Mappings of strings written here, by their entries: an output's labels and
+        annotations, written into each of hundreds of outputs of one skeleton."""
 
     def place(self, head: str, child: str, list_indent: str) -> None:
         if self.marker is not None:
@@ -170,14 +217,42 @@ class Hole:
         self.head, self.child, self.list_indent = head, child, list_indent
         self.marker = f"{head} <hole>"  # a line object of its own: found by identity
 
-    def write(self, value: Any) -> str:
-        """`value` as the writer writes it in this hole's place: its lines, joined."""
-        out: list[str] = []
+    def write(self, value: Any, out: list[str]) -> None:
+        """`value`'s lines as the writer writes them in this hole's place, appended to `out`."""
+        kind = type(value)
+        if kind is str and "\n" not in value:
+            out.append(f"{self.head} {_TEXT[value]}")  # `_entry`'s line, as a key's or an item's
+        elif kind is dict:
+            entries = tuple(value.items())
+            try:
+                text = self.texts.get(entries)
+            except TypeError:  # a list or a mapping among the values: never kept
+                text = None
+            if text is None:
+                lines: list[str] = []
+                self._write(value, lines)
+                text = "\n".join(lines)
+                # Kept only for strings, so entries equal to kept ones are strings too: equal
+                # entries of other types may be written otherwise (1 == True == 1.0).
+                if len(self.texts) < _TEXTS_KEPT and _only_strings(value):
+                    self.texts[entries] = text
+            out.append(text)
+        else:
+            self._write(value, out)
+
+    def _write(self, value: Any, out: list[str]) -> None:
         if self.head.endswith(":"):
             _entry(self.head, value, self.child, self.list_indent, out)
         else:  # a list item: a mapping starts on the item's own line
             _sequence([value], self.head[:-1], out)
-        return "\n".join(out)
+
+
+def _only_strings(mapping: dict[Any, Any]) -> bool:
+    return {*map(type, mapping), *map(type, mapping.values())} == _JUST_STR
+
+
+_JUST_STR = {str}
+_TEXTS_KEPT = 1 << 10
 
 
 class Holed(NamedTuple):
@@ -189,12 +264,15 @@ class Holed(NamedTuple):
 
     def filled(self, values: list[Any]) -> str:
         """The text `dump` writes for the mapping with `values[i]` in `holes[i]`'s place."""
+        out: list[str] = []
         holes = self.holes
-        parts = [
-            part if type(part) is str else holes[part].write(values[part])  # type: ignore[index]
-            for part in self.parts
-        ]
-        return "\n".join(parts) + "\n"
+        for part in self.parts:
+            if type(part) is str:
+                out.append(part)
+            else:
+                holes[part].write(values[part], out)  # type: ignore[index]
+        out.append("")  # the trailing newline, without copying the text once more
+        return "\n".join(out)
 
 
 def written_with_holes(mapping: dict[Any, Any], holes: list[Hole]) -> Holed:
@@ -228,4 +306,5 @@ def dump(value: Any) -> str:
         _sequence(value, "", out)
     else:
         _entry("---", value, "  ", "", out)
-    return "\n".join(out) + "\n"
+    out.append("")
+    return "\n".join(out)
