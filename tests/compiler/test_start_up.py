@@ -147,3 +147,15 @@ def test_validate_of_a_kueue_cluster_checks_kueues_limits_by_rule_without_render
     assert "gpuconf.compiler.rules.kueue_limits" in imported
     heavy = {"gpuconf.compiler.kueue_check", "gpuconf.compiler.kueue.crd_schema", "jinja2"}
     assert sorted(imported & (heavy | {"jsonschema", "celpy"})) == []
+
+
+KUEUE_CHECK = ("gpuconf.compiler.kueue.crd_schema", "gpuconf.compiler.kueue.admission")
+
+
+def test_render_checks_kueues_objects_of_a_kueue_cluster_only() -> None:
+    """The render-time check of Kueue's objects against its CRD schemas and admission loads
+    for a cluster that declares Kueue, and for no other."""
+    lab = _imported("render", "clusters/lab.yaml", "--check")
+    assert sorted(lab & set(KUEUE_CHECK)) == []
+    training = _imported("render", "clusters/training-fleet.yaml", "--check")
+    assert set(KUEUE_CHECK) <= training
