@@ -324,9 +324,11 @@ def _templates_folder(options: argparse.Namespace) -> Path | None:
 def _compile(
     options: argparse.Namespace, render_output: bool = True, previous_output: Path | None = None
 ) -> Compiled:
-    from gpuconf.compiler.pipeline import compile_paths
-
     with _cycle_collector_paused():
+        # Imported inside: the compiler's modules are tens of thousands of objects, and no
+        # cycle the collector could find.
+        from gpuconf.compiler.pipeline import compile_paths
+
         compiled = compile_paths(
             options.paths or [options.base / DEFAULT_CLUSTERS],
             relative_to=options.base,
@@ -361,11 +363,11 @@ def _check(options: argparse.Namespace, folders: Mapping[str, RenderedTree], pru
 
 
 def _render(options: argparse.Namespace) -> int:
-    from gpuconf.compiler import emit
-
     compiled = _compile(options, previous_output=options.output)
     if not compiled.ok:
         return ExitCode.INVALID_INPUT
+    from gpuconf.compiler import emit
+
     if options.check:
         for entry in emit.foreign(options.output, compiled.rendered):
             print(
