@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
@@ -217,6 +217,28 @@ def _at(mark: Any) -> Position:
     return (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
 
 
+class Positions(Mapping[KeyPath, Position]):
+    """The 1-based line and column of each key and list item, made from libyaml's mark when
+    asked: a fleet's file has some 30,000 and a render that finds no problem asks for none."""
+
+    __slots__ = ("_marks",)
+
+    def __init__(self, marks: dict[KeyPath, Any]) -> None:
+        self._marks = marks
+
+    def __getitem__(self, path: KeyPath) -> Position:
+        return _at(self._marks[path])
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._marks
+
+    def __iter__(self) -> Iterator[KeyPath]:
+        return iter(self._marks)
+
+    def __len__(self) -> int:
+        return len(self._marks)
+
+
 def _shown_tag(tag: str) -> str:
     return "!!" + tag.removeprefix(_CORE) if tag.startswith(_CORE) else tag
 
@@ -239,7 +261,8 @@ class _Document:
     def __init__(self, parser: CParser, file: str) -> None:
         self.parser = parser
         self.file = file
-        self.positions: dict[KeyPath, Position] = {(): (1, 1)}
+        self.marks: dict[KeyPath, Any] = {(): None}
+        """Each key's and list item's libyaml mark (None: the document's start)."""
         self.anchors: dict[str, tuple[Any, int]] = {}
         """Anchor name → its value and how many values it holds (aliases count them again)."""
         self.open_anchors: set[str] = set()
@@ -257,7 +280,7 @@ class _Document:
         # common plain scalar looked up inline; every other case goes through the methods.
         # Paths grow by `path + (part,)`, not `(*path, part)`, which builds a list on the way.
         get_event = self.parser.get_event
-        positions = self.positions
+        marks = self.marks
         plain_values = self.plain_values
         root: Any = None
         container: Any = None
@@ -296,8 +319,7 @@ class _Document:
                         # The common key, inline: a plain name seen once in this mapping.
                         key = event.value
                         key_path = path + (key,)  # noqa: RUF005
-                        mark = event.start_mark
-                        positions[key_path] = (mark.line + 1, mark.column + 1)
+                        marks[key_path] = event.start_mark
                     else:
                         key = self._key(event, container, path)
                         key_path = path + (key,)  # noqa: RUF005
@@ -305,8 +327,7 @@ class _Document:
                 here = key_path
             elif container is not None:
                 here = path + (len(container),)  # noqa: RUF005
-                mark = event.start_mark
-                positions[here] = (mark.line + 1, mark.column + 1)
+                marks[here] = event.start_mark
             else:
                 here = ()
             values += 1
@@ -374,7 +395,7 @@ class _Document:
             raise self.fail(
                 mark, here, f"duplicate key {name!r}", "each key may appear once in a mapping"
             )
-        self.positions[here] = _at(mark)
+        self.marks[here] = mark
         return name
 
     def _scalar(self, event: Any, path: KeyPath) -> Any:
@@ -579,7 +600,7 @@ def _parse(text: str, file: str, document_hint: str) -> Located:
         raise _whole_file(file, "the file is empty", document_hint)
     if not isinstance(data, dict):
         raise _whole_file(file, f"the document is {_kind(data)}, not a mapping", document_hint)
-    return Located(file, data, document.positions, {})
+    return Located(file, data, Positions(document.marks), {})
 
 
 def parse_text(text: str, file: str, document_hint: str = DOCUMENT_HINT) -> Located:

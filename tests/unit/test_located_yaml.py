@@ -43,6 +43,17 @@ def test_every_key_and_list_item_has_its_line_and_column() -> None:
     }
 
 
+def test_positions_read_as_a_plain_mapping_of_lines_and_columns() -> None:
+    positions = parse_text("a:\n  - b: 1\n", "f.yaml").positions
+    expected = {(): (1, 1), ("a",): (1, 1), ("a", 0): (2, 5), ("a", 0, "b"): (2, 5)}
+    assert dict(positions) == expected
+    assert (len(positions), list(positions)) == (4, list(expected))
+    assert ("a", 0) in positions
+    assert ("a", 1) not in positions
+    assert positions.get(("a", 1)) is None
+    assert positions[("a", 0, "b")] == (2, 5)
+
+
 @pytest.mark.parametrize(
     ("text", "value"),
     [
