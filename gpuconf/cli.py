@@ -54,37 +54,65 @@ def build_parser() -> ArgumentParser:
         metavar="DIR",
         help="run as if started in DIR: default paths and printed paths are relative to it",
     )
-    commands = parser.add_subparsers(
+    commands = parser.add_commands(
         dest="command", required=True, metavar="COMMAND", parser_class=ArgumentParser
     )
+    commands.add_command(
+        "validate", _with_paths, help="check cluster files and report every problem"
+    )
+    commands.add_command("render", _render_options, help="render clusters into the output folder")
+    commands.add_command(
+        "diff", _diff_options, help="show what render would change in the output folder"
+    )
+    commands.add_command(
+        "templates", _templates_options, help="list gpuconf's templates, or print one"
+    )
+    commands.add_command(
+        "schema", _schema_options, help="write the JSON Schemas for cluster and node-config files"
+    )
+    commands.add_command(
+        "explain",
+        _explain_options,
+        help="show each class's GPUs, replicas, capacity, quota and headroom",
+    )
+    commands.add_command(
+        "gitops",
+        _gitops_agents,
+        help="write the Argo CD or Flux objects that sync the rendered clusters",
+    )
+    _ADOPT_COMMANDS.update(add_parsers(commands))
+    commands.add_command(
+        "node", _no_options, help="the node runtime: gpuconf node --help", add_help=False
+    )
+    return parser
 
-    def with_paths(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument(
-            "paths",
-            nargs="*",
-            type=Path,
-            metavar="PATH",
-            help="cluster files or folders (default: clusters/)",
-        )
-        sub.add_argument(
-            "--format", choices=("text", "json"), default="text", help="diagnostics format"
-        )
 
-    def with_templates(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument(
-            "--templates",
-            type=_folder_named,
-            default=None,
-            metavar="DIR",
-            help="a folder of site templates: one named like gpuconf's replaces or extends it "
-            "(docs/templates.md)",
-        )
+def _with_paths(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "paths",
+        nargs="*",
+        type=Path,
+        metavar="PATH",
+        help="cluster files or folders (default: clusters/)",
+    )
+    sub.add_argument(
+        "--format", choices=("text", "json"), default="text", help="diagnostics format"
+    )
 
-    validate = commands.add_parser("validate", help="check cluster files and report every problem")
-    with_paths(validate)
 
-    render = commands.add_parser("render", help="render clusters into the output folder")
-    with_paths(render)
+def _with_templates(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--templates",
+        type=_folder_named,
+        default=None,
+        metavar="DIR",
+        help="a folder of site templates: one named like gpuconf's replaces or extends it "
+        "(docs/templates.md)",
+    )
+
+
+def _render_options(render: argparse.ArgumentParser) -> None:
+    _with_paths(render)
     render.add_argument(
         "-o",
         "--output",
@@ -92,15 +120,16 @@ def build_parser() -> ArgumentParser:
         default=DEFAULT_OUTPUT,
         help="output folder (default: rendered/)",
     )
-    with_templates(render)
+    _with_templates(render)
     render.add_argument(
         "--check",
         action="store_true",
         help="write nothing; exit 1 with a diff when the output is stale",
     )
 
-    diff = commands.add_parser("diff", help="show what render would change in the output folder")
-    with_paths(diff)
+
+def _diff_options(diff: argparse.ArgumentParser) -> None:
+    _with_paths(diff)
     diff.add_argument(
         "-o",
         "--output",
@@ -108,15 +137,16 @@ def build_parser() -> ArgumentParser:
         default=DEFAULT_OUTPUT,
         help="output folder (default: rendered/)",
     )
-    with_templates(diff)
+    _with_templates(diff)
     diff.add_argument("--exit-code", action="store_true", help="exit 1 when there are changes")
-    shown = commands.add_parser("templates", help="list gpuconf's templates, or print one")
+
+
+def _templates_options(shown: argparse.ArgumentParser) -> None:
     shown.add_argument("action", choices=("list", "show"))
     shown.add_argument("name", nargs="?", help="the template to print (show)")
 
-    schema = commands.add_parser(
-        "schema", help="write the JSON Schemas for cluster and node-config files"
-    )
+
+def _schema_options(schema: argparse.ArgumentParser) -> None:
     schema.add_argument(
         "-o",
         "--output",
@@ -128,9 +158,8 @@ def build_parser() -> ArgumentParser:
         "--check", action="store_true", help="write nothing; exit 1 when the schemas are stale"
     )
 
-    explain = commands.add_parser(
-        "explain", help="show each class's GPUs, replicas, capacity, quota and headroom"
-    )
+
+def _explain_options(explain: argparse.ArgumentParser) -> None:
     explain.add_argument("cluster", help="a cluster file, or the name of a cluster in clusters/")
     explain.add_argument(
         "--format", choices=("text", "json"), default="text", help="diagnostics format"
@@ -141,9 +170,8 @@ def build_parser() -> ArgumentParser:
         help="show per pool what `gpuconf node setup` writes on the hosts and how it reloads",
     )
 
-    gitops = commands.add_parser(
-        "gitops", help="write the Argo CD or Flux objects that sync the rendered clusters"
-    )
+
+def _gitops_agents(gitops: ArgumentParser) -> None:
     agents = gitops.add_subparsers(
         dest="agent", required=True, metavar="AGENT", parser_class=ArgumentParser
     )
@@ -151,17 +179,15 @@ def build_parser() -> ArgumentParser:
         ("argocd", "Argo CD Applications (one per cluster) and an ApplicationSet"),
         ("flux", "a Flux GitRepository and, per cluster, Kustomizations applied in order"),
     ):
-        _gitops_options(agents.add_parser(agent, help=summary), with_paths)
-
-    _ADOPT_COMMANDS.update(add_parsers(commands))
-    commands.add_parser("node", help="the node runtime: gpuconf node --help", add_help=False)
-    return parser
+        _gitops_options(agents.add_parser(agent, help=summary))
 
 
-def _gitops_options(
-    sub: argparse.ArgumentParser, with_paths: Callable[[argparse.ArgumentParser], None]
-) -> None:
-    with_paths(sub)
+def _no_options(node: argparse.ArgumentParser) -> None:
+    """`gpuconf node` takes its arguments from the node runtime's own parser."""
+
+
+def _gitops_options(sub: argparse.ArgumentParser) -> None:
+    _with_paths(sub)
     sub.add_argument("--repo", required=True, metavar="URL", help="the Git repository's URL")
     sub.add_argument(
         "--revision", default="main", help="branch (Flux) or revision (Argo CD) (default: main)"
@@ -298,9 +324,11 @@ def _templates_folder(options: argparse.Namespace) -> Path | None:
 def _compile(
     options: argparse.Namespace, render_output: bool = True, previous_output: Path | None = None
 ) -> Compiled:
-    from gpuconf.compiler.pipeline import compile_paths
-
     with _cycle_collector_paused():
+        # Imported inside: the compiler's modules are tens of thousands of objects, and no
+        # cycle the collector could find.
+        from gpuconf.compiler.pipeline import compile_paths
+
         compiled = compile_paths(
             options.paths or [options.base / DEFAULT_CLUSTERS],
             relative_to=options.base,
@@ -335,11 +363,11 @@ def _check(options: argparse.Namespace, folders: Mapping[str, RenderedTree], pru
 
 
 def _render(options: argparse.Namespace) -> int:
-    from gpuconf.compiler import emit
-
     compiled = _compile(options, previous_output=options.output)
     if not compiled.ok:
         return ExitCode.INVALID_INPUT
+    from gpuconf.compiler import emit
+
     if options.check:
         for entry in emit.foreign(options.output, compiled.rendered):
             print(

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import errno
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from enum import IntEnum
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 
 class ExitCode(IntEnum):
@@ -77,6 +77,10 @@ class ArgumentParser(argparse.ArgumentParser):
             self._chosen(options).error(f"unrecognized arguments: {' '.join(extras)}")
         return options
 
+    def add_commands(self, **kwargs: Any) -> Commands:
+        """add_subparsers, of Commands built only when chosen."""
+        return cast("Commands", self.add_subparsers(action=Commands, **kwargs))
+
     def _chosen(self, options: argparse.Namespace) -> argparse.ArgumentParser:
         for action in self._actions:
             if isinstance(action.choices, Mapping) and action.dest in vars(options):
@@ -84,3 +88,57 @@ class ArgumentParser(argparse.ArgumentParser):
                 if isinstance(chosen, ArgumentParser):
                     return chosen._chosen(options)
         return self
+
+
+if TYPE_CHECKING:
+    _SubParsers = argparse._SubParsersAction[ArgumentParser]
+else:
+    _SubParsers = argparse._SubParsersAction
+
+_UNBUILT: Any = object()
+"""Where Commands lists a command whose parser is not built yet."""
+
+
+class Commands(_SubParsers):
+    """Subcommands whose parsers are built only once the command line names them. argparse
+    spends about a million instructions on each parser and on each argument (a help formatter
+    and gettext look-ups apiece), and a command line runs one command. The listing, usage and
+    errors of the command above are the same: they read only the names and their help."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._unbuilt: dict[str, tuple[Callable[[ArgumentParser], None], dict[str, Any]]] = {}
+
+    def add_command(
+        self,
+        name: str,
+        build: Callable[[ArgumentParser], None],
+        help: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """`name` listed with `help` now, as add_parser lists it; its parser made with `kwargs`
+        and given its arguments by `build` when the command line names it."""
+        if help is not None:
+            self._choices_actions.append(self._ChoicesPseudoAction(name, (), help))
+        self._name_parser_map[name] = _UNBUILT
+        self._unbuilt[name] = (build, kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        if values:
+            self._build(values[0])
+        super().__call__(parser, namespace, values, option_string)
+
+    def _build(self, name: str) -> None:
+        unbuilt = self._unbuilt.pop(name, None)
+        if unbuilt is None:
+            return
+        build, kwargs = unbuilt
+        chosen = self._parser_class(prog=f"{self._prog_prefix} {name}", **kwargs)
+        build(chosen)
+        self._name_parser_map[name] = chosen

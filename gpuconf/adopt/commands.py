@@ -21,7 +21,7 @@ from gpuconf.adopt.command_io import (
 )
 from gpuconf.adopt.import_commands import add_import_parser, run_import
 from gpuconf.api.node_facts import MAX_GPUS_PER_NODE
-from gpuconf.errors import ArgumentParser, ExitCode, UsageError
+from gpuconf.errors import ArgumentParser, Commands, ExitCode, UsageError
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -51,12 +51,35 @@ def _gpu_uuid(text: str) -> str:
     return text
 
 
-def add_parsers(commands: argparse._SubParsersAction[ArgumentParser]) -> dict[str, Command]:
-    fmt = commands.add_parser(
+def add_parsers(commands: Commands) -> dict[str, Command]:
+    commands.add_command(
         "fmt",
+        _fmt_options,
         help="write cluster files in canonical style, keeping comments and order; every file "
         "or none",
     )
+    commands.add_command(
+        "migrate",
+        _migrate_options,
+        help="rewrite cluster files at an older apiVersion at the current one",
+    )
+    commands.add_command(
+        "nodes", _nodes_options, help="declare or retire nodes (and their GPU UUIDs)"
+    )
+    commands.add_command(
+        "status", _status_options, help="compare a live cluster with its cluster file (read-only)"
+    )
+    add_import_parser(commands)
+    return {
+        "fmt": _fmt,
+        "migrate": _migrate,
+        "nodes": _nodes,
+        "status": _status,
+        "import": run_import,
+    }
+
+
+def _fmt_options(fmt: ArgumentParser) -> None:
     fmt.add_argument(
         "paths", nargs="*", type=Path, metavar="PATH", help="files or folders (default: clusters/)"
     )
@@ -64,9 +87,8 @@ def add_parsers(commands: argparse._SubParsersAction[ArgumentParser]) -> dict[st
         "--check", action="store_true", help="write nothing; exit 1 with a diff when not formatted"
     )
 
-    migrate = commands.add_parser(
-        "migrate", help="rewrite cluster files at an older apiVersion at the current one"
-    )
+
+def _migrate_options(migrate: ArgumentParser) -> None:
     migrate.add_argument(
         "paths", nargs="*", type=Path, metavar="PATH", help="files or folders (default: clusters/)"
     )
@@ -76,7 +98,8 @@ def add_parsers(commands: argparse._SubParsersAction[ArgumentParser]) -> dict[st
         help="write nothing; exit 1 with a diff when some would change",
     )
 
-    nodes = commands.add_parser("nodes", help="declare or retire nodes (and their GPU UUIDs)")
+
+def _nodes_options(nodes: ArgumentParser) -> None:
     actions = nodes.add_subparsers(
         dest="action", required=True, metavar="ACTION", parser_class=ArgumentParser
     )
@@ -105,9 +128,8 @@ def add_parsers(commands: argparse._SubParsersAction[ArgumentParser]) -> dict[st
     remove.add_argument("file", type=Path, metavar="FILE", help="the cluster file")
     remove.add_argument("nodes", nargs="+", metavar="NODE", help="Kubernetes Node names")
 
-    status = commands.add_parser(
-        "status", help="compare a live cluster with its cluster file (read-only)"
-    )
+
+def _status_options(status: ArgumentParser) -> None:
     status.add_argument("cluster", help="a cluster file, or the name of a cluster in clusters/")
     cluster_access(status)
     status.add_argument(
@@ -118,15 +140,6 @@ def add_parsers(commands: argparse._SubParsersAction[ArgumentParser]) -> dict[st
         default="text",
         help="text table or JSON",
     )
-
-    add_import_parser(commands)
-    return {
-        "fmt": _fmt,
-        "migrate": _migrate,
-        "nodes": _nodes,
-        "status": _status,
-        "import": run_import,
-    }
 
 
 def _fmt(options: argparse.Namespace) -> int:

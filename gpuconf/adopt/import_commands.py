@@ -19,16 +19,21 @@ from gpuconf.adopt.command_io import (
     warn,
     written,
 )
-from gpuconf.errors import ArgumentParser, ExitCode, UsageError, display_path
+from gpuconf.errors import ArgumentParser, Commands, ExitCode, UsageError, display_path
 
 if TYPE_CHECKING:
     from gpuconf.diagnostics import Diagnostic
 
 
-def add_import_parser(commands: argparse._SubParsersAction[ArgumentParser]) -> None:
-    importing = commands.add_parser(
-        "import", help="write a cluster file from NVIDIA's chart, ResourceQuotas or a live cluster"
+def add_import_parser(commands: Commands) -> None:
+    commands.add_command(
+        "import",
+        _import_options,
+        help="write a cluster file from NVIDIA's chart, ResourceQuotas or a live cluster",
     )
+
+
+def _import_options(importing: ArgumentParser) -> None:
     sources = importing.add_subparsers(
         dest="source", required=True, metavar="SOURCE", parser_class=ArgumentParser
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
@@ -174,6 +174,8 @@ _NULL = frozenset({"", "~", "null", "Null", "NULL"})
 _BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
 _INT = re.compile(r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+")
 _FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+# The characters every integer, float and special float above starts with.
+_NUMBER_STARTS = frozenset("+-.0123456789")
 _SPECIAL_FLOAT = {
     **{f"{sign}{inf}": sign_value * math.inf for sign, sign_value in (("", 1), ("+", 1), ("-", -1)) for inf in (".inf", ".Inf", ".INF")},
     **dict.fromkeys((".nan", ".NaN", ".NAN"), math.nan),
@@ -215,6 +217,28 @@ def _at(mark: Any) -> Position:
     return (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
 
 
+class Positions(Mapping[KeyPath, Position]):
+    """The 1-based line and column of each key and list item, made from libyaml's mark when
+    asked: a fleet's file has some 30,000 and a render that finds no problem asks for none."""
+
+    __slots__ = ("_marks",)
+
+    def __init__(self, marks: dict[KeyPath, Any]) -> None:
+        self._marks = marks
+
+    def __getitem__(self, path: KeyPath) -> Position:
+        return _at(self._marks[path])
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._marks
+
+    def __iter__(self) -> Iterator[KeyPath]:
+        return iter(self._marks)
+
+    def __len__(self) -> int:
+        return len(self._marks)
+
+
 def _shown_tag(tag: str) -> str:
     return "!!" + tag.removeprefix(_CORE) if tag.startswith(_CORE) else tag
 
@@ -237,11 +261,11 @@ class _Document:
     def __init__(self, parser: CParser, file: str) -> None:
         self.parser = parser
         self.file = file
-        self.positions: dict[KeyPath, Position] = {(): (1, 1)}
+        self.marks: dict[KeyPath, Any] = {(): None}
+        """Each key's and list item's libyaml mark (None: the document's start)."""
         self.anchors: dict[str, tuple[Any, int]] = {}
         """Anchor name → its value and how many values it holds (aliases count them again)."""
         self.open_anchors: set[str] = set()
-        self.values = 0
         self.aliased_values = 0
         self.plain_values: dict[str, Any] = {}
         """Plain scalars already resolved (a fleet repeats its model names, counts and flags)."""
@@ -251,29 +275,39 @@ class _Document:
 
     def build(self) -> Any:
         """The value of the document whose start event was just read."""
+        # The hot loop of every load: a fleet file is some 30,000 events. Hence locals for
+        # what each event touches, a key's path built once for its key and its value, and the
+        # common plain scalar looked up inline; every other case goes through the methods.
+        # Paths grow by `path + (part,)`, not `(*path, part)`, which builds a list on the way.
         get_event = self.parser.get_event
+        marks = self.marks
+        plain_values = self.plain_values
         root: Any = None
         container: Any = None
+        in_mapping = False
         path: KeyPath = ()
         key: str | None = None
+        key_path: KeyPath = ()
+        values = 0  # how many values so far, each alias counting those it stands for
         # Each open container: (itself, its path, its parent, its anchor, the value count when
         # it opened).
         stack: list[tuple[Any, KeyPath, Any, str | None, int]] = []
         while True:
             event: Any = get_event()
             kind = type(event)
-            if kind is DocumentEndEvent:
-                return root
             if kind is MappingEndEvent or kind is SequenceEndEvent:
                 finished, _, container, anchor, opened = stack.pop()
+                in_mapping = type(container) is dict
                 path = stack[-1][1] if stack else ()
                 if anchor is not None:
-                    self.anchors[anchor] = (finished, self.values - opened + 1)
+                    self.anchors[anchor] = (finished, values - opened + 1)
                     self.open_anchors.discard(anchor)
                 key = None
                 continue
+            if kind is DocumentEndEvent:
+                return root
             here: KeyPath
-            if type(container) is dict:
+            if in_mapping:
                 if key is None:
                     if (
                         kind is ScalarEvent
@@ -284,39 +318,50 @@ class _Document:
                     ):
                         # The common key, inline: a plain name seen once in this mapping.
                         key = event.value
-                        mark = event.start_mark
-                        self.positions[(*path, key)] = (mark.line + 1, mark.column + 1)
+                        key_path = path + (key,)  # noqa: RUF005
+                        marks[key_path] = event.start_mark
                     else:
                         key = self._key(event, container, path)
+                        key_path = path + (key,)  # noqa: RUF005
                     continue
-                here = (*path, key)
-            elif type(container) is list:
-                here = (*path, len(container))
-                mark = event.start_mark
-                self.positions[here] = (mark.line + 1, mark.column + 1)
+                here = key_path
+            elif container is not None:
+                here = path + (len(container),)  # noqa: RUF005
+                marks[here] = event.start_mark
             else:
                 here = ()
-            self.values += 1
+            values += 1
             if kind is ScalarEvent:
-                value = self._scalar(event, here)
+                if event.tag is None and event.implicit[0]:
+                    text: str = event.value
+                    value = plain_values.get(text, MISSING)
+                    if value is MISSING:
+                        value = plain_values[text] = self._plain(event, text, here)
+                else:
+                    value = self._scalar(event, here)
                 if event.anchor is not None:
                     self.anchors[event.anchor] = (value, 1)
             elif kind is AliasEvent:
-                value = self._alias(event, here)
+                value, count = self._alias(event, here)
+                values += count - 1
             elif kind is MappingStartEvent or kind is SequenceStartEvent:
-                value = self._open(event, here, len(stack))
-                stack.append((value, here, container, event.anchor, self.values))
+                if event.tag is None and event.anchor is None and len(stack) < MAX_NESTING:
+                    value = {} if kind is MappingStartEvent else []
+                else:
+                    value = self._open(event, here, len(stack))
+                stack.append((value, here, container, event.anchor, values))
             else:
                 raise self.fail(event.start_mark, here, "unexpected YAML structure")
-            if type(container) is dict:
+            if in_mapping:
                 container[key] = value
                 key = None
-            elif type(container) is list:
+            elif container is not None:
                 container.append(value)
             else:
                 root = value
             if kind is MappingStartEvent or kind is SequenceStartEvent:
                 container, path, key = value, here, None
+                in_mapping = kind is MappingStartEvent
 
     def _key(self, event: Any, mapping: dict[str, Any], path: KeyPath) -> str:
         mark = event.start_mark
@@ -350,17 +395,13 @@ class _Document:
             raise self.fail(
                 mark, here, f"duplicate key {name!r}", "each key may appear once in a mapping"
             )
-        self.positions[here] = _at(mark)
+        self.marks[here] = mark
         return name
 
     def _scalar(self, event: Any, path: KeyPath) -> Any:
+        """A quoted or tagged scalar's value (build resolves the plain ones)."""
         text: str = event.value
         tag = event.tag
-        if tag is None and event.implicit[0]:
-            value = self.plain_values.get(text, MISSING)
-            if value is MISSING:
-                value = self.plain_values[text] = self._plain(event, text, path)
-            return value
         if tag is None or tag == "!" or tag == f"{_CORE}str":
             return text
         accepted = _TAGGED_TYPES.get(tag)
@@ -382,6 +423,8 @@ class _Document:
         found = _BOOL.get(text)
         if found is not None:
             return found
+        if text[0] not in _NUMBER_STARTS:
+            return text  # most plain scalars are names: spare them the two patterns
         if _INT.fullmatch(text):
             number = _int64(text)
             if number is None:
@@ -401,7 +444,8 @@ class _Document:
             return float(text)
         return text
 
-    def _alias(self, event: Any, path: KeyPath) -> Any:
+    def _alias(self, event: Any, path: KeyPath) -> tuple[Any, int]:
+        """The value an alias stands for, and how many values it holds."""
         name = event.anchor
         if name in self.open_anchors:
             raise self.fail(
@@ -413,7 +457,6 @@ class _Document:
         if name not in self.anchors:
             raise self._alias_unknown(event, path)
         value, count = self.anchors[name]
-        self.values += count - 1
         self.aliased_values += count
         if self.aliased_values > MAX_ALIASED_VALUES:
             raise self.fail(
@@ -423,7 +466,7 @@ class _Document:
                 "anchors and aliases that refer to each other repeatedly make an alias bomb; "
                 "write the values out",
             )
-        return value
+        return value, count
 
     def _open(self, event: Any, path: KeyPath, depth: int) -> Any:
         is_mapping = type(event) is MappingStartEvent
@@ -557,7 +600,7 @@ def _parse(text: str, file: str, document_hint: str) -> Located:
         raise _whole_file(file, "the file is empty", document_hint)
     if not isinstance(data, dict):
         raise _whole_file(file, f"the document is {_kind(data)}, not a mapping", document_hint)
-    return Located(file, data, document.positions, {})
+    return Located(file, data, Positions(document.marks), {})
 
 
 def parse_text(text: str, file: str, document_hint: str = DOCUMENT_HINT) -> Located:

@@ -147,3 +147,39 @@ def test_validate_of_a_kueue_cluster_checks_kueues_limits_by_rule_without_render
     assert "gpuconf.compiler.rules.kueue_limits" in imported
     heavy = {"gpuconf.compiler.kueue_check", "gpuconf.compiler.kueue.crd_schema", "jinja2"}
     assert sorted(imported & (heavy | {"jsonschema", "celpy"})) == []
+
+
+KUEUE_CHECK = ("gpuconf.compiler.kueue.crd_schema", "gpuconf.compiler.kueue.admission")
+
+
+def test_render_checks_kueues_objects_of_a_kueue_cluster_only() -> None:
+    """The render-time check of Kueue's objects against its CRD schemas and admission loads
+    for a cluster that declares Kueue, and for no other."""
+    lab = _imported("render", "clusters/lab.yaml", "--check")
+    assert sorted(lab & set(KUEUE_CHECK)) == []
+    training = _imported("render", "clusters/training-fleet.yaml", "--check")
+    assert set(KUEUE_CHECK) <= training
+
+
+def test_python_m_gpuconf_exits_with_the_commands_code_and_says_all(tmp_path: Path) -> None:
+    # __main__ freezes the heap before the interpreter's exit: nothing said may go missing.
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: gpuconf.dev/v1alpha2\nkind: Cluster\n", encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "gpuconf", "validate", str(bad)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1
+    assert result.stderr.endswith("2 errors, 0 warnings\n")
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, "-m", "gpuconf", "render", "clusters/lab.yaml", "-o", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert (result.returncode, result.stderr) == (0, "")
+    assert result.stdout.startswith("rendered 1 cluster(s), ")
+    assert (out / "lab" / "kustomization.yaml").is_file()

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gpuconf.diagnostics import Diagnostic
 from gpuconf.formats.located_yaml import (
@@ -38,6 +41,17 @@ def test_every_key_and_list_item_has_its_line_and_column() -> None:
         ("a", "d"): (3, 3),
         ("a", "d", 0): (4, 7),
     }
+
+
+def test_positions_read_as_a_plain_mapping_of_lines_and_columns() -> None:
+    positions = parse_text("a:\n  - b: 1\n", "f.yaml").positions
+    expected = {(): (1, 1), ("a",): (1, 1), ("a", 0): (2, 5), ("a", 0, "b"): (2, 5)}
+    assert dict(positions) == expected
+    assert (len(positions), list(positions)) == (4, list(expected))
+    assert ("a", 0) in positions
+    assert ("a", 1) not in positions
+    assert positions.get(("a", 1)) is None
+    assert positions[("a", 0, "b")] == (2, 5)
 
 
 @pytest.mark.parametrize(
@@ -75,6 +89,42 @@ def test_every_key_and_list_item_has_its_line_and_column() -> None:
 )
 def test_scalars_follow_the_yaml_1_2_core_schema(text: str, value: object) -> None:
     assert parse_text(f"v: {text}\n", "f.yaml").data == {"v": value}
+
+
+def _core_schema(text: str) -> object:
+    """YAML 1.2.2 §10.3.2's resolution of a plain scalar, written out from the spec with no
+    short cut: what the loader's own (which skips names that cannot be numbers) must equal."""
+    if text in ("", "~", "null", "Null", "NULL"):
+        return None
+    if text in ("true", "True", "TRUE", "false", "False", "FALSE"):
+        return text[0] in "tT"
+    if re.fullmatch(r"[-+]?[0-9]+", text):
+        return int(text)
+    if re.fullmatch(r"0o[0-7]+", text):
+        return int(text[2:], 8)
+    if re.fullmatch(r"0x[0-9a-fA-F]+", text):
+        return int(text[2:], 16)
+    if re.fullmatch(r"[-+]?(\.inf|\.Inf|\.INF)", text):
+        return -math.inf if text[0] == "-" else math.inf
+    if re.fullmatch(r"\.nan|\.NaN|\.NAN", text):
+        return "nan"
+    if re.fullmatch(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?", text):
+        return float(text)
+    return text
+
+
+@given(st.text(alphabet="+-.0123456789eExXoabfnINFAtrueTRUEl~_G", min_size=1, max_size=12))
+def test_every_plain_scalar_resolves_as_the_core_schema_says(text: str) -> None:
+    try:
+        value = parse_text(f"v: {text}\n", "f.yaml").data["v"]
+    except LoadFailed:
+        return  # not a plain scalar there (`v: -`), or an integer past 64 bits
+    expected = _core_schema(text)
+    if expected == "nan":
+        assert isinstance(value, float)
+        assert math.isnan(value)
+    else:
+        assert (type(value), value) == (type(expected), expected)
 
 
 def test_infinity_and_nan_are_floats() -> None:
