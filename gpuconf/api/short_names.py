@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
+from gpuconf.formats.sha256 import sha256
 
 DIGEST_CHARACTERS = 12
 
@@ -12,5 +12,5 @@ def shortened(text: str, limit: int) -> str:
     it, `limit` long, so two long texts that begin alike stay apart."""
     if len(text) <= limit:
         return text
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:DIGEST_CHARACTERS]
+    digest = sha256(text.encode("utf-8")).hexdigest()[:DIGEST_CHARACTERS]
     return f"{text[: limit - DIGEST_CHARACTERS - 1]}-{digest}"

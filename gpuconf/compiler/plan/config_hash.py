@@ -6,20 +6,9 @@ rollingUpdate budget (maxUnavailable) instead of leaving them on the old config.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from hashlib import sha256
-else:
-    # CPython's own SHA-256: hashlib loads OpenSSL's libcrypto first, 3 ms of every render's
-    # start-up, for a few kilobytes hashed.
-    try:
-        from _sha2 import sha256  # Python 3.12 and later
-    except ImportError:
-        try:
-            from _sha256 import sha256  # Python 3.11
-        except ImportError:
-            from hashlib import sha256
+from gpuconf.formats.sha256 import sha256
 
 CONFIG_HASH_ANNOTATION = "gpuconf.dev/config-sha256"
 

@@ -17,11 +17,11 @@ it with the stored one."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
 from gpuconf.api.driver_upgrade import CONFIG_DIGEST_ENV
+from gpuconf.formats.sha256 import sha256
 
 
 def _install_config(container: dict[str, Any]) -> dict[str, Any]:
@@ -36,7 +36,7 @@ def _install_config(container: dict[str, Any]) -> dict[str, Any]:
 def config_digest(driver: dict[str, Any], driver_manager: dict[str, Any]) -> str:
     state = {"driver": _install_config(driver), "driverManager": _install_config(driver_manager)}
     canonical = json.dumps(state, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+    return sha256(canonical.encode()).hexdigest()[:16]
 
 
 def with_digest(container: dict[str, Any], digest: str) -> dict[str, Any]:

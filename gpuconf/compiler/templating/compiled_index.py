@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuconf.compiler.templating.chain_analysis import ChainAnalysis
+from gpuconf.formats.sha256 import sha256
 
 COMPILED = Path(__file__).parent / "compiled"
 """gpuconf's templates compiled ahead of time to Python, with compiled/index.json saying from
@@ -18,9 +19,7 @@ what."""
 
 
 def source_digest(source: str) -> str:
-    import hashlib  # its OpenSSL binding, only where a digest is taken
-
-    return hashlib.sha256(source.encode("utf-8")).hexdigest()
+    return sha256(source.encode("utf-8")).hexdigest()
 
 
 class CompiledIndex:
