@@ -5,6 +5,7 @@ device-plugin cluster, with Kueue or without."""
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 from pathlib import Path
@@ -163,21 +164,26 @@ def test_render_checks_kueues_objects_of_a_kueue_cluster_only() -> None:
     assert set(KUEUE_CHECK) <= training
 
 
-def test_python_m_gpuconf_exits_with_the_commands_code_and_says_all(tmp_path: Path) -> None:
-    # __main__ freezes the heap before the interpreter's exit: nothing said may go missing.
+@pytest.mark.parametrize(
+    "program",
+    [[sys.executable, "-m", "gpuconf"], [str(Path(sys.executable).with_name("gpuconf"))]],
+    ids=["python -m gpuconf", "the gpuconf script"],
+)
+def test_the_program_exits_with_the_commands_code_and_says_all(
+    program: list[str], tmp_path: Path
+) -> None:
+    # Both freeze the heap before the interpreter's exit (__main__.run): nothing said may go
+    # missing.
     bad = tmp_path / "bad.yaml"
     bad.write_text("apiVersion: gpuconf.dev/v1alpha2\nkind: Cluster\n", encoding="utf-8")
     result = subprocess.run(
-        [sys.executable, "-m", "gpuconf", "validate", str(bad)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
+        [*program, "validate", str(bad)], cwd=REPO, capture_output=True, text=True
     )
     assert result.returncode == 1
     assert result.stderr.endswith("2 errors, 0 warnings\n")
     out = tmp_path / "out"
     result = subprocess.run(
-        [sys.executable, "-m", "gpuconf", "render", "clusters/lab.yaml", "-o", str(out)],
+        [*program, "render", "clusters/lab.yaml", "-o", str(out)],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -185,3 +191,15 @@ def test_python_m_gpuconf_exits_with_the_commands_code_and_says_all(tmp_path: Pa
     assert (result.returncode, result.stderr) == (0, "")
     assert result.stdout.startswith("rendered 1 cluster(s), ")
     assert (out / "lab" / "kustomization.yaml").is_file()
+
+
+def test_run_leaves_the_heap_frozen_for_the_exit(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpuconf import __main__ as program
+
+    monkeypatch.setattr(program, "main", lambda: 3)
+    assert gc.get_freeze_count() == 0
+    try:
+        assert program.run() == 3
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
