@@ -9,12 +9,22 @@ dict, list, tuple), whose repr tells any two apart. The template runs on those s
 stand-ins included, so its skeleton holds a stand-in's token exactly where the value's would
 be; for a later artifact with the same key, the tokens are that artifact's own values.
 
-500 namespaces or quotas differ in their names alone, and run their template once.
+Values the template only passes through one of DERIVABLE_FILTERS to print the result whole
+(a DaemonSet's labels, selector, tolerations) are stood in for too: the filter, given a
+stand-in, returns a `Derived` token instead, whose value the filter works out again from each
+artifact's own values as the skeleton is filled. A filter that refuses an artifact's values
+there (a site's block changing a label gpuconf writes) raises from `filled_tokens`: the caller
+then renders that artifact in place, which refuses it as it always did, at its line. A mapping
+the template only iterates for its keys (`for key, value in pod | items`, each value printed
+whole) keeps its keys in the key, with a stand-in for each value.
+
+500 namespaces or quotas differ in their names alone, and run their template once; a pool's
+DaemonSets, which differ in names, labels and selectors, run theirs once per shape.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from gpuconf.compiler.templating.chain_analysis import ValuePath
@@ -36,13 +46,46 @@ class StandIn:
         return "<printed value>"
 
 
+class Derived:
+    """Stands for what `function` returns from `args`, some of them stand-ins."""
+
+    __slots__ = ("args", "function")
+
+    def __init__(self, function: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        self.function = function
+        self.args = args
+
+    def __repr__(self) -> str:
+        return "<derived value>"
+
+    def value(self, values: dict[str, Any]) -> Any:
+        return self.function(*[_filled(arg, values) for arg in self.args])
+
+
+def derivable(function: Callable[..., Any]) -> Callable[..., Any]:
+    """`function` (a filter), returning a `Derived` where it is given a stand-in."""
+
+    def filter_or_derive(*args: Any) -> Any:
+        if any(type(arg) in _STANDING for arg in args):
+            return Derived(function, args)
+        return function(*args)
+
+    return filter_or_derive
+
+
+_STANDING = (StandIn, Derived)
+
+
 Skeleton = tuple[str, list[Any]]
 """The skeleton text and its tokens' values, stand-ins where an artifact's values go."""
 
 
 class SkeletonMemo:
-    def __init__(self, printed_only: Iterable[ValuePath]) -> None:
-        self.paths = sorted(printed_only, key=repr)
+    def __init__(
+        self, printed_only: Iterable[ValuePath], keys_only: Iterable[ValuePath] = ()
+    ) -> None:
+        self.keys_only = frozenset(keys_only)
+        self.paths = sorted({*printed_only, *self.keys_only}, key=repr)
         self.skeletons: dict[str, Skeleton] = {}
         self.hits = 0
         self.misses = 0
@@ -52,8 +95,8 @@ class SkeletonMemo:
         return self.misses < _TRIAL or self.hits >= self.misses
 
     def stand_ins(self, values: dict[str, Any]) -> dict[str, Any]:
-        """`values` with a StandIn for each printed-only value present; containers on the way
-        copied, never changed."""
+        """`values` with a StandIn for each printed-only value present, and for each value of a
+        keys-only mapping; containers on the way copied, never changed."""
         reduced = dict(values)
         copied = {id(reduced)}
         for path in self.paths:
@@ -68,7 +111,11 @@ class SkeletonMemo:
                 container = child
             else:
                 if type(container) is dict and path[-1] in container:
-                    container[path[-1]] = StandIn(path)
+                    found = container[path[-1]]
+                    if path not in self.keys_only:
+                        container[path[-1]] = StandIn(path)
+                    elif type(found) is dict:
+                        container[path[-1]] = {key: StandIn((*path, key)) for key in found}
         return reduced
 
     @staticmethod
@@ -87,8 +134,18 @@ class SkeletonMemo:
 
 
 def filled_tokens(tokens: list[Any], values: dict[str, Any]) -> list[Any]:
-    """The tokens' values for an artifact: its own value where a stand-in stood."""
-    return [_at(values, token.path) if type(token) is StandIn else token for token in tokens]
+    """The tokens' values for an artifact: its own value where a stand-in stood, and a derived
+    value worked out from its own (which raises where the filter refuses them)."""
+    return [_filled(token, values) if type(token) in _STANDING else token for token in tokens]
+
+
+def _filled(token: Any, values: dict[str, Any]) -> Any:
+    kind = type(token)
+    if kind is StandIn:
+        return _at(values, token.path)
+    if kind is Derived:
+        return token.value(values)
+    return token
 
 
 def _at(values: Any, path: ValuePath) -> Any:
