@@ -143,11 +143,10 @@ class Templates:
         memo = self.memos[name]
         if memo is None:
             return self._render_skeleton(name, values)
-        reduced = memo.stand_ins(values)
-        key = memo.key(reduced)
+        key = memo.key(values)
         found = memo.recall(key)
         if found is None:
-            found = self._render_skeleton(name, reduced)
+            found = self._render_skeleton(name, memo.stand_ins(values))
             memo.remember(key, found)
             if not memo.worthwhile:
                 self.memos[name] = None

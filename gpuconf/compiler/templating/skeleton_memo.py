@@ -29,9 +29,10 @@ from typing import Any
 
 from gpuconf.compiler.templating.chain_analysis import ValuePath
 
-# A template whose artifacts do not share keys (a DaemonSet per pool, each pool's selectors in
-# it) stops paying for keys, as long as a render, once this many have missed with fewer hits.
-_TRIAL = 4
+# A template whose artifacts hardly share keys stops paying for keys, as long as a render, once
+# this many have missed with fewer than half as many hits. A miss costs its key, a fraction of
+# the run a hit saves; the DCGM exporter's DaemonSets take 6 shapes in turn on the bench fleet.
+_TRIAL = 8
 
 
 class StandIn:
@@ -57,6 +58,15 @@ class Derived:
 
     def __repr__(self) -> str:
         return "<derived value>"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is Derived
+            and other.function is self.function
+            and other.args == self.args
+        )
+
+    __hash__ = None  # type: ignore[assignment]
 
     def value(self, values: dict[str, Any]) -> Any:
         return self.function(*[_filled(arg, values) for arg in self.args])
@@ -86,13 +96,14 @@ class SkeletonMemo:
     ) -> None:
         self.keys_only = frozenset(keys_only)
         self.paths = sorted({*printed_only, *self.keys_only}, key=repr)
+        self._plan = _plan(self.paths, self.keys_only)
         self.skeletons: dict[str, Skeleton] = {}
         self.hits = 0
         self.misses = 0
 
     @property
     def worthwhile(self) -> bool:
-        return self.misses < _TRIAL or self.hits >= self.misses
+        return self.misses < _TRIAL or 2 * self.hits >= self.misses
 
     def stand_ins(self, values: dict[str, Any]) -> dict[str, Any]:
         """`values` with a StandIn for each printed-only value present, and for each value of a
@@ -118,9 +129,12 @@ class SkeletonMemo:
                         container[path[-1]] = {key: StandIn((*path, key)) for key in found}
         return reduced
 
-    @staticmethod
-    def key(reduced: dict[str, Any]) -> str:
-        return repr(reduced)
+    def key(self, values: dict[str, Any]) -> str:
+        """What `stand_ins(values)` holds, written out without building it: `repr` of the same
+        data, each stand-in written `...` (no plan value is Ellipsis), each mapping on a path
+        to one as `(..., key, value, key, value, …)`, a keys-only mapping as `(..., ..., key,
+        …)`: two artifacts' keys are equal where their values with stand-ins are."""
+        return repr(_encoded(self._plan, values))
 
     def remember(self, key: str, skeleton: Skeleton) -> None:
         self.misses += 1
@@ -131,6 +145,42 @@ class SkeletonMemo:
         if found is not None:
             self.hits += 1
         return found
+
+
+_KEYS_ONLY = "keys only"
+_Plan = dict[str | int, Any]
+"""For each key of a mapping on a stand-in's path: None (stood in for), _KEYS_ONLY, or the
+plan of the mapping inside."""
+
+
+def _plan(paths: Iterable[ValuePath], keys_only: frozenset[ValuePath]) -> _Plan:
+    plan: _Plan = {}
+    # No path lies inside another (printed_values.py): each ends where a stand-in goes.
+    for path in paths:
+        inner = plan
+        for key in path[:-1]:
+            inner = inner.setdefault(key, {})
+        inner[path[-1]] = _KEYS_ONLY if path in keys_only else None
+    return plan
+
+
+def _encoded(plan: _Plan, mapping: dict[Any, Any]) -> tuple[Any, ...]:
+    encoded: list[Any] = [...]
+    for key, value in mapping.items():
+        encoded.append(key)
+        if key not in plan:
+            encoded.append(value)
+            continue
+        inner = plan[key]
+        if inner is None:
+            encoded.append(...)
+        elif type(value) is not dict:
+            encoded.append(value)
+        elif inner is _KEYS_ONLY:
+            encoded.append((..., ..., *value))
+        else:
+            encoded.append(_encoded(inner, value))
+    return tuple(encoded)
 
 
 def filled_tokens(tokens: list[Any], values: dict[str, Any]) -> list[Any]:
