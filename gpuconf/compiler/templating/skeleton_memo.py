@@ -24,7 +24,7 @@ DaemonSets, which differ in names, labels and selectors, run theirs once per sha
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
 from gpuconf.compiler.templating.chain_analysis import ValuePath
@@ -73,10 +73,14 @@ class Derived:
 
 
 def derivable(function: Callable[..., Any]) -> Callable[..., Any]:
-    """`function` (a filter), returning a `Derived` where it is given a stand-in."""
+    """`function` (one of DERIVABLE_FILTERS), returning a `Derived` where it is given a
+    stand-in. Each returns its value itself where its block is empty (gpuconf's own blocks
+    are), so that value, stand-in or not, is its result."""
 
     def filter_or_derive(*args: Any) -> Any:
         if any(type(arg) in _STANDING for arg in args):
+            if len(args) > 1 and type(args[1]) is str and not args[1].strip():
+                return args[0]
             return Derived(function, args)
         return function(*args)
 
@@ -97,7 +101,7 @@ class SkeletonMemo:
         self.keys_only = frozenset(keys_only)
         self.paths = sorted({*printed_only, *self.keys_only}, key=repr)
         self._plan = _plan(self.paths, self.keys_only)
-        self.skeletons: dict[str, Skeleton] = {}
+        self.skeletons: dict[Hashable, Skeleton] = {}
         self.hits = 0
         self.misses = 0
 
@@ -129,18 +133,18 @@ class SkeletonMemo:
                         container[path[-1]] = {key: StandIn((*path, key)) for key in found}
         return reduced
 
-    def key(self, values: dict[str, Any]) -> str:
-        """What `stand_ins(values)` holds, written out without building it: `repr` of the same
-        data, each stand-in written `...` (no plan value is Ellipsis), each mapping on a path
-        to one as `(..., key, value, key, value, …)`, a keys-only mapping as `(..., ..., key,
-        …)`: two artifacts' keys are equal where their values with stand-ins are."""
-        return repr(_encoded(self._plan, values))
+    def key(self, values: dict[str, Any]) -> Hashable:
+        """What `stand_ins(values)` holds, without building it: each mapping on a stand-in's
+        path as its keys and what stands at each (a kept value, exactly; a mark where a value
+        is stood in for; a keys-only mapping's keys): two artifacts' keys are equal where their
+        values with stand-ins are."""
+        return _encoded(self._plan, values)
 
-    def remember(self, key: str, skeleton: Skeleton) -> None:
+    def remember(self, key: Hashable, skeleton: Skeleton) -> None:
         self.misses += 1
         self.skeletons[key] = skeleton
 
-    def recall(self, key: str) -> Skeleton | None:
+    def recall(self, key: Hashable) -> Skeleton | None:
         found = self.skeletons.get(key)
         if found is not None:
             self.hits += 1
@@ -148,36 +152,71 @@ class SkeletonMemo:
 
 
 _KEYS_ONLY = "keys only"
-_Plan = dict[str | int, Any]
-"""For each key of a mapping on a stand-in's path: None (stood in for), _KEYS_ONLY, or the
-plan of the mapping inside."""
+
+# How a key writes the data it keeps (`_exact`) and what stands in: a string as itself,
+# anything else as a 1-tuple of its repr (plan values are plain data, whose repr tells any two
+# apart, 1 from True and 0.0 from -0.0 among them), so no kept datum is an int; these ints
+# mark what the plan put there instead.
+_STOOD_IN = 0
+_MAPPING = 1
+_KEYS = 2
+_ALL_STOOD_IN = 3
 
 
-def _plan(paths: Iterable[ValuePath], keys_only: frozenset[ValuePath]) -> _Plan:
-    plan: _Plan = {}
+class _Level:
+    """The plan of a mapping on a stand-in's path: for each of its keys there, None (stood in
+    for), _KEYS_ONLY or the plan of the mapping inside."""
+
+    __slots__ = ("entries", "stood_in")
+
+    def __init__(self) -> None:
+        self.entries: dict[str | int, Any] = {}
+        self.stood_in: frozenset[str | int] | None = None
+        """The keys, where each is a string stood in for: a mapping with no other key is
+        written by its keys alone."""
+
+    def close(self) -> None:
+        for inner in self.entries.values():
+            if type(inner) is _Level:
+                inner.close()
+        if all(type(key) is str and inner is None for key, inner in self.entries.items()):
+            self.stood_in = frozenset(self.entries)
+
+
+def _plan(paths: Iterable[ValuePath], keys_only: frozenset[ValuePath]) -> _Level:
+    plan = _Level()
     # No path lies inside another (printed_values.py): each ends where a stand-in goes.
     for path in paths:
-        inner = plan
+        level = plan
         for key in path[:-1]:
-            inner = inner.setdefault(key, {})
-        inner[path[-1]] = _KEYS_ONLY if path in keys_only else None
+            level = level.entries.setdefault(key, _Level())
+        level.entries[path[-1]] = _KEYS_ONLY if path in keys_only else None
+    plan.close()
     return plan
 
 
-def _encoded(plan: _Plan, mapping: dict[Any, Any]) -> tuple[Any, ...]:
-    encoded: list[Any] = [...]
+def _exact(datum: Any) -> Any:
+    return datum if type(datum) is str else (repr(datum),)
+
+
+def _encoded(plan: _Level, mapping: dict[Any, Any]) -> tuple[Any, ...]:
+    if plan.stood_in is not None and mapping.keys() <= plan.stood_in:
+        # Every key a string of the plan's (no other datum equals one): all stood in for.
+        return (_ALL_STOOD_IN, *mapping)
+    entries = plan.entries
+    encoded: list[Any] = [_MAPPING]
     for key, value in mapping.items():
-        encoded.append(key)
-        if key not in plan:
-            encoded.append(value)
+        encoded.append(key if type(key) is str else (repr(key),))  # _exact, inline: hot
+        if key not in entries:
+            encoded.append(value if type(value) is str else (repr(value),))
             continue
-        inner = plan[key]
+        inner = entries[key]
         if inner is None:
-            encoded.append(...)
+            encoded.append(_STOOD_IN)
         elif type(value) is not dict:
-            encoded.append(value)
+            encoded.append(_exact(value))
         elif inner is _KEYS_ONLY:
-            encoded.append((..., ..., *value))
+            encoded.append((_KEYS, *map(_exact, value)))
         else:
             encoded.append(_encoded(inner, value))
     return tuple(encoded)
