@@ -50,7 +50,18 @@ _PRESENCE_TESTS = frozenset({"defined", "undefined"})
 # `loop` attributes that say where a loop is, never what its other items hold (`previtem`,
 # `nextitem`, `changed(…)` do).
 _LOOP_POSITION = frozenset(
-    {"index", "index0", "revindex", "revindex0", "first", "last", "length", "depth", "depth0", "cycle"}
+    {
+        "index",
+        "index0",
+        "revindex",
+        "revindex0",
+        "first",
+        "last",
+        "length",
+        "depth",
+        "depth0",
+        "cycle",
+    }
 )
 _LOOP_ITEMLESS = frozenset((name,) for name in _LOOP_POSITION)
 _ITEMS_FILTERS = frozenset({"items", "dictsort"})
@@ -159,9 +170,9 @@ class _Uses:
                 self.keyed.setdefault(path, set()).add(value_name)
                 for argument in blind.args if blind is not None else ():
                     self.visit(argument, in_output)
-                for child in (node.test, *node.body, *node.else_):
-                    if child is not None:
-                        self.visit(child, in_output)
+                for part in (node.test, *node.body, *node.else_):
+                    if part is not None:
+                        self.visit(part, in_output)
                 return
         if isinstance(node, nodes.Filter) and node.name == "yaml":
             self.yaml_not_written_whole = True  # captured, or inside a larger expression
@@ -184,7 +195,6 @@ class _Uses:
             inside_output = False
         for inner in node.iter_child_nodes():
             self.visit(inner, inside_output)
-
 
     def _derived(self, node: nodes.Node, in_output: bool) -> bool:
         """`value | filter(…)` with a DERIVABLE filter, printed whole: the value and the

@@ -61,9 +61,7 @@ class Derived:
 
     def __eq__(self, other: object) -> bool:
         return (
-            type(other) is Derived
-            and other.function is self.function
-            and other.args == self.args
+            type(other) is Derived and other.function is self.function and other.args == self.args
         )
 
     __hash__ = None  # type: ignore[assignment]
