@@ -6,6 +6,7 @@ diagnostic stays what rendering each artifact in place gives."""
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -85,7 +86,8 @@ def test_keys_tell_apart_data_that_compare_equal_and_ignore_what_stands_in() -> 
     def key(**values: Any) -> Any:
         return memo.key({"meta": {"name": "a", "labels": {"x": "1"}}, **values})
 
-    kept = [1, True, 1.0, "1", 0.0, -0.0, [1], (1,), {"a": 1}, None]
+    kept = [1, True, 1.0, "1", b"1", 0.0, -0.0, [1], (1,), {"a": 1}, {1: "a"}, None]
+    kept += [Fraction(1, 2), Fraction(1, 3), [Fraction(1, 2)]]  # not plain data: by repr
     assert len({key(x=value) for value in kept}) == len(kept)
     assert len({key(pod={k: 1}) for k in (1, True, "1", 1.0)}) == 4
     assert key(pod={"a": 1, "b": 2}) == key(pod={"a": [3], "b": {}})
