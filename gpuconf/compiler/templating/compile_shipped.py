@@ -69,6 +69,7 @@ def compiled_files() -> dict[str, str]:
             "chain": [member.name for member in templates.chain(name)],
             "skeleton": analysis.skeleton,
             "printedOnly": sorted(list(path) for path in analysis.printed_only),
+            "keysOnly": sorted(list(path) for path in analysis.keys_only),
         }
     files["index.json"] = (
         json.dumps(

@@ -76,5 +76,8 @@ class CompiledIndex:
             return None
         if not all(usable(member) for member in entry["chain"]):
             return None
-        paths = frozenset(tuple(path) for path in entry["printedOnly"])
-        return ChainAnalysis(skeleton=entry["skeleton"], printed_only=paths)
+        return ChainAnalysis(
+            skeleton=entry["skeleton"],
+            printed_only=frozenset(tuple(path) for path in entry["printedOnly"]),
+            keys_only=frozenset(tuple(path) for path in entry["keysOnly"]),
+        )

@@ -14,13 +14,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuconf.compiler.templating.chain_analysis import ChainAnalysis
+from gpuconf.compiler.templating.chain_analysis import DERIVABLE_FILTERS, ChainAnalysis
 from gpuconf.compiler.templating.compiled_index import COMPILED, CompiledIndex
 from gpuconf.compiler.templating.compiled_runtime import KEPT_FILTERS, CompiledEnvironment, Deferred
 from gpuconf.compiler.templating.failures import TemplateFailed, TemplateSource, template_line
 from gpuconf.compiler.templating.filters import FILTERS, Encoded, yaml_value
 from gpuconf.compiler.templating.shipped import SHIPPED_PREFIX, shipped_folder
-from gpuconf.compiler.templating.skeleton_memo import Skeleton, SkeletonMemo, filled_tokens
+from gpuconf.compiler.templating.skeleton_memo import (
+    Skeleton,
+    SkeletonMemo,
+    derivable,
+    filled_tokens,
+)
 
 if TYPE_CHECKING:
     from jinja2 import Environment, Template
@@ -89,6 +94,7 @@ class Templates:
         """The compiled runtime, for chains of gpuconf's templates no site's file stands in."""
         if self._compiled is None:
             filters: dict[str, Callable[..., Any]] = {**KEPT_FILTERS, **FILTERS}
+            filters.update((name, derivable(FILTERS[name])) for name in DERIVABLE_FILTERS)
             filters["yaml"] = lambda context, value: self._encode(value)
             self._compiled = CompiledEnvironment(
                 self.index, filters, _only_encoded, self.overridden
@@ -137,21 +143,25 @@ class Templates:
         memo = self.memos[name]
         if memo is None:
             return self._render_skeleton(name, values)
-        reduced = memo.stand_ins(values)
-        key = memo.key(reduced)
+        key = memo.key(values)
         found = memo.recall(key)
         if found is None:
-            found = self._render_skeleton(name, reduced)
+            found = self._render_skeleton(name, memo.stand_ins(values))
             memo.remember(key, found)
             if not memo.worthwhile:
                 self.memos[name] = None
         text, tokens = found
-        return text, filled_tokens(tokens, values)
+        try:
+            return text, filled_tokens(tokens, values)
+        except Exception:  # a derived value's filter refuses this artifact's values
+            return self._render_skeleton(name, values)
 
     def _memo(self, name: str) -> SkeletonMemo | None:
         """The memo for `name`: none where its chain prints no value whole."""
-        paths = self.analysis(name).printed_only
-        return SkeletonMemo(paths) if paths else None
+        analysis = self.analysis(name)
+        if not analysis.printed_only and not analysis.keys_only:
+            return None
+        return SkeletonMemo(analysis.printed_only, analysis.keys_only)
 
     def _render_skeleton(self, name: str, values: dict[str, Any]) -> Skeleton:
         tokens: list[Any] = []

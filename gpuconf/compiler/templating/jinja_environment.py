@@ -29,7 +29,7 @@ from jinja2 import (
 from jinja2 import __version__ as _jinja2_version
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from gpuconf.compiler.templating.chain_analysis import IN_PLACE, ChainAnalysis
+from gpuconf.compiler.templating.chain_analysis import DERIVABLE_FILTERS, IN_PLACE, ChainAnalysis
 from gpuconf.compiler.templating.compiled_index import CompiledIndex
 from gpuconf.compiler.templating.failures import (
     ENCODING_HINT,
@@ -42,6 +42,7 @@ from gpuconf.compiler.templating.failures import (
 from gpuconf.compiler.templating.filters import FILTERS, BlockRefused, Encoded
 from gpuconf.compiler.templating.printed_values import analyse_chain
 from gpuconf.compiler.templating.shipped import SHIPPED_PREFIX
+from gpuconf.compiler.templating.skeleton_memo import derivable
 
 if TYPE_CHECKING:
     from gpuconf.compiler.templating.engine import Templates
@@ -169,6 +170,7 @@ class JinjaTemplates:
         environment.filters.clear()
         environment.filters.update(kept)
         environment.filters.update(FILTERS)
+        environment.filters.update((name, derivable(FILTERS[name])) for name in DERIVABLE_FILTERS)
         # pass_context: jinja2 folds a filter of a constant (`{{ "x" | yaml }}`) when it
         # compiles a template, which may happen while a skeleton's tokens are collected (a
         # site's template, loaded by the render that first needs it): a folded token would be

@@ -9,8 +9,13 @@ Two questions, both for the whole chain (a template and those it extends):
   the token, not the value, and whatever the template did with that text would be wrong.
 - Which values it only prints whole: a value at a path such as `meta["name"]` used nowhere but
   as the whole of a `{{ meta["name"] | yaml }}` in the output, or in an `is defined` test,
-  cannot change what the template writes around it, only the token that stands for it. Such
-  values are what skeleton_memo.py leaves out of its key; everything else is in the key.
+  cannot change what the template writes around it, only the token that stands for it. So
+  too a value only printed through one of DERIVABLE_FILTERS, `{{ labels | with_labels(
+  self.extra_labels(), selector) | yaml }}` (labels and selector): the token's value is the
+  filter's result, worked out again from each artifact's own values. And a mapping only
+  iterated as `{% for key, value in pod | items %}`, each `value` only printed whole, shapes
+  the output by its keys alone. Such values (a mapping's values) are what skeleton_memo.py
+  leaves out of its key; everything else is in the key.
 
 The reading is conservative: any use it does not recognise makes the value, and every path
 through it, part of the key; a chain that reaches outside what it names (`include`, `import`,
@@ -25,7 +30,13 @@ from typing import Any
 
 from jinja2 import nodes
 
-from gpuconf.compiler.templating.chain_analysis import IN_PLACE, ChainAnalysis, ValuePath
+from gpuconf.compiler.templating.chain_analysis import (
+    DERIVABLE_FILTERS,
+    IN_PLACE,
+    KEY_BLIND_FILTERS,
+    ChainAnalysis,
+    ValuePath,
+)
 
 # `x.items` on a mapping is its method, not its "items" entry: such an attribute is not a key.
 _METHODS = frozenset(
@@ -36,6 +47,24 @@ _METHODS = frozenset(
 # are refused before a tree gets here.)
 _CAPTURING = (nodes.AssignBlock, nodes.Macro, nodes.CallBlock)
 _PRESENCE_TESTS = frozenset({"defined", "undefined"})
+# `loop` attributes that say where a loop is, never what its other items hold (`previtem`,
+# `nextitem`, `changed(…)` do).
+_LOOP_POSITION = frozenset(
+    {
+        "index",
+        "index0",
+        "revindex",
+        "revindex0",
+        "first",
+        "last",
+        "length",
+        "depth",
+        "depth0",
+        "cycle",
+    }
+)
+_LOOP_ITEMLESS = frozenset((name,) for name in _LOOP_POSITION)
+_ITEMS_FILTERS = frozenset({"items", "dictsort"})
 
 
 class NotAnalysable(Exception):
@@ -64,23 +93,54 @@ def value_path(expression: nodes.Node) -> ValuePath | None:
         node = node.node
 
 
-def _encoded_whole(node: nodes.Node) -> bool:
-    """`{{ expression | yaml }}`: an expression encoded, the filter outermost and bare."""
+def _bare_filter(node: nodes.Node, names: frozenset[str]) -> bool:
+    """`expression | name(…)` for one of `names`, with positional arguments only."""
     return (
         isinstance(node, nodes.Filter)
-        and node.name == "yaml"
+        and node.name in names
         and node.node is not None
-        and not node.args
         and not node.kwargs
         and node.dyn_args is None
         and node.dyn_kwargs is None
     )
 
 
+def _encoded_whole(node: nodes.Node) -> bool:
+    """`{{ expression | yaml }}`: an expression encoded, the filter outermost and bare."""
+    return _bare_filter(node, frozenset({"yaml"})) and not node.args  # type: ignore[attr-defined]
+
+
+def _items_loop(node: nodes.For) -> tuple[ValuePath, str, nodes.Filter | None] | None:
+    """`for key, value in mapping | items` (or `| dictsort`, or `mapping | with_entries(…)`
+    first): the mapping's path, the value's name, and the key-blind filter (if any)."""
+    target, iterated = node.target, node.iter
+    if (
+        node.recursive
+        or not isinstance(target, nodes.Tuple)
+        or len(target.items) != 2
+        or not all(isinstance(name, nodes.Name) for name in target.items)
+        or not _bare_filter(iterated, _ITEMS_FILTERS)
+        or iterated.args  # type: ignore[attr-defined]
+    ):
+        return None
+    mapping = iterated.node  # type: ignore[attr-defined]
+    blind = None
+    if _bare_filter(mapping, KEY_BLIND_FILTERS):
+        blind, mapping = mapping, mapping.node
+    path = value_path(mapping)
+    if path is None:
+        return None
+    return path, target.items[1].name, blind  # type: ignore[attr-defined]
+
+
 class _Uses:
     def __init__(self, called_blocks: frozenset[str]) -> None:
         self.called_blocks = called_blocks
         self.printed: set[ValuePath] = set()
+        self.derived: set[ValuePath] = set()
+        """Paths given to one of DERIVABLE_FILTERS whose result is printed whole."""
+        self.keyed: dict[ValuePath, set[str]] = {}
+        """Mappings iterated by `_items_loop`, with the names their values take."""
         self.presence: set[ValuePath] = set()
         self.other: set[ValuePath] = set()
         self.yaml_not_written_whole = False
@@ -98,11 +158,22 @@ class _Uses:
                     self.visit(child, in_output)
                     continue
                 path = value_path(child.node)  # type: ignore[attr-defined]
-                if path is None:
-                    self.visit(child.node, in_output)  # type: ignore[attr-defined]
-                else:
+                if path is not None:
                     self.printed.add(path)
+                elif not self._derived(child.node, in_output):  # type: ignore[attr-defined]
+                    self.visit(child.node, in_output)  # type: ignore[attr-defined]
             return
+        if isinstance(node, nodes.For):
+            loop = _items_loop(node)
+            if loop is not None:
+                path, value_name, blind = loop
+                self.keyed.setdefault(path, set()).add(value_name)
+                for argument in blind.args if blind is not None else ():
+                    self.visit(argument, in_output)
+                for part in (node.test, *node.body, *node.else_):
+                    if part is not None:
+                        self.visit(part, in_output)
+                return
         if isinstance(node, nodes.Filter) and node.name == "yaml":
             self.yaml_not_written_whole = True  # captured, or inside a larger expression
         if (
@@ -124,6 +195,23 @@ class _Uses:
             inside_output = False
         for inner in node.iter_child_nodes():
             self.visit(inner, inside_output)
+
+    def _derived(self, node: nodes.Node, in_output: bool) -> bool:
+        """`value | filter(…)` with a DERIVABLE filter, printed whole: the value and the
+        arguments that are values are derived; any other argument is read."""
+        if not _bare_filter(node, DERIVABLE_FILTERS):
+            return False
+        path = value_path(node.node)  # type: ignore[attr-defined]
+        if path is None:
+            return False
+        self.derived.add(path)
+        for argument in node.args:  # type: ignore[attr-defined]
+            found = value_path(argument)
+            if found is None:
+                self.visit(argument, in_output)
+            else:
+                self.derived.add(found)
+        return True
 
 
 def _called_blocks(trees: Iterable[nodes.Template]) -> frozenset[str]:
@@ -165,15 +253,35 @@ def analyse_chain(trees: Iterable[nodes.Template]) -> ChainAnalysis:
         return IN_PLACE
     if uses.yaml_not_written_whole:
         return IN_PLACE
-    return ChainAnalysis(skeleton=True, printed_only=frozenset(_opaque(uses)))
+    opaque = frozenset(_opaque(uses))
+    return ChainAnalysis(
+        skeleton=True, printed_only=opaque, keys_only=frozenset(_keys_only(uses, opaque))
+    )
 
 
 def _opaque(uses: _Uses) -> Iterator[ValuePath]:
-    for path in uses.printed:
+    printed = uses.printed | uses.derived
+    for path in printed:
         if any(_comparable(other, path) for other in uses.other):
             continue  # read some other way: the value, or part of it, shapes the output
-        if any(printed != path and _comparable(printed, path) for printed in uses.printed):
+        if any(_comparable(other, path) for other in uses.keyed):
+            continue  # iterated, or inside what is
+        if any(whole != path and _comparable(whole, path) for whole in printed):
             continue  # printed whole and also looked into (or inside one printed whole)
         if any(len(tested) > len(path) and tested[: len(path)] == path for tested in uses.presence):
             continue  # a key inside it is tested for presence
+        yield path
+
+
+def _keys_only(uses: _Uses, opaque: frozenset[ValuePath]) -> Iterator[ValuePath]:
+    seen = uses.other | uses.printed | uses.derived | uses.presence
+    if any(path[0] == "loop" and path[1:2] not in _LOOP_ITEMLESS for path in seen):
+        return  # some loop's other items are read: a value may shape the output
+    for path, value_names in uses.keyed.items():
+        if any((name,) not in opaque for name in value_names):
+            continue  # a value is read, not only printed whole
+        if any(_comparable(other, path) for other in seen):
+            continue  # the mapping, or what it holds, is used some other way too
+        if any(other != path and _comparable(other, path) for other in uses.keyed):
+            continue
         yield path
