@@ -391,7 +391,11 @@ def render_against(root: Path, revision: str, runs: int, instructions: bool) -> 
                 counted = _instructions(render_argv, cwd)
                 shutil.rmtree(folder / "floor", ignore_errors=True)
                 counted_floor = _instructions(floor_argv, cwd)
-                line += f";  instructions {counted / 1e6:,.0f} M  {_ratio(counted, counted_floor)}"
+                # Counts do not move with the machine's load: two decimals say something.
+                line += (
+                    f";  instructions {counted / 1e6:,.0f} M, floor {counted_floor / 1e6:,.0f} M:"
+                    f" {counted / counted_floor:.2f}× floor"
+                )
             print(line)
     finally:
         subprocess.run(
