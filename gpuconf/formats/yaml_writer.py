@@ -7,6 +7,7 @@ unambiguous alphabet or a JSON-quoted (valid YAML) double-quoted scalar.
 from __future__ import annotations
 
 import json
+import marshal
 import math
 import re
 from functools import cache
@@ -200,7 +201,7 @@ class Hole:
     meets it, it notes the line's head and indentation, so that a value written there later
     is written exactly as if it had stood in the mapping."""
 
-    __slots__ = ("child", "head", "list_indent", "marker", "texts")
+    __slots__ = ("child", "entries", "head", "list_indent", "marker", "texts")
 
     def __init__(self) -> None:
         self.head = ""
@@ -210,6 +211,10 @@ class Hole:
         self.texts: dict[tuple[tuple[str, str], ...], str] = {}
         """Mappings of strings written here, by their entries: an output's labels and
         annotations, written into each of hundreds of outputs of one skeleton."""
+        self.entries: dict[tuple[bool, str, bytes], str] = {}
+        """Entries of mappings written here whose value is a list or mapping, by whether the
+        entry came first, its key and its value's marshal bytes: a DaemonSet's pod spec is
+        one hole, and a pool's pod specs share their containers, affinity and tolerations."""
 
     def place(self, head: str, child: str, list_indent: str) -> None:
         if self.marker is not None:
@@ -226,8 +231,14 @@ class Hole:
             entries = tuple(value.items())
             try:
                 text = self.texts.get(entries)
-            except TypeError:  # a list or a mapping among the values: never kept
-                text = None
+            except TypeError:  # a list or a mapping among the values: written entry by entry
+                if self.head.endswith(":"):
+                    out.append(self.head)
+                    _mapping_kept(value, self.child, self.child, out, self.entries)
+                else:  # a list item: the mapping starts on the item's own line
+                    indent = self.head[:-1]
+                    _mapping_kept(value, indent + "- ", indent + "  ", out, self.entries)
+                return
             if text is None:
                 lines: list[str] = []
                 self._write(value, lines)
@@ -245,6 +256,41 @@ class Hole:
             _entry(self.head, value, self.child, self.list_indent, out)
         else:  # a list item: a mapping starts on the item's own line
             _sequence([value], self.head[:-1], out)
+
+
+def _mapping_kept(
+    mapping: dict[Any, Any],
+    first: str,
+    indent: str,
+    out: list[str],
+    kept: dict[tuple[bool, str, bytes], str],
+) -> None:
+    """`_mapping` for a non-empty mapping, each entry whose key is a string and whose value a
+    list or mapping written once for all entries equal to it, types included: marshal's bytes
+    (version 2, no references) load back to the same data, so equal bytes are written alike."""
+    prefix = first
+    for key in sorted(mapping):
+        item = mapping[key]
+        kind = type(item)
+        if (kind is dict or kind is list) and item and type(key) is str:
+            try:
+                data = marshal.dumps(item, 2)
+            except ValueError:  # not plain data: the writer says what it cannot write
+                data = b""
+            if data:
+                found = prefix is first, key, data
+                text = kept.get(found)
+                if text is None:
+                    lines: list[str] = []
+                    _mapping({key: item}, prefix, indent, lines)
+                    text = "\n".join(lines)
+                    if len(kept) < _TEXTS_KEPT:
+                        kept[found] = text
+                out.append(text)
+                prefix = indent
+                continue
+        _mapping({key: item}, prefix, indent, out)
+        prefix = indent
 
 
 def _only_strings(mapping: dict[Any, Any]) -> bool:

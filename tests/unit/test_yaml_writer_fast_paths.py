@@ -147,6 +147,18 @@ _LABELS = st.one_of(
     st.dictionaries(st.sampled_from(["app", "b"]), st.sampled_from([[], ["x"], {"k": "v"}])),
     st.sampled_from(["x", "a\nb\n", 1, True, [], {}]),
 )
+# Lists and mappings equal but for their items' types (1 == True == 1.0, 0.0 == -0.0), which
+# a hole writes entry by entry, each kept by its data.
+_EQUAL_BUT_TYPES = st.sampled_from([1, True, 1.0, "1", 0.0, -0.0, None, "a\nb\n"])
+_POD_SPECS = st.dictionaries(
+    st.sampled_from(["containers", "nodeSelector", "b/c", "yes"]),
+    st.one_of(
+        _EQUAL_BUT_TYPES,
+        st.lists(_EQUAL_BUT_TYPES, max_size=2),
+        st.dictionaries(st.sampled_from(["k", "1"]), _EQUAL_BUT_TYPES, max_size=2),
+        st.lists(st.dictionaries(st.sampled_from(["k", "on"]), _EQUAL_BUT_TYPES), max_size=2),
+    ),
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -162,3 +174,37 @@ def test_a_hole_filled_again_with_equal_mappings_gives_what_dump_gives(
             {"metadata": {"labels": filling[0], "name": "n"}, "spec": [filling[1], "z"]}
         )
         assert holed.filled(list(filling)) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_POD_SPECS, _POD_SPECS), min_size=1, max_size=12))
+def test_a_hole_filled_with_mappings_of_lists_writes_each_kept_entry_as_dump_does(
+    fillings: list[tuple[Any, Any]],
+) -> None:
+    spec, item = Hole(), Hole()
+    shape = {"template": {"spec": spec}, "items": ["z", item]}
+    holed = written_with_holes(shape, [spec, item])
+    for filling in fillings:  # repeats, and entries equal but for their items' types
+        expected = dump({"template": {"spec": filling[0]}, "items": ["z", filling[1]]})
+        assert holed.filled(list(filling)) == expected
+
+
+def test_a_hole_keeps_the_text_of_an_entry_holding_a_list() -> None:
+    spec = Hole()
+    holed = written_with_holes({"spec": spec}, [spec])
+    for pool in ("a", "b"):
+        filled = {"containers": [{"name": "c"}], "nodeSelector": {"pool": pool}}
+        assert holed.filled([filled]) == dump({"spec": filled})
+    # The containers once, each pool's node selector once.
+    assert sorted(key for _, key, _ in spec.entries) == [
+        "containers",
+        "nodeSelector",
+        "nodeSelector",
+    ]
+
+
+def test_a_hole_refuses_what_dump_refuses_inside_a_kept_entry() -> None:
+    spec = Hole()
+    holed = written_with_holes({"spec": spec}, [spec])
+    with pytest.raises(TypeError, match="cannot write object"):
+        holed.filled([{"containers": [object()]}])
