@@ -13,8 +13,12 @@ import re
 from functools import cache
 from typing import Any, NamedTuple
 
-_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*$")
-_RESERVED = re.compile(r"^(y|n|yes|no|on|off|true|false|null|nan|inf)$", re.IGNORECASE)
+# A plain scalar: a small ASCII alphabet, and no word YAML 1.1 reads as a bool, null or number,
+# in any case. One pattern, so a new string is spelled with one match. The ignored case is the
+# lookahead's alone: ASCII letters' other cases (long s, the Kelvin sign) are no plain letters.
+_PLAIN = re.compile(
+    r"(?!(?i:y|n|yes|no|on|off|true|false|null|nan|inf)\Z)[A-Za-z_][A-Za-z0-9_./-]*"
+)
 
 
 @cache
@@ -46,15 +50,19 @@ class _Spellings(dict[str, str]):
     def __missing__(self, value: Any) -> str:
         if type(value) is not str:
             # A mapping's key is written as its text; not kept, since 1 == True == 1.0.
-            return _scalar(str(value))
+            return _string(str(value))
         if len(self) >= _SPELLINGS_KEPT:
             self.clear()
-        spelled = self[value] = _scalar(value)
+        spelled = self[value] = _string(value)
         return spelled
 
 
 _SPELLINGS_KEPT = 1 << 16
 _TEXT = _Spellings()
+
+
+def _string(value: str) -> str:
+    return value if _PLAIN.fullmatch(value) else _quoted(value)
 
 
 def _scalar(value: Any) -> str:
@@ -70,9 +78,7 @@ def _scalar(value: Any) -> str:
         # YAML's own spellings: JSON's Infinity and NaN would read back as strings.
         return ".nan" if math.isnan(value) else (".inf" if value > 0 else "-.inf")
     if isinstance(value, str):
-        if _PLAIN.fullmatch(value) and not _RESERVED.fullmatch(value):
-            return value
-        return _quoted(value)
+        return _string(value)
     raise TypeError(f"cannot write {type(value).__name__} as YAML")
 
 

@@ -4,6 +4,7 @@ the plain recursive writing gives."""
 
 from __future__ import annotations
 
+import re
 import string
 from typing import Any
 
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from gpuconf.formats import yaml_writer
 from gpuconf.formats.yaml_writer import (
     _LINE_START,
+    _PLAIN,
     Hole,
     _literal_block,
     _scalar,
@@ -208,3 +210,41 @@ def test_a_hole_refuses_what_dump_refuses_inside_a_kept_entry() -> None:
     holed = written_with_holes({"spec": spec}, [spec])
     with pytest.raises(TypeError, match="cannot write object"):
         holed.filled([{"containers": [object()]}])
+
+
+# The plain-scalar rule as two patterns, the way it was first written: the alphabet, then
+# YAML 1.1's reserved words in any case.
+_ALPHABET = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*$")
+_RESERVED = re.compile(r"^(y|n|yes|no|on|off|true|false|null|nan|inf)$", re.IGNORECASE)
+_RESERVED_WORDS = ["y", "n", "yes", "no", "on", "off", "true", "false", "null", "nan", "inf"]
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.one_of(
+        st.text(alphabet="yesnoftrualINFYE_.-/0\n \u017f\u212a\u0130\u0131", max_size=7),
+        st.sampled_from(_RESERVED_WORDS).flatmap(
+            lambda word: st.tuples(
+                st.lists(st.booleans(), min_size=len(word), max_size=len(word)),
+                st.sampled_from(["", "\n", "x", "_", " "]),
+            ).map(
+                lambda drawn: (
+                    "".join(c.upper() if up else c for c, up in zip(word, drawn[0], strict=True))
+                    + drawn[1]
+                )
+            )
+        ),
+    )
+)
+def test_one_pattern_tells_plain_scalars_as_the_alphabet_and_reserved_words_did(
+    value: str,
+) -> None:
+    plain = bool(_ALPHABET.fullmatch(value)) and not _RESERVED.fullmatch(value)
+    assert bool(_PLAIN.fullmatch(value)) == plain
+    assert (_scalar(value) == value) == plain
+
+
+@pytest.mark.parametrize("word", _RESERVED_WORDS)
+def test_every_reserved_word_in_any_case_is_quoted(word: str) -> None:
+    for spelling in (word, word.upper(), word.title()):
+        assert dump(spelling) == f'--- "{spelling}"\n'
