@@ -205,6 +205,15 @@ def test_a_hole_keeps_the_text_of_an_entry_holding_a_list() -> None:
     ]
 
 
+def test_a_hole_writes_equal_entries_alike_whether_their_objects_are_shared_or_not() -> None:
+    spec = Hole()
+    holed = written_with_holes({"spec": spec}, [spec])
+    mount = {"name": "m", "readOnly": True}
+    for mounts in ([mount, mount], [dict(mount), dict(mount)], [mount, {**mount, "readOnly": 1}]):
+        filled = {"containers": [{"volumeMounts": mounts}]}
+        assert holed.filled([filled]) == dump({"spec": filled})
+
+
 def test_a_hole_refuses_what_dump_refuses_inside_a_kept_entry() -> None:
     spec = Hole()
     holed = written_with_holes({"spec": spec}, [spec])
