@@ -7,13 +7,18 @@ unambiguous alphabet or a JSON-quoted (valid YAML) double-quoted scalar.
 from __future__ import annotations
 
 import json
+import marshal
 import math
 import re
 from functools import cache
 from typing import Any, NamedTuple
 
-_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*$")
-_RESERVED = re.compile(r"^(y|n|yes|no|on|off|true|false|null|nan|inf)$", re.IGNORECASE)
+# A plain scalar: a small ASCII alphabet, and no word YAML 1.1 reads as a bool, null or number,
+# in any case. One pattern, so a new string is spelled with one match. The ignored case is the
+# lookahead's alone: ASCII letters' other cases (long s, the Kelvin sign) are no plain letters.
+_PLAIN = re.compile(
+    r"(?!(?i:y|n|yes|no|on|off|true|false|null|nan|inf)\Z)[A-Za-z_][A-Za-z0-9_./-]*"
+)
 
 
 @cache
@@ -45,15 +50,19 @@ class _Spellings(dict[str, str]):
     def __missing__(self, value: Any) -> str:
         if type(value) is not str:
             # A mapping's key is written as its text; not kept, since 1 == True == 1.0.
-            return _scalar(str(value))
+            return _string(str(value))
         if len(self) >= _SPELLINGS_KEPT:
             self.clear()
-        spelled = self[value] = _scalar(value)
+        spelled = self[value] = _string(value)
         return spelled
 
 
 _SPELLINGS_KEPT = 1 << 16
 _TEXT = _Spellings()
+
+
+def _string(value: str) -> str:
+    return value if _PLAIN.fullmatch(value) else _quoted(value)
 
 
 def _scalar(value: Any) -> str:
@@ -69,9 +78,7 @@ def _scalar(value: Any) -> str:
         # YAML's own spellings: JSON's Infinity and NaN would read back as strings.
         return ".nan" if math.isnan(value) else (".inf" if value > 0 else "-.inf")
     if isinstance(value, str):
-        if _PLAIN.fullmatch(value) and not _RESERVED.fullmatch(value):
-            return value
-        return _quoted(value)
+        return _string(value)
     raise TypeError(f"cannot write {type(value).__name__} as YAML")
 
 
@@ -200,7 +207,7 @@ class Hole:
     meets it, it notes the line's head and indentation, so that a value written there later
     is written exactly as if it had stood in the mapping."""
 
-    __slots__ = ("child", "head", "list_indent", "marker", "texts")
+    __slots__ = ("child", "entries", "head", "list_indent", "marker", "texts")
 
     def __init__(self) -> None:
         self.head = ""
@@ -210,6 +217,10 @@ class Hole:
         self.texts: dict[tuple[tuple[str, str], ...], str] = {}
         """Mappings of strings written here, by their entries: an output's labels and
         annotations, written into each of hundreds of outputs of one skeleton."""
+        self.entries: dict[tuple[bool, str, bytes], str] = {}
+        """Entries of mappings written here whose value is a list or mapping, by whether the
+        entry came first, its key and its value's marshal bytes: a DaemonSet's pod spec is
+        one hole, and a pool's pod specs share their containers, affinity and tolerations."""
 
     def place(self, head: str, child: str, list_indent: str) -> None:
         if self.marker is not None:
@@ -226,8 +237,14 @@ class Hole:
             entries = tuple(value.items())
             try:
                 text = self.texts.get(entries)
-            except TypeError:  # a list or a mapping among the values: never kept
-                text = None
+            except TypeError:  # a list or a mapping among the values: written entry by entry
+                if self.head.endswith(":"):
+                    out.append(self.head)
+                    _mapping_kept(value, self.child, self.child, out, self.entries)
+                else:  # a list item: the mapping starts on the item's own line
+                    indent = self.head[:-1]
+                    _mapping_kept(value, indent + "- ", indent + "  ", out, self.entries)
+                return
             if text is None:
                 lines: list[str] = []
                 self._write(value, lines)
@@ -245,6 +262,43 @@ class Hole:
             _entry(self.head, value, self.child, self.list_indent, out)
         else:  # a list item: a mapping starts on the item's own line
             _sequence([value], self.head[:-1], out)
+
+
+def _mapping_kept(
+    mapping: dict[Any, Any],
+    first: str,
+    indent: str,
+    out: list[str],
+    kept: dict[tuple[bool, str, bytes], str],
+) -> None:
+    """`_mapping` for a non-empty mapping, each entry whose key is a string and whose value a
+    list or mapping written once for all entries equal to it, types included: marshal's bytes
+    load back to the same data, so equal bytes are written alike. Version 4 writes ASCII text as
+    it is (a quarter cheaper than version 2 on a pod's containers); its marks for shared and
+    interned objects may set equal data apart, which costs a write, never a wrong text."""
+    prefix = first
+    for key in sorted(mapping):
+        item = mapping[key]
+        kind = type(item)
+        if (kind is dict or kind is list) and item and type(key) is str:
+            try:
+                data = marshal.dumps(item, 4)
+            except ValueError:  # not plain data: the writer says what it cannot write
+                data = b""
+            if data:
+                found = prefix is first, key, data
+                text = kept.get(found)
+                if text is None:
+                    lines: list[str] = []
+                    _mapping({key: item}, prefix, indent, lines)
+                    text = "\n".join(lines)
+                    if len(kept) < _TEXTS_KEPT:
+                        kept[found] = text
+                out.append(text)
+                prefix = indent
+                continue
+        _mapping({key: item}, prefix, indent, out)
+        prefix = indent
 
 
 def _only_strings(mapping: dict[Any, Any]) -> bool:

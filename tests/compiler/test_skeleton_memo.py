@@ -17,7 +17,13 @@ from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.render import render
 from gpuconf.compiler.templating.engine import Templates
 from gpuconf.compiler.templating.printed_values import ValuePath, analyse_chain
-from gpuconf.compiler.templating.skeleton_memo import SkeletonMemo, StandIn
+from gpuconf.compiler.templating.skeleton_memo import (
+    Derived,
+    SkeletonMemo,
+    StandIn,
+    _filled,
+    filled_tokens,
+)
 
 _PARSER = Environment()
 
@@ -214,6 +220,39 @@ def test_stand_ins_leave_the_artifacts_values_untouched() -> None:
     assert isinstance(reduced["hard"], StandIn)
     assert reduced["meta"]["labels"] is values["meta"]["labels"]
     assert "missing" not in reduced
+
+
+def _merged(base: dict[str, str], extra: str) -> dict[str, str]:
+    if extra == "refuse":
+        raise ValueError("refused")
+    return {**base, "x": extra}
+
+
+def test_filled_tokens_are_each_tokens_own_filling() -> None:
+    values: dict[str, Any] = {
+        "meta": {"name": "q", "labels": {"a": "b"}},
+        "hard": {"x": "1"},
+        "pod": {"containers": [{"name": "c"}]},
+    }
+    labels = StandIn(("meta", "labels"))
+    tokens = [
+        StandIn(("meta", "name")),
+        labels,
+        StandIn(("hard",)),
+        StandIn(("pod", "containers")),
+        Derived(_merged, (labels, "y")),
+        {"constant": [1]},
+        "text",
+    ]
+    filled = filled_tokens(tokens, values)
+    assert filled == [_filled(token, values) for token in tokens]
+    assert filled[:4] == ["q", {"a": "b"}, {"x": "1"}, [{"name": "c"}]]
+    assert filled[1] is values["meta"]["labels"]
+    assert filled[4] == {"a": "b", "x": "y"}
+    with pytest.raises(ValueError, match="refused"):
+        filled_tokens([Derived(_merged, (labels, "refuse"))], values)
+    with pytest.raises(KeyError):
+        filled_tokens([StandIn(("meta", "namespace"))], values)
 
 
 _PLAIN = (str, int, float, bool, type(None), dict, list, tuple)

@@ -4,6 +4,7 @@ the plain recursive writing gives."""
 
 from __future__ import annotations
 
+import re
 import string
 from typing import Any
 
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from gpuconf.formats import yaml_writer
 from gpuconf.formats.yaml_writer import (
     _LINE_START,
+    _PLAIN,
     Hole,
     _literal_block,
     _scalar,
@@ -147,6 +149,18 @@ _LABELS = st.one_of(
     st.dictionaries(st.sampled_from(["app", "b"]), st.sampled_from([[], ["x"], {"k": "v"}])),
     st.sampled_from(["x", "a\nb\n", 1, True, [], {}]),
 )
+# Lists and mappings equal but for their items' types (1 == True == 1.0, 0.0 == -0.0), which
+# a hole writes entry by entry, each kept by its data.
+_EQUAL_BUT_TYPES = st.sampled_from([1, True, 1.0, "1", 0.0, -0.0, None, "a\nb\n"])
+_POD_SPECS = st.dictionaries(
+    st.sampled_from(["containers", "nodeSelector", "b/c", "yes"]),
+    st.one_of(
+        _EQUAL_BUT_TYPES,
+        st.lists(_EQUAL_BUT_TYPES, max_size=2),
+        st.dictionaries(st.sampled_from(["k", "1"]), _EQUAL_BUT_TYPES, max_size=2),
+        st.lists(st.dictionaries(st.sampled_from(["k", "on"]), _EQUAL_BUT_TYPES), max_size=2),
+    ),
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -162,3 +176,84 @@ def test_a_hole_filled_again_with_equal_mappings_gives_what_dump_gives(
             {"metadata": {"labels": filling[0], "name": "n"}, "spec": [filling[1], "z"]}
         )
         assert holed.filled(list(filling)) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_POD_SPECS, _POD_SPECS), min_size=1, max_size=12))
+def test_a_hole_filled_with_mappings_of_lists_writes_each_kept_entry_as_dump_does(
+    fillings: list[tuple[Any, Any]],
+) -> None:
+    spec, item = Hole(), Hole()
+    shape = {"template": {"spec": spec}, "items": ["z", item]}
+    holed = written_with_holes(shape, [spec, item])
+    for filling in fillings:  # repeats, and entries equal but for their items' types
+        expected = dump({"template": {"spec": filling[0]}, "items": ["z", filling[1]]})
+        assert holed.filled(list(filling)) == expected
+
+
+def test_a_hole_keeps_the_text_of_an_entry_holding_a_list() -> None:
+    spec = Hole()
+    holed = written_with_holes({"spec": spec}, [spec])
+    for pool in ("a", "b"):
+        filled = {"containers": [{"name": "c"}], "nodeSelector": {"pool": pool}}
+        assert holed.filled([filled]) == dump({"spec": filled})
+    # The containers once, each pool's node selector once.
+    assert sorted(key for _, key, _ in spec.entries) == [
+        "containers",
+        "nodeSelector",
+        "nodeSelector",
+    ]
+
+
+def test_a_hole_writes_equal_entries_alike_whether_their_objects_are_shared_or_not() -> None:
+    spec = Hole()
+    holed = written_with_holes({"spec": spec}, [spec])
+    mount = {"name": "m", "readOnly": True}
+    for mounts in ([mount, mount], [dict(mount), dict(mount)], [mount, {**mount, "readOnly": 1}]):
+        filled = {"containers": [{"volumeMounts": mounts}]}
+        assert holed.filled([filled]) == dump({"spec": filled})
+
+
+def test_a_hole_refuses_what_dump_refuses_inside_a_kept_entry() -> None:
+    spec = Hole()
+    holed = written_with_holes({"spec": spec}, [spec])
+    with pytest.raises(TypeError, match="cannot write object"):
+        holed.filled([{"containers": [object()]}])
+
+
+# The plain-scalar rule as two patterns, the way it was first written: the alphabet, then
+# YAML 1.1's reserved words in any case.
+_ALPHABET = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*$")
+_RESERVED = re.compile(r"^(y|n|yes|no|on|off|true|false|null|nan|inf)$", re.IGNORECASE)
+_RESERVED_WORDS = ["y", "n", "yes", "no", "on", "off", "true", "false", "null", "nan", "inf"]
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.one_of(
+        st.text(alphabet="yesnoftrualINFYE_.-/0\n \u017f\u212a\u0130\u0131", max_size=7),
+        st.sampled_from(_RESERVED_WORDS).flatmap(
+            lambda word: st.tuples(
+                st.lists(st.booleans(), min_size=len(word), max_size=len(word)),
+                st.sampled_from(["", "\n", "x", "_", " "]),
+            ).map(
+                lambda drawn: (
+                    "".join(c.upper() if up else c for c, up in zip(word, drawn[0], strict=True))
+                    + drawn[1]
+                )
+            )
+        ),
+    )
+)
+def test_one_pattern_tells_plain_scalars_as_the_alphabet_and_reserved_words_did(
+    value: str,
+) -> None:
+    plain = bool(_ALPHABET.fullmatch(value)) and not _RESERVED.fullmatch(value)
+    assert bool(_PLAIN.fullmatch(value)) == plain
+    assert (_scalar(value) == value) == plain
+
+
+@pytest.mark.parametrize("word", _RESERVED_WORDS)
+def test_every_reserved_word_in_any_case_is_quoted(word: str) -> None:
+    for spelling in (word, word.upper(), word.title()):
+        assert dump(spelling) == f'--- "{spelling}"\n'
