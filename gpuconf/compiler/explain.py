@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from gpuconf.compiler.kueue.queues import KueuePlan, kueue_plan, lendable
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.compiler.validate import Validated
 from gpuconf.formats.located_yaml import LoadFailed, load_file
+
+if TYPE_CHECKING:
+    from gpuconf.compiler.kueue.queues import KueuePlan
 
 
 class ClassRow(NamedTuple):
@@ -80,6 +82,8 @@ class QueueRow(NamedTuple):
 def queue_rows(kueue: KueuePlan, resolved: ResolvedClass) -> list[QueueRow]:
     """Each ClusterQueue's part of one class: its nominal quota (per pool), what it lends of
     it and what it may borrow from the cohort."""
+    from gpuconf.compiler.kueue.queues import lendable
+
     rows = []
     pools = resolved.pools
     for queue in kueue.queues:
@@ -102,6 +106,9 @@ def queue_rows(kueue: KueuePlan, resolved: ResolvedClass) -> list[QueueRow]:
 def _kueue_lines(validated: Validated) -> list[str]:
     if validated.cluster.spec.kueue is None:
         return []
+    # Imported here: the README's capacity table of a cluster without Kueue plans no queues.
+    from gpuconf.compiler.kueue.queues import kueue_plan
+
     kueue = kueue_plan(validated.cluster, validated.classes)
     lines = []
     for resolved in validated.classes:

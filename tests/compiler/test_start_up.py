@@ -203,3 +203,21 @@ def test_run_leaves_the_heap_frozen_for_the_exit(monkeypatch: pytest.MonkeyPatch
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+KUEUE_PLAN = (
+    "gpuconf.compiler.kueue.queues",
+    "gpuconf.compiler.kueue.releases",
+    "gpuconf.compiler.kueue.limits",
+    "gpuconf.compiler.kueue.flavors",
+    "gpuconf.compiler.rules.kueue_limits",
+)
+
+
+def test_render_plans_kueues_queues_for_a_kueue_cluster_only(tmp_path: Path) -> None:
+    """Kueue's queue plan, releases and limits load where a cluster declares Kueue (its rules
+    run there, and the README's capacity table lists its queues), for no other."""
+    lab = _imported("render", "clusters/lab.yaml", "-o", str(tmp_path / "lab"))
+    assert sorted(lab & set(KUEUE_PLAN)) == []
+    training = _imported("render", "clusters/training-fleet.yaml", "-o", str(tmp_path / "tf"))
+    assert set(KUEUE_PLAN) <= training
