@@ -82,7 +82,7 @@ def _references(
 
 
 def _selects_something(ctx: RuleContext, resolved: ResolvedClass) -> Iterator[Diagnostic]:
-    if resolved.members:
+    if resolved.taken:
         return
     profile = resolved.spec.select.mig_profile
     declared: dict[str, set[str]] = {}
