@@ -9,6 +9,7 @@ from typing import Any
 from builders import CATALOG, cluster, gpu_uuid, pool, valid
 
 from gpuconf.api.validators import validate_cluster
+from gpuconf.compiler.plan.pool_node_config import build_node_config
 from gpuconf.compiler.resolve.class_selection import Member, units_selected
 from gpuconf.compiler.resolve.declared_inventory import Gpu, NodeGroup, build_inventory
 from gpuconf.compiler.validate import Validated
@@ -110,6 +111,26 @@ def test_alike_nodes_share_one_shape_and_keep_their_own_uuids() -> None:
     for group in groups.values():
         assert group.shape == tuple(gpu._replace(uuid=None) for gpu in group.gpus)
     assert [g.uuid for g in groups["node-b"].gpus] == [gpu_uuid(10 + i) for i in range(4)]
+
+
+def test_a_node_s_uuids_are_its_gpus_uuids_and_its_gpus_are_built_when_asked() -> None:
+    validated = valid(_fleet(CLASSES))
+    by_pool = {
+        p.name: [c for c in validated.classes if p.name in c.pools]
+        for p in validated.cluster.spec.node_pools
+    }
+    configs = [
+        build_node_config(validated.cluster, p, validated.inventory, tuple(by_pool[p.name]))
+        for p in validated.cluster.spec.node_pools
+    ]
+    listed = {node for config in configs for node in config.inventory.uuids}
+    assert listed >= {"node-a", "node-b", "node-named", "node-anonymous"}
+    groups = validated.inventory.groups
+    # Node configs list the common GPUs' UUIDs without building those nodes' GPUs.
+    assert all(g._gpus is None for g in groups if g.node in listed)
+    for group in groups:
+        assert group.gpu_uuids() == [gpu.uuid for gpu in group.gpus]
+        assert [gpu._replace(uuid=None) for gpu in group.gpus] == list(group.shape)
 
 
 def _resolved_one_by_one(document: dict[str, Any]) -> list[tuple[str | None, list[Gpu]]]:

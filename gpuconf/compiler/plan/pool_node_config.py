@@ -87,7 +87,7 @@ def _health(health: Health) -> HealthSettings:
 def _shape(group: NodeGroup) -> tuple[tuple[int, str], ...]:
     """What a declared node's GPUs are, UUIDs aside (a GPU's MIG layout follows from its index
     and model within the pool)."""
-    return tuple((gpu.index, gpu.model.name) for gpu in group.gpus)
+    return tuple((gpu.index, gpu.model.name) for gpu in group.shape)
 
 
 def _most_common(values: list[_Shared]) -> _Shared | None:
@@ -111,10 +111,10 @@ def _inventory(groups: list[NodeGroup]) -> ExpectedInventory:
     undeclared = next((g for g in groups if g.node is None), None)
     declared = [g for g in groups if g.node is not None]
     shared = _with_common_gpus(declared)
-    uuids = {g.node: [gpu.uuid for gpu in g.gpus] for g in shared if g.node is not None}
+    uuids = {g.node: g.gpu_uuids() for g in shared if g.node is not None}
     return ExpectedInventory(
         default=[_expected(g) for g in undeclared.gpus] if undeclared else [],
-        common=[_expected(g._replace(uuid=None)) for g in shared[0].gpus] if shared else [],
+        common=[_expected(g) for g in shared[0].shape] if shared else [],
         uuids=uuids,
         nodes={
             g.node: [_expected(gpu) for gpu in g.gpus]
@@ -190,7 +190,7 @@ def build_node_config(
     )
     if config.labels.owner == "gpuconf" and config_mig_strategy(config) == "mixed":
         # GFD labels every MIG profile present: every one the pool's GPU models have.
-        models = {gpu.model.name: gpu.model for group in groups for gpu in group.gpus}
+        models = {gpu.model.name: gpu.model for group in groups for gpu in group.shape}
         labels = config.labels.replace(mig_profiles=mig_profiles(models.values()))
         config = config.replace(labels=labels)
     return config

@@ -49,7 +49,7 @@ def _dra_driver(validated: Validated) -> dict[str, Any] | None:
 def _pools(validated: Validated) -> list[dict[str, Any]]:
     rows = []
     for pool in validated.cluster.spec.node_pools:
-        counts = sorted({len(g.gpus) for g in validated.inventory.by_pool(pool.name)})
+        counts = sorted({len(g.shape) for g in validated.inventory.by_pool(pool.name)})
         model = pool.gpus.model if pool.gpus else "declared per node"
         selector = ", ".join(f"{k}={v}" for k, v in sorted(node_selector(pool).items()))
         rows.append(
