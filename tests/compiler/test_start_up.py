@@ -221,3 +221,20 @@ def test_render_plans_kueues_queues_for_a_kueue_cluster_only(tmp_path: Path) -> 
     assert sorted(lab & set(KUEUE_PLAN)) == []
     training = _imported("render", "clusters/training-fleet.yaml", "-o", str(tmp_path / "tf"))
     assert set(KUEUE_PLAN) <= training
+
+
+FEATURE_PLANS = (
+    "gpuconf.compiler.plan.nvidia_plugin",
+    "gpuconf.compiler.plan.mig_parted",
+    "gpuconf.compiler.plan.gpu_operator",
+)
+
+
+def test_render_plans_nvidias_plugin_mig_and_the_gpu_operator_where_a_cluster_uses_them(
+    tmp_path: Path,
+) -> None:
+    lab = _imported("render", "clusters/lab.yaml", "-o", str(tmp_path / "lab"))
+    assert sorted(lab & set(FEATURE_PLANS)) == []
+    # mig-nvidia: NVIDIA's plugin on MIG pools, handed to the GPU Operator.
+    mig = _imported("render", "clusters/mig-nvidia.yaml", "-o", str(tmp_path / "mig"))
+    assert set(FEATURE_PLANS) <= mig
