@@ -235,6 +235,8 @@ def test_render_plans_nvidias_plugin_mig_and_the_gpu_operator_where_a_cluster_us
 ) -> None:
     lab = _imported("render", "clusters/lab.yaml", "-o", str(tmp_path / "lab"))
     assert sorted(lab & set(FEATURE_PLANS)) == []
+    # The README of a device-plugin cluster names no DRA driver release.
+    assert "gpuconf.gpus.dra_attributes" not in lab
     # mig-nvidia: NVIDIA's plugin on MIG pools, handed to the GPU Operator.
     mig = _imported("render", "clusters/mig-nvidia.yaml", "-o", str(tmp_path / "mig"))
     assert set(FEATURE_PLANS) <= mig
