@@ -130,19 +130,30 @@ def _indices(
     taken = resolved.taken_in(pool)
     if not taken:
         return None
-    by_group: dict[int, list[int]] = {}
+    by_group: dict[int, tuple[int, ...]] = {}
     for group, indices in taken:
-        by_group.setdefault(id(group), []).extend(indices)
+        by_group[id(group)] = by_group.get(id(group), ()) + indices
     if not any(id(g) in by_group for g in groups):
         return None
-    default = next((sorted(by_group.get(id(g), [])) for g in groups if g.node is None), [])
-    by_node = {g.node: sorted(by_group.get(id(g), [])) for g in groups if g.node is not None}
-    common = list(_most_common([tuple(by_node[n]) for n in inventory.uuids]) or ())
+    # Alike nodes share one tuple of indices (their shape's): each is sorted once.
+    in_order: dict[int, tuple[int, ...]] = {}
+    default: tuple[int, ...] = ()
+    by_node: dict[str, tuple[int, ...]] = {}
+    for g in groups:
+        indices = by_group.get(id(g), ())
+        ordered = in_order.get(id(indices))
+        if ordered is None:
+            ordered = in_order[id(indices)] = tuple(sorted(indices))
+        if g.node is None:
+            default = ordered
+        else:
+            by_node[g.node] = ordered
+    common = _most_common([by_node[n] for n in inventory.uuids]) or ()
     return GpuIndices(
-        default=default,
-        common=common,
+        default=list(default),
+        common=list(common),
         nodes={
-            node: indices
+            node: list(indices)
             for node, indices in by_node.items()
             if indices != (common if node in inventory.uuids else default)
         },
