@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from gpuconf.compiler.kueue.queues import KueuePlan, kueue_plan, lendable
 from gpuconf.compiler.resolve.class_selection import ResolvedClass
 from gpuconf.compiler.validate import Validated
 from gpuconf.formats.located_yaml import LoadFailed, load_file
@@ -69,62 +68,6 @@ def class_rows(validated: Validated) -> list[ClassRow]:
     return rows
 
 
-class QueueRow(NamedTuple):
-    queue: str
-    nominal: int
-    by_pool: dict[str, int]
-    lends: int
-    borrows: int
-
-
-def queue_rows(kueue: KueuePlan, resolved: ResolvedClass) -> list[QueueRow]:
-    """Each ClusterQueue's part of one class: its nominal quota (per pool), what it lends of
-    it and what it may borrow from the cohort."""
-    rows = []
-    pools = resolved.pools
-    for queue in kueue.queues:
-        for resource in queue.resources:
-            if resolved.name not in resource.classes:
-                continue
-            flavors = [f for f in resource.flavors if f.flavor in pools]
-            rows.append(
-                QueueRow(
-                    queue.name,
-                    sum(f.nominal for f in flavors),
-                    {f.flavor: f.nominal for f in flavors},
-                    sum(lendable(f) for f in flavors),
-                    kueue.borrowable(queue, resource, pools),
-                )
-            )
-    return rows
-
-
-def _kueue_lines(validated: Validated) -> list[str]:
-    if validated.cluster.spec.kueue is None:
-        return []
-    kueue = kueue_plan(validated.cluster, validated.classes)
-    lines = []
-    for resolved in validated.classes:
-        rows = queue_rows(kueue, resolved)
-        if not rows:
-            continue
-        lines += [
-            "",
-            f"{resolved.name}: Kueue ClusterQueues in cohort {kueue.cohort} (capacity {resolved.capacity})",
-        ]
-        for row in rows:
-            split = (
-                " (" + ", ".join(f"{pool}: {n}" for pool, n in row.by_pool.items()) + ")"
-                if len(row.by_pool) > 1
-                else ""
-            )
-            lines.append(
-                f"  {row.queue}: nominal {row.nominal}{split}, lends up to {row.lends}, "
-                f"may borrow {row.borrows}"
-            )
-    return lines
-
-
 def explain_text(validated: Validated) -> str:
     rows = class_rows(validated)
     header = ("class", "requested as", "devices", "replicas", "capacity", "quota", "headroom")
@@ -149,7 +92,12 @@ def explain_text(validated: Validated) -> str:
             lines.append("")
             lines.append(f"{row.name}: quota per namespace")
             lines.extend(f"  {ns}: {count}" for ns, count in row.namespaces.items())
-    lines += _kueue_lines(validated)
+    if validated.cluster.spec.kueue is not None:
+        # Imported here: only a cluster with Kueue has queues to list (the README's capacity
+        # table of any other cluster plans none).
+        from gpuconf.compiler.explain_kueue import kueue_lines
+
+        lines += kueue_lines(validated)
     return "\n".join(lines) + "\n"
 
 

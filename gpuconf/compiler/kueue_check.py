@@ -16,8 +16,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from gpuconf.compiler.kueue.limits import QUEUE_LIMITS
-from gpuconf.compiler.kueue.queues import flavor_capacity
 from gpuconf.compiler.plan.artifact import Artifact
 from gpuconf.compiler.validate import Validated
 from gpuconf.diagnostics import Diagnostic
@@ -37,6 +35,8 @@ def kueue_problems(
     # Imported here: a cluster without Kueue renders without its CRD schemas and admission.
     from gpuconf.compiler.kueue.admission import Capacity, refusals
     from gpuconf.compiler.kueue.crd_schema import CrdSchemas
+    from gpuconf.compiler.kueue.limits import QUEUE_LIMITS
+    from gpuconf.compiler.kueue.queues import flavor_capacity
 
     objects: list[dict[str, Any]] = [
         parse_text(tree[a.path].decode("utf-8"), a.path).data

@@ -9,6 +9,7 @@ from typing import Any
 from builders import CATALOG, cluster, gpu_uuid, pool, valid
 
 from gpuconf.api.validators import validate_cluster
+from gpuconf.compiler.plan.pool_node_config import build_node_config
 from gpuconf.compiler.resolve.class_selection import Member, units_selected
 from gpuconf.compiler.resolve.declared_inventory import Gpu, NodeGroup, build_inventory
 from gpuconf.compiler.validate import Validated
@@ -76,6 +77,30 @@ def test_class_members_are_what_units_selected_takes_of_every_gpu() -> None:
     assert {m.gpu.uuid for m in members["named"]} == {gpu_uuid(12), gpu_uuid(52)}
 
 
+def test_counts_and_pools_from_what_a_class_takes_are_its_members_counts() -> None:
+    # ResolvedClass counts its devices from its groups (taken) and builds its members only
+    # when asked: what it says must be what its members say.
+    validated = valid(_fleet(CLASSES))
+    for resolved in validated.classes:
+        assert resolved.members_in("no-such-pool") == ()
+        members = _every_gpu_asked(validated)[resolved.name]
+        assert resolved.devices == sum(m.group.size * m.units for m in members)
+        assert resolved.pools == sorted({m.group.pool for m in members})
+        taken = [id(t.group) for t in resolved.taken]
+        assert taken == list(dict.fromkeys(id(m.group) for m in members))
+        for pool_name in ("a100", "l4"):
+            in_pool = [m for m in members if m.group.pool == pool_name]
+            assert list(resolved.members_in(pool_name)) == in_pool
+            devices = sum(m.group.size * m.units for m in in_pool)
+            assert resolved.capacity_in(pool_name) == devices * resolved.replicas
+
+
+def test_validating_a_fleet_builds_no_class_member() -> None:
+    # A fleet's members are thousands of tuples that no rule of this cluster reads.
+    validated = valid(_fleet(CLASSES))
+    assert all(c._members is None for c in validated.classes)
+
+
 def test_alike_nodes_share_one_shape_and_keep_their_own_uuids() -> None:
     groups = {g.node: g for g in valid(_fleet(CLASSES)).inventory.groups}
     # node-named spells out the pool's model: the same GPUs, so the same shape.
@@ -86,6 +111,26 @@ def test_alike_nodes_share_one_shape_and_keep_their_own_uuids() -> None:
     for group in groups.values():
         assert group.shape == tuple(gpu._replace(uuid=None) for gpu in group.gpus)
     assert [g.uuid for g in groups["node-b"].gpus] == [gpu_uuid(10 + i) for i in range(4)]
+
+
+def test_a_node_s_uuids_are_its_gpus_uuids_and_its_gpus_are_built_when_asked() -> None:
+    validated = valid(_fleet(CLASSES))
+    by_pool = {
+        p.name: [c for c in validated.classes if p.name in c.pools]
+        for p in validated.cluster.spec.node_pools
+    }
+    configs = [
+        build_node_config(validated.cluster, p, validated.inventory, tuple(by_pool[p.name]))
+        for p in validated.cluster.spec.node_pools
+    ]
+    listed = {node for config in configs for node in config.inventory.uuids}
+    assert listed >= {"node-a", "node-b", "node-named", "node-anonymous"}
+    groups = validated.inventory.groups
+    # Node configs list the common GPUs' UUIDs without building those nodes' GPUs.
+    assert all(g._gpus is None for g in groups if g.node in listed)
+    for group in groups:
+        assert group.gpu_uuids() == [gpu.uuid for gpu in group.gpus]
+        assert [gpu._replace(uuid=None) for gpu in group.gpus] == list(group.shape)
 
 
 def _resolved_one_by_one(document: dict[str, Any]) -> list[tuple[str | None, list[Gpu]]]:

@@ -203,3 +203,40 @@ def test_run_leaves_the_heap_frozen_for_the_exit(monkeypatch: pytest.MonkeyPatch
         assert gc.get_freeze_count() > 0
     finally:
         gc.unfreeze()
+
+
+KUEUE_PLAN = (
+    "gpuconf.compiler.kueue.queues",
+    "gpuconf.compiler.kueue.releases",
+    "gpuconf.compiler.kueue.limits",
+    "gpuconf.compiler.kueue.flavors",
+    "gpuconf.compiler.rules.kueue_limits",
+)
+
+
+def test_render_plans_kueues_queues_for_a_kueue_cluster_only(tmp_path: Path) -> None:
+    """Kueue's queue plan, releases and limits load where a cluster declares Kueue (its rules
+    run there, and the README's capacity table lists its queues), for no other."""
+    lab = _imported("render", "clusters/lab.yaml", "-o", str(tmp_path / "lab"))
+    assert sorted(lab & set(KUEUE_PLAN)) == []
+    training = _imported("render", "clusters/training-fleet.yaml", "-o", str(tmp_path / "tf"))
+    assert set(KUEUE_PLAN) <= training
+
+
+FEATURE_PLANS = (
+    "gpuconf.compiler.plan.nvidia_plugin",
+    "gpuconf.compiler.plan.mig_parted",
+    "gpuconf.compiler.plan.gpu_operator",
+)
+
+
+def test_render_plans_nvidias_plugin_mig_and_the_gpu_operator_where_a_cluster_uses_them(
+    tmp_path: Path,
+) -> None:
+    lab = _imported("render", "clusters/lab.yaml", "-o", str(tmp_path / "lab"))
+    assert sorted(lab & set(FEATURE_PLANS)) == []
+    # The README of a device-plugin cluster names no DRA driver release.
+    assert "gpuconf.gpus.dra_attributes" not in lab
+    # mig-nvidia: NVIDIA's plugin on MIG pools, handed to the GPU Operator.
+    mig = _imported("render", "clusters/mig-nvidia.yaml", "-o", str(tmp_path / "mig"))
+    assert set(FEATURE_PLANS) <= mig

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from gpuconf.api.cluster import NodePool
 from gpuconf.api.node_config import NodeConfig
@@ -16,12 +17,9 @@ from gpuconf.compiler.plan.dcgm_exporter_counters import dcgm_exporter_counters
 from gpuconf.compiler.plan.dcgm_exporter_rbac import dcgm_exporter_rbac
 from gpuconf.compiler.plan.driver import driver_daemonset
 from gpuconf.compiler.plan.driver_manager import driver_manager_rbac
-from gpuconf.compiler.plan.gpu_operator import gpu_operator
 from gpuconf.compiler.plan.kustomization import kustomization
-from gpuconf.compiler.plan.mig_parted import mig_manager_config_map, mig_rows
 from gpuconf.compiler.plan.monitoring import monitoring
 from gpuconf.compiler.plan.node_daemonset import node_daemonset
-from gpuconf.compiler.plan.nvidia_plugin import nvidia_plugin
 from gpuconf.compiler.plan.pool_node_config import build_node_config, node_config_map
 from gpuconf.compiler.plan.quotas import quotas
 from gpuconf.compiler.plan.readme import readme
@@ -62,6 +60,10 @@ def _pool_artifacts(
     if cluster.spec.allocation == "dra":
         return artifacts
     if cluster.spec.plugin == "nvidia":
+        # Imported here, as the planning of MIG, the GPU Operator, Kueue and DRA below: only
+        # for a cluster that uses it.
+        from gpuconf.compiler.plan.nvidia_plugin import nvidia_plugin
+
         return artifacts + nvidia_plugin(cluster, pool, list(classes), mig_strategy)
     uses_mps = any(r.sharing.strategy == "mps" for r in config.resources)
     uses_mig = any(r.mig_profile is not None for r in config.resources)
@@ -132,12 +134,17 @@ def plan(
         artifacts += quotas(cluster, validated.classes, dra_quota_key, admitted)
     else:
         artifacts += quotas(cluster, validated.classes, admitted=admitted)
-    artifacts += mig_manager_config_map(cluster, validated.inventory)
-    artifacts += gpu_operator(
-        cluster,
-        uses_mig=any(p.mig_layouts() for p in spec.node_pools),
-        mig_strategy=strategies.operator,
-    )
-    artifacts.append(readme(validated, source, mig_rows(cluster, validated.inventory)))
+    uses_mig = any(p.mig_layouts() for p in spec.node_pools)
+    rows: list[dict[str, Any]] = []  # the README's MIG rows: none without a MIG layout
+    if uses_mig:
+        from gpuconf.compiler.plan.mig_parted import mig_manager_config_map, mig_rows
+
+        artifacts += mig_manager_config_map(cluster, validated.inventory)
+        rows = mig_rows(cluster, validated.inventory)
+    if spec.gpu_operator is not None:
+        from gpuconf.compiler.plan.gpu_operator import gpu_operator
+
+        artifacts += gpu_operator(cluster, uses_mig=uses_mig, mig_strategy=strategies.operator)
+    artifacts.append(readme(validated, source, rows))
     artifacts.append(kustomization(artifacts))
     return sorted(artifacts, key=lambda a: a.path)

@@ -149,15 +149,15 @@ def _dcgm_gpu_counts(pool: str, inventory: DeclaredInventory, exporter: str) -> 
     (NVIDIA/dcgm-exporter internal/pkg/collector/gpu_collector.go)."""
     by = f"{POOL_SERIES_LABEL}, {NODE_SERIES_LABEL}"
     groups = list(inventory.by_pool(pool))
-    counts = Counter(len(g.gpus) for g in groups if g.node is not None)
+    counts = Counter(len(g.shape) for g in groups if g.node is not None)
     usual = next(
-        (len(g.gpus) for g in groups if g.node is None),
+        (len(g.shape) for g in groups if g.node is None),
         counts.most_common(1)[0][0] if counts else 0,
     )
     unusual: dict[int, list[str]] = {}
     for group in groups:
-        if group.node is not None and len(group.gpus) != usual:
-            unusual.setdefault(len(group.gpus), []).append(group.node)
+        if group.node is not None and len(group.shape) != usual:
+            unusual.setdefault(len(group.shape), []).append(group.node)
     every_unusual = sorted(node for nodes in unusual.values() for node in nodes)
     selections = [
         (usual, f'{NODE_SERIES_LABEL}!~"{_alternatives(every_unusual)}"' if unusual else "")

@@ -49,7 +49,7 @@ def pool_entries(pool: NodePool, inventory: DeclaredInventory) -> list[dict[str,
     layouts = pool.mig_layouts()
     if not layouts:
         return []
-    gpus = [g for group in inventory.by_pool(pool.name) for g in group.gpus]
+    gpus = [g for group in inventory.by_pool(pool.name) for g in group.shape]
     models = {g.model.name: g.model for g in gpus}
     per_model = len(models) > 1
     entries: list[dict[str, Any]] = []
@@ -110,7 +110,7 @@ def mig_rows(cluster: Cluster, inventory: DeclaredInventory) -> list[dict[str, A
     for pool in cluster.spec.node_pools:
         if not pool.mig_layouts():
             continue
-        gpus = [g for group in inventory.by_pool(pool.name) for g in group.gpus]
+        gpus = [g for group in inventory.by_pool(pool.name) for g in group.shape]
         parts: dict[str, list[int]] = {}
         for gpu in gpus:
             text = describe(gpu.mig) if gpu.mig is not None else "MIG disabled"

@@ -87,7 +87,7 @@ def _health(health: Health) -> HealthSettings:
 def _shape(group: NodeGroup) -> tuple[tuple[int, str], ...]:
     """What a declared node's GPUs are, UUIDs aside (a GPU's MIG layout follows from its index
     and model within the pool)."""
-    return tuple((gpu.index, gpu.model.name) for gpu in group.gpus)
+    return tuple((gpu.index, gpu.model.name) for gpu in group.shape)
 
 
 def _most_common(values: list[_Shared]) -> _Shared | None:
@@ -111,10 +111,10 @@ def _inventory(groups: list[NodeGroup]) -> ExpectedInventory:
     undeclared = next((g for g in groups if g.node is None), None)
     declared = [g for g in groups if g.node is not None]
     shared = _with_common_gpus(declared)
-    uuids = {g.node: [gpu.uuid for gpu in g.gpus] for g in shared if g.node is not None}
+    uuids = {g.node: g.gpu_uuids() for g in shared if g.node is not None}
     return ExpectedInventory(
         default=[_expected(g) for g in undeclared.gpus] if undeclared else [],
-        common=[_expected(g._replace(uuid=None)) for g in shared[0].gpus] if shared else [],
+        common=[_expected(g) for g in shared[0].shape] if shared else [],
         uuids=uuids,
         nodes={
             g.node: [_expected(gpu) for gpu in g.gpus]
@@ -130,19 +130,30 @@ def _indices(
     taken = resolved.taken_in(pool)
     if not taken:
         return None
-    by_group: dict[int, list[int]] = {}
+    by_group: dict[int, tuple[int, ...]] = {}
     for group, indices in taken:
-        by_group.setdefault(id(group), []).extend(indices)
+        by_group[id(group)] = by_group.get(id(group), ()) + indices
     if not any(id(g) in by_group for g in groups):
         return None
-    default = next((sorted(by_group.get(id(g), [])) for g in groups if g.node is None), [])
-    by_node = {g.node: sorted(by_group.get(id(g), [])) for g in groups if g.node is not None}
-    common = list(_most_common([tuple(by_node[n]) for n in inventory.uuids]) or ())
+    # Alike nodes share one tuple of indices (their shape's): each is sorted once.
+    in_order: dict[int, tuple[int, ...]] = {}
+    default: tuple[int, ...] = ()
+    by_node: dict[str, tuple[int, ...]] = {}
+    for g in groups:
+        indices = by_group.get(id(g), ())
+        ordered = in_order.get(id(indices))
+        if ordered is None:
+            ordered = in_order[id(indices)] = tuple(sorted(indices))
+        if g.node is None:
+            default = ordered
+        else:
+            by_node[g.node] = ordered
+    common = _most_common([by_node[n] for n in inventory.uuids]) or ()
     return GpuIndices(
-        default=default,
-        common=common,
+        default=list(default),
+        common=list(common),
         nodes={
-            node: indices
+            node: list(indices)
             for node, indices in by_node.items()
             if indices != (common if node in inventory.uuids else default)
         },
@@ -190,7 +201,7 @@ def build_node_config(
     )
     if config.labels.owner == "gpuconf" and config_mig_strategy(config) == "mixed":
         # GFD labels every MIG profile present: every one the pool's GPU models have.
-        models = {gpu.model.name: gpu.model for group in groups for gpu in group.gpus}
+        models = {gpu.model.name: gpu.model for group in groups for gpu in group.shape}
         labels = config.labels.replace(mig_profiles=mig_profiles(models.values()))
         config = config.replace(labels=labels)
     return config

@@ -14,7 +14,6 @@ from gpuconf.compiler.plan.pod import node_selector
 from gpuconf.compiler.resolve.declared_inventory import pool_size
 from gpuconf.compiler.rules.node_selection import relabel_command
 from gpuconf.compiler.validate import Validated
-from gpuconf.gpus.dra_attributes import SHARING_GATES, attribute_set
 from gpuconf.gpus.gpu_operator import (
     CLIENT_DEPLOY,
     CLUSTER_POLICY,
@@ -32,6 +31,9 @@ def _dra_driver(validated: Validated) -> dict[str, Any] | None:
     spec = validated.cluster.spec
     if spec.allocation != "dra":
         return None
+    # Imported here: the DRA driver's attributes are a device-plugin cluster's needless import.
+    from gpuconf.gpus.dra_attributes import SHARING_GATES, attribute_set
+
     release = spec.dra.driver_version
     needed = sorted(
         {
@@ -49,7 +51,7 @@ def _dra_driver(validated: Validated) -> dict[str, Any] | None:
 def _pools(validated: Validated) -> list[dict[str, Any]]:
     rows = []
     for pool in validated.cluster.spec.node_pools:
-        counts = sorted({len(g.gpus) for g in validated.inventory.by_pool(pool.name)})
+        counts = sorted({len(g.shape) for g in validated.inventory.by_pool(pool.name)})
         model = pool.gpus.model if pool.gpus else "declared per node"
         selector = ", ".join(f"{k}={v}" for k, v in sorted(node_selector(pool).items()))
         rows.append(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from functools import cache
 from typing import NamedTuple
 
@@ -34,12 +34,13 @@ class ResolvedClass:
     members of every class."""
 
     __slots__ = (
-        "_by_pool",
         "_devices",
+        "_members",
+        "_members_by_pool",
         "_taken_by_pool",
+        "_units",
         "claims_take_whole_devices",
         "index",
-        "members",
         "resource_name",
         "spec",
         "taken",
@@ -50,35 +51,55 @@ class ResolvedClass:
         index: int,
         spec: ResourceClass,
         resource_name: str,
-        members: tuple[Member, ...],
         taken: tuple[Taken, ...],
+        units: tuple[Sequence[int], ...],
         claims_take_whole_devices: bool = False,
     ) -> None:
+        """`units`: for each of `taken`, the devices each GPU of its group's shape gives the
+        class (0: not a member)."""
+        if len(units) != len(taken):
+            raise ValueError("a class's groups and their GPUs' units disagree")
         self.index = index
         self.spec = spec
         self.resource_name = resource_name
-        self.members = members
         self.taken = taken
-        """`members` group by group, in the same order: a step per group, not per GPU."""
+        """What the class takes of each node group, in inventory order: a step per group, not
+        per GPU."""
+        self._units = units
         self.claims_take_whole_devices = claims_take_whole_devices
         """DRA: each ResourceClaim gets whole devices, so sharing adds no capacity."""
-        by_pool: dict[str, list[Member]] = {}
         taken_by_pool: dict[str, list[Taken]] = {}
-        start = 0
-        for run in taken:  # each run's members are the next len(run.indices) of `members`
-            end = start + len(run.indices)
-            by_pool.setdefault(run.group.pool, []).extend(members[start:end])
+        for run in taken:
             taken_by_pool.setdefault(run.group.pool, []).append(run)
-            start = end
-        if start != len(members):
-            raise ValueError("a class's members and what it takes of each group disagree")
-        self._by_pool = {k: tuple(v) for k, v in by_pool.items()}
         self._taken_by_pool = {k: tuple(v) for k, v in taken_by_pool.items()}
         self._devices: int | None = None
+        self._members: tuple[Member, ...] | None = None
+        self._members_by_pool: dict[str, tuple[Member, ...]] | None = None
+
+    @property
+    def members(self) -> tuple[Member, ...]:
+        """Each member GPU (with its UUID), group by group as in `taken`. Built when first asked:
+        most rules and planning step per group (`taken`), and a fleet's members are thousands
+        of tuples."""
+        if self._members is None:
+            self._members = tuple(
+                [
+                    _new_tuple(Member, (group, gpu, n))
+                    for (group, _), units in zip(self.taken, self._units, strict=True)
+                    for gpu, n in zip(group.gpus, units, strict=True)
+                    if n
+                ]
+            )
+        return self._members
 
     def members_in(self, pool: str) -> tuple[Member, ...]:
         """The class's members in one pool, in inventory order."""
-        return self._by_pool.get(pool, ())
+        if self._members_by_pool is None:
+            by_pool: dict[str, list[Member]] = {}
+            for member in self.members:
+                by_pool.setdefault(member.group.pool, []).append(member)
+            self._members_by_pool = {k: tuple(v) for k, v in by_pool.items()}
+        return self._members_by_pool.get(pool, ())
 
     def taken_in(self, pool: str) -> tuple[Taken, ...]:
         """`taken` in one pool."""
@@ -96,7 +117,10 @@ class ResolvedClass:
     def devices(self) -> int:
         """Physical devices (GPUs or MIG devices) in the class, over all nodes."""
         if self._devices is None:  # asked by rules, planning and explain alike: summed once
-            self._devices = sum(m.group.size * m.units for m in self.members)
+            self._devices = sum(
+                run.group.size * sum(per_gpu)
+                for run, per_gpu in zip(self.taken, self._units, strict=True)
+            )
         return self._devices
 
     @property
@@ -106,12 +130,16 @@ class ResolvedClass:
 
     def capacity_in(self, pool: str) -> int:
         """The share of `capacity` on one pool's nodes."""
-        devices = sum(m.group.size * m.units for m in self.members_in(pool))
+        devices = sum(
+            run.group.size * sum(per_gpu)
+            for run, per_gpu in zip(self.taken, self._units, strict=True)
+            if run.group.pool == pool
+        )
         return devices if self.claims_take_whole_devices else devices * self.replicas
 
     @property
     def pools(self) -> list[str]:
-        return sorted(self._by_pool)
+        return sorted(self._taken_by_pool)
 
     @property
     def mps_memory_limit_mib(self) -> int:
@@ -220,8 +248,8 @@ def _candidates(selector: Selector, inventory: DeclaredInventory) -> Iterator[No
 
 
 class _Membership(NamedTuple):
-    members: tuple[Member, ...]
     taken: tuple[Taken, ...]
+    units: tuple[Sequence[int], ...]
 
 
 def _members(
@@ -230,8 +258,8 @@ def _members(
     """What units_selected takes of each GPU of `groups`, its terms split: the group's once per
     group, the GPU's once per group shape (NodeGroup.shape), which a pool's nodes share."""
     by_shape: dict[int, tuple[list[int], tuple[int, ...]]] = {}
-    members: list[Member] = []
     taken: list[Taken] = []
+    units_taken: list[list[int]] = []
     for group in groups:
         if not group_selected(selector, group, drivers[group.pool]):
             continue
@@ -243,13 +271,9 @@ def _members(
             found = by_shape[id(shape)] = (units, indices)
         units, indices = found
         if indices:
-            members += [
-                _new_tuple(Member, (group, gpu, n))
-                for gpu, n in zip(group.gpus, units, strict=True)
-                if n
-            ]
             taken.append(Taken(group, indices))
-    return _Membership(tuple(members), tuple(taken))
+            units_taken.append(units)
+    return _Membership(tuple(taken), tuple(units_taken))
 
 
 # NamedTuple's own __new__ is a Python function; tuple.__new__ builds the same member
@@ -278,7 +302,7 @@ def resolve_classes(spec: ClusterSpec, inventory: DeclaredInventory) -> Resolved
         spec, inventory, zip(spec.resource_classes, member_pools, strict=True)
     )
     resolved = []
-    for index, (resource_class, (members, taken), pools) in enumerate(
+    for index, (resource_class, (taken, units), pools) in enumerate(
         zip(spec.resource_classes, memberships, member_pools, strict=True)
     ):
         single = bool(pools) and all(strategies.pools[pool] == "single" for pool in pools)
@@ -287,8 +311,8 @@ def resolve_classes(spec: ClusterSpec, inventory: DeclaredInventory) -> Resolved
                 index,
                 resource_class,
                 default_resource_name(resource_class, spec, single),
-                members,
                 taken,
+                units,
                 claims_take_whole_devices=spec.allocation == "dra",
             )
         )

@@ -26,20 +26,51 @@ class Gpu(NamedTuple):
     """The MIG layout {profile: count}; None when MIG is off."""
 
 
-class NodeGroup(NamedTuple):
-    pool: str
-    pool_index: int
-    node: str | None
-    """The declared node's name, or None for the pool's undeclared nodes."""
-    node_index: int | None
-    """Position of the node in the pool's `nodes` list."""
-    size: int
-    """How many nodes the group stands for."""
-    gpus: tuple[Gpu, ...]
-    shape: tuple[Gpu, ...]
-    """`gpus` without their UUIDs: one tuple, the same object, for every group of the pool
-    whose GPUs are alike (what depends on a GPU's index, model and layout alone is worked out
-    once per shape)."""
+class NodeGroup:
+    """Nodes of one pool with the same GPUs: a declared node, or the pool's undeclared nodes."""
+
+    __slots__ = ("_gpus", "node", "node_index", "pool", "pool_index", "shape", "size", "uuids")
+
+    def __init__(
+        self,
+        pool: str,
+        pool_index: int,
+        node: str | None,
+        node_index: int | None,
+        size: int,
+        shape: tuple[Gpu, ...],
+        uuids: tuple[str | None, ...] | None = None,
+    ) -> None:
+        if uuids is not None and len(uuids) != len(shape):
+            raise ValueError("a node's UUIDs and its GPUs disagree")
+        self.pool = pool
+        self.pool_index = pool_index
+        self.node = node
+        """The declared node's name, or None for the pool's undeclared nodes."""
+        self.node_index = node_index
+        """Position of the node in the pool's `nodes` list."""
+        self.size = size
+        """How many nodes the group stands for."""
+        self.shape = shape
+        """The GPUs without their UUIDs: one tuple, the same object, for every group of the pool
+        whose GPUs are alike (what depends on a GPU's index, model and layout alone is worked
+        out once per shape)."""
+        self.uuids = uuids
+        """A declared node's GPUs' UUIDs (None where it declares none), in the order of
+        `shape`; None for the undeclared nodes."""
+        self._gpus: tuple[Gpu, ...] | None = None
+
+    @property
+    def gpus(self) -> tuple[Gpu, ...]:
+        """`shape` with each GPU's UUID. Built when first asked: a fleet's declared GPUs are
+        thousands, and most steps need their shape or their UUIDs alone."""
+        if self._gpus is None:
+            self._gpus = self.shape if self.uuids is None else _with_uuids(self.shape, self.uuids)
+        return self._gpus
+
+    def gpu_uuids(self) -> list[str | None]:
+        """Each GPU's UUID, in the order of `shape`."""
+        return [None] * len(self.shape) if self.uuids is None else list(self.uuids)
 
 
 class DeclaredInventory:
@@ -78,14 +109,12 @@ def build_inventory(cluster: Cluster, catalog: Catalog) -> DeclaredInventory:
     for pool_index, pool in enumerate(cluster.spec.node_pools):
         pool_gpus = _PoolGpus(pool, catalog)
         for node_index, node in enumerate(pool.nodes):
-            gpus, shape = pool_gpus.node(node.gpus)
-            groups.append(NodeGroup(pool.name, pool_index, node.name, node_index, 1, gpus, shape))
+            shape, uuids = pool_gpus.node(node.gpus)
+            groups.append(NodeGroup(pool.name, pool_index, node.name, node_index, 1, shape, uuids))
         remaining = pool_size(pool) - len(pool.nodes)
         if remaining > 0 and pool.gpus is not None:
             shape = pool_gpus.undeclared(pool.gpus.count)
-            groups.append(
-                NodeGroup(pool.name, pool_index, UNDECLARED, None, remaining, shape, shape)
-            )
+            groups.append(NodeGroup(pool.name, pool_index, UNDECLARED, None, remaining, shape))
     return DeclaredInventory(tuple(groups))
 
 
@@ -117,17 +146,19 @@ class _PoolGpus:
         found = self._resolved[key] = _gpu(self._pool, *key, self._catalog)
         return found
 
-    def node(self, declared: Sequence[DeclaredGpu]) -> tuple[tuple[Gpu, ...], tuple[Gpu, ...]]:
-        """A declared node's GPUs, and its shape: found once for the pool's nodes that declare
-        the same indices and models."""
+    def node(
+        self, declared: Sequence[DeclaredGpu]
+    ) -> tuple[tuple[Gpu, ...], tuple[str | None, ...]]:
+        """A declared node's shape, found once for the pool's nodes that declare the same
+        indices and models, and its GPUs' UUIDs in the shape's order."""
         keys = tuple([(gpu.index, gpu.model) for gpu in declared])
         shape = self._shapes.get(keys)
         if shape is None:
             shape = self._shapes[keys] = self._shape(keys)
         if len(shape) != len(declared):  # a model the catalog does not know: left out
             known = [gpu for gpu in declared if self.resolve(gpu.index, gpu.model)]
-            return _with_uuids(shape, [gpu.uuid for gpu in known]), shape
-        return _with_uuids(shape, [gpu.uuid for gpu in declared]), shape
+            return shape, tuple([gpu.uuid for gpu in known])
+        return shape, tuple([gpu.uuid for gpu in declared])
 
     def _shape(self, keys: tuple[tuple[int, str | None], ...]) -> tuple[Gpu, ...]:
         resolved = (self.resolve(*key) for key in keys)
@@ -140,7 +171,7 @@ class _PoolGpus:
         return self._shape(tuple((index, None) for index in range(count)))
 
 
-def _with_uuids(shape: tuple[Gpu, ...], uuids: list[str | None]) -> tuple[Gpu, ...]:
+def _with_uuids(shape: tuple[Gpu, ...], uuids: tuple[str | None, ...]) -> tuple[Gpu, ...]:
     return tuple(
         gpu if uuid is None else _new_tuple(Gpu, (gpu.index, gpu.model, uuid, gpu.mig))
         for gpu, uuid in zip(shape, uuids, strict=True)

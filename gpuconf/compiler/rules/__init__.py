@@ -13,7 +13,6 @@ from gpuconf.compiler.rules import (
     jetson_sharing,
     kubernetes_version,
     kueue,
-    kueue_limits,
     mig,
     mps,
     names,
@@ -31,6 +30,17 @@ from gpuconf.compiler.rules.context import RuleContext
 from gpuconf.diagnostics import Diagnostic
 
 Rule = Callable[[RuleContext], Iterator[Diagnostic]]
+
+
+def _kueue_limits(ctx: RuleContext) -> Iterator[Diagnostic]:
+    """kueue_limits.check, imported only where a cluster declares Kueue: without it the rule
+    says nothing, and its queue plan and Kueue's limits would be a needless import."""
+    if ctx.cluster.spec.kueue is None:
+        return iter(())
+    from gpuconf.compiler.rules import kueue_limits
+
+    return kueue_limits.check(ctx)
+
 
 # Rules that need only the typed document run first; rules over resolved classes need
 # every model name to be known, so they run only when the first group found no error.
@@ -61,6 +71,6 @@ INVENTORY_RULES: tuple[Rule, ...] = (
 )
 # Rules over the Kueue queues gpuconf plans from the classes and quotas: they need both to
 # have passed.
-QUEUE_RULES: tuple[Rule, ...] = (kueue_limits.check,)
+QUEUE_RULES: tuple[Rule, ...] = (_kueue_limits,)
 
 __all__ = ["DOCUMENT_RULES", "INVENTORY_RULES", "QUEUE_RULES", "Rule", "RuleContext"]

@@ -44,7 +44,7 @@ def _undeclared_drivers(ctx: RuleContext, resolved: ResolvedClass) -> Iterator[D
         and any(
             units_selected(rest, group, gpu)
             for group in ctx.inventory.by_pool(p.name)
-            for gpu in group.gpus
+            for gpu in group.shape
         )
     ]
     if unknown:
@@ -82,12 +82,12 @@ def _references(
 
 
 def _selects_something(ctx: RuleContext, resolved: ResolvedClass) -> Iterator[Diagnostic]:
-    if resolved.members:
+    if resolved.taken:
         return
     profile = resolved.spec.select.mig_profile
     declared: dict[str, set[str]] = {}
     for grp in ctx.inventory.groups:
-        for g in grp.gpus:
+        for g in grp.shape:
             for p in g.mig or {}:
                 declared.setdefault(p, set()).add(grp.pool)
     if profile is not None and profile not in declared:
@@ -106,7 +106,7 @@ def _selects_something(ctx: RuleContext, resolved: ResolvedClass) -> Iterator[Di
         {
             f"{g.model.name}" + (f" (MIG {', '.join(g.mig)})" if g.mig else "")
             for grp in ctx.inventory.groups
-            for g in grp.gpus
+            for g in grp.shape
         }
     )
     yield ctx.error(

@@ -58,7 +58,7 @@ def _claim(ctx: RuleContext, resolved: ResolvedClass) -> Iterator[Diagnostic]:
     if claim.allocation_mode == "ExactCount":
         for name in dict.fromkeys(wanted):
             asked = by_name.get(name)
-            if asked is None or not asked.members:
+            if asked is None or not asked.taken:
                 continue
             most = most_on_one_node(asked)
             if claim.count > most:

@@ -7,8 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gpuconf.api.cluster.kueue import ClusterQueueSettings, Kueue
-from gpuconf.compiler.kueue.queues import queue_name
-from gpuconf.compiler.kueue.releases import NEWEST, facts
 from gpuconf.compiler.rules.context import RuleContext, quota_path
 from gpuconf.diagnostics import Diagnostic, KeyPath
 from gpuconf.hints import did_you_mean
@@ -23,6 +21,8 @@ def _queue_path(index: int, *rest: str | int) -> KeyPath:
 def _release(ctx: RuleContext, kueue: Kueue) -> Iterator[Diagnostic]:
     if ctx.cluster.spec.allocation != "dra":
         return
+    from gpuconf.compiler.kueue.releases import NEWEST, facts
+
     release = facts(kueue.version)
     gate = release.dra_gate
     if gate is None:
@@ -45,6 +45,10 @@ def _release(ctx: RuleContext, kueue: Kueue) -> Iterator[Diagnostic]:
 
 
 def _settings(ctx: RuleContext, index: int, queue: ClusterQueueSettings) -> Iterator[Diagnostic]:
+    # Imported here, as in _release: a cluster without Kueue checks its quotas without loading
+    # the queue plan's module (its NamedTuples are a Kueue-less render's needless import).
+    from gpuconf.compiler.kueue.queues import queue_name
+
     quotas = [q for q in ctx.cluster.spec.quotas if queue_name(q) == queue.name]
     if ctx.set_aside.quotas:
         # A quota set aside for its shape error may be what this queue lacks here.

@@ -19,7 +19,7 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
     strategies = ctx.mig_strategies.pools
     for resolved in ctx.classes:
         profile = resolved.spec.select.mig_profile
-        if profile is None or not resolved.members:
+        if profile is None or not resolved.taken:
             continue
         by_strategy: dict[str, list[str]] = {}
         for pool in resolved.pools:

@@ -131,7 +131,7 @@ def _other_devices(ctx: RuleContext, pool: str, profile: str) -> str:
     """What else the pool's declared GPUs hold beside `profile` MIG devices, in words."""
     others: set[str] = set()
     for group in ctx.inventory.by_pool(pool):
-        for gpu in group.gpus:
+        for gpu in group.shape:
             if gpu.mig is None:
                 others.add("whole GPUs")
             else:

@@ -43,7 +43,7 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
             wanted = {
                 (id(grp), gpu.index)
                 for grp in ctx.inventory.by_pool(pool.name)
-                for gpu in grp.gpus
+                for gpu in grp.shape
                 if (gpu.mig is None) == (profile is None)
                 and (profile is None or profile in (gpu.mig or {}))
             }

@@ -130,7 +130,7 @@ def _layout_fits(
     """Check the layout once per model it lands on, naming the GPUs it was checked on."""
     reported: set[str] = set()
     for group in ctx.inventory.by_pool(pool.name):
-        covered = [g for g in group.gpus if sharing.indices is None or g.index in sharing.indices]
+        covered = [g for g in group.shape if sharing.indices is None or g.index in sharing.indices]
         models = {g.model.name: g.model for g in covered}
         for name, model in models.items():
             if name in reported:

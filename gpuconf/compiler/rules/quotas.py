@@ -23,7 +23,7 @@ def check(ctx: RuleContext) -> Iterator[Diagnostic]:
                 yield ctx.error(quota_path(i, "classes", name), f"no class is named {name!r}", hint)
     for name, total in totals.items():
         resolved = by_name[name]
-        if total <= resolved.capacity or not resolved.members:
+        if total <= resolved.capacity or not resolved.taken:
             continue
         message = (
             f"quotas for class {name!r} add up to {total}, more than its capacity of {resolved.capacity} "
