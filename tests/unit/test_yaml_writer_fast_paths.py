@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -163,19 +164,26 @@ _POD_SPECS = st.dictionaries(
 )
 
 
+def _refilled_as_dump_writes(
+    layout: Callable[[Any, Any], dict[str, Any]], fillings: list[tuple[Any, Any]]
+) -> None:
+    """`layout` with two holes, written once and filled with each pair in turn (repeats, and
+    values equal but for their items' types), gives what `dump` writes for that pair."""
+    first, second = Hole(), Hole()
+    holed = written_with_holes(layout(first, second), [first, second])
+    for filling in fillings:
+        assert holed.filled(list(filling)) == dump(layout(*filling))
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(_LABELS, _LABELS), min_size=1, max_size=12))
 def test_a_hole_filled_again_with_equal_mappings_gives_what_dump_gives(
     fillings: list[tuple[Any, Any]],
 ) -> None:
-    labels, item = Hole(), Hole()
-    shape = {"metadata": {"labels": labels, "name": "n"}, "spec": [item, "z"]}
-    holed = written_with_holes(shape, [labels, item])
-    for filling in fillings:  # repeats, and mappings equal but for their values' types
-        expected = dump(
-            {"metadata": {"labels": filling[0], "name": "n"}, "spec": [filling[1], "z"]}
-        )
-        assert holed.filled(list(filling)) == expected
+    _refilled_as_dump_writes(
+        lambda labels, item: {"metadata": {"labels": labels, "name": "n"}, "spec": [item, "z"]},
+        fillings,
+    )
 
 
 @settings(max_examples=200, deadline=None)
@@ -183,12 +191,9 @@ def test_a_hole_filled_again_with_equal_mappings_gives_what_dump_gives(
 def test_a_hole_filled_with_mappings_of_lists_writes_each_kept_entry_as_dump_does(
     fillings: list[tuple[Any, Any]],
 ) -> None:
-    spec, item = Hole(), Hole()
-    shape = {"template": {"spec": spec}, "items": ["z", item]}
-    holed = written_with_holes(shape, [spec, item])
-    for filling in fillings:  # repeats, and entries equal but for their items' types
-        expected = dump({"template": {"spec": filling[0]}, "items": ["z", filling[1]]})
-        assert holed.filled(list(filling)) == expected
+    _refilled_as_dump_writes(
+        lambda spec, item: {"template": {"spec": spec}, "items": ["z", item]}, fillings
+    )
 
 
 def test_a_hole_keeps_the_text_of_an_entry_holding_a_list() -> None:
